@@ -1,0 +1,104 @@
+import type { Guarantees } from "./guarantees.js";
+
+/**
+ * The contract every adapter implements. A backend is a connection factory for one store;
+ * a session is the unit of liveness: every lock taken through it lives and dies with it.
+ *
+ * Core owns option validation, timeouts, cancellation, retries, the keepalive loop, local
+ * deadlines, signals, events and modes. A backend owns the round trips.
+ */
+export interface LockBackend {
+  /** `"memory"`, `"redis"`, `"redlock"`, `"etcd"`, `"zookeeper"`, `"postgres"`, or a third party's. */
+  readonly kind: string;
+  /** What this backend promises; see {@link Guarantees}. */
+  readonly guarantees: Guarantees;
+  /**
+   * Opens a session with the given TTL. Rejects with `ConfigError` for a TTL the store cannot
+   * honour, `BackendUnavailableError` when the store cannot be reached, or the signal's reason.
+   */
+  openSession(options: OpenSessionOptions): Promise<BackendSession>;
+  /** Closes every session and connection the backend opened. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link LockBackend.openSession}. */
+export interface OpenSessionOptions {
+  /** Lease length in milliseconds. */
+  readonly ttlMs: number;
+  /** Who holds the locks of this session, as shown by `holder()`. */
+  readonly ownerId: string;
+  /** Cancels the open. */
+  readonly signal?: AbortSignal;
+}
+
+/** What {@link BackendSession.keepAlive} learned besides "the session lives". */
+export interface KeepAliveResult {
+  /** Keys this session held that the store no longer holds for it (the session itself lives). */
+  readonly lostKeys?: readonly string[];
+}
+
+/** Options of {@link BackendSession.acquire}. */
+export interface BackendAcquireOptions {
+  /** `false`: try once and resolve `null` when held. `true`: wait until granted or aborted. */
+  readonly wait: boolean;
+  /** Published with the grant (holder's value; the leader's address in an election). */
+  readonly value?: string;
+  /**
+   * Aborts a wait. The backend must then reject with `signal.reason` and leave nothing behind
+   * (no queue entry that would delay later acquirers).
+   */
+  readonly signal: AbortSignal;
+}
+
+/** One live session with a store. */
+export interface BackendSession {
+  /** The owner id stored with every grant of this session. */
+  readonly ownerId: string;
+  /** The TTL the store granted (it may differ from the one asked for, e.g. ZooKeeper). */
+  readonly ttlMs: number;
+  /**
+   * Aborted (with a `SessionLostError` reason) when the backend learns on its own that the
+   * session is gone: a closed connection, an expired ZooKeeper session.
+   */
+  readonly lost?: AbortSignal;
+  /**
+   * Renews the session and everything it holds in one round trip. Throws `SessionLostError`
+   * when the session is gone, `BackendUnavailableError` when the store did not answer.
+   */
+  keepAlive(): Promise<KeepAliveResult | undefined>;
+  /**
+   * Acquires `key` for this session. Core never calls it twice for the same key on one
+   * session before the first grant is released or lost.
+   */
+  acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null>;
+  /** Owner-checked release. Resolves `false` when the grant was no longer this session's. */
+  release(grant: Grant): Promise<boolean>;
+  /** The current holder of `key`, or `null`. */
+  holder(key: string): Promise<Holder | null>;
+  /** Pushes the holder of `key` now and after every change, until `signal` aborts. */
+  watch?(key: string, signal: AbortSignal): AsyncIterable<Holder | null>;
+  /** Ends the session and frees every lock it holds. Idempotent; never throws for "already gone". */
+  close(): Promise<void>;
+}
+
+/** Proof of one acquisition. */
+export interface Grant {
+  /** The backend key (the lock name as the coordinator passed it). */
+  readonly key: string;
+  /** Owner id of the session that holds it. */
+  readonly ownerId: string;
+  /** Fencing token: strictly greater for every later grant of the same key (see guarantees). */
+  readonly token: bigint;
+  /** Backend-private data needed to release exactly this grant. */
+  readonly handle?: unknown;
+}
+
+/** Who holds a lock. */
+export interface Holder {
+  /** The holding session's owner id. */
+  readonly ownerId: string;
+  /** The holder's fencing token. */
+  readonly token: bigint;
+  /** The value published with the grant, if any. */
+  readonly value?: string;
+}

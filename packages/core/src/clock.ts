@@ -1,0 +1,61 @@
+/**
+ * Time as Baton sees it. Every lease deadline is computed on a monotonic clock
+ * (`performance.now()` in production), never on wall-clock time.
+ */
+export interface Clock {
+  /** Monotonic milliseconds. Only differences between two readings mean anything. */
+  now(): number;
+  /**
+   * Runs `callback` once after `delayMs`. Timers for background work (keepalive, deadlines)
+   * do not keep the process alive; timers a caller awaits (a wait for a lock) pass
+   * `keepAlive: true`.
+   */
+  setTimer(callback: () => void, delayMs: number, options?: TimerOptions): Timer;
+}
+
+/** Options of {@link Clock.setTimer}. */
+export interface TimerOptions {
+  /** Keep the Node.js process alive while this timer is pending. Default `false`. */
+  readonly keepAlive?: boolean;
+}
+
+/** A pending timer. */
+export interface Timer {
+  /** Cancels the timer; harmless after it fired. */
+  cancel(): void;
+}
+
+/** The production clock: `performance.now()` and Node's timers. */
+export const systemClock: Clock = {
+  now: () => performance.now(),
+  setTimer(callback, delayMs, options) {
+    const handle = setTimeout(callback, Math.max(0, delayMs));
+    if (options?.keepAlive !== true) handle.unref();
+    return { cancel: () => clearTimeout(handle) };
+  },
+};
+
+/**
+ * Sleeps `ms` on `clock`. Rejects with `signal.reason` when `signal` aborts first.
+ */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      timer.cancel();
+      reject(signal?.reason);
+    };
+    const timer = clock.setTimer(
+      () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      ms,
+      { keepAlive: true },
+    );
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,449 @@
+import type { Holder, LockBackend } from "./backend.js";
+import { type Clock, sleep, systemClock } from "./clock.js";
+import {
+  type AcquireOptions,
+  type CoordinatorOptions,
+  checkCorrectness,
+  type Mode,
+  type ResolvedAcquire,
+  type ResolvedOptions,
+  resolveAcquireOptions,
+  resolveCoordinatorOptions,
+  type TryAcquireOptions,
+} from "./coordinator-options.js";
+import {
+  BackendUnavailableError,
+  BatonError,
+  ConfigError,
+  LockHeldError,
+  LockLostError,
+  type LockLostReason,
+  LockTimeoutError,
+  SessionLostError,
+} from "./errors.js";
+import { type CoordinatorEventName, type CoordinatorListener, EventHub } from "./events.js";
+import { KeyedMutex } from "./keyed-mutex.js";
+import { Lock } from "./lock.js";
+import { ManagedSession, type SessionLock } from "./managed-session.js";
+import { createBackend } from "./registry.js";
+import { checkName } from "./validate.js";
+
+/** What `withLock` hands the critical section. */
+export interface LockContext {
+  /** Aborted the moment the lock can no longer be trusted. Pass it to your I/O. */
+  readonly signal: AbortSignal;
+  /** The fencing token; send it with every write to a fenced store. */
+  readonly token: bigint;
+  /** The lock itself. */
+  readonly lock: Lock;
+}
+
+/** The user-facing API: locks over one backend, one session, one keepalive loop. */
+export interface Coordinator extends AsyncDisposable {
+  /** Who holds this coordinator's locks. */
+  readonly ownerId: string;
+  /** `efficiency` or `correctness`. */
+  readonly mode: Mode;
+  /** Lease length asked for, in ms. */
+  readonly ttlMs: number;
+  /**
+   * Acquires `name`, waiting up to `waitMs` (default 60 s) for a holder to let go.
+   * Rejects with `LockTimeoutError` when the wait runs out, `LockHeldError` when `waitMs`
+   * is 0 and the lock is held, `BackendUnavailableError` when the store cannot be reached,
+   * `ConfigError` for bad input (before any I/O), or the signal's reason when cancelled.
+   */
+  acquire(name: string, options?: AcquireOptions): Promise<Lock>;
+  /** Tries once: the lock, or `null` when someone else holds it. */
+  tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lock | null>;
+  /**
+   * Runs `fn` under the lock and returns its result. The lock is released when `fn` settles;
+   * `fn`'s own error wins over a release error. If the lock was lost while `fn` ran, rejects
+   * with the `LockLostError` even when `fn` succeeded: its work was not exclusive.
+   */
+  withLock<T>(
+    name: string,
+    fn: (context: LockContext) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T>;
+  /** The current holder of `name` as the store sees it, or `null`. */
+  holder(name: string): Promise<Holder | null>;
+  /** Subscribes to an event; returns the unsubscribe function. */
+  on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void;
+  /** The backend (loaded from the URL on first use). */
+  backend(): Promise<LockBackend>;
+  /** Releases every lock, ends the session and closes a backend the coordinator created. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates a coordinator. Options are checked before any I/O: a bad option throws
+ * `ConfigError` naming the field.
+ *
+ * @example
+ * const coordinator = createCoordinator({ url: "memory://", ttlMs: 5_000 });
+ * const total = await coordinator.withLock("invoices", async ({ token, signal }) => {
+ *   return await billEveryone({ token, signal });
+ * });
+ */
+export function createCoordinator(options: CoordinatorOptions): Coordinator {
+  return new CoordinatorImpl(resolveCoordinatorOptions(options));
+}
+
+const RETRY_MIN_MS = 20;
+const RETRY_MAX_MS = 1_000;
+
+class CoordinatorImpl implements Coordinator {
+  readonly ownerId: string;
+  readonly mode: Mode;
+  readonly ttlMs: number;
+  readonly #options: ResolvedOptions;
+  readonly #clock: Clock;
+  readonly #events: EventHub;
+  readonly #local = new KeyedMutex();
+  readonly #locks = new Set<Lock>();
+  #backend: Promise<LockBackend> | undefined;
+  #session: ManagedSession | undefined;
+  #opening: Promise<ManagedSession> | undefined;
+  #closed = false;
+
+  constructor(options: ResolvedOptions) {
+    this.#options = options;
+    this.ownerId = options.ownerId;
+    this.mode = options.mode;
+    this.ttlMs = options.ttlMs;
+    this.#clock = options.clock ?? systemClock;
+    this.#events = new EventHub(options.logger);
+    if (options.backend !== undefined) this.#backend = Promise.resolve(options.backend);
+  }
+
+  on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void {
+    return this.#events.on(event, listener);
+  }
+
+  backend(): Promise<LockBackend> {
+    this.#backend ??= this.#loadBackend();
+    return this.#backend;
+  }
+
+  async acquire(name: string, options?: AcquireOptions): Promise<Lock> {
+    checkName(name);
+    const opts = resolveAcquireOptions(options, false);
+    const lock = await this.#acquire(name, opts);
+    if (lock === null) throw new LockHeldError(name);
+    return lock;
+  }
+
+  async tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lock | null> {
+    checkName(name);
+    return await this.#acquire(name, resolveAcquireOptions(options, true));
+  }
+
+  async withLock<T>(
+    name: string,
+    fn: (context: LockContext) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T> {
+    checkName(name);
+    if (typeof fn !== "function") throw new ConfigError("fn", "must be a function");
+    const lock = await this.acquire(name, options);
+    let result: T;
+    try {
+      result = await fn({ signal: lock.signal, token: lock.token, lock });
+    } catch (error) {
+      await lock.release().catch((releaseError: unknown) => {
+        this.#events.emit("backgroundError", {
+          error: releaseError,
+          during: "release after a failed withLock",
+        });
+      });
+      throw error;
+    }
+    const lost = lock.held ? undefined : lock.signal.reason;
+    await lock.release();
+    if (lost !== undefined) throw lost;
+    return result;
+  }
+
+  async holder(name: string): Promise<Holder | null> {
+    checkName(name);
+    this.#assertOpen();
+    const session = await this.#currentSession(undefined);
+    return await session.backendSession.holder(name);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const opening = this.#opening;
+    if (opening) await opening.catch(() => undefined);
+    await Promise.allSettled([...this.#locks].map((lock) => lock.release()));
+    const session = this.#session;
+    this.#session = undefined;
+    try {
+      await session?.close();
+    } finally {
+      if (this.#options.url !== undefined && this.#backend !== undefined) {
+        const backend = await this.#backend.catch(() => undefined);
+        await backend?.close();
+      }
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  async #loadBackend(): Promise<LockBackend> {
+    const url = this.#options.url as URL;
+    const backend = await createBackend(url.href);
+    if (this.mode === "correctness") checkCorrectness(backend.kind, backend.guarantees.fencing);
+    return backend;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new ConfigError("coordinator", "this coordinator is closed");
+  }
+
+  /** The live session, opening one when there is none or the last one was lost. */
+  async #currentSession(signal: AbortSignal | undefined): Promise<ManagedSession> {
+    const current = this.#session;
+    if (current?.isValid()) return current;
+    this.#opening ??= this.#openSession().finally(() => {
+      this.#opening = undefined;
+    });
+    return await raceSignal(this.#opening, signal);
+  }
+
+  async #openSession(): Promise<ManagedSession> {
+    const backend = await this.backend();
+    let session: ManagedSession;
+    try {
+      session = await ManagedSession.open(backend, this.ttlMs, this.ownerId, {
+        clock: this.#clock,
+        renewEveryMs: this.#options.renewEveryMs,
+        events: this.#events,
+        logger: this.#options.logger,
+      });
+    } catch (error) {
+      throw asUnavailable(error, `could not open a ${backend.kind} session`);
+    }
+    if (this.#closed) {
+      await session.close();
+      throw new ConfigError("coordinator", "this coordinator is closed");
+    }
+    this.#session = session;
+    if (session.ttlMs !== this.ttlMs) {
+      this.#options.logger?.warn?.(
+        `baton: the ${backend.kind} server granted a ${session.ttlMs} ms session instead of the ${this.ttlMs} ms asked for; deadlines use ${session.ttlMs} ms`,
+      );
+    }
+    this.#events.emit("sessionOpened", { ownerId: this.ownerId, ttlMs: session.ttlMs });
+    return session;
+  }
+
+  async #acquire(name: string, opts: ResolvedAcquire): Promise<Lock | null> {
+    this.#assertOpen();
+    const started = this.#clock.now();
+    const waiting = opts.waitMs > 0;
+    // One bound for the whole call: the wait, or one TTL for a try, so nothing hangs.
+    const budgetMs = waiting ? opts.waitMs : this.ttlMs;
+    const timeout = new AbortController();
+    const timer = this.#clock.setTimer(
+      () => timeout.abort(new Error("baton: budget ran out")),
+      budgetMs,
+      {
+        keepAlive: true,
+      },
+    );
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout.signal]) : timeout.signal;
+    let unlockLocal: (() => void) | undefined;
+    let lastUnavailable: unknown;
+    try {
+      if (!waiting && this.#local.isLocked(name)) return null;
+      unlockLocal = await this.#local.lock(name, signal);
+      for (let attempt = 0; ; attempt++) {
+        const session = await this.#currentSession(signal);
+        let grant: Awaited<ReturnType<typeof session.backendSession.acquire>>;
+        try {
+          grant = await session.backendSession.acquire(name, {
+            wait: waiting,
+            value: opts.value,
+            signal,
+          });
+        } catch (error) {
+          if (signal.aborted) throw error;
+          if (error instanceof SessionLostError) {
+            session.lose("session-lost", error);
+            continue;
+          }
+          if (!waiting || !isTransient(error))
+            throw asUnavailable(error, `could not acquire "${name}"`);
+          lastUnavailable = error;
+          await sleep(this.#clock, backoff(attempt), signal);
+          continue;
+        }
+        if (grant === null) {
+          unlockLocal();
+          return null;
+        }
+        if (!session.isValid()) continue; // the session died under us: that grant is void
+        const lock = this.#adopt(
+          name,
+          grant.token,
+          opts.value,
+          session,
+          () => {
+            return session.backendSession.release(grant);
+          },
+          unlockLocal,
+        );
+        if (this.#options.fence !== undefined && this.mode === "correctness") {
+          try {
+            await this.#options.fence.raise(name, lock.token);
+          } catch (error) {
+            await lock.release().catch(() => undefined);
+            throw error;
+          }
+        }
+        this.#events.emit("acquired", {
+          name,
+          token: lock.token,
+          waitedMs: this.#clock.now() - started,
+        });
+        return lock;
+      }
+    } catch (error) {
+      unlockLocal?.();
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (timeout.signal.aborted) {
+        if (lastUnavailable !== undefined) {
+          throw asUnavailable(
+            lastUnavailable,
+            `could not reach the store for "${name}" within ${budgetMs} ms`,
+          );
+        }
+        if (!waiting)
+          throw new BackendUnavailableError(
+            `the store did not answer for "${name}" within ${budgetMs} ms`,
+          );
+        throw new LockTimeoutError(name, opts.waitMs);
+      }
+      throw error;
+    } finally {
+      timer.cancel();
+    }
+  }
+
+  #adopt(
+    name: string,
+    token: bigint,
+    value: string | undefined,
+    session: ManagedSession,
+    backendRelease: () => Promise<boolean>,
+    unlockLocal: () => void,
+  ): Lock {
+    const controller = new AbortController();
+    const entry: SessionLock = {
+      name,
+      lose: (reason: LockLostReason, cause?: unknown) => {
+        if (controller.signal.aborted) return;
+        const error = new LockLostError(name, token, reason, { cause });
+        controller.abort(error);
+        this.#locks.delete(lock);
+        unlockLocal();
+        this.#events.emit("lost", { name, token, reason, error });
+      },
+    };
+    const lock: Lock = new Lock({
+      name,
+      token,
+      value,
+      controller,
+      deadline: () => session.deadline,
+      now: () => this.#clock.now(),
+      release: async () => {
+        let wasHeld = false;
+        try {
+          if (session.holds(entry) && session.isValid()) {
+            wasHeld = await withTimeout(backendRelease(), this.#clock, session.ttlMs, name);
+          }
+        } catch (error) {
+          throw asUnavailable(
+            error,
+            `could not release "${name}"; it is no longer renewed and expires within ${session.ttlMs} ms`,
+          );
+        } finally {
+          session.unregister(entry);
+          this.#locks.delete(lock);
+          if (!controller.signal.aborted)
+            controller.abort(new LockLostError(name, token, "released"));
+          unlockLocal();
+          this.#events.emit("released", { name, token, wasHeld });
+        }
+        return wasHeld;
+      },
+    });
+    session.register(entry);
+    this.#locks.add(lock);
+    return lock;
+  }
+}
+
+function isTransient(error: unknown): boolean {
+  return error instanceof BackendUnavailableError || !(error instanceof BatonError);
+}
+
+function asUnavailable(error: unknown, context: string): unknown {
+  if (error instanceof BatonError) return error;
+  const detail = error instanceof Error ? error.message : String(error);
+  return new BackendUnavailableError(`${context}: ${detail}`, { cause: error });
+}
+
+function backoff(attempt: number): number {
+  const ceiling = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** attempt);
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function withTimeout<T>(promise: Promise<T>, clock: Clock, ms: number, name: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = clock.setTimer(
+      () =>
+        reject(
+          new BackendUnavailableError(
+            `the store did not answer a release of "${name}" within ${ms} ms`,
+          ),
+        ),
+      ms,
+      { keepAlive: true },
+    );
+    promise.then(
+      (value) => {
+        timer.cancel();
+        resolve(value);
+      },
+      (error: unknown) => {
+        timer.cancel();
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,167 @@
+/**
+ * Named errors. Every Baton error extends {@link BatonError}, is `instanceof`-checkable,
+ * and carries a stable `code` that is safe to match in logs and alerts.
+ */
+
+/** Stable machine-readable codes of Baton's errors. */
+export type BatonErrorCode =
+  | "BATON_LOCK_TIMEOUT"
+  | "BATON_LOCK_HELD"
+  | "BATON_LOCK_LOST"
+  | "BATON_SESSION_LOST"
+  | "BATON_STALE_TOKEN"
+  | "BATON_BACKEND_UNAVAILABLE"
+  | "BATON_CONFIG";
+
+/** Base class of every error Baton throws. */
+export class BatonError extends Error {
+  /** Stable code, one per class. */
+  readonly code: BatonErrorCode;
+
+  constructor(code: BatonErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** The wait for a lock ran out (`waitMs`) while someone else held it. */
+export class LockTimeoutError extends BatonError {
+  /** The lock name. */
+  readonly lockName: string;
+  /** How long the caller asked to wait. */
+  readonly waitMs: number;
+
+  constructor(lockName: string, waitMs: number, options?: { cause?: unknown }) {
+    super(
+      "BATON_LOCK_TIMEOUT",
+      `lock "${lockName}" was not acquired within waitMs=${waitMs}: it stayed held by someone else`,
+      options,
+    );
+    this.lockName = lockName;
+    this.waitMs = waitMs;
+  }
+}
+
+/** A try-once acquire (`waitMs: 0`) found the lock held by someone else. */
+export class LockHeldError extends BatonError {
+  /** The lock name. */
+  readonly lockName: string;
+
+  constructor(lockName: string) {
+    super("BATON_LOCK_HELD", `lock "${lockName}" is held by someone else`);
+    this.lockName = lockName;
+  }
+}
+
+/**
+ * Why a lock stopped being trustworthy.
+ * - `released`: the holder released it (not a failure; the signal still aborts).
+ * - `deadline`: no renewal was confirmed before the local deadline (last confirmed renewal + ttl - drift).
+ * - `session-lost`: the backend reported the session gone (lease expired, connection closed).
+ * - `key-lost`: the backend reported this one lock gone while the session lives on.
+ * - `fence-rejected`: correctness mode could not raise the fence with this lock's token.
+ * - `closed`: the coordinator was closed while the lock was held.
+ */
+export type LockLostReason =
+  | "released"
+  | "deadline"
+  | "session-lost"
+  | "key-lost"
+  | "fence-rejected"
+  | "closed";
+
+/** The reason a {@link Lock}'s `signal` aborts with: the lock can no longer be trusted. */
+export class LockLostError extends BatonError {
+  /** The lock name. */
+  readonly lockName: string;
+  /** The fencing token of the grant that was lost. */
+  readonly token: bigint;
+  /** Why it was lost. */
+  readonly reason: LockLostReason;
+
+  constructor(
+    lockName: string,
+    token: bigint,
+    reason: LockLostReason,
+    options?: { cause?: unknown },
+  ) {
+    super("BATON_LOCK_LOST", describeLoss(lockName, token, reason), options);
+    this.lockName = lockName;
+    this.token = token;
+    this.reason = reason;
+  }
+}
+
+function describeLoss(name: string, token: bigint, reason: LockLostReason): string {
+  const what = `lock "${name}" (token ${token})`;
+  switch (reason) {
+    case "released":
+      return `${what} was released`;
+    case "deadline":
+      return `${what} can no longer be trusted: no renewal was confirmed before its local deadline`;
+    case "session-lost":
+      return `${what} was lost: the backend session ended`;
+    case "key-lost":
+      return `${what} was lost: the backend no longer holds it for this owner`;
+    case "fence-rejected":
+      return `${what} was rejected by the fence: a newer token was already seen`;
+    case "closed":
+      return `${what} was given up because the coordinator closed`;
+  }
+}
+
+/** The backend session (lease, ZooKeeper session, database connection) is gone. */
+export class SessionLostError extends BatonError {
+  constructor(message = "the backend session was lost", options?: { cause?: unknown }) {
+    super("BATON_SESSION_LOST", message, options);
+  }
+}
+
+/** A fence refused a write or a raise because it has already seen a newer token. */
+export class StaleTokenError extends BatonError {
+  /** The fenced resource. */
+  readonly resource: string;
+  /** The token that was offered. */
+  readonly token: bigint;
+  /** The highest token the fence had seen. */
+  readonly highest: bigint;
+
+  constructor(resource: string, token: bigint, highest: bigint) {
+    super(
+      "BATON_STALE_TOKEN",
+      `fence "${resource}" rejected token ${token}: it has already seen token ${highest}`,
+    );
+    this.resource = resource;
+    this.token = token;
+    this.highest = highest;
+  }
+}
+
+/** The store could not be reached or did not answer. Never used to mean "held". */
+export class BackendUnavailableError extends BatonError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("BATON_BACKEND_UNAVAILABLE", message, options);
+  }
+}
+
+/** A bad option, lock name or URL. `field` names what was wrong. */
+export class ConfigError extends BatonError {
+  /** The option or argument that was wrong, e.g. `ttlMs` or `url`. */
+  readonly field: string;
+
+  constructor(field: string, message: string, options?: { cause?: unknown }) {
+    super("BATON_CONFIG", `${field}: ${message}`, options);
+    this.field = field;
+  }
+}
+
+/** True when `error` is an abort caused by `signal` (its reason, or a DOM AbortError). */
+export function isAbortFrom(signal: AbortSignal | undefined, error: unknown): boolean {
+  return signal?.aborted === true && (error === signal.reason || isAbortError(error));
+}
+
+/** True for a DOM-style `AbortError`. */
+export function isAbortError(error: unknown): boolean {
+  return error instanceof Error && error.name === "AbortError";
+}

@@ -1,0 +1,21 @@
+/**
+ * What a backend promises. Declared by each adapter and verified by the conformance suite;
+ * groups of the suite that a backend does not declare are skipped, and the skip is printed.
+ */
+export interface Guarantees {
+  /**
+   * Fencing tokens:
+   * - `monotonic`: every later grant of a key has a strictly greater token, through failures
+   *   of the store (consensus-backed counters, or an in-process counter for `memory`).
+   * - `single-node`: strictly greater while the one node keeps its data; a restart without
+   *   persistence or a failover to a lagging replica can hand out a smaller token.
+   * - `none`: tokens carry no order (Redlock).
+   */
+  readonly fencing: "monotonic" | "single-node" | "none";
+  /** Waiters are granted the lock in the order they started waiting. */
+  readonly fifo: boolean;
+  /** Grants are agreed by a majority of replicas (Raft, ZAB). */
+  readonly consensus: boolean;
+  /** Locks exclude other processes and machines, not only this process. */
+  readonly crossProcess: boolean;
+}

@@ -1,0 +1,55 @@
+export type {
+  BackendAcquireOptions,
+  BackendSession,
+  Grant,
+  Holder,
+  KeepAliveResult,
+  LockBackend,
+  OpenSessionOptions,
+} from "./backend.js";
+export { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./clock.js";
+export { type Coordinator, createCoordinator, type LockContext } from "./coordinator.js";
+export {
+  type AcquireOptions,
+  type CoordinatorOptions,
+  checkCorrectness,
+  DEFAULT_TTL_MS,
+  DEFAULT_WAIT_MS,
+  type Mode,
+  type TryAcquireOptions,
+} from "./coordinator-options.js";
+export {
+  BackendUnavailableError,
+  BatonError,
+  type BatonErrorCode,
+  ConfigError,
+  isAbortError,
+  LockHeldError,
+  LockLostError,
+  type LockLostReason,
+  LockTimeoutError,
+  SessionLostError,
+  StaleTokenError,
+} from "./errors.js";
+export type {
+  CoordinatorEventName,
+  CoordinatorEvents,
+  CoordinatorListener,
+  Logger,
+} from "./events.js";
+export type { Fence } from "./fence.js";
+export type { Guarantees } from "./guarantees.js";
+export { Lock } from "./lock.js";
+export { defaultDriftMs } from "./managed-session.js";
+export { ManualClock } from "./manual-clock.js";
+export { MemoryBackend, type MemoryBackendOptions } from "./memory-backend.js";
+export { type FenceStats, MemoryFence } from "./memory-fence.js";
+export { MemoryStore } from "./memory-store.js";
+export {
+  type BackendFactory,
+  createBackend,
+  knownFencing,
+  parseBackendUrl,
+  registerBackend,
+} from "./registry.js";
+export { LIMITS } from "./validate.js";

@@ -1,0 +1,80 @@
+import { LockLostError, type LockLostReason } from "./errors.js";
+
+/** @internal What the coordinator gives a {@link Lock}. */
+export interface LockInit {
+  readonly name: string;
+  readonly token: bigint;
+  readonly value: string | undefined;
+  readonly controller: AbortController;
+  /** Owner-checked release through the backend; true when it was still ours. */
+  readonly release: () => Promise<boolean>;
+  /** Monotonic deadline of the lock right now. */
+  readonly deadline: () => number;
+  readonly now: () => number;
+}
+
+/**
+ * A held lock. Use `signal` to stop work the moment the lock can no longer be trusted, pass
+ * `token` to a fence with every write, and `release()` (or `await using`) when done.
+ *
+ * @example
+ * await using lock = await coordinator.acquire("invoices");
+ * await billEveryone({ token: lock.token, signal: lock.signal });
+ */
+export class Lock implements AsyncDisposable {
+  /** The lock name. */
+  readonly name: string;
+  /** Fencing token: strictly greater for every later grant of this name (per the backend's guarantees). */
+  readonly token: bigint;
+  /** The value published with this grant, if any. */
+  readonly value: string | undefined;
+  /**
+   * Aborted, with a `LockLostError` reason, the moment the lock can no longer be trusted
+   * (local deadline passed, session lost, key lost), and on release (reason `released`).
+   */
+  readonly signal: AbortSignal;
+  readonly #init: LockInit;
+  #releasing: Promise<boolean> | undefined;
+
+  /** @internal Built by the coordinator. */
+  constructor(init: LockInit) {
+    this.name = init.name;
+    this.token = init.token;
+    this.value = init.value;
+    this.signal = init.controller.signal;
+    this.#init = init;
+  }
+
+  /** True until the lock is lost or released. */
+  get held(): boolean {
+    return !this.signal.aborted;
+  }
+
+  /** Why the lock ended, once it has. */
+  get lostReason(): LockLostReason | undefined {
+    const reason: unknown = this.signal.reason;
+    return reason instanceof LockLostError ? reason.reason : undefined;
+  }
+
+  /** Milliseconds left before the local deadline (0 once lost or released). */
+  remainingMs(): number {
+    if (!this.held) return 0;
+    return Math.max(0, this.#init.deadline() - this.#init.now());
+  }
+
+  /**
+   * Releases the lock if it is still ours (owner-checked) and resolves whether it was.
+   * Idempotent: every call returns the same promise. If the store cannot be reached it
+   * rejects with `BackendUnavailableError`; the lock is no longer renewed and expires by
+   * itself within one TTL.
+   */
+  release(): Promise<boolean> {
+    this.#releasing ??= this.#init.release();
+    return this.#releasing;
+  }
+
+  /** Releases on scope exit (`await using`). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}

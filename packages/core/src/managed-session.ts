@@ -1,0 +1,215 @@
+import type { BackendSession, LockBackend } from "./backend.js";
+import type { Clock, Timer } from "./clock.js";
+import { type LockLostReason, SessionLostError } from "./errors.js";
+import type { EventHub, Logger } from "./events.js";
+
+/** A lock registered with a session, told when it can no longer be trusted. */
+export interface SessionLock {
+  /** The lock name (the backend key). */
+  readonly name: string;
+  /** Called at most once, for any loss but a release. */
+  lose(reason: LockLostReason, cause?: unknown): void;
+}
+
+/** Timing and reporting shared by every session of a coordinator. */
+export interface SessionSettings {
+  readonly clock: Clock;
+  /** Renewal interval asked for; clamped to a third of the TTL the store granted. */
+  readonly renewEveryMs: number | undefined;
+  readonly events: EventHub;
+  readonly logger: Logger | undefined;
+}
+
+/** Default drift allowance: 1% of the TTL plus 2 ms (the Redlock paper's figure). */
+export function defaultDriftMs(ttlMs: number): number {
+  return Math.ceil(ttlMs * 0.01) + 2;
+}
+
+/**
+ * A backend session under core's care: one keepalive loop (never two renewals at once), a
+ * local deadline on the monotonic clock (start of the last confirmed renewal + ttl - drift),
+ * and the locks that live and die with it.
+ */
+export class ManagedSession {
+  /** The adapter's session. */
+  readonly backendSession: BackendSession;
+  /** TTL the store granted. */
+  readonly ttlMs: number;
+  /** Interval between renewals. */
+  readonly renewEveryMs: number;
+  /** Safety margin taken off every deadline. */
+  readonly driftMs: number;
+  readonly #settings: SessionSettings;
+  readonly #locks = new Map<string, SessionLock>();
+  #deadline: number;
+  #dead = false;
+  #renewTimer: Timer | undefined;
+  #deadlineTimer: Timer | undefined;
+  #unsubscribeLost: (() => void) | undefined;
+
+  /** Opens a backend session and starts keeping it alive. */
+  static async open(
+    backend: LockBackend,
+    ttlMs: number,
+    ownerId: string,
+    settings: SessionSettings,
+  ): Promise<ManagedSession> {
+    const started = settings.clock.now();
+    const session = await backend.openSession({ ttlMs, ownerId });
+    return new ManagedSession(session, started, settings);
+  }
+
+  private constructor(session: BackendSession, started: number, settings: SessionSettings) {
+    this.backendSession = session;
+    this.#settings = settings;
+    this.ttlMs = session.ttlMs;
+    this.driftMs = defaultDriftMs(this.ttlMs);
+    const third = Math.max(1, Math.floor(this.ttlMs / 3));
+    this.renewEveryMs = Math.min(settings.renewEveryMs ?? third, third);
+    this.#deadline = started + this.ttlMs - this.driftMs;
+    const lost = session.lost;
+    if (lost !== undefined) {
+      const onLost = () => this.lose("session-lost", lost.reason);
+      if (lost.aborted) queueMicrotask(onLost);
+      else {
+        lost.addEventListener("abort", onLost, { once: true });
+        this.#unsubscribeLost = () => lost.removeEventListener("abort", onLost);
+      }
+    }
+    this.#scheduleRenew(this.renewEveryMs);
+    this.#scheduleDeadline();
+  }
+
+  /** Monotonic time after which nothing held through this session is trusted. */
+  get deadline(): number {
+    return this.#deadline;
+  }
+
+  /** True while the session is alive and its deadline has not passed. */
+  isValid(): boolean {
+    if (this.#dead) return false;
+    if (this.#settings.clock.now() < this.#deadline) return true;
+    this.lose(
+      "deadline",
+      new SessionLostError("no renewal was confirmed before the local deadline"),
+    );
+    return false;
+  }
+
+  /** How many locks live on this session. */
+  get lockCount(): number {
+    return this.#locks.size;
+  }
+
+  /** Ties `lock` to this session. */
+  register(lock: SessionLock): void {
+    this.#locks.set(lock.name, lock);
+  }
+
+  /** Unties `lock` (after release). True when it was still tied. */
+  unregister(lock: SessionLock): boolean {
+    if (this.#locks.get(lock.name) !== lock) return false;
+    this.#locks.delete(lock.name);
+    return true;
+  }
+
+  /** True when `lock` is still tied to this live session. */
+  holds(lock: SessionLock): boolean {
+    return !this.#dead && this.#locks.get(lock.name) === lock;
+  }
+
+  /**
+   * Ends the session for `reason`: every lock is told, the backend session is closed in the
+   * background (its failure becomes a `backgroundError` event). Idempotent.
+   */
+  lose(reason: LockLostReason, cause: unknown): void {
+    if (this.#dead) return;
+    this.#stop();
+    const locks = [...this.#locks.values()];
+    this.#locks.clear();
+    for (const lock of locks) lock.lose(reason, cause);
+    if (reason !== "closed") this.#settings.events.emit("sessionLost", { error: cause });
+    this.backendSession.close().catch((error: unknown) => {
+      this.#settings.events.emit("backgroundError", { error, during: "closing a lost session" });
+    });
+  }
+
+  /** Closes the session: its locks are lost with reason `closed`. */
+  async close(): Promise<void> {
+    if (this.#dead) return;
+    this.#stop();
+    const locks = [...this.#locks.values()];
+    this.#locks.clear();
+    for (const lock of locks) lock.lose("closed");
+    await this.backendSession.close();
+  }
+
+  #stop(): void {
+    this.#dead = true;
+    this.#renewTimer?.cancel();
+    this.#deadlineTimer?.cancel();
+    this.#unsubscribeLost?.();
+  }
+
+  #scheduleRenew(delayMs: number): void {
+    this.#renewTimer = this.#settings.clock.setTimer(() => {
+      void this.#renew();
+    }, delayMs);
+  }
+
+  async #renew(): Promise<void> {
+    if (this.#dead) return;
+    const clock = this.#settings.clock;
+    const started = clock.now();
+    try {
+      const result = await this.backendSession.keepAlive();
+      if (this.#dead) return;
+      this.#confirm(started);
+      for (const key of result?.lostKeys ?? []) {
+        const lock = this.#locks.get(key);
+        if (lock === undefined) continue;
+        this.#locks.delete(key);
+        lock.lose("key-lost");
+      }
+      this.#settings.events.emit("renewed", {
+        durationMs: clock.now() - started,
+        locks: this.#locks.size,
+      });
+      this.#scheduleRenew(this.renewEveryMs);
+    } catch (error) {
+      if (this.#dead) return;
+      if (error instanceof SessionLostError) {
+        this.lose("session-lost", error);
+        return;
+      }
+      const remainingMs = Math.max(0, this.#deadline - clock.now());
+      this.#settings.events.emit("renewFailed", { error, remainingMs });
+      this.#settings.logger?.warn?.(
+        `baton: renewal failed, ${Math.round(remainingMs)} ms left before the local deadline`,
+        error,
+      );
+      // Retry sooner than the normal interval, so a short outage costs no lock.
+      this.#scheduleRenew(Math.max(5, Math.min(this.renewEveryMs / 2, remainingMs / 3)));
+    }
+  }
+
+  #confirm(started: number): void {
+    const next = started + this.ttlMs - this.driftMs;
+    if (next > this.#deadline) this.#deadline = next;
+    this.#scheduleDeadline();
+  }
+
+  #scheduleDeadline(): void {
+    this.#deadlineTimer?.cancel();
+    const clock = this.#settings.clock;
+    this.#deadlineTimer = clock.setTimer(() => {
+      if (this.#dead) return;
+      if (clock.now() >= this.#deadline) {
+        this.lose(
+          "deadline",
+          new SessionLostError("no renewal was confirmed before the local deadline"),
+        );
+      } else this.#scheduleDeadline();
+    }, this.#deadline - clock.now());
+  }
+}
