@@ -1,0 +1,98 @@
+import {
+  type BackendSession,
+  ConfigError,
+  createCoordinator,
+  type LockBackend,
+  type OpenSessionOptions,
+} from "@baton/core";
+import { describe, expect, it } from "vitest";
+import type { SuiteContext } from "../suite-context.js";
+
+/** Bad input is a ConfigError naming the field, raised before any I/O. */
+export function badInputGroup(ctx: SuiteContext): void {
+  describe("bad input", () => {
+    const counting = (): { backend: LockBackend; opened: () => number } => {
+      let opened = 0;
+      const inner = ctx.backend;
+      const backend: LockBackend = {
+        kind: inner.kind,
+        guarantees: inner.guarantees,
+        openSession(options: OpenSessionOptions): Promise<BackendSession> {
+          opened++;
+          return inner.openSession(options);
+        },
+        close: async () => undefined,
+      };
+      return { backend, opened: () => opened };
+    };
+
+    const expectConfig = async (promise: Promise<unknown>, field: string) => {
+      const error = await promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).field).toBe(field);
+      expect((error as ConfigError).message).toContain(field);
+    };
+
+    it("lock names: empty, too long, control characters, not a string", async () => {
+      const { backend, opened } = counting();
+      const c = createCoordinator({ backend, ttlMs: ctx.target.ttlMs });
+      try {
+        await expectConfig(c.acquire(""), "name");
+        await expectConfig(c.acquire("x".repeat(257)), "name");
+        await expectConfig(c.acquire("bad\nname"), "name");
+        await expectConfig(c.tryAcquire("nul\u0000"), "name");
+        await expectConfig(
+          c.withLock(42 as unknown as string, () => 1),
+          "name",
+        );
+        await expectConfig(c.holder(""), "name");
+        expect(opened()).toBe(0);
+      } finally {
+        await c.close();
+      }
+    });
+
+    it("timeouts, values, signals and unknown options", async () => {
+      const { backend, opened } = counting();
+      const c = createCoordinator({ backend, ttlMs: ctx.target.ttlMs });
+      try {
+        await expectConfig(c.acquire("ok", { waitMs: -1 }), "waitMs");
+        await expectConfig(c.acquire("ok", { waitMs: 1.5 }), "waitMs");
+        await expectConfig(c.acquire("ok", { waitMs: Number.POSITIVE_INFINITY }), "waitMs");
+        await expectConfig(c.acquire("ok", { value: 7 as unknown as string }), "value");
+        await expectConfig(c.acquire("ok", { value: "v".repeat(4097) }), "value");
+        await expectConfig(c.acquire("ok", { signal: {} as AbortSignal }), "signal");
+        await expectConfig(c.acquire("ok", { wait: 5 } as never), "options.wait");
+        expect(opened()).toBe(0);
+      } finally {
+        await c.close();
+      }
+    });
+
+    it("coordinator options are checked synchronously at construction", () => {
+      const { backend } = counting();
+      const fail = (options: unknown, field: string) => {
+        let caught: unknown;
+        try {
+          createCoordinator(options as never);
+        } catch (error) {
+          caught = error;
+        }
+        expect(caught).toBeInstanceOf(ConfigError);
+        expect((caught as ConfigError).field).toBe(field);
+      };
+      fail({ backend, ttlMs: 0 }, "ttlMs");
+      fail({ backend, ttlMs: Number.NaN }, "ttlMs");
+      fail({ backend, ttlMs: 90_000_000 }, "ttlMs");
+      fail({ backend, mode: "fast" }, "mode");
+      fail({ backend, ttlsMs: 100 }, "options.ttlsMs");
+      fail({ backend, url: "memory://" }, "backend");
+      fail({}, "backend");
+      fail({ url: "nope" }, "url");
+      fail({ url: "ftp://x" }, "url");
+    });
+  });
+}

@@ -1,0 +1,74 @@
+import { LockHeldError } from "@baton/core";
+import { describe, expect, it } from "vitest";
+import type { SuiteContext } from "../suite-context.js";
+
+/** acquire / tryAcquire / release / holder, and owner-checked release at the backend level. */
+export function basicGroup(ctx: SuiteContext): void {
+  describe("acquire, try, release", () => {
+    it("grants a free lock with a token and publishes the holder", async () => {
+      const a = ctx.coordinator({ ownerId: "owner-a" });
+      const name = ctx.name("basic");
+      const lock = await a.acquire(name, { value: "node-a:8080" });
+      expect(typeof lock.token).toBe("bigint");
+      expect(lock.held).toBe(true);
+      expect(lock.signal.aborted).toBe(false);
+      expect(lock.name).toBe(name);
+      const holder = await a.holder(name);
+      expect(holder).toEqual({ ownerId: "owner-a", token: lock.token, value: "node-a:8080" });
+    });
+
+    it("excludes a second owner while held: tryAcquire gives null, waitMs 0 gives LockHeldError", async () => {
+      const a = ctx.coordinator();
+      const b = ctx.coordinator();
+      const name = ctx.name("exclude");
+      const lock = await a.acquire(name);
+      expect(await b.tryAcquire(name)).toBeNull();
+      await expect(b.acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockHeldError);
+      expect(lock.held).toBe(true);
+    });
+
+    it("release frees the lock, is idempotent and reports whether it was still ours", async () => {
+      const a = ctx.coordinator();
+      const b = ctx.coordinator();
+      const name = ctx.name("release");
+      const lock = await a.acquire(name);
+      const first = lock.release();
+      expect(lock.release()).toBe(first);
+      expect(await first).toBe(true);
+      expect(await lock.release()).toBe(true);
+      expect(lock.held).toBe(false);
+      expect(await b.holder(name)).toBeNull();
+      const next = await b.tryAcquire(name);
+      expect(next).not.toBeNull();
+      expect(await a.holder(name)).toMatchObject({ ownerId: b.ownerId, token: next?.token });
+    });
+
+    it("a session cannot release another session's grant", async () => {
+      const name = ctx.name("owner-check");
+      const signal = new AbortController().signal;
+      const s1 = await ctx.backend.openSession({ ttlMs: ctx.target.ttlMs * 20, ownerId: "s1" });
+      const s2 = await ctx.backend.openSession({ ttlMs: ctx.target.ttlMs * 20, ownerId: "s2" });
+      try {
+        const grant = await s1.acquire(name, { wait: false, signal });
+        expect(grant).not.toBeNull();
+        if (grant === null) return;
+        expect(await s2.release(grant)).toBe(false);
+        expect(await s2.holder(name)).toMatchObject({ ownerId: "s1", token: grant.token });
+        expect(await s1.release(grant)).toBe(true);
+        expect(await s1.release(grant)).toBe(false);
+      } finally {
+        await Promise.allSettled([s1.close(), s2.close()]);
+      }
+    });
+
+    it("closing a session frees what it holds", async () => {
+      const name = ctx.name("close-frees");
+      const s1 = await ctx.backend.openSession({ ttlMs: ctx.target.ttlMs * 20, ownerId: "closer" });
+      const grant = await s1.acquire(name, { wait: false, signal: new AbortController().signal });
+      expect(grant).not.toBeNull();
+      await s1.close();
+      const b = ctx.coordinator();
+      expect(await b.tryAcquire(name)).not.toBeNull();
+    });
+  });
+}

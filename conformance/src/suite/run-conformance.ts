@@ -1,0 +1,88 @@
+import { afterAll, afterEach, beforeAll, describe } from "vitest";
+import { badInputGroup } from "./groups/bad-input.js";
+import { basicGroup } from "./groups/basic.js";
+import { cancellationGroup } from "./groups/cancellation.js";
+import { exclusionGroup } from "./groups/exclusion.js";
+import { expiryGroup } from "./groups/expiry.js";
+import { fifoGroup } from "./groups/fifo.js";
+import { handoffGroup } from "./groups/handoff.js";
+import { renewalGroup } from "./groups/renewal.js";
+import { tokensGroup } from "./groups/tokens.js";
+import { watchGroup } from "./groups/watch.js";
+import { withLockGroup } from "./groups/with-lock.js";
+import { SuiteContext } from "./suite-context.js";
+import type { ConformanceTarget } from "./target.js";
+
+/** Capabilities the suite reads from the backend, known only after it is created. */
+export interface DeclaredCapabilities {
+  readonly fencing: "monotonic" | "single-node" | "none";
+  readonly fifo: boolean;
+  readonly watch: boolean;
+}
+
+/**
+ * Registers the whole conformance suite for `target` with vitest. Call it at the top level
+ * of a test file. Groups a backend does not declare (FIFO, tokens, watch) are skipped because
+ * of its declared guarantees, and every skip is printed with its reason.
+ *
+ * @example
+ * runConformance({ name: "memory", ttlMs: 300, createBackend: () => new MemoryBackend() },
+ *   { fencing: "monotonic", fifo: true, watch: true });
+ */
+export function runConformance(target: ConformanceTarget, declared: DeclaredCapabilities): void {
+  const ctx = new SuiteContext(target);
+  describe(`conformance: ${target.name}`, () => {
+    beforeAll(async () => {
+      await ctx.start();
+      const g = ctx.backend.guarantees;
+      const hasWatch = (await probeWatch(ctx)) === true;
+      if (
+        g.fencing !== declared.fencing ||
+        g.fifo !== declared.fifo ||
+        hasWatch !== declared.watch
+      ) {
+        throw new Error(
+          `conformance: ${target.name} declares fencing=${g.fencing} fifo=${g.fifo} watch=${hasWatch}, but the test file registered fencing=${declared.fencing} fifo=${declared.fifo} watch=${declared.watch}`,
+        );
+      }
+    });
+    afterEach(async () => {
+      await ctx.cleanup();
+    });
+    afterAll(async () => {
+      await ctx.stop();
+    });
+
+    basicGroup(ctx);
+    withLockGroup(ctx);
+    cancellationGroup(ctx);
+    handoffGroup(ctx);
+    expiryGroup(ctx);
+    renewalGroup(ctx);
+    exclusionGroup(ctx);
+    badInputGroup(ctx);
+    skipUnless(declared.fencing !== "none", `${target.name} declares fencing "none"`, () =>
+      tokensGroup(ctx),
+    );
+    skipUnless(declared.fifo, `${target.name} does not declare FIFO waiting`, () => fifoGroup(ctx));
+    skipUnless(declared.watch, `${target.name} has no watch()`, () => watchGroup(ctx));
+  });
+}
+
+function skipUnless(condition: boolean, why: string, register: () => void): void {
+  if (condition) {
+    register();
+    return;
+  }
+  console.warn(`[baton conformance] SKIPPED by declared guarantees: ${why}`);
+  describe.skip(`skipped: ${why}`, register);
+}
+
+async function probeWatch(ctx: SuiteContext): Promise<boolean> {
+  const session = await ctx.backend.openSession({ ttlMs: ctx.target.ttlMs * 10, ownerId: "probe" });
+  try {
+    return typeof session.watch === "function";
+  } finally {
+    await session.close();
+  }
+}

@@ -1,0 +1,23 @@
+import type { BackendSession, LockBackend } from "@baton/core";
+
+/** What a backend hands the conformance suite. */
+export interface ConformanceTarget {
+  /** Shown in test titles, e.g. `"etcd"`. */
+  readonly name: string;
+  /** Creates a backend connected to the server under test. Called once per suite; closed after. */
+  createBackend(): LockBackend | Promise<LockBackend>;
+  /** A short TTL the backend accepts, used where a test waits for expiry (memory: 300; etcd: 2000). */
+  readonly ttlMs: number;
+  /**
+   * Makes `session` stop renewing, as a frozen holder would. Default: nothing, since a raw
+   * session is renewed only by `keepAlive()` calls, which the suite never makes. Adapters
+   * whose client renews on its own (ZooKeeper pings) cut it here.
+   */
+  freezeSession?(session: BackendSession): void | Promise<void>;
+  /** Contenders in the mutual-exclusion test (default 8). */
+  readonly contenders?: number;
+  /** Critical sections per contender (default 50). */
+  readonly sectionsPerContender?: number;
+  /** Prefix for lock names, so runs against one server do not meet (default a random one). */
+  readonly namePrefix?: string;
+}
