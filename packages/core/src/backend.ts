@@ -71,7 +71,12 @@ export interface BackendSession {
    * session before the first grant is released or lost.
    */
   acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null>;
-  /** Owner-checked release. Resolves `false` when the grant was no longer this session's. */
+  /**
+   * Owner-checked release. Resolves `false` when the grant was no longer this session's.
+   * Owner checks are by session (and token), never by `ownerId` alone: two sessions with the
+   * same `ownerId` still exclude each other. Once this settles, even by throwing, the session
+   * no longer renews the grant, so a failed release ends by expiry within one TTL.
+   */
   release(grant: Grant): Promise<boolean>;
   /** The current holder of `key`, or `null`. */
   holder(key: string): Promise<Holder | null>;
