@@ -1,6 +1,6 @@
 import type { BackendSession, LockBackend } from "./backend.js";
 import type { Clock, Timer } from "./clock.js";
-import { type LockLostReason, SessionLostError } from "./errors.js";
+import { BackendUnavailableError, type LockLostReason, SessionLostError } from "./errors.js";
 import type { EventHub, Logger } from "./events.js";
 
 /** A lock registered with a session, told when it can no longer be trusted. */
@@ -19,6 +19,9 @@ export interface SessionSettings {
   readonly events: EventHub;
   readonly logger: Logger | undefined;
 }
+
+/** Shortest bound on opening a session. */
+const OPEN_BOUND_MIN_MS = 5_000;
 
 /** Default drift allowance: 1% of the TTL plus 2 ms (the Redlock paper's figure). */
 export function defaultDriftMs(ttlMs: number): number {
@@ -54,9 +57,34 @@ export class ManagedSession {
     ownerId: string,
     settings: SessionSettings,
   ): Promise<ManagedSession> {
-    const started = settings.clock.now();
-    const session = await backend.openSession({ ttlMs, ownerId });
-    return new ManagedSession(session, started, settings);
+    const clock = settings.clock;
+    const started = clock.now();
+    // An open that never answers must not hang every later acquire: bound it.
+    const boundMs = Math.max(ttlMs, OPEN_BOUND_MIN_MS);
+    const controller = new AbortController();
+    const timer = clock.setTimer(() => {
+      controller.abort(
+        new BackendUnavailableError(
+          `the ${backend.kind} store did not open a session within ${boundMs} ms`,
+        ),
+      );
+    }, boundMs);
+    const opening = backend.openSession({ ttlMs, ownerId, signal: controller.signal });
+    try {
+      const session = await new Promise<BackendSession>((resolve, reject) => {
+        controller.signal.addEventListener("abort", () => reject(controller.signal.reason), {
+          once: true,
+        });
+        opening.then(resolve, reject);
+      });
+      return new ManagedSession(session, started, settings);
+    } catch (error) {
+      // A session that opens after we gave up is closed, not leaked.
+      opening.then((late) => late.close()).catch(() => undefined);
+      throw error;
+    } finally {
+      timer.cancel();
+    }
   }
 
   private constructor(session: BackendSession, started: number, settings: SessionSettings) {
