@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_SETTINGS, runInvoiceDemo, type VariantResult } from "../examples/invoice-demo.js";
+
+// Plays seed 002's invoice story (three runners, runner 1 frozen past its lease between its lock
+// check and its next write) once per variant, on real timers: a few seconds.
+describe("invoice demo (npm run demo)", () => {
+  it("the fence rejects the frozen runner's stale write; lock only lets it through", async () => {
+    const rows = await runInvoiceDemo();
+    const row = (name: string): VariantResult => {
+      const found = rows.find((r) => r.variant === name);
+      if (found === undefined) throw new Error(`no row for ${name}`);
+      return found;
+    };
+    const ttl = DEFAULT_SETTINGS.ttlMs;
+
+    for (const r of rows) {
+      // Runner 2 took over with a higher token, after the freeze, within a generous bound.
+      expect(r.runner1Token).not.toBeNull();
+      expect(r.runner2Token).not.toBeNull();
+      expect(r.runner2Token as bigint).toBeGreaterThan(r.runner1Token as bigint);
+      expect(r.takeoverMs).not.toBeNull();
+      expect(r.takeoverMs as number).toBeGreaterThan(0);
+      expect(r.takeoverMs as number).toBeLessThan(5 * ttl);
+      // The run finished: every client has an invoice.
+      expect(r.billed).toBe(DEFAULT_SETTINGS.clients);
+    }
+
+    // Negative control: without a fence the woken runner's writes land. If this shows 0,
+    // the demo no longer freezes runner 1 where it should, and the fenced row proves nothing.
+    const lockOnly = row("lock only");
+    expect(lockOnly.staleAccepted).toBeGreaterThanOrEqual(1);
+    expect(lockOnly.duplicates).toBeGreaterThanOrEqual(1);
+    expect(lockOnly.staleRejected).toBe(0);
+
+    // The signal is checked before the freeze, so it cannot stop the write in flight.
+    const signalOnly = row("lock + signal");
+    expect(signalOnly.staleAccepted).toBeLessThanOrEqual(lockOnly.staleAccepted);
+    expect(signalOnly.staleRejected).toBe(0);
+
+    const fenced = row("lock + fence");
+    expect(fenced.staleAccepted).toBe(0);
+    expect(fenced.staleRejected).toBeGreaterThanOrEqual(1);
+    expect(fenced.duplicates).toBe(0);
+  }, 30_000);
+});
