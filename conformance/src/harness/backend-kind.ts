@@ -1,0 +1,34 @@
+/**
+ * Every Baton backend the conformance suite knows, in the order used for
+ * defaults and messages.
+ */
+export const ALL_BACKENDS = [
+  "memory",
+  "redis",
+  "redlock",
+  "etcd",
+  "zookeeper",
+  "postgres",
+] as const;
+
+/** A Baton backend name as accepted by `BATON_BACKENDS`. */
+export type BackendKind = (typeof ALL_BACKENDS)[number];
+
+/**
+ * The backends that need a real server (everything except `memory`).
+ * `redis` is one node; `redlock` is five independent nodes.
+ */
+export const SERVER_KINDS = ["redis", "redlock", "etcd", "zookeeper", "postgres"] as const;
+
+/** A backend that is backed by real server processes. */
+export type ServerKind = (typeof SERVER_KINDS)[number];
+
+/** True when `value` is one of {@link ALL_BACKENDS}. */
+export function isBackendKind(value: string): value is BackendKind {
+  return (ALL_BACKENDS as readonly string[]).includes(value);
+}
+
+/** True when `kind` needs a real server, i.e. is one of {@link SERVER_KINDS}. */
+export function isServerKind(kind: string): kind is ServerKind {
+  return (SERVER_KINDS as readonly string[]).includes(kind);
+}

@@ -1,0 +1,44 @@
+import type { BackendKind, ServerKind } from "./backend-kind.js";
+
+/**
+ * Connection URLs of the servers the harness started, handed to tests with
+ * `inject("batonServers")`. Every value is plain data, so it crosses from the
+ * vitest main process into the test workers.
+ *
+ * A URL is present only for a backend that was selected and whose server
+ * started. Formats:
+ * - `redis`: `redis://127.0.0.1:P`
+ * - `redlock`: `redlock://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3,127.0.0.1:P4,127.0.0.1:P5`
+ * - `etcd`: `etcd://127.0.0.1:C1,127.0.0.1:C2,127.0.0.1:C3` (client ports)
+ * - `zookeeper`: `zookeeper://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`
+ * - `postgres`: `postgres://postgres@127.0.0.1:P/postgres`
+ */
+export interface BatonServers {
+  /** The backends selected by `BATON_BACKENDS` for this run. */
+  readonly selected: readonly BackendKind[];
+  /** Which provider started the servers. */
+  readonly provider: "local" | "testcontainers";
+  /** A single Redis node. */
+  readonly redis?: string;
+  /** Five independent Redis nodes for Redlock. */
+  readonly redlock?: string;
+  /** A 3-member etcd cluster. */
+  readonly etcd?: string;
+  /** A 3-node ZooKeeper ensemble. */
+  readonly zookeeper?: string;
+  /** A PostgreSQL server with superuser `postgres`, trust auth, database `postgres`. */
+  readonly postgres?: string;
+  /**
+   * Selected backends that could not be started because their server
+   * binaries are missing, with a human-readable reason that says what to
+   * install.
+   */
+  readonly unavailable: Readonly<Partial<Record<ServerKind, string>>>;
+}
+
+declare module "vitest" {
+  interface ProvidedContext {
+    /** The servers started by the harness global setup. */
+    batonServers: BatonServers;
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The real-server harness: starts Redis, etcd, ZooKeeper and PostgreSQL
+ * from local binaries on loopback (or, optionally, with testcontainers),
+ * hands their URLs to vitest tests, and gives fault-injection tests
+ * PID-level control over every member.
+ *
+ * @packageDocumentation
+ */
+export { type BackendDecision, decideBackend, isCI, MEMORY_URL } from "./backend-decision.js";
+export {
+  ALL_BACKENDS,
+  type BackendKind,
+  isBackendKind,
+  isServerKind,
+  SERVER_KINDS,
+  type ServerKind,
+} from "./backend-kind.js";
+export { BACKENDS_ENV, parseBackendList, selectedBackends } from "./backend-selection.js";
+export type { BatonServers } from "./baton-servers.js";
+export { backendUrl, describeBackend } from "./describe-backend.js";
+export { type EtcdStartOptions, startEtcdCluster } from "./etcd-cluster.js";
+export { etcdHealthy } from "./etcd-health.js";
+export { addExitCleanup, type ExitCleanupPhase, type ExitCleanupTask } from "./exit-cleanup.js";
+export { findOnPath } from "./find-on-path.js";
+export { freePort, freePorts } from "./free-port.js";
+export { type LocalServerSet, startLocalServer, startLocalServers } from "./local-provider.js";
+export type { LocalStartOptions } from "./local-start-options.js";
+export { formatLogTail, logTail } from "./log-tail.js";
+export {
+  DEFAULT_STOP_GRACE_MS,
+  type ExitInfo,
+  ManagedProcess,
+  type ProcessSpec,
+} from "./managed-process.js";
+export { pgIsReady } from "./pg-isready.js";
+export { startPostgres } from "./postgres-server.js";
+export {
+  checkIdentity,
+  type IdentityCheck,
+  type ProcessIdentity,
+  readCmdline,
+  readStartTime,
+  type SignalOutcome,
+  signalIfSame,
+} from "./process-identity.js";
+export { redisPing } from "./redis-ping.js";
+export { type RedisStartOptions, startRedisNodes } from "./redis-server.js";
+export {
+  BINARY_ENV,
+  type BinaryLookup,
+  findEtcdBinaries,
+  findPostgresBinaries,
+  findRedisBinaries,
+  findZookeeperBinaries,
+  INSTALL_HINT,
+  missingBinaryReason,
+} from "./server-binaries.js";
+export type { MemberDefinition, ServerGroup, ServerMember } from "./server-group.js";
+export {
+  PROVIDER_ENV,
+  SERVER_PROVIDERS,
+  type ServerProviderName,
+  selectedProvider,
+} from "./server-provider.js";
+export { isAddressInUse, ServerStartError } from "./server-start-error.js";
+export {
+  type StartedServers,
+  type StartServersOptions,
+  type StopServersOptions,
+  type StopServersReport,
+  startServers,
+} from "./start-servers.js";
+export { countResults, formatSummaryLine, type TestCounts } from "./summary-reporter.js";
+export {
+  CONTAINER_IMAGES,
+  loadTestcontainers,
+  type ModuleImporter,
+  requireContainerEngine,
+  startContainerServers,
+  TESTCONTAINERS_PACKAGE,
+  type TestcontainersModule,
+} from "./testcontainers-provider.js";
+export { DEFAULT_START_TIMEOUT_MS, START_TIMEOUT_ENV, startTimeoutMs } from "./wait-for-ready.js";
+export { KEEP_LOGS_ENV, keepLogsRequested } from "./work-dir.js";
+export { type ZookeeperMode, zookeeperMode, zookeeperServing } from "./zookeeper-srvr.js";
