@@ -34,7 +34,11 @@ export interface CoordinatorOptions {
   readonly ttlMs?: number;
   /** Default `efficiency`. */
   readonly mode?: Mode;
-  /** Required in correctness mode: raised with every new token before the lock is handed over. */
+  /**
+   * Required in correctness mode: raised with every new token before the lock is handed over,
+   * as `fence.raise(lockName, token)`, so write through the fence with the lock name as its
+   * resource.
+   */
   readonly fence?: Fence;
   /** Who holds the locks, as `holder()` shows it. Default `hostname/pid/random`. */
   readonly ownerId?: string;
