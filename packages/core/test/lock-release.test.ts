@@ -1,0 +1,163 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  BackendUnavailableError,
+  ConfigError,
+  createCoordinator,
+  LockLostError,
+  SessionLostError,
+} from "../src/index.js";
+import { flush, recordEvents, rejectionOf, setup, track, unhandledRejections } from "./fakes/helpers.js";
+import { ScriptedBackend } from "./fakes/scripted-backend.js";
+
+const unhandled = unhandledRejections();
+beforeEach(() => unhandled.start());
+afterEach(async () => {
+  await unhandled.stop();
+  expect(unhandled.reasons).toEqual([]);
+});
+
+describe("Lock.release", () => {
+  it("resolves true, aborts the signal with reason released, and frees the lock at once", async () => {
+    const { clock, backend, coordinator, ttlMs } = setup();
+    const other = createCoordinator({
+      backend: new ScriptedBackend({ clock, store: backend.inner.store }),
+      clock,
+      ttlMs,
+    });
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    expect(await lock.release()).toBe(true);
+    expect(lock.held).toBe(false);
+    const reason = lock.signal.reason as LockLostError;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(reason.reason).toBe("released");
+    expect(lock.lostReason).toBe("released");
+    expect(lock.remainingMs()).toBe(0);
+    expect(await other.tryAcquire("jobs")).not.toBeNull();
+  });
+
+  it("is idempotent: every call returns the same promise and the backend is called once", async () => {
+    const { backend, coordinator } = setup();
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    const first = lock.release();
+    const second = lock.release();
+    expect(second).toBe(first);
+    expect(await first).toBe(true);
+    expect(await lock.release()).toBe(true);
+    expect(backend.calls.release).toBe(1);
+  });
+
+  it("returns false after the lock was lost, without a round trip", async () => {
+    const { backend, coordinator } = setup();
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    backend.lastSession.loseNow(new SessionLostError("gone"));
+    expect(await lock.release()).toBe(false);
+    expect(backend.calls.release).toBe(0);
+    // The signal keeps the reason of the loss, not "released".
+    expect(lock.lostReason).toBe("session-lost");
+  });
+
+  it("await using releases on scope exit, also when the scope throws", async () => {
+    const { backend, coordinator } = setup();
+    let inner: { held: boolean; token: bigint } | undefined;
+    {
+      await using lock = await coordinator.acquire("jobs", { waitMs: 0 });
+      inner = lock;
+      expect(lock.held).toBe(true);
+    }
+    expect(inner?.held).toBe(false);
+    expect(backend.calls.release).toBe(1);
+
+    const failing = async () => {
+      await using lock = await coordinator.acquire("jobs", { waitMs: 0 });
+      inner = lock;
+      throw new Error("work failed");
+    };
+    await expect(failing()).rejects.toThrow("work failed");
+    expect(inner?.held).toBe(false);
+    expect(await coordinator.holder("jobs")).toBeNull();
+  });
+
+  it("a release the store never answers rejects with BackendUnavailableError within one TTL", async () => {
+    const { clock, backend, coordinator, ttlMs } = setup({ ttlMs: 1_000 });
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    backend.hooks.release = () => new Promise(() => undefined);
+    const release = track(lock.release());
+    await flush();
+    expect(release.status).toBe("pending");
+    await clock.advance(ttlMs);
+    expect(release.status).toBe("rejected");
+    expect(release.error).toBeInstanceOf(BackendUnavailableError);
+    expect((release.error as Error).message).toMatch(/"jobs"/);
+    // The caller must not go on trusting it.
+    expect(lock.held).toBe(false);
+  });
+
+  it("a release that fails reports BackendUnavailableError with the cause", async () => {
+    const { backend, coordinator } = setup();
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    const cause = new Error("ECONNRESET");
+    backend.hooks.release = async () => {
+      throw cause;
+    };
+    const error = await rejectionOf(lock.release());
+    expect(error).toBeInstanceOf(BackendUnavailableError);
+    expect((error as Error).cause).toBe(cause);
+    expect(lock.held).toBe(false);
+  });
+
+  it("after a failed release, acquiring the name again waits for the old grant to end instead of re-acquiring a key the session still holds", async () => {
+    // A backend that honours the contract: a failed release is no longer renewed and ends
+    // by expiry within one TTL. Core must not call acquire for that key on the same session
+    // while the store still has it (BackendSession.acquire: "Core never calls it twice for
+    // the same key on one session before the first grant is released or lost").
+    const { clock, backend, coordinator, ttlMs } = setup({ ttlMs: 1_000 });
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    backend.hooks.release = async (_grant, next) => {
+      clock.setTimer(() => void next(), ttlMs); // expires by itself within one TTL
+      throw new Error("ECONNRESET");
+    };
+    await expect(lock.release()).rejects.toBeInstanceOf(BackendUnavailableError);
+    delete backend.hooks.release;
+
+    const again = track(coordinator.acquire("jobs", { waitMs: 5 * ttlMs }));
+    await clock.advance(2 * ttlMs);
+    expect(again.status).toBe("fulfilled");
+    expect(backend.violations).toEqual([]);
+  });
+});
+
+describe("Coordinator.close", () => {
+  it("releases every held lock, frees them in the store and refuses later acquires", async () => {
+    const { clock, backend, coordinator, ttlMs } = setup();
+    const events = recordEvents(coordinator, ["released"]);
+    const a = await coordinator.acquire("a", { waitMs: 0 });
+    const b = await coordinator.acquire("b", { waitMs: 0 });
+    await coordinator.close();
+    expect([a.held, b.held]).toEqual([false, false]);
+    expect(events.released.map((e) => e.name).sort()).toEqual(["a", "b"]);
+    expect(backend.lastSession.closed).toBe(true);
+    // A backend instance passed in is not closed by the coordinator.
+    expect(backend.closed).toBe(false);
+
+    const other = createCoordinator({
+      backend: new ScriptedBackend({ clock, store: backend.inner.store }),
+      clock,
+      ttlMs,
+    });
+    expect(await other.tryAcquire("a")).not.toBeNull();
+    const error = await rejectionOf(coordinator.acquire("a", { waitMs: 0 }));
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ field: "coordinator" });
+    await coordinator.close(); // idempotent
+  });
+
+  it("close resolves even when a release fails", async () => {
+    const { backend, coordinator } = setup();
+    const lock = await coordinator.acquire("a", { waitMs: 0 });
+    backend.hooks.release = async () => {
+      throw new Error("ECONNRESET");
+    };
+    await coordinator.close();
+    expect(lock.held).toBe(false);
+  });
+});
