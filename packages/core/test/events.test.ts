@@ -1,0 +1,97 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { LockLostError, type Logger, SessionLostError } from "../src/index.js";
+import { recordEvents, setup, unhandledRejections } from "./fakes/helpers.js";
+import { createCoordinator, ManualClock } from "../src/index.js";
+import { ScriptedBackend } from "./fakes/scripted-backend.js";
+
+const unhandled = unhandledRejections();
+beforeEach(() => unhandled.start());
+afterEach(async () => {
+  await unhandled.stop();
+  expect(unhandled.reasons).toEqual([]);
+});
+
+describe("coordinator events", () => {
+  it("acquired, released and lost carry the name, token and details", async () => {
+    const { clock, backend, coordinator } = setup({ ttlMs: 1_000 });
+    const events = recordEvents(coordinator, ["acquired", "released", "lost", "sessionOpened"]);
+    await clock.advance(50);
+    const a = await coordinator.acquire("a", { waitMs: 0 });
+    expect(events.sessionOpened).toEqual([{ ownerId: coordinator.ownerId, ttlMs: 1_000 }]);
+    expect(events.acquired).toEqual([{ name: "a", token: a.token, waitedMs: 0 }]);
+
+    await a.release();
+    expect(events.released).toEqual([{ name: "a", token: a.token, wasHeld: true }]);
+    expect(events.lost).toEqual([]); // a release is not a loss
+
+    const b = await coordinator.acquire("b", { waitMs: 0 });
+    backend.lastSession.loseNow(new SessionLostError("gone"));
+    expect(events.lost).toHaveLength(1);
+    const lost = events.lost[0];
+    expect(lost).toMatchObject({ name: "b", token: b.token, reason: "session-lost" });
+    expect(lost?.error).toBeInstanceOf(LockLostError);
+    expect(lost?.error).toBe(b.signal.reason);
+
+    await b.release();
+    expect(events.released.at(-1)).toEqual({ name: "b", token: b.token, wasHeld: false });
+  });
+
+  it("on() returns an unsubscribe function", async () => {
+    const { coordinator } = setup();
+    const seen: string[] = [];
+    const off = coordinator.on("acquired", (e) => seen.push(e.name));
+    await coordinator.acquire("a", { waitMs: 0 });
+    off();
+    await coordinator.acquire("b", { waitMs: 0 });
+    expect(seen).toEqual(["a"]);
+  });
+
+  it("a listener that throws breaks neither acquire nor renewal, and is reported to the logger", async () => {
+    const clock = new ManualClock();
+    const errors: string[] = [];
+    const logger: Logger = { error: (message) => errors.push(message), warn: () => undefined };
+    const coordinator = createCoordinator({
+      backend: new ScriptedBackend({ clock }),
+      clock,
+      ttlMs: 1_000,
+      logger,
+    });
+    coordinator.on("acquired", () => {
+      throw new Error("metrics exporter down");
+    });
+    coordinator.on("renewed", () => {
+      throw new Error("metrics exporter down");
+    });
+    const lived: string[] = [];
+    coordinator.on("acquired", (e) => lived.push(e.name)); // later listeners still run
+
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    expect(lived).toEqual(["jobs"]);
+    await clock.advance(10_000);
+    expect(lock.held).toBe(true);
+    expect(errors.some((m) => m.includes('"acquired"'))).toBe(true);
+    expect(errors.filter((m) => m.includes('"renewed"')).length).toBeGreaterThan(20);
+  });
+
+  it("a logger that throws does not stop renewal retries", async () => {
+    const clock = new ManualClock();
+    const backend = new ScriptedBackend({ clock });
+    const logger: Logger = {
+      warn: () => {
+        throw new Error("log sink full");
+      },
+      error: () => {
+        throw new Error("log sink full");
+      },
+    };
+    const coordinator = createCoordinator({ backend, clock, ttlMs: 1_000, logger });
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    let failures = 1;
+    backend.hooks.keepAlive = async (_session, next) => {
+      if (failures-- > 0) throw new Error("blip");
+      return await next();
+    };
+    await clock.advance(5_000);
+    expect(lock.held).toBe(true);
+  });
+});
