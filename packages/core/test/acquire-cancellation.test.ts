@@ -3,7 +3,12 @@ import { type Coordinator, createCoordinator, type ManualClock } from "../src/in
 import { flush, rejectionOf, setup, track } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
-function rival(clock: ManualClock, backend: ScriptedBackend, ttlMs: number, ownerId: string): Coordinator {
+function rival(
+  clock: ManualClock,
+  backend: ScriptedBackend,
+  ttlMs: number,
+  ownerId: string,
+): Coordinator {
   return createCoordinator({
     backend: new ScriptedBackend({ clock, store: backend.inner.store }),
     clock,
@@ -17,7 +22,9 @@ describe("cancelling an acquire with a signal", () => {
     const { clock, backend, coordinator, ttlMs } = setup({ ttlMs: 1_000 });
     const holder = await rival(clock, backend, ttlMs, "holder").acquire("jobs", { waitMs: 0 });
     const controller = new AbortController();
-    const waiting = track(coordinator.acquire("jobs", { waitMs: 60_000, signal: controller.signal }));
+    const waiting = track(
+      coordinator.acquire("jobs", { waitMs: 60_000, signal: controller.signal }),
+    );
     await clock.advance(100);
     const reason = new Error("shutting down");
     controller.abort(reason);

@@ -3,8 +3,8 @@ import {
   createCoordinator,
   type Fence,
   LockTimeoutError,
-  MemoryFence,
   ManualClock,
+  MemoryFence,
   StaleTokenError,
 } from "../src/index.js";
 import { flush, recordEvents, rejectionOf, track } from "./fakes/helpers.js";

@@ -12,7 +12,11 @@ import {
 } from "../src/index.js";
 
 const CASES: ReadonlyArray<{ error: BatonError; name: string; code: string }> = [
-  { error: new LockTimeoutError("jobs", 500), name: "LockTimeoutError", code: "BATON_LOCK_TIMEOUT" },
+  {
+    error: new LockTimeoutError("jobs", 500),
+    name: "LockTimeoutError",
+    code: "BATON_LOCK_TIMEOUT",
+  },
   { error: new LockHeldError("jobs"), name: "LockHeldError", code: "BATON_LOCK_HELD" },
   {
     error: new LockLostError("jobs", 7n, "deadline"),

@@ -1,7 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LockLostError, type Logger, SessionLostError } from "../src/index.js";
+import {
+  createCoordinator,
+  LockLostError,
+  type Logger,
+  ManualClock,
+  SessionLostError,
+} from "../src/index.js";
 import { recordEvents, setup, unhandledRejections } from "./fakes/helpers.js";
-import { createCoordinator, ManualClock } from "../src/index.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
 const unhandled = unhandledRejections();

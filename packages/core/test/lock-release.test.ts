@@ -6,7 +6,14 @@ import {
   LockLostError,
   SessionLostError,
 } from "../src/index.js";
-import { flush, recordEvents, rejectionOf, setup, track, unhandledRejections } from "./fakes/helpers.js";
+import {
+  flush,
+  recordEvents,
+  rejectionOf,
+  setup,
+  track,
+  unhandledRejections,
+} from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
 const unhandled = unhandledRejections();

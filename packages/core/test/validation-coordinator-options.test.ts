@@ -43,7 +43,11 @@ describe("createCoordinator checks its options synchronously, before any I/O", (
   });
 
   it("renewEveryMs above half the TTL is a ConfigError(renewEveryMs) naming the range", () => {
-    const error = configErrorOf({ backend: new ScriptedBackend(), ttlMs: 1_000, renewEveryMs: 501 });
+    const error = configErrorOf({
+      backend: new ScriptedBackend(),
+      ttlMs: 1_000,
+      renewEveryMs: 501,
+    });
     expect(error.field).toBe("renewEveryMs");
     expect(error.message).toMatch(/between 1 and 500/);
   });
@@ -67,9 +71,7 @@ describe("createCoordinator checks its options synchronously, before any I/O", (
     expect(error.field).toBe("options.foo");
     expect(error.message).toMatch(/unknown option; allowed: .*ttlMs/);
     // A plausible typo is caught too.
-    expect(configErrorOf({ backend: new ScriptedBackend(), ttl: 1_000 }).field).toBe(
-      "options.ttl",
-    );
+    expect(configErrorOf({ backend: new ScriptedBackend(), ttl: 1_000 }).field).toBe("options.ttl");
   });
 
   it("no options, or options that are not an object, is a ConfigError", () => {

@@ -18,13 +18,15 @@ const BAD_NAMES: ReadonlyArray<{ label: string; name: unknown; message: RegExp }
   { label: "a C1 control", name: "jobs\u0085", message: /control characters/ },
 ];
 
-const CALLS: ReadonlyArray<{ label: string; call: (c: Coordinator, name: unknown) => Promise<unknown> }> =
-  [
-    { label: "acquire", call: (c, name) => c.acquire(name as string) },
-    { label: "tryAcquire", call: (c, name) => c.tryAcquire(name as string) },
-    { label: "withLock", call: (c, name) => c.withLock(name as string, () => "ran") },
-    { label: "holder", call: (c, name) => c.holder(name as string) },
-  ];
+const CALLS: ReadonlyArray<{
+  label: string;
+  call: (c: Coordinator, name: unknown) => Promise<unknown>;
+}> = [
+  { label: "acquire", call: (c, name) => c.acquire(name as string) },
+  { label: "tryAcquire", call: (c, name) => c.tryAcquire(name as string) },
+  { label: "withLock", call: (c, name) => c.withLock(name as string, () => "ran") },
+  { label: "holder", call: (c, name) => c.holder(name as string) },
+];
 
 describe("lock names are checked before any I/O", () => {
   for (const { label: callLabel, call } of CALLS) {

@@ -101,7 +101,8 @@ export function setup(
     ownerId?: string;
   } = {},
 ): { clock: ManualClock; backend: ScriptedBackend; coordinator: Coordinator; ttlMs: number } {
-  const clock = options.backend?.clock instanceof ManualClock ? options.backend.clock : new ManualClock();
+  const clock =
+    options.backend?.clock instanceof ManualClock ? options.backend.clock : new ManualClock();
   const backend = new ScriptedBackend({ clock, ...options.backend });
   const ttlMs = options.ttlMs ?? 1_000;
   const coordinator = createCoordinator({

@@ -19,7 +19,10 @@ export type Next<T> = () => Promise<T>;
  * own step, so it can fail, delay, hang or pass through. Hooks may be swapped mid-test.
  */
 export interface Hooks {
-  openSession?: (options: OpenSessionOptions, next: Next<BackendSession>) => Promise<BackendSession>;
+  openSession?: (
+    options: OpenSessionOptions,
+    next: Next<BackendSession>,
+  ) => Promise<BackendSession>;
   keepAlive?: (
     session: ScriptedSession,
     next: Next<KeepAliveResult | undefined>,
