@@ -2,11 +2,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   BackendUnavailableError,
   ConfigError,
+  createCoordinator,
   LockHeldError,
   LockTimeoutError,
   SessionLostError,
 } from "../src/index.js";
 import { flush, rejectionOf, setup, track, unhandledRejections } from "./fakes/helpers.js";
+import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
 const unhandled = unhandledRejections();
 beforeEach(() => unhandled.start());
@@ -53,6 +55,24 @@ describe("transient backend failures during acquire", () => {
     expect(pending.error).toBeInstanceOf(BackendUnavailableError);
     expect(pending.error).not.toBeInstanceOf(LockTimeoutError);
     expect(backend.calls.acquire).toBeGreaterThan(3);
+  });
+
+  it("one early blip does not turn a lock that stayed held into BackendUnavailableError", async () => {
+    // The store answered every later attempt with "held": the wait ran out because of the
+    // holder, so it is a LockTimeoutError.
+    const { clock, backend, coordinator, ttlMs } = setup({ ttlMs: 1_000 });
+    const rivalBackend = new ScriptedBackend({ clock, store: backend.inner.store });
+    const rival = createCoordinator({ backend: rivalBackend, clock, ttlMs });
+    await rival.acquire("jobs", { waitMs: 0 });
+    let blips = 1;
+    backend.hooks.acquire = async (_key, _options, next) => {
+      if (blips-- > 0) throw new Error("ECONNRESET");
+      return await next();
+    };
+    const pending = track(coordinator.acquire("jobs", { waitMs: 3_000 }));
+    await clock.advance(3_000);
+    expect(pending.status).toBe("rejected");
+    expect(pending.error).toBeInstanceOf(LockTimeoutError);
   });
 
   it("with waitMs 0 a transient error is reported at once as BackendUnavailableError, never as held", async () => {

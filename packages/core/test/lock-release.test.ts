@@ -158,6 +158,25 @@ describe("Coordinator.close", () => {
     await coordinator.close(); // idempotent
   });
 
+  it("close() ends a waiting acquire with ConfigError(coordinator) and opens no new session", async () => {
+    const { clock, backend, coordinator, ttlMs } = setup();
+    const other = createCoordinator({
+      backend: new ScriptedBackend({ clock, store: backend.inner.store }),
+      clock,
+      ttlMs,
+    });
+    await other.acquire("jobs", { waitMs: 0 });
+    const waiting = track(coordinator.acquire("jobs", { waitMs: 60_000 }));
+    await flush();
+    expect(backend.calls.openSession).toBe(1);
+    await coordinator.close();
+    await flush();
+    expect(waiting.status).toBe("rejected");
+    expect(waiting.error).toBeInstanceOf(ConfigError);
+    expect(waiting.error).toMatchObject({ field: "coordinator" });
+    expect(backend.calls.openSession).toBe(1);
+  });
+
   it("close resolves even when a release fails", async () => {
     const { backend, coordinator } = setup();
     const lock = await coordinator.acquire("a", { waitMs: 0 });
