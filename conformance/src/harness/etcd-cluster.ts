@@ -1,5 +1,5 @@
 import { basename, join } from "node:path";
-import { etcdHealthy, etcdIsLeader } from "./etcd-health.js";
+import { etcdHealthy, etcdIsLeader, etcdSettleBeforeStop } from "./etcd-health.js";
 import { freePorts } from "./free-port.js";
 import { type LocalStartOptions, requireBinaries } from "./local-start-options.js";
 import { withPortRetry } from "./port-retry.js";
@@ -72,6 +72,7 @@ export async function startEtcdCluster(options: EtcdStartOptions): Promise<Serve
         },
         isReady: () => etcdHealthy(HOST, client),
         isLeader: () => etcdIsLeader(HOST, client),
+        settleBeforeStop: (runningPeers) => etcdSettleBeforeStop(HOST, client, runningPeers),
       });
     }
     return startServerGroup({

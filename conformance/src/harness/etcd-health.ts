@@ -41,3 +41,50 @@ export async function etcdIsLeader(
     return false;
   }
 }
+
+/**
+ * How many peers an etcd member currently counts as active (the sum of
+ * `etcd_network_active_peers` on its `/metrics` endpoint). A peer that just
+ * exited stays active for up to ~100 ms, until a redial fails.
+ *
+ * @returns the count, or `undefined` when the member cannot be asked
+ */
+export async function etcdActivePeers(
+  host: string,
+  clientPort: number,
+  timeoutMs = 1500,
+): Promise<number | undefined> {
+  try {
+    const { body } = await httpGet(host, clientPort, "/metrics", timeoutMs);
+    let total = 0;
+    for (const match of body.matchAll(/^etcd_network_active_peers\{[^}]*\} (\d+)$/gm)) {
+      total += Number(match[1]);
+    }
+    return total;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Waits (at most `timeoutMs`) until a member either does not lead or counts
+ * no more active peers than are really running. An etcd leader that gets
+ * SIGTERM hands leadership to its longest-connected active peer and waits
+ * up to 7 s for it; a peer that has just exited must not be picked.
+ *
+ * @param runningPeers - how many other members of the cluster still run
+ */
+export async function etcdSettleBeforeStop(
+  host: string,
+  clientPort: number,
+  runningPeers: number,
+  timeoutMs = 2000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!(await etcdIsLeader(host, clientPort, 500))) return;
+    const active = await etcdActivePeers(host, clientPort, 500);
+    if (active === undefined || active <= runningPeers) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

@@ -45,7 +45,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return async () => {
     const stoppingAt = performance.now();
     const report = await started.stop({ keepLogs: runFailed(project) });
-    const kept = report.keptWorkDir ? `; data and logs kept in ${report.keptWorkDir}` : "";
+    const kept = report.keptWorkDir ? `; logs kept in ${report.keptWorkDir}` : "";
     if (names.length > 0) {
       console.log(
         `[baton harness] servers stopped in ${seconds(performance.now() - stoppingAt)}${kept}`,

@@ -19,7 +19,12 @@ export { BACKENDS_ENV, parseBackendList, selectedBackends } from "./backend-sele
 export type { BatonServers } from "./baton-servers.js";
 export { backendUrl, describeBackend } from "./describe-backend.js";
 export { type EtcdStartOptions, startEtcdCluster } from "./etcd-cluster.js";
-export { etcdHealthy } from "./etcd-health.js";
+export {
+  etcdActivePeers,
+  etcdHealthy,
+  etcdIsLeader,
+  etcdSettleBeforeStop,
+} from "./etcd-health.js";
 export { addExitCleanup, type ExitCleanupPhase, type ExitCleanupTask } from "./exit-cleanup.js";
 export { findOnPath } from "./find-on-path.js";
 export { freePort, freePorts } from "./free-port.js";
@@ -81,5 +86,5 @@ export {
   type TestcontainersModule,
 } from "./testcontainers-provider.js";
 export { DEFAULT_START_TIMEOUT_MS, START_TIMEOUT_ENV, startTimeoutMs } from "./wait-for-ready.js";
-export { KEEP_LOGS_ENV, keepLogsRequested } from "./work-dir.js";
+export { KEEP_LOGS_ENV, keepLogsRequested, pruneServerData } from "./work-dir.js";
 export { type ZookeeperMode, zookeeperMode, zookeeperServing } from "./zookeeper-srvr.js";

@@ -36,11 +36,12 @@ export async function startRedisNodes(options: RedisStartOptions): Promise<Serve
     for (const [index, port] of ports.entries()) {
       const name = `${options.kind}-${index + 1}`;
       const dir = await makeSubdir(options.dir, attempt === 1 ? name : `${name}-try${attempt}`);
+      const dataDir = await makeSubdir(dir, "data");
       members.push({
         name,
         address: `${HOST}:${port}`,
         ports: { client: port },
-        dataDir: dir,
+        dataDir,
         spec: {
           name: `${options.kind} node ${name}`,
           command: redisServer,
@@ -56,7 +57,7 @@ export async function startRedisNodes(options: RedisStartOptions): Promise<Serve
             "--daemonize",
             "no",
             "--dir",
-            dir,
+            dataDir,
           ],
           cwd: dir,
           logFile: join(dir, "server.log"),

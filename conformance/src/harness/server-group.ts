@@ -23,6 +23,12 @@ export interface MemberDefinition {
    * followers are alive may spend seconds trying to hand over leadership.
    */
   readonly isLeader?: () => Promise<boolean>;
+  /**
+   * Called before the member gets its polite stop signal, with the number of
+   * other members still running; lets a leader notice peers that just
+   * stopped (see `etcdSettleBeforeStop`).
+   */
+  readonly settleBeforeStop?: (runningPeers: number) => Promise<void>;
 }
 
 /** One member of a running server group, as seen by tests. */
@@ -201,6 +207,12 @@ class LocalServerGroup implements ServerGroup {
   async stopMember(member: number): Promise<void> {
     const state = this.#state(member);
     if (state.process?.running) {
+      if (state.definition.settleBeforeStop && !state.paused) {
+        const runningPeers = this.#states.filter(
+          (other) => other !== state && other.process?.running,
+        ).length;
+        await state.definition.settleBeforeStop(runningPeers).catch(() => undefined);
+      }
       await state.process.stop(this.#graceMs);
     }
     state.paused = false;

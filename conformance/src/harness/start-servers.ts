@@ -9,7 +9,7 @@ import { type ServerProviderName, selectedProvider } from "./server-provider.js"
 import { ServerStartError } from "./server-start-error.js";
 import { type ModuleImporter, startContainerServers } from "./testcontainers-provider.js";
 import { startTimeoutMs } from "./wait-for-ready.js";
-import { createWorkDir, keepLogsRequested, removeWorkDir } from "./work-dir.js";
+import { createWorkDir, keepLogsRequested, pruneServerData, removeWorkDir } from "./work-dir.js";
 
 /** Options for {@link startServers}. */
 export interface StartServersOptions {
@@ -30,8 +30,9 @@ export interface StartServersOptions {
 /** Options for {@link StartedServers.stop}. */
 export interface StopServersOptions {
   /**
-   * Keep the temp dir with data and logs (also kept when `BATON_KEEP_LOGS`
-   * is set). Pass true when tests failed.
+   * Keep the temp dir with the servers' logs and configs, dropping their
+   * data dirs. Pass true when tests failed. (With `BATON_KEEP_LOGS=1` the
+   * whole dir, data included, is always kept.)
    */
   readonly keepLogs?: boolean;
 }
@@ -54,12 +55,19 @@ export interface StartedServers {
   stop(options?: StopServersOptions): Promise<StopServersReport>;
 }
 
+/**
+ * On an unexpected exit: remove the dir after a clean exit, else keep its
+ * logs (and, with `BATON_KEEP_LOGS`, its data).
+ */
 function keepDirOnExit(dir: string, env: NodeJS.ProcessEnv): () => void {
   return addExitCleanup("files", (exitCode) => {
-    if (exitCode === 0 && !keepLogsRequested(env)) {
+    if (keepLogsRequested(env)) {
+      process.stderr.write(`[baton harness] server data and logs kept in ${dir}\n`);
+    } else if (exitCode === 0) {
       rmSync(dir, { recursive: true, force: true });
     } else {
-      process.stderr.write(`[baton harness] server data and logs kept in ${dir}\n`);
+      pruneServerData(dir);
+      process.stderr.write(`[baton harness] server logs kept in ${dir}\n`);
     }
   });
 }
@@ -108,7 +116,11 @@ async function startLocal(
         } finally {
           unregister();
         }
-        if (stopOptions.keepLogs === true || keepLogsRequested(env)) {
+        if (keepLogsRequested(env)) {
+          return { keptWorkDir: workDir };
+        }
+        if (stopOptions.keepLogs === true) {
+          pruneServerData(workDir);
           return { keptWorkDir: workDir };
         }
         await removeWorkDir(workDir);

@@ -1,3 +1,4 @@
+import { readdirSync, rmSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,4 +43,24 @@ export async function removeWorkDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true, maxRetries: 3 }).catch((error: Error) => {
     process.stderr.write(`[baton harness] could not remove ${dir}: ${error.message}\n`);
   });
+}
+
+/**
+ * Deletes the bulky server data from a work dir, keeping logs and configs.
+ * The layout is `<dir>/<kind>/<member>/data` for every member (an etcd
+ * member preallocates a 64 MB WAL; an initdb cluster is about 40 MB).
+ * Synchronous, so exit handlers can use it; never throws.
+ */
+export function pruneServerData(dir: string): void {
+  try {
+    for (const kind of readdirSync(dir, { withFileTypes: true })) {
+      if (!kind.isDirectory()) continue;
+      for (const member of readdirSync(join(dir, kind.name), { withFileTypes: true })) {
+        if (!member.isDirectory()) continue;
+        rmSync(join(dir, kind.name, member.name, "data"), { recursive: true, force: true });
+      }
+    }
+  } catch {
+    // Best effort: keeping too much is better than failing a teardown.
+  }
 }
