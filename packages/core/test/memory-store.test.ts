@@ -1,8 +1,34 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock, MemoryStore, SessionLostError } from "../src/index.js";
+import { type Clock, ManualClock, MemoryStore, SessionLostError } from "../src/index.js";
 import { flush, track } from "./fakes/helpers.js";
 
 const never = new AbortController().signal;
+
+/** A clock whose timers run late, as Node's do under load: time moves, callbacks wait. */
+class LateTimerClock implements Clock {
+  time = 0;
+  readonly #due: Array<{ at: number; run: () => void; cancelled: boolean }> = [];
+  now(): number {
+    return this.time;
+  }
+  setTimer(callback: () => void, delayMs: number) {
+    const timer = { at: this.time + delayMs, run: callback, cancelled: false };
+    this.#due.push(timer);
+    return {
+      cancel: () => {
+        timer.cancelled = true;
+      },
+    };
+  }
+  /** Runs the timers that are due, late. */
+  runDue(): void {
+    for (const t of this.#due.splice(0)) {
+      if (t.cancelled) continue;
+      if (t.at <= this.time) t.run();
+      else this.#due.push(t);
+    }
+  }
+}
 
 describe("MemoryStore", () => {
   it("grants 10 waiters in FIFO order, each with a greater token", async () => {
@@ -64,6 +90,23 @@ describe("MemoryStore", () => {
     expect(waiting.status).toBe("fulfilled");
     expect(store.holder("k")?.ownerId).toBe("b");
     expect(() => store.keepAlive(a)).toThrow(SessionLostError);
+  });
+
+  it("an expired lease whose timer has not run yet is not granted to two sessions", async () => {
+    const clock = new LateTimerClock();
+    const store = new MemoryStore({ clock });
+    const a = store.openSession("a", 1_000);
+    const b = store.openSession("b", 10_000);
+    const c = store.openSession("c", 10_000);
+    await store.acquire(a, "k", false, undefined, never);
+    clock.time = 1_500; // a's lease ran out; its expiry timer is late
+    const toB = await store.acquire(b, "k", false, undefined, never);
+    expect(toB).not.toBeNull();
+    // b holds it now: c must be refused, and holder() must say b.
+    expect(await store.acquire(c, "k", false, undefined, never)).toBeNull();
+    expect(store.holder("k")?.ownerId).toBe("b");
+    clock.runDue();
+    expect(store.holder("k")?.ownerId).toBe("b");
   });
 
   it("keepAlive extends the lease", async () => {
