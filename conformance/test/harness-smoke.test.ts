@@ -246,6 +246,7 @@ describe("harness: backend selection", () => {
       "Tests: 3 passed, 1 failed, 2 skipped",
     );
     expect(countResults([])).toEqual({ passed: 0, failed: 0, skipped: 0 });
+    expect(countResults([], [], "failed")).toEqual({ passed: 0, failed: 1, skipped: 0 });
   });
 });
 

@@ -32,10 +32,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const running = Object.keys(started.groups);
   const names =
     servers.provider === "local" ? running : servers.selected.filter((k) => k !== "memory");
+  const elapsed = seconds(performance.now() - startedAt);
+  const where = started.workDir ? `, dir ${started.workDir}` : "";
   console.log(
-    `[baton harness] ${names.length > 0 ? names.join(", ") : "no servers"} ready in ${seconds(
-      performance.now() - startedAt,
-    )} (provider ${servers.provider}${started.workDir ? `, dir ${started.workDir}` : ""})`,
+    names.length > 0
+      ? `[baton harness] ${names.join(", ")} ready in ${elapsed} (provider ${servers.provider}${where})`
+      : "[baton harness] no servers to start",
   );
   for (const [kind, reason] of Object.entries(servers.unavailable)) {
     console.warn(`[baton harness] WARNING: ${kind} unavailable: ${reason}`);

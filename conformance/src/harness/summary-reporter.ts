@@ -1,4 +1,4 @@
-import type { Reporter, SerializedError, TestModule, Vitest } from "vitest/node";
+import type { Reporter, SerializedError, TestModule, TestRunEndReason, Vitest } from "vitest/node";
 
 /** Test counts for the final summary line. */
 export interface TestCounts {
@@ -6,7 +6,9 @@ export interface TestCounts {
   readonly passed: number;
   /**
    * Tests that failed, plus one per test file that failed without a failing
-   * test (an import error, a failing `afterAll`), plus unhandled errors.
+   * test (an import error, a failing `afterAll`), plus unhandled errors; at
+   * least 1 when the run failed for any other reason (e.g. a server did not
+   * start), so the line never reads "0 failed" for a failed run.
    */
   readonly failed: number;
   /** Tests skipped or marked todo. */
@@ -22,6 +24,7 @@ export interface TestCounts {
 export function countResults(
   testModules: readonly TestModule[],
   unhandledErrors: readonly unknown[] = [],
+  reason: TestRunEndReason = "passed",
 ): TestCounts {
   let passed = 0;
   let failed = 0;
@@ -39,7 +42,11 @@ export function countResults(
     }
     failed += moduleFailed;
   }
-  return { passed, failed: failed + unhandledErrors.length, skipped };
+  failed += unhandledErrors.length;
+  if (reason === "failed" && failed === 0) {
+    failed = 1;
+  }
+  return { passed, failed, skipped };
 }
 
 /** The line CI tooling reads: `Tests: N passed, N failed, N skipped`. */
@@ -61,8 +68,9 @@ export default class SummaryLineReporter implements Reporter {
   onTestRunEnd(
     testModules: ReadonlyArray<TestModule>,
     unhandledErrors: ReadonlyArray<SerializedError>,
+    reason: TestRunEndReason,
   ): void {
-    const line = formatSummaryLine(countResults(testModules, unhandledErrors));
+    const line = formatSummaryLine(countResults(testModules, unhandledErrors, reason));
     if (this.#vitest) {
       this.#vitest.logger.log(line);
     } else {
