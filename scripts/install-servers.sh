@@ -33,7 +33,7 @@ fi
 
 echo "install-servers: missing: ${missing[*]}"
 
-if [[ $(id -u) -ne 0 ]]; then
+if [[ ${EUID} -ne 0 ]]; then
   echo "install-servers: not running as root; install them with:" >&2
   echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${PACKAGES[*]}" >&2
   echo "or run: sudo bash scripts/install-servers.sh" >&2

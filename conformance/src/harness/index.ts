@@ -4,6 +4,25 @@
  * hands their URLs to vitest tests, and gives fault-injection tests
  * PID-level control over every member.
  *
+ * Shared servers: the root `vitest.config.ts` runs `global-setup.ts`, and
+ * tests read the URLs with `inject("batonServers")` or wrap their blocks in
+ * {@link describeBackend}. Fault-injection tests should start private
+ * servers with {@link startServers} (e.g. `startServers({ backends: ["etcd"] })`)
+ * and use `groups.etcd.kill(1)`, `pause(0)`, `restart(1)`, so they never
+ * disturb the shared ones.
+ *
+ * Environment:
+ * - `BATON_BACKENDS`: comma list of memory, redis, redlock, etcd,
+ *   zookeeper, postgres (default: all); only those servers start.
+ * - `BATON_SERVER_PROVIDER`: `local` (default) or `testcontainers`.
+ * - `BATON_KEEP_LOGS=1`: keep the temp dir (data and logs) after every run;
+ *   without it only logs are kept, and only when tests failed.
+ * - `BATON_SERVER_START_TIMEOUT_MS`: readiness timeout per group (30 s).
+ * - `BATON_REDIS_SERVER`, `BATON_ETCD`, `BATON_JAVA`, `BATON_ZOOKEEPER_JAR`,
+ *   `BATON_SLF4J_JAR`, `BATON_PG_BIN_DIR`: where the server binaries are.
+ * - `CI=true`: a selected backend whose binaries are missing fails the run
+ *   instead of being skipped.
+ *
  * @packageDocumentation
  */
 export { type BackendDecision, decideBackend, isCI, MEMORY_URL } from "./backend-decision.js";

@@ -79,7 +79,9 @@ export interface ServerGroup {
   resume(member: number): void;
   /**
    * Restarts one member with the same ports and data directory (stopping it
-   * first if it runs) and waits until it serves again.
+   * first if it runs) and waits until it serves again. Redis runs without
+   * persistence, so a restarted Redis node starts empty; etcd, ZooKeeper and
+   * PostgreSQL recover from their data dirs.
    */
   restart(member: number): Promise<void>;
   /** The last lines of a member's log. */

@@ -61,10 +61,12 @@ export function formatSummaryLine(counts: TestCounts): string {
 export default class SummaryLineReporter implements Reporter {
   #vitest: Vitest | undefined;
 
+  /** Keeps vitest's logger, so the line is written where the default reporter writes. */
   onInit(vitest: Vitest): void {
     this.#vitest = vitest;
   }
 
+  /** Prints the summary line after the default reporter's summary. */
   onTestRunEnd(
     testModules: ReadonlyArray<TestModule>,
     unhandledErrors: ReadonlyArray<SerializedError>,
