@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { LockBackend } from "./backend.js";
+import type { BackendUrl } from "./backend-url.js";
 import type { Clock } from "./clock.js";
 import { ConfigError } from "./errors.js";
 import type { Logger } from "./events.js";
@@ -85,7 +86,7 @@ const TRY_KEYS = ["signal", "value"] as const;
 /** Coordinator options after validation. */
 export interface ResolvedOptions {
   readonly backend: LockBackend | undefined;
-  readonly url: URL | undefined;
+  readonly url: BackendUrl | undefined;
   readonly ttlMs: number;
   readonly mode: Mode;
   readonly fence: Fence | undefined;
@@ -113,7 +114,7 @@ export function resolveCoordinatorOptions(input: unknown): ResolvedOptions {
   const renewEveryMs =
     o.renewEveryMs === undefined
       ? undefined
-      : checkInt(o.renewEveryMs, "renewEveryMs", 1, Math.max(1, Math.floor(ttlMs / 2)));
+      : checkInt(o.renewEveryMs, "renewEveryMs", 1, Math.max(1, Math.floor(ttlMs / 3)));
   const mode =
     o.mode === undefined
       ? "efficiency"
@@ -127,8 +128,7 @@ export function resolveCoordinatorOptions(input: unknown): ResolvedOptions {
       );
     }
     const fencing = backend?.guarantees.fencing ?? (url ? knownFencing(url) : undefined);
-    if (fencing !== undefined)
-      checkCorrectness(backend?.kind ?? url?.protocol.slice(0, -1) ?? "?", fencing);
+    if (fencing !== undefined) checkCorrectness(backend?.kind ?? url?.scheme ?? "?", fencing);
   }
   const ownerId =
     o.ownerId === undefined

@@ -1,4 +1,5 @@
-import type { Holder, LockBackend } from "./backend.js";
+import type { Grant, Holder, LockBackend } from "./backend.js";
+import type { BackendUrl } from "./backend-url.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
 import {
   type AcquireOptions,
@@ -20,8 +21,14 @@ import {
   type LockLostReason,
   LockTimeoutError,
   SessionLostError,
+  StaleTokenError,
 } from "./errors.js";
-import { type CoordinatorEventName, type CoordinatorListener, EventHub } from "./events.js";
+import {
+  type CoordinatorEventName,
+  type CoordinatorListener,
+  EventHub,
+  safeLog,
+} from "./events.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { Lock } from "./lock.js";
 import { ManagedSession, type SessionLock } from "./managed-session.js";
@@ -105,6 +112,8 @@ class CoordinatorImpl implements Coordinator {
   #session: ManagedSession | undefined;
   #opening: Promise<ManagedSession> | undefined;
   #closed = false;
+  readonly #closing = new AbortController();
+  readonly #markLost = new WeakMap<Lock, (reason: LockLostReason, cause: unknown) => unknown>();
 
   constructor(options: ResolvedOptions) {
     this.#options = options;
@@ -167,13 +176,26 @@ class CoordinatorImpl implements Coordinator {
   async holder(name: string): Promise<Holder | null> {
     checkName(name);
     this.#assertOpen();
-    const session = await this.#currentSession(undefined);
-    return await session.backendSession.holder(name);
+    // Bounded like every other call: one TTL.
+    const bound = AbortSignal.any([this.#closing.signal, timeoutSignal(this.#clock, this.ttlMs)]);
+    try {
+      const session = await this.#currentSession(bound);
+      return await raceSignal(session.backendSession.holder(name), bound);
+    } catch (error) {
+      if (this.#closing.signal.aborted) throw closedError();
+      if (bound.aborted) {
+        throw new BackendUnavailableError(
+          `the store did not answer holder("${name}") within ${this.ttlMs} ms`,
+        );
+      }
+      throw asUnavailable(error, `could not read the holder of "${name}"`);
+    }
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#closing.abort(closedError());
     const opening = this.#opening;
     if (opening) await opening.catch(() => undefined);
     await Promise.allSettled([...this.#locks].map((lock) => lock.release()));
@@ -194,14 +216,14 @@ class CoordinatorImpl implements Coordinator {
   }
 
   async #loadBackend(): Promise<LockBackend> {
-    const url = this.#options.url as URL;
+    const url = this.#options.url as BackendUrl;
     const backend = await createBackend(url.href);
     if (this.mode === "correctness") checkCorrectness(backend.kind, backend.guarantees.fencing);
     return backend;
   }
 
   #assertOpen(): void {
-    if (this.#closed) throw new ConfigError("coordinator", "this coordinator is closed");
+    if (this.#closed) throw closedError();
   }
 
   /** The live session, opening one when there is none or the last one was lost. */
@@ -229,11 +251,13 @@ class CoordinatorImpl implements Coordinator {
     }
     if (this.#closed) {
       await session.close();
-      throw new ConfigError("coordinator", "this coordinator is closed");
+      throw closedError();
     }
     this.#session = session;
     if (session.ttlMs !== this.ttlMs) {
-      this.#options.logger?.warn?.(
+      safeLog(
+        this.#options.logger,
+        "warn",
         `baton: the ${backend.kind} server granted a ${session.ttlMs} ms session instead of the ${this.ttlMs} ms asked for; deadlines use ${session.ttlMs} ms`,
       );
     }
@@ -251,34 +275,40 @@ class CoordinatorImpl implements Coordinator {
     const timer = this.#clock.setTimer(
       () => timeout.abort(new Error("baton: budget ran out")),
       budgetMs,
-      {
-        keepAlive: true,
-      },
+      { keepAlive: true },
     );
-    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout.signal]) : timeout.signal;
+    const signals = [timeout.signal, this.#closing.signal];
+    if (opts.signal) signals.push(opts.signal);
+    const signal = AbortSignal.any(signals);
+    // Where the budget ran out decides the error: waiting for a holder is a timeout,
+    // anything else (opening a session, backing off after a failure, a fence) is unavailability.
+    const at: { phase: "local" | "session" | "backend" | "backoff" | "fence" } = { phase: "local" };
+    let lastFailure: unknown;
     let unlockLocal: (() => void) | undefined;
-    let lastUnavailable: unknown;
     try {
       if (!waiting && this.#local.isLocked(name)) return null;
       unlockLocal = await this.#local.lock(name, signal);
       for (let attempt = 0; ; attempt++) {
-        const session = await this.#currentSession(signal);
-        let grant: Awaited<ReturnType<typeof session.backendSession.acquire>>;
+        this.#assertOpen();
+        let session: ManagedSession | undefined;
+        let grant: Grant | null;
         try {
-          grant = await session.backendSession.acquire(name, {
-            wait: waiting,
-            value: opts.value,
-            signal,
-          });
+          at.phase = "session";
+          session = await this.#currentSession(signal);
+          at.phase = "backend";
+          grant = await this.#backendAcquire(session, name, waiting, opts.value, signal);
         } catch (error) {
           if (signal.aborted) throw error;
-          if (error instanceof SessionLostError) {
-            session.lose("session-lost", error);
-            continue;
-          }
-          if (!waiting || !isTransient(error))
+          const sessionLost = error instanceof SessionLostError;
+          if (sessionLost) session?.lose("session-lost", error);
+          else if (!isTransient(error)) throw error;
+          lastFailure = error;
+          if (!waiting) {
+            // A try answers at once: one more go on a fresh session, no backoff.
+            if (sessionLost && attempt === 0) continue;
             throw asUnavailable(error, `could not acquire "${name}"`);
-          lastUnavailable = error;
+          }
+          at.phase = "backoff";
           await sleep(this.#clock, backoff(attempt), signal);
           continue;
         }
@@ -287,23 +317,10 @@ class CoordinatorImpl implements Coordinator {
           return null;
         }
         if (!session.isValid()) continue; // the session died under us: that grant is void
-        const lock = this.#adopt(
-          name,
-          grant.token,
-          opts.value,
-          session,
-          () => {
-            return session.backendSession.release(grant);
-          },
-          unlockLocal,
-        );
+        const lock = this.#adopt(name, grant, opts.value, session, unlockLocal);
         if (this.#options.fence !== undefined && this.mode === "correctness") {
-          try {
-            await this.#options.fence.raise(name, lock.token);
-          } catch (error) {
-            await lock.release().catch(() => undefined);
-            throw error;
-          }
+          at.phase = "fence";
+          await this.#raiseFence(lock, signal);
         }
         this.#events.emit("acquired", {
           name,
@@ -315,43 +332,96 @@ class CoordinatorImpl implements Coordinator {
     } catch (error) {
       unlockLocal?.();
       if (opts.signal?.aborted) throw opts.signal.reason;
-      if (timeout.signal.aborted) {
-        if (lastUnavailable !== undefined) {
-          throw asUnavailable(
-            lastUnavailable,
-            `could not reach the store for "${name}" within ${budgetMs} ms`,
-          );
-        }
-        if (!waiting)
-          throw new BackendUnavailableError(
-            `the store did not answer for "${name}" within ${budgetMs} ms`,
-          );
+      if (this.#closing.signal.aborted) throw closedError();
+      if (!timeout.signal.aborted) throw error;
+      if (at.phase === "fence") {
+        throw new BackendUnavailableError(
+          `the fence did not answer for "${name}" within ${budgetMs} ms`,
+        );
+      }
+      if (at.phase === "local" || (at.phase === "backend" && waiting)) {
         throw new LockTimeoutError(name, opts.waitMs);
       }
-      throw error;
+      if (lastFailure !== undefined && at.phase === "backoff") {
+        throw asUnavailable(
+          lastFailure,
+          `could not reach the store for "${name}" within ${budgetMs} ms`,
+        );
+      }
+      throw new BackendUnavailableError(
+        `the store did not answer for "${name}" within ${budgetMs} ms (while ${at.phase === "session" ? "opening a session" : "acquiring"})`,
+        { cause: lastFailure },
+      );
     } finally {
       timer.cancel();
     }
   }
 
+  /**
+   * The backend's acquire, bounded by `signal` even if the backend ignores it. A grant that
+   * arrives after we gave up is released in the background, so nothing is left behind.
+   */
+  #backendAcquire(
+    session: ManagedSession,
+    name: string,
+    wait: boolean,
+    value: string | undefined,
+    signal: AbortSignal,
+  ): Promise<Grant | null> {
+    const backendSession = session.backendSession;
+    const pending = backendSession.acquire(name, { wait, value, signal });
+    return raceSignal(pending, signal, (late) => {
+      void late
+        .then((grant) => (grant === null ? false : backendSession.release(grant)))
+        .catch((error: unknown) => {
+          this.#events.emit("backgroundError", {
+            error,
+            during: `releasing a late grant of "${name}"`,
+          });
+        });
+    });
+  }
+
+  /** Correctness mode: raise the fence with the new token before anyone uses the lock. */
+  async #raiseFence(lock: Lock, signal: AbortSignal): Promise<void> {
+    const fence = this.#options.fence;
+    if (fence === undefined) return;
+    try {
+      await raceSignal(fence.raise(lock.name, lock.token), signal);
+    } catch (error) {
+      if (error instanceof StaleTokenError) this.#loseBeforeRelease(lock, "fence-rejected", error);
+      await lock.release().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  #loseBeforeRelease(lock: Lock, reason: LockLostReason, cause: unknown): void {
+    this.#markLost.get(lock)?.(reason, cause);
+  }
+
   #adopt(
     name: string,
-    token: bigint,
+    grant: Grant,
     value: string | undefined,
     session: ManagedSession,
-    backendRelease: () => Promise<boolean>,
     unlockLocal: () => void,
   ): Lock {
+    const token = grant.token;
     const controller = new AbortController();
+    const markLost = (reason: LockLostReason, cause: unknown): LockLostError | undefined => {
+      if (controller.signal.aborted) return undefined;
+      const error = new LockLostError(name, token, reason, { cause });
+      controller.abort(error);
+      this.#locks.delete(lock);
+      this.#events.emit("lost", { name, token, reason, error });
+      return error;
+    };
     const entry: SessionLock = {
       name,
+      // The session is gone or no longer holds the key: the name is free for a new grant.
       lose: (reason: LockLostReason, cause?: unknown) => {
-        if (controller.signal.aborted) return;
-        const error = new LockLostError(name, token, reason, { cause });
-        controller.abort(error);
-        this.#locks.delete(lock);
+        markLost(reason, cause);
         unlockLocal();
-        this.#events.emit("lost", { name, token, reason, error });
       },
     };
     const lock: Lock = new Lock({
@@ -363,11 +433,18 @@ class CoordinatorImpl implements Coordinator {
       now: () => this.#clock.now(),
       release: async () => {
         let wasHeld = false;
+        let failed = false;
         try {
           if (session.holds(entry) && session.isValid()) {
-            wasHeld = await withTimeout(backendRelease(), this.#clock, session.ttlMs, name);
+            wasHeld = await withTimeout(
+              session.backendSession.release(grant),
+              this.#clock,
+              session.ttlMs,
+              name,
+            );
           }
         } catch (error) {
+          failed = true;
           throw asUnavailable(
             error,
             `could not release "${name}"; it is no longer renewed and expires within ${session.ttlMs} ms`,
@@ -377,16 +454,30 @@ class CoordinatorImpl implements Coordinator {
           this.#locks.delete(lock);
           if (!controller.signal.aborted)
             controller.abort(new LockLostError(name, token, "released"));
-          unlockLocal();
+          // After a failed release the session may still hold the key until it expires:
+          // keep the name locked here until then, so this session never acquires it twice.
+          if (failed) this.#clock.setTimer(unlockLocal, session.ttlMs + session.driftMs);
+          else unlockLocal();
           this.#events.emit("released", { name, token, wasHeld });
         }
         return wasHeld;
       },
     });
+    this.#markLost.set(lock, markLost);
     session.register(entry);
     this.#locks.add(lock);
     return lock;
   }
+}
+
+function timeoutSignal(clock: Clock, ms: number): AbortSignal {
+  const controller = new AbortController();
+  clock.setTimer(() => controller.abort(new Error("baton: budget ran out")), ms);
+  return controller.signal;
+}
+
+function closedError(): ConfigError {
+  return new ConfigError("coordinator", "this coordinator is closed");
 }
 
 function isTransient(error: unknown): boolean {
@@ -404,19 +495,36 @@ function backoff(attempt: number): number {
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
-function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+function raceSignal<T>(
+  promise: Promise<T>,
+  signal: AbortSignal | undefined,
+  onAbandoned?: (late: Promise<T>) => void,
+): Promise<T> {
   if (signal === undefined) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    onAbandoned?.(promise);
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
+    let settled = false;
+    const onAbort = () => {
+      if (settled) return;
+      settled = true;
+      onAbandoned?.(promise);
+      reject(signal.reason);
+    };
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(
       (value) => {
         signal.removeEventListener("abort", onAbort);
+        if (settled) return;
+        settled = true;
         resolve(value);
       },
       (error: unknown) => {
         signal.removeEventListener("abort", onAbort);
+        if (settled) return;
+        settled = true;
         reject(error);
       },
     );

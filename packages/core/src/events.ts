@@ -66,9 +66,24 @@ export class EventHub {
       try {
         (listener as CoordinatorListener<E>)(payload);
       } catch (error) {
-        if (this.#logger?.error) this.#logger.error(`baton: a "${event}" listener threw`, error);
+        if (this.#logger?.error)
+          safeLog(this.#logger, "error", `baton: a "${event}" listener threw`, error);
         else process.emitWarning(`baton: a "${event}" listener threw: ${String(error)}`);
       }
     }
+  }
+}
+
+/** Calls `logger[level]` if present; a logger that throws is ignored, never propagated. */
+export function safeLog(
+  logger: Logger | undefined,
+  level: keyof Logger,
+  message: string,
+  details?: unknown,
+): void {
+  try {
+    logger?.[level]?.(message, details);
+  } catch {
+    // A broken logger must not break locking.
   }
 }

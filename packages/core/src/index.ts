@@ -7,6 +7,7 @@ export type {
   LockBackend,
   OpenSessionOptions,
 } from "./backend.js";
+export type { BackendUrl, HostPort } from "./backend-url.js";
 export { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./clock.js";
 export { type Coordinator, createCoordinator, type LockContext } from "./coordinator.js";
 export {

@@ -1,7 +1,7 @@
 import type { BackendSession, LockBackend } from "./backend.js";
 import type { Clock, Timer } from "./clock.js";
 import { BackendUnavailableError, type LockLostReason, SessionLostError } from "./errors.js";
-import type { EventHub, Logger } from "./events.js";
+import { type EventHub, type Logger, safeLog } from "./events.js";
 
 /** A lock registered with a session, told when it can no longer be trusted. */
 export interface SessionLock {
@@ -203,7 +203,8 @@ export class ManagedSession {
         durationMs: clock.now() - started,
         locks: this.#locks.size,
       });
-      this.#scheduleRenew(this.renewEveryMs);
+      // The interval runs from the start of this renewal, so a slow store costs no margin.
+      this.#scheduleRenew(Math.max(0, started + this.renewEveryMs - clock.now()));
     } catch (error) {
       if (this.#dead) return;
       if (error instanceof SessionLostError) {
@@ -212,7 +213,9 @@ export class ManagedSession {
       }
       const remainingMs = Math.max(0, this.#deadline - clock.now());
       this.#settings.events.emit("renewFailed", { error, remainingMs });
-      this.#settings.logger?.warn?.(
+      safeLog(
+        this.#settings.logger,
+        "warn",
         `baton: renewal failed, ${Math.round(remainingMs)} ms left before the local deadline`,
         error,
       );

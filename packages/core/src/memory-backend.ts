@@ -8,7 +8,7 @@ import type {
   OpenSessionOptions,
 } from "./backend.js";
 import type { Clock } from "./clock.js";
-import { ConfigError, SessionLostError } from "./errors.js";
+import { BackendUnavailableError, SessionLostError } from "./errors.js";
 import type { Guarantees } from "./guarantees.js";
 import { type MemorySessionState, MemoryStore } from "./memory-store.js";
 
@@ -44,7 +44,7 @@ export class MemoryBackend implements LockBackend {
   }
 
   async openSession(options: OpenSessionOptions): Promise<BackendSession> {
-    if (this.#closed) throw new ConfigError("backend", "this memory backend is closed");
+    if (this.#closed) throw new BackendUnavailableError("this memory backend is closed");
     if (options.signal?.aborted) throw options.signal.reason;
     const session = new MemorySession(this.store, options.ownerId, options.ttlMs, (s) =>
       this.#sessions.delete(s),

@@ -80,8 +80,9 @@ export class MemoryStore {
       this.closeSession(session);
       return Promise.reject(new SessionLostError(`memory session of "${session.ownerId}" expired`));
     }
+    // Expiring the old holder may drop the key's entry: look it up again after.
+    this.#expireHolder(key, this.#state(key));
     const state = this.#state(key);
-    this.#expireHolder(key, state);
     if (state.holder?.session === session) {
       return Promise.reject(new Error(`session already holds "${key}" (core serialises this)`));
     }

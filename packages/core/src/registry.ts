@@ -1,11 +1,12 @@
 import type { LockBackend } from "./backend.js";
+import { type BackendUrl, parseUrlParts } from "./backend-url.js";
 import { ConfigError } from "./errors.js";
 import type { Guarantees } from "./guarantees.js";
 import { MemoryBackend } from "./memory-backend.js";
 import { MemoryStore } from "./memory-store.js";
 
 /** Builds a backend from a parsed URL. Adapters register one per scheme. */
-export type BackendFactory = (url: URL) => LockBackend | Promise<LockBackend>;
+export type BackendFactory = (url: BackendUrl) => LockBackend | Promise<LockBackend>;
 
 /** A scheme an adapter package serves, known before that package is loaded. */
 interface KnownScheme {
@@ -30,7 +31,7 @@ const factories = new Map<string, BackendFactory>();
 const namedMemoryStores = new Map<string, MemoryStore>();
 
 factories.set("memory", (url) => {
-  const name = decodeURIComponent(url.hostname + url.pathname).replace(/\/+$/, "");
+  const name = (url.hosts.map((h) => h.host).join(",") + url.pathname).replace(/\/+$/, "");
   if (name === "") return new MemoryBackend();
   let store = namedMemoryStores.get(name);
   if (store === undefined) {
@@ -55,24 +56,19 @@ export function registerBackend(scheme: string, factory: BackendFactory): void {
  * Parses and checks a backend URL without any I/O: the scheme must be registered or one that
  * a Baton adapter serves. Throws `ConfigError` (field `url`) naming what is wrong.
  */
-export function parseBackendUrl(url: unknown): URL {
+export function parseBackendUrl(url: unknown): BackendUrl {
   if (typeof url !== "string" || url.trim() === "") {
     throw new ConfigError(
       "url",
       `must be a backend URL such as "redis://host:6379" or "memory://", got ${typeof url === "string" ? "an empty string" : typeof url}`,
     );
   }
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch (cause) {
-    throw new ConfigError("url", `"${redact(url)}" is not a valid URL`, { cause });
-  }
-  const scheme = parsed.protocol.slice(0, -1);
-  if (!factories.has(scheme) && KNOWN[scheme] === undefined) {
+  const parsed = parseUrlParts(url);
+  if (!factories.has(parsed.scheme) && KNOWN[parsed.scheme] === undefined) {
+    const schemes = [...new Set([...Object.keys(KNOWN), ...factories.keys()])];
     throw new ConfigError(
       "url",
-      `unknown scheme "${scheme}:"; use one of ${[...new Set([...Object.keys(KNOWN), ...factories.keys()])].map((s) => `${s}://`).join(", ")}`,
+      `unknown scheme "${parsed.scheme}:"; use one of ${schemes.map((s) => `${s}://`).join(", ")}`,
     );
   }
   return parsed;
@@ -82,8 +78,8 @@ export function parseBackendUrl(url: unknown): URL {
  * The fencing a URL's backend declares, when it is known without loading the adapter
  * (Baton's own schemes); `undefined` for third-party schemes.
  */
-export function knownFencing(url: URL): Guarantees["fencing"] | undefined {
-  return KNOWN[url.protocol.slice(0, -1)]?.fencing;
+export function knownFencing(url: BackendUrl): Guarantees["fencing"] | undefined {
+  return KNOWN[url.scheme]?.fencing;
 }
 
 /**
@@ -94,7 +90,7 @@ export function knownFencing(url: URL): Guarantees["fencing"] | undefined {
  */
 export async function createBackend(url: string): Promise<LockBackend> {
   const parsed = parseBackendUrl(url);
-  const scheme = parsed.protocol.slice(0, -1);
+  const scheme = parsed.scheme;
   let factory = factories.get(scheme);
   const known = KNOWN[scheme];
   if (factory === undefined && known !== undefined) {
@@ -113,9 +109,4 @@ export async function createBackend(url: string): Promise<LockBackend> {
     throw new ConfigError("url", `no backend is registered for "${scheme}:"`);
   }
   return await factory(parsed);
-}
-
-/** Hides a password in a URL before it goes into an error message. */
-export function redact(url: string): string {
-  return url.replace(/\/\/([^:@/]*):([^@/]*)@/, "//$1:***@");
 }

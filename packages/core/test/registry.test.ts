@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  type BackendUrl,
   ConfigError,
   type Coordinator,
   createBackend,
@@ -51,7 +52,7 @@ describe("backends by URL", () => {
   });
 
   it("registerBackend adds a scheme createCoordinator({ url }) can use", async () => {
-    const seen: URL[] = [];
+    const seen: BackendUrl[] = [];
     const backend = new ScriptedBackend({ kind: "acme" });
     registerBackend("acme", (url) => {
       seen.push(url);
@@ -62,8 +63,8 @@ describe("backends by URL", () => {
     const lock = await coordinator.acquire("jobs", { waitMs: 0 });
     expect(lock.held).toBe(true);
     expect(seen).toHaveLength(1);
-    expect(seen[0]?.hostname).toBe("cluster-a");
-    expect(seen[0]?.port).toBe("7000");
+    expect(seen[0]?.hosts).toEqual([{ host: "cluster-a", port: 7000 }]);
+    expect(seen[0]?.pathname).toBe("/locks");
     expect(backend.calls.openSession).toBe(1);
     // A backend built from a URL belongs to the coordinator: close() closes it.
     await coordinator.close();

@@ -44,7 +44,7 @@ describe("backend and url", () => {
   it("a string that is not a URL is a ConfigError(url) quoting it", () => {
     const error = configErrorOf({ url: "not a url" });
     expect(error.field).toBe("url");
-    expect(error.message).toMatch(/"not a url" is not a valid URL/);
+    expect(error.message).toMatch(/"not a url" is not a URL of the form scheme:\/\/host:port/);
   });
 
   it("multi-host URLs of the documented forms are accepted without I/O", () => {

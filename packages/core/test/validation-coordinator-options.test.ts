@@ -42,20 +42,20 @@ describe("createCoordinator checks its options synchronously, before any I/O", (
     );
   });
 
-  it("renewEveryMs above half the TTL is a ConfigError(renewEveryMs) naming the range", () => {
+  it("renewEveryMs above a third of the TTL is a ConfigError(renewEveryMs) naming the range", () => {
     const error = configErrorOf({
       backend: new ScriptedBackend(),
       ttlMs: 1_000,
-      renewEveryMs: 501,
+      renewEveryMs: 334,
     });
     expect(error.field).toBe("renewEveryMs");
-    expect(error.message).toMatch(/between 1 and 500/);
+    expect(error.message).toMatch(/between 1 and 333/);
   });
 
   it("renewEveryMs is checked against the default TTL when ttlMs is not given", () => {
-    const error = configErrorOf({ backend: new ScriptedBackend(), renewEveryMs: 7_501 });
+    const error = configErrorOf({ backend: new ScriptedBackend(), renewEveryMs: 5_001 });
     expect(error.field).toBe("renewEveryMs");
-    expect(error.message).toMatch(/between 1 and 7500/);
+    expect(error.message).toMatch(/between 1 and 5000/);
   });
 
   it("renewEveryMs 0 or fractional is a ConfigError(renewEveryMs)", () => {

@@ -194,7 +194,12 @@ export class ScriptedSession implements BackendSession {
   async release(grant: Grant): Promise<boolean> {
     const b = this.#backend;
     b.calls.release++;
-    const next = () => this.inner.release(grant);
+    // The store frees the key when the inner release runs, even if a hook runs it late.
+    const next = async () => {
+      const released = await this.inner.release(grant);
+      this.held.delete(grant.key);
+      return released;
+    };
     const released = await (b.hooks.release ? b.hooks.release(grant, next, this) : next());
     this.held.delete(grant.key);
     return released;
