@@ -18,6 +18,7 @@ import {
   formatSummaryLine,
   ManagedProcess,
   parseBackendList,
+  readProcessState,
   readStartTime,
   redisPing,
   type StartedServers,
@@ -40,13 +41,6 @@ function processExists(pid: number): boolean {
     return false;
   }
   return checkIdentity({ pid, programs: [] }).status !== "gone";
-}
-
-/** The one-letter state of a process from /proc/PID/stat (e.g. R, S, T). */
-async function processState(pid: number): Promise<string | undefined> {
-  const { readFile } = await import("node:fs/promises");
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
 }
 
 function zkCall<T>(run: (callback: (error: unknown, value: T) => void) => void): Promise<T> {
@@ -334,7 +328,7 @@ describeBackend("redis", () => {
     const [pid] = group.pids;
     if (pid === undefined) throw new Error("no pid");
     group.pause(0);
-    expect(await processState(pid)).toBe("T");
+    expect(readProcessState(pid)).toBe("T");
     expect(await redisPing("127.0.0.1", group.members[0]?.ports.client ?? 0, 300)).toBe(false);
     const t0 = performance.now();
     await group.stop();

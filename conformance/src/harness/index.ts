@@ -63,6 +63,7 @@ export {
   type IdentityCheck,
   type ProcessIdentity,
   readCmdline,
+  readProcessState,
   readStartTime,
   type SignalOutcome,
   signalIfSame,

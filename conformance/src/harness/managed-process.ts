@@ -6,6 +6,8 @@ import { findOnPath } from "./find-on-path.js";
 import {
   checkIdentity,
   type ProcessIdentity,
+  readCmdline,
+  readProcessState,
   readStartTime,
   type SignalOutcome,
   signalIfSame,
@@ -73,6 +75,9 @@ function launchCommand(spec: ProcessSpec): { command: string; args: string[] } {
   };
 }
 
+/** A never-notified cell for short synchronous waits. */
+const pauseClock = new Int32Array(new SharedArrayBuffer(4));
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
@@ -103,7 +108,7 @@ export class ManagedProcess {
     this.pid = pid;
     this.identity = {
       pid,
-      programs: [...(spec.programs ?? [basename(spec.command)]), "setpriv"],
+      programs: spec.programs ?? [basename(spec.command)],
       startTime: readStartTime(pid),
     };
     this.#unregister = addExitCleanup("kill", () => this.killNow());
@@ -143,7 +148,27 @@ export class ManagedProcess {
     child.on("error", () => {
       // Errors after a successful spawn (e.g. a failed kill) are handled by callers.
     });
-    return new ManagedProcess(spec, child, pid);
+    const managed = new ManagedProcess(spec, child, pid);
+    await managed.#waitForExec();
+    return managed;
+  }
+
+  /**
+   * Waits (at most 2 s) until the PID names the server program: a launcher
+   * such as setpriv execs it a moment after the spawn returns. Returns early
+   * when the process exits.
+   */
+  async #waitForExec(): Promise<void> {
+    const deadline = Date.now() + 2000;
+    while (this.running && Date.now() < deadline) {
+      if (
+        checkIdentity(this.identity).status !== "mismatch" &&
+        (readCmdline(this.pid)?.length ?? 0) > 0
+      ) {
+        return;
+      }
+      await sleep(2);
+    }
   }
 
   /** True until the process has exited. */
@@ -176,9 +201,19 @@ export class ManagedProcess {
     return outcome;
   }
 
-  /** Freezes the process group with SIGSTOP. */
+  /**
+   * Freezes the process group with SIGSTOP and waits (at most 500 ms,
+   * synchronously) until the kernel reports the process as stopped, so the
+   * server is frozen when this returns.
+   */
   pause(): void {
-    this.signal("SIGSTOP", true);
+    if (this.signal("SIGSTOP", true) !== "sent") {
+      return;
+    }
+    const deadline = Date.now() + 500;
+    while (readProcessState(this.pid) !== "T" && Date.now() < deadline) {
+      Atomics.wait(pauseClock, 0, 0, 1);
+    }
   }
 
   /** Thaws the process group with SIGCONT. */

@@ -76,9 +76,19 @@ export function readStartTime(pid: number): string | undefined {
   return readStatFields(pid)?.[19];
 }
 
+/**
+ * The one-letter scheduler state of a process from `/proc/PID/stat`
+ * (`R` running, `S` sleeping, `T` stopped, `Z` zombie, ...).
+ *
+ * @returns the state, or `undefined` when there is no such process
+ */
+export function readProcessState(pid: number): string | undefined {
+  return readStatFields(pid)?.[0];
+}
+
 /** True when the process is a zombie (exited, not yet reaped). */
 function isZombie(pid: number): boolean {
-  return readStatFields(pid)?.[0] === "Z";
+  return readProcessState(pid) === "Z";
 }
 
 /** The candidate program names of a command line. */
@@ -101,8 +111,11 @@ export function checkIdentity(identity: ProcessIdentity): IdentityCheck {
   if (cmdline === undefined || (cmdline.length === 0 && isZombie(identity.pid))) {
     return { status: "gone" };
   }
+  // An empty cmdline on a live process is an execve in progress (e.g.
+  // setpriv becoming the server): only the start time can vouch for it.
+  const execInProgress = cmdline.length === 0 && identity.startTime !== undefined;
   const names = programNames(cmdline);
-  if (!names.some((name) => identity.programs.includes(name))) {
+  if (!execInProgress && !names.some((name) => identity.programs.includes(name))) {
     return {
       status: "mismatch",
       reason: `PID ${identity.pid} now runs ${JSON.stringify(cmdline.join(" ").slice(0, 200))}, expected ${identity.programs.join(" or ")}`,
