@@ -107,4 +107,5 @@ export {
 } from "./testcontainers-provider.js";
 export { DEFAULT_START_TIMEOUT_MS, START_TIMEOUT_ENV, startTimeoutMs } from "./wait-for-ready.js";
 export { KEEP_LOGS_ENV, keepLogsRequested, pruneServerData } from "./work-dir.js";
+export { startZookeeperEnsemble, type ZookeeperStartOptions } from "./zookeeper-ensemble.js";
 export { type ZookeeperMode, zookeeperMode, zookeeperServing } from "./zookeeper-srvr.js";
