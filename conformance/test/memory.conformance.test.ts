@@ -1,7 +1,10 @@
 import { MemoryBackend } from "@baton/core";
+import { describeBackend } from "../src/harness/index.js";
 import { runConformance } from "../src/index.js";
 
-runConformance(
-  { name: "memory", ttlMs: 300, createBackend: () => new MemoryBackend() },
-  { fencing: "monotonic", fifo: true, watch: true },
-);
+describeBackend("memory", () => {
+  runConformance(
+    { name: "memory", ttlMs: 300, createBackend: () => new MemoryBackend() },
+    { fencing: "monotonic", fifo: true, watch: true },
+  );
+});
