@@ -431,6 +431,9 @@ class CoordinatorImpl implements Coordinator {
       controller,
       deadline: () => session.deadline,
       now: () => this.#clock.now(),
+      check: () => {
+        session.isValid();
+      },
       release: async () => {
         let wasHeld = false;
         let failed = false;

@@ -10,6 +10,8 @@ export interface LockInit {
   readonly release: () => Promise<boolean>;
   /** Monotonic deadline of the lock right now. */
   readonly deadline: () => number;
+  /** Checks the deadline now, aborting the signal at once if it has passed. */
+  readonly check: () => void;
   readonly now: () => number;
 }
 
@@ -45,9 +47,23 @@ export class Lock implements AsyncDisposable {
     this.#init = init;
   }
 
-  /** True until the lock is lost or released. */
+  /**
+   * True until the lock is lost or released. Reading it checks the local deadline on the spot,
+   * so code that resumes after a pause (GC, SIGSTOP) sees `false` even before the deadline
+   * timer has had a chance to run, and the signal is aborted right then.
+   */
   get held(): boolean {
+    if (!this.signal.aborted) this.#init.check();
     return !this.signal.aborted;
+  }
+
+  /**
+   * Throws the `LockLostError` if the lock is lost or released, checking the local deadline
+   * on the spot (see {@link Lock.held}). Call it right before a write. It narrows the window;
+   * only a fence closes it (a pause can still strike between this check and the write).
+   */
+  throwIfLost(): void {
+    if (!this.held) throw this.signal.reason;
   }
 
   /** Why the lock ended, once it has. */

@@ -74,6 +74,15 @@ export class ManualClock implements Clock {
     await settle();
   }
 
+  /**
+   * Moves time forward by `ms` WITHOUT firing timers: what a process sees in the instant it
+   * resumes from a pause, before its overdue timers have run. The next `advance()` fires them.
+   */
+  jump(ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`jump(ms) needs ms >= 0, got ${ms}`);
+    this.#now += ms;
+  }
+
   #nextDue(target: number): PendingTimer | undefined {
     this.#timers = this.#timers.filter((t) => !t.cancelled);
     let best: PendingTimer | undefined;
