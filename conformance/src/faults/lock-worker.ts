@@ -1,0 +1,119 @@
+/**
+ * A lock holder in its own process, for fault tests: SIGSTOP/SIGCONT/SIGKILL hit the process
+ * that holds the connection. Spawn it with {@link spawnLockWorker}; it reads JSON commands on
+ * stdin and writes JSON events on stdout, one per line.
+ *
+ * Environment: `BATON_URL` (backend URL), `BATON_TTL_MS`, optional `BATON_OWNER_ID`.
+ */
+import { createInterface } from "node:readline";
+import { type Coordinator, createCoordinator, type Lock } from "@baton/core";
+import type { WorkerCommand, WorkerEvent } from "./worker-protocol.js";
+
+const url = process.env.BATON_URL;
+const ttlMs = Number(process.env.BATON_TTL_MS ?? "5000");
+if (url === undefined) throw new Error("lock-worker: BATON_URL is not set");
+
+const coordinator: Coordinator = createCoordinator({
+  url,
+  ttlMs,
+  ...(process.env.BATON_OWNER_ID ? { ownerId: process.env.BATON_OWNER_ID } : {}),
+});
+const locks = new Map<string, Lock>();
+const tickers = new Map<string, NodeJS.Timeout>();
+
+function emit(event: WorkerEvent): void {
+  process.stdout.write(`${JSON.stringify(event)}\n`);
+}
+
+function errorEvent(op: string, error: unknown): WorkerEvent {
+  const e = error as { code?: string; message?: string; name?: string };
+  return {
+    event: "error",
+    op,
+    code: e.code ?? e.name ?? "Error",
+    message: e.message ?? String(error),
+  };
+}
+
+async function handle(command: WorkerCommand): Promise<void> {
+  switch (command.op) {
+    case "acquire": {
+      const lock = await coordinator.acquire(command.name, {
+        waitMs: command.waitMs ?? 30_000,
+        ...(command.value !== undefined ? { value: command.value } : {}),
+      });
+      locks.set(command.name, lock);
+      lock.signal.addEventListener("abort", () => {
+        const reason = (lock.signal.reason as { reason?: string }).reason ?? "unknown";
+        if (reason !== "released")
+          emit({ event: "lost", name: command.name, token: `${lock.token}`, reason });
+      });
+      emit({ event: "acquired", name: command.name, token: `${lock.token}` });
+      return;
+    }
+    case "release": {
+      const lock = locks.get(command.name);
+      const wasHeld = (await lock?.release()) ?? false;
+      locks.delete(command.name);
+      emit({ event: "released", name: command.name, wasHeld });
+      return;
+    }
+    case "held": {
+      emit({ event: "held", name: command.name, held: locks.get(command.name)?.held ?? false });
+      return;
+    }
+    case "write": {
+      // A write guarded the way users are told to: check the lock right before writing.
+      const lock = locks.get(command.name);
+      if (lock === undefined || !lock.held) {
+        emit({ event: "refused", name: command.name });
+        return;
+      }
+      emit({ event: "wrote", name: command.name, token: `${lock.token}`, seq: command.seq ?? 0 });
+      return;
+    }
+    case "tick": {
+      // Writes every `everyMs` while the lock is held; stops once it is not.
+      let seq = 0;
+      const step = () => {
+        const lock = locks.get(command.name);
+        if (lock === undefined || !lock.held) {
+          emit({ event: "refused", name: command.name });
+          tickers.delete(command.name);
+          return;
+        }
+        emit({ event: "wrote", name: command.name, token: `${lock.token}`, seq: seq++ });
+        tickers.set(command.name, setTimeout(step, command.everyMs));
+      };
+      step();
+      return;
+    }
+    case "exit": {
+      for (const t of tickers.values()) clearTimeout(t);
+      await coordinator.close().catch(() => undefined);
+      emit({ event: "exited" });
+      process.exit(0);
+    }
+  }
+}
+
+coordinator.on("renewFailed", ({ error, remainingMs }) => {
+  emit({ event: "renewFailed", message: String((error as Error)?.message ?? error), remainingMs });
+});
+
+const lines = createInterface({ input: process.stdin });
+lines.on("line", (line) => {
+  if (line.trim() === "") return;
+  let command: WorkerCommand;
+  try {
+    command = JSON.parse(line) as WorkerCommand;
+  } catch (error) {
+    emit(errorEvent("parse", error));
+    return;
+  }
+  handle(command).catch((error: unknown) => emit(errorEvent(command.op, error)));
+});
+lines.on("close", () => {
+  void coordinator.close().finally(() => process.exit(0));
+});
+emit({ event: "ready", pid: process.pid });

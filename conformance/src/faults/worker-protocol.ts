@@ -1,0 +1,21 @@
+/** Commands a lock worker reads on stdin (one JSON object per line). */
+export type WorkerCommand =
+  | { op: "acquire"; name: string; waitMs?: number; value?: string }
+  | { op: "release"; name: string }
+  | { op: "held"; name: string }
+  | { op: "write"; name: string; seq?: number }
+  | { op: "tick"; name: string; everyMs: number }
+  | { op: "exit" };
+
+/** Events a lock worker writes on stdout (one JSON object per line). Tokens are decimal strings. */
+export type WorkerEvent =
+  | { event: "ready"; pid: number }
+  | { event: "acquired"; name: string; token: string }
+  | { event: "released"; name: string; wasHeld: boolean }
+  | { event: "held"; name: string; held: boolean }
+  | { event: "wrote"; name: string; token: string; seq: number }
+  | { event: "refused"; name: string }
+  | { event: "lost"; name: string; token: string; reason: string }
+  | { event: "renewFailed"; message: string; remainingMs: number }
+  | { event: "error"; op: string; code: string; message: string }
+  | { event: "exited" };
