@@ -49,6 +49,7 @@ export { MemoryStore } from "./memory-store.js";
 export {
   type BackendFactory,
   createBackend,
+  declareBackendPackage,
   knownFencing,
   parseBackendUrl,
   registerBackend,

@@ -16,7 +16,7 @@ interface KnownScheme {
   readonly fencing: Guarantees["fencing"];
 }
 
-const KNOWN: Readonly<Record<string, KnownScheme>> = {
+const KNOWN: Record<string, KnownScheme> = {
   memory: { packageName: "@baton/core", fencing: "monotonic" },
   redis: { packageName: "@baton/redis", fencing: "single-node" },
   rediss: { packageName: "@baton/redis", fencing: "single-node" },
@@ -50,6 +50,23 @@ export function registerBackend(scheme: string, factory: BackendFactory): void {
     throw new ConfigError("scheme", `must be a lower-case URL scheme without ":", got "${scheme}"`);
   }
   factories.set(scheme, factory);
+}
+
+/**
+ * Declares that `scheme` is served by `packageName`, loaded on first use (as Baton's own
+ * adapters are). `fencing`, when given, lets correctness mode refuse the scheme before any I/O.
+ * For third-party adapters that want lazy loading by URL.
+ */
+export function declareBackendPackage(
+  scheme: string,
+  packageName: string,
+  fencing?: Guarantees["fencing"],
+): void {
+  if (!/^[a-z][a-z0-9+.-]*$/.test(scheme)) {
+    throw new ConfigError("scheme", `must be a lower-case URL scheme without ":", got "${scheme}"`);
+  }
+  KNOWN[scheme] = { packageName, fencing: fencing ?? "none" };
+  if (fencing === undefined) delete (KNOWN[scheme] as { fencing?: unknown }).fencing;
 }
 
 /**
@@ -106,7 +123,12 @@ export async function createBackend(url: string): Promise<LockBackend> {
     factory = factories.get(scheme);
   }
   if (factory === undefined) {
-    throw new ConfigError("url", `no backend is registered for "${scheme}:"`);
+    throw new ConfigError(
+      "url",
+      known === undefined
+        ? `no backend is registered for "${scheme}:"`
+        : `the package ${known.packageName} loaded but registered no "${scheme}:" backend; is it a Baton adapter of a matching version?`,
+    );
   }
   return await factory(parsed);
 }

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, type CoordinatorOptions, createCoordinator } from "../src/index.js";
+import {
+  ConfigError,
+  type CoordinatorOptions,
+  createCoordinator,
+  declareBackendPackage,
+} from "../src/index.js";
 import { rejectionOf } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
@@ -75,13 +80,15 @@ describe("backend and url", () => {
   });
 
   it("a missing adapter package is a ConfigError(url) naming it, on first acquire", async () => {
+    // A scheme served by a package that is not installed (as @baton/etcd would be, without it).
+    declareBackendPackage("acme-missing", "@acme/baton-missing-adapter", "monotonic");
     // No I/O at construction: the adapter is loaded lazily.
-    const coordinator = createCoordinator({ url: "etcd://127.0.0.1:2379", ttlMs: 5_000 });
+    const coordinator = createCoordinator({ url: "acme-missing://127.0.0.1:2379", ttlMs: 5_000 });
     const error = await rejectionOf(coordinator.acquire("jobs", { waitMs: 0 }));
     expect(error).toBeInstanceOf(ConfigError);
     expect(error).toMatchObject({ field: "url" });
-    expect((error as Error).message).toContain("@baton/etcd");
-    expect((error as Error).message).toMatch(/npm install @baton\/etcd/);
+    expect((error as Error).message).toContain("@acme/baton-missing-adapter");
+    expect((error as Error).message).toMatch(/npm install @acme\/baton-missing-adapter/);
     await expect(coordinator.backend()).rejects.toBeInstanceOf(ConfigError);
   });
 });
