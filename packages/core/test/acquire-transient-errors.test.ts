@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   BackendUnavailableError,
   ConfigError,
@@ -7,15 +7,10 @@ import {
   LockTimeoutError,
   SessionLostError,
 } from "../src/index.js";
-import { flush, rejectionOf, setup, track, unhandledRejections } from "./fakes/helpers.js";
+import { failOnUnhandledRejections, flush, rejectionOf, setup, track } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
-const unhandled = unhandledRejections();
-beforeEach(() => unhandled.start());
-afterEach(async () => {
-  await unhandled.stop();
-  expect(unhandled.reasons).toEqual([]);
-});
+failOnUnhandledRejections();
 
 describe("transient backend failures during acquire", () => {
   it("a plain Error from the backend is retried with backoff while waiting", async () => {

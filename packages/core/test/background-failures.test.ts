@@ -1,15 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { BackendUnavailableError, SessionLostError } from "../src/index.js";
-import { flush, recordEvents, setup, track, unhandledRejections } from "./fakes/helpers.js";
+import { failOnUnhandledRejections, flush, recordEvents, setup, track } from "./fakes/helpers.js";
 
 // Every test here ends by asserting that no failure in background work (renewals, closes of
 // lost sessions, late opens, releases nobody awaits) became an unhandled rejection.
-const unhandled = unhandledRejections();
-beforeEach(() => unhandled.start());
-afterEach(async () => {
-  await unhandled.stop();
-  expect(unhandled.reasons).toEqual([]);
-});
+failOnUnhandledRejections();
 
 describe("background failures are reported, never unhandled", () => {
   it("renewals failing until the deadline, then the close of the lost session failing", async () => {

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   createCoordinator,
   LockLostError,
@@ -6,15 +6,10 @@ import {
   ManualClock,
   SessionLostError,
 } from "../src/index.js";
-import { recordEvents, setup, unhandledRejections } from "./fakes/helpers.js";
+import { failOnUnhandledRejections, recordEvents, setup } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
-const unhandled = unhandledRejections();
-beforeEach(() => unhandled.start());
-afterEach(async () => {
-  await unhandled.stop();
-  expect(unhandled.reasons).toEqual([]);
-});
+failOnUnhandledRejections();
 
 describe("coordinator events", () => {
   it("acquired, released and lost carry the name, token and details", async () => {

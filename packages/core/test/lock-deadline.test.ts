@@ -1,19 +1,14 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   BackendUnavailableError,
   defaultDriftMs,
   LockLostError,
   SessionLostError,
 } from "../src/index.js";
-import { advanceTo, recordEvents, setup, unhandledRejections } from "./fakes/helpers.js";
+import { advanceTo, failOnUnhandledRejections, recordEvents, setup } from "./fakes/helpers.js";
 import type { ScriptedBackend } from "./fakes/scripted-backend.js";
 
-const unhandled = unhandledRejections();
-beforeEach(() => unhandled.start());
-afterEach(async () => {
-  await unhandled.stop();
-  expect(unhandled.reasons).toEqual([]);
-});
+failOnUnhandledRejections();
 
 /** Start time of the last keepAlive that was confirmed. */
 function lastConfirmedStart(backend: ScriptedBackend): number {

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   BackendUnavailableError,
   ConfigError,
@@ -7,21 +7,16 @@ import {
   SessionLostError,
 } from "../src/index.js";
 import {
+  failOnUnhandledRejections,
   flush,
   recordEvents,
   rejectionOf,
   setup,
   track,
-  unhandledRejections,
 } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
-const unhandled = unhandledRejections();
-beforeEach(() => unhandled.start());
-afterEach(async () => {
-  await unhandled.stop();
-  expect(unhandled.reasons).toEqual([]);
-});
+failOnUnhandledRejections();
 
 describe("Lock.release", () => {
   it("resolves true, aborts the signal with reason released, and frees the lock at once", async () => {

@@ -1,14 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createCoordinator, defaultDriftMs, sleep } from "../src/index.js";
-import { recordEvents, setup, unhandledRejections } from "./fakes/helpers.js";
+import { failOnUnhandledRejections, recordEvents, setup } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
-const unhandled = unhandledRejections();
-beforeEach(() => unhandled.start());
-afterEach(async () => {
-  await unhandled.stop();
-  expect(unhandled.reasons).toEqual([]);
-});
+failOnUnhandledRejections();
 
 describe("renewal keeps a lock for as long as it is held", () => {
   it("holds through 10 TTLs with renewed events, and no one else can take it", async () => {

@@ -1,13 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LockLostError, SessionLostError } from "../src/index.js";
-import { advanceTo, recordEvents, setup, unhandledRejections } from "./fakes/helpers.js";
+import { advanceTo, failOnUnhandledRejections, recordEvents, setup } from "./fakes/helpers.js";
 
-const unhandled = unhandledRejections();
-beforeEach(() => unhandled.start());
-afterEach(async () => {
-  await unhandled.stop();
-  expect(unhandled.reasons).toEqual([]);
-});
+failOnUnhandledRejections();
 
 describe("session and key loss", () => {
   it("keepAlive throwing SessionLostError aborts every lock at once with reason session-lost", async () => {

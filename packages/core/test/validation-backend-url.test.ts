@@ -1,23 +1,7 @@
 import { describe, expect, it } from "vitest";
-import {
-  ConfigError,
-  type CoordinatorOptions,
-  createCoordinator,
-  declareBackendPackage,
-} from "../src/index.js";
-import { rejectionOf } from "./fakes/helpers.js";
+import { ConfigError, createCoordinator, declareBackendPackage } from "../src/index.js";
+import { configErrorOf, rejectionOf } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
-
-function configErrorOf(options: unknown): ConfigError {
-  let thrown: unknown;
-  try {
-    createCoordinator(options as CoordinatorOptions);
-  } catch (error) {
-    thrown = error;
-  }
-  expect(thrown).toBeInstanceOf(ConfigError);
-  return thrown as ConfigError;
-}
 
 describe("backend and url", () => {
   it("both backend and url is a ConfigError(backend)", () => {

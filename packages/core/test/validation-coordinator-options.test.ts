@@ -1,18 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, type CoordinatorOptions, createCoordinator } from "../src/index.js";
+import { createCoordinator } from "../src/index.js";
+import { configErrorOf } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
 /** Calls createCoordinator and returns the ConfigError it threw synchronously. */
-function configErrorOf(options: unknown): ConfigError {
-  let thrown: unknown;
-  try {
-    createCoordinator(options as CoordinatorOptions);
-  } catch (error) {
-    thrown = error;
-  }
-  expect(thrown).toBeInstanceOf(ConfigError);
-  return thrown as ConfigError;
-}
 
 describe("createCoordinator checks its options synchronously, before any I/O", () => {
   const ttlRange = /integer between 10 and 86400000/;

@@ -1,18 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   BackendUnavailableError,
   LockHeldError,
   LockLostError,
   SessionLostError,
 } from "../src/index.js";
-import { recordEvents, rejectionOf, setup, unhandledRejections } from "./fakes/helpers.js";
+import { failOnUnhandledRejections, recordEvents, rejectionOf, setup } from "./fakes/helpers.js";
 
-const unhandled = unhandledRejections();
-beforeEach(() => unhandled.start());
-afterEach(async () => {
-  await unhandled.stop();
-  expect(unhandled.reasons).toEqual([]);
-});
+failOnUnhandledRejections();
 
 describe("withLock", () => {
   it("returns fn's result and passes it the signal, token and lock", async () => {

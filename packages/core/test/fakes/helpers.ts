@@ -1,8 +1,10 @@
-import { expect } from "vitest";
+import { afterEach, beforeEach, expect } from "vitest";
 import {
+  ConfigError,
   type Coordinator,
   type CoordinatorEventName,
   type CoordinatorEvents,
+  type CoordinatorOptions,
   createCoordinator,
   ManualClock,
 } from "../../src/index.js";
@@ -90,6 +92,31 @@ export function unhandledRejections(): {
       process.off("unhandledRejection", listener);
     },
   };
+}
+
+/**
+ * Registers hooks that fail the test when any unhandled rejection happens during it: every
+ * background failure must reach the user as an event or an aborted signal.
+ */
+export function failOnUnhandledRejections(): void {
+  const unhandled = unhandledRejections();
+  beforeEach(() => unhandled.start());
+  afterEach(async () => {
+    await unhandled.stop();
+    expect(unhandled.reasons).toEqual([]);
+  });
+}
+
+/** Runs createCoordinator(options) and returns the ConfigError it must throw. */
+export function configErrorOf(options: unknown): ConfigError {
+  let thrown: unknown;
+  try {
+    createCoordinator(options as CoordinatorOptions);
+  } catch (error) {
+    thrown = error;
+  }
+  expect(thrown).toBeInstanceOf(ConfigError);
+  return thrown as ConfigError;
 }
 
 /** A ManualClock, a scripted backend on it and a coordinator over that backend. */
