@@ -13,6 +13,12 @@ import {
   type TryAcquireOptions,
 } from "./coordinator-options.js";
 import {
+  CampaignLoop,
+  type Election,
+  type ElectionOptions,
+  resolveElectionOptions,
+} from "./election.js";
+import {
   BackendUnavailableError,
   BatonError,
   ConfigError,
@@ -33,7 +39,8 @@ import { KeyedMutex } from "./keyed-mutex.js";
 import { Lock } from "./lock.js";
 import { ManagedSession, type SessionLock } from "./managed-session.js";
 import { createBackend } from "./registry.js";
-import { checkName } from "./validate.js";
+import { liveCoordinators } from "./step-down.js";
+import { checkName, checkOptions, checkSignal } from "./validate.js";
 
 /** What `withLock` hands the critical section. */
 export interface LockContext {
@@ -74,6 +81,23 @@ export interface Coordinator extends AsyncDisposable {
   ): Promise<T>;
   /** The current holder of `name` as the store sees it, or `null`. */
   holder(name: string): Promise<Holder | null>;
+  /**
+   * The holder of `name` now and after every change, pushed from the store's watch where the
+   * backend has one (polled every ttl/3 otherwise). Ends when `signal` aborts, the consumer
+   * stops iterating, or the coordinator closes; store outages are retried.
+   */
+  watch(name: string, options?: { signal?: AbortSignal }): AsyncIterable<Holder | null>;
+  /**
+   * Campaigns for leadership of `name`: `onElected` runs once per term with a signal that
+   * aborts when the term ends; `onRevoked` once when it ends. See {@link Election}.
+   *
+   * @example
+   * const election = coordinator.elect("scheduler", {
+   *   value: "10.0.0.7",
+   *   onElected: ({ signal, term }) => runScheduler({ signal, fencingToken: term }),
+   * });
+   */
+  elect(name: string, options: ElectionOptions): Election;
   /** Subscribes to an event; returns the unsubscribe function. */
   on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void;
   /** The backend (loaded from the URL on first use). */
@@ -93,7 +117,9 @@ export interface Coordinator extends AsyncDisposable {
  * });
  */
 export function createCoordinator(options: CoordinatorOptions): Coordinator {
-  return new CoordinatorImpl(resolveCoordinatorOptions(options));
+  const coordinator = new CoordinatorImpl(resolveCoordinatorOptions(options));
+  liveCoordinators.add(coordinator);
+  return coordinator;
 }
 
 const RETRY_MIN_MS = 20;
@@ -108,6 +134,7 @@ class CoordinatorImpl implements Coordinator {
   readonly #events: EventHub;
   readonly #local = new KeyedMutex();
   readonly #locks = new Set<Lock>();
+  readonly #elections = new Set<Election>();
   #backend: Promise<LockBackend> | undefined;
   #session: ManagedSession | undefined;
   #opening: Promise<ManagedSession> | undefined;
@@ -192,9 +219,80 @@ class CoordinatorImpl implements Coordinator {
     }
   }
 
+  elect(name: string, options: ElectionOptions): Election {
+    checkName(name);
+    const resolved = resolveElectionOptions(options);
+    this.#assertOpen();
+    const election: Election = new CampaignLoop(
+      {
+        coordinator: this,
+        clock: this.#options.clock,
+        report: (error, during) => this.#events.emit("backgroundError", { error, during }),
+        closed: (e) => this.#elections.delete(e),
+      },
+      name,
+      resolved,
+    );
+    this.#elections.add(election);
+    return election;
+  }
+
+  async *watch(name: string, options?: { signal?: AbortSignal }): AsyncGenerator<Holder | null> {
+    checkName(name);
+    const o = checkOptions(options, "options", ["signal"]);
+    const user = o.signal === undefined ? undefined : checkSignal(o.signal);
+    this.#assertOpen();
+    const stop = new AbortController();
+    const signal = AbortSignal.any(
+      user ? [user, stop.signal, this.#closing.signal] : [stop.signal, this.#closing.signal],
+    );
+    try {
+      for (let failures = 0; !signal.aborted; ) {
+        try {
+          const session = await this.#currentSession(signal);
+          const source = session.backendSession.watch
+            ? session.backendSession.watch(name, signal)
+            : this.#poll(session, name, signal);
+          for await (const holder of source) {
+            failures = 0;
+            yield holder;
+          }
+          if (!signal.aborted) throw new BackendUnavailableError(`the watch of "${name}" ended`);
+        } catch (error) {
+          if (signal.aborted) break;
+          this.#events.emit("backgroundError", { error, during: `watching "${name}"` });
+          failures++;
+          await sleep(this.#clock, backoff(failures), signal).catch(() => undefined);
+        }
+      }
+    } finally {
+      stop.abort();
+    }
+  }
+
+  async *#poll(
+    session: ManagedSession,
+    name: string,
+    signal: AbortSignal,
+  ): AsyncGenerator<Holder | null> {
+    let last: string | undefined;
+    while (!signal.aborted && session.isValid()) {
+      const holder = await raceSignal(session.backendSession.holder(name), signal);
+      const key = holder === null ? "" : `${holder.ownerId}\u0000${holder.token}`;
+      if (key !== last) {
+        last = key;
+        yield holder;
+      }
+      await sleep(this.#clock, session.renewEveryMs, signal);
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    liveCoordinators.delete(this);
+    // Elections first: they give up leadership and run their onRevoked before the locks go.
+    await Promise.allSettled([...this.#elections].map((election) => election.close()));
     this.#closing.abort(closedError());
     const opening = this.#opening;
     if (opening) await opening.catch(() => undefined);

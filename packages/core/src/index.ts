@@ -19,6 +19,13 @@ export {
   type Mode,
   type TryAcquireOptions,
 } from "./coordinator-options.js";
+export type {
+  Election,
+  ElectionOptions,
+  Leader,
+  RevokedReason,
+  TermContext,
+} from "./election.js";
 export {
   BackendUnavailableError,
   BatonError,
@@ -54,4 +61,5 @@ export {
   parseBackendUrl,
   registerBackend,
 } from "./registry.js";
+export { installStepDown, type StepDownOptions, stepDown } from "./step-down.js";
 export { LIMITS } from "./validate.js";
