@@ -6,7 +6,13 @@
  * Environment: `BATON_URL` (backend URL), `BATON_TTL_MS`, optional `BATON_OWNER_ID`.
  */
 import { createInterface } from "node:readline";
-import { type Coordinator, createCoordinator, type Lock } from "@baton/core";
+import {
+  type Coordinator,
+  createCoordinator,
+  type Election,
+  installStepDown,
+  type Lock,
+} from "@baton/core";
 import type { WorkerCommand, WorkerEvent } from "./worker-protocol.js";
 
 const url = process.env.BATON_URL;
@@ -19,7 +25,22 @@ const coordinator: Coordinator = createCoordinator({
   ...(process.env.BATON_OWNER_ID ? { ownerId: process.env.BATON_OWNER_ID } : {}),
 });
 const locks = new Map<string, Lock>();
+const elections = new Map<string, Election>();
+if (process.env.BATON_STEP_DOWN === "1") installStepDown();
 const tickers = new Map<string, NodeJS.Timeout>();
+
+/**
+ * What a write is guarded by: a lock, or an election's current term. Reading `held` checks
+ * the local deadline on the spot (see Lock.held).
+ */
+function guard(name: string): { held: boolean; token: bigint } | undefined {
+  const lock = locks.get(name);
+  if (lock !== undefined) return { held: lock.held, token: lock.token };
+  const election = elections.get(name);
+  if (election === undefined) return undefined;
+  const held = election.isLeader;
+  return { held, token: election.term ?? 0n };
+}
 
 function emit(event: WorkerEvent): void {
   process.stdout.write(`${JSON.stringify(event)}\n`);
@@ -64,28 +85,59 @@ async function handle(command: WorkerCommand): Promise<void> {
     }
     case "write": {
       // A write guarded the way users are told to: check the lock right before writing.
-      const lock = locks.get(command.name);
-      if (lock === undefined || !lock.held) {
+      const g = guard(command.name);
+      if (g === undefined || !g.held) {
         emit({ event: "refused", name: command.name });
         return;
       }
-      emit({ event: "wrote", name: command.name, token: `${lock.token}`, seq: command.seq ?? 0 });
+      emit({ event: "wrote", name: command.name, token: `${g.token}`, seq: command.seq ?? 0 });
       return;
     }
     case "tick": {
-      // Writes every `everyMs` while the lock is held; stops once it is not.
+      // Writes every `everyMs` while the lock (or leadership) is held; stops once it is not.
       let seq = 0;
       const step = () => {
-        const lock = locks.get(command.name);
-        if (lock === undefined || !lock.held) {
+        const g = guard(command.name);
+        if (g === undefined || !g.held) {
           emit({ event: "refused", name: command.name });
           tickers.delete(command.name);
           return;
         }
-        emit({ event: "wrote", name: command.name, token: `${lock.token}`, seq: seq++ });
+        emit({ event: "wrote", name: command.name, token: `${g.token}`, seq: seq++ });
         tickers.set(command.name, setTimeout(step, command.everyMs));
       };
       step();
+      return;
+    }
+    case "elect": {
+      const name = command.name;
+      const election = coordinator.elect(name, {
+        ...(command.value !== undefined ? { value: command.value } : {}),
+        onElected: ({ term }) => {
+          emit({ event: "elected", name, term: `${term}` });
+        },
+        onRevoked: ({ term, reason }) => {
+          emit({ event: "revoked", name, term: `${term}`, reason });
+        },
+      });
+      elections.set(name, election);
+      return;
+    }
+    case "resign": {
+      await elections.get(command.name)?.resign();
+      emit({ event: "resigned", name: command.name });
+      return;
+    }
+    case "leader": {
+      const election = elections.get(command.name);
+      const leader = await election?.leader();
+      emit({
+        event: "leader",
+        name: command.name,
+        isLeader: election?.isLeader ?? false,
+        term: election?.term === undefined ? null : `${election.term}`,
+        leader: leader ? `${leader.ownerId}@${leader.term}` : null,
+      });
       return;
     }
     case "exit": {

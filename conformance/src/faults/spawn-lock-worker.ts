@@ -12,6 +12,8 @@ export interface LockWorkerOptions {
   readonly ttlMs: number;
   /** Owner id shown by `holder()`. */
   readonly ownerId?: string;
+  /** Install step-down on SIGTERM/SIGINT in the worker. */
+  readonly stepDown?: boolean;
 }
 
 /**
@@ -63,6 +65,7 @@ export class LockWorker {
         BATON_URL: options.url,
         BATON_TTL_MS: String(options.ttlMs),
         ...(options.ownerId ? { BATON_OWNER_ID: options.ownerId } : {}),
+        ...(options.stepDown ? { BATON_STEP_DOWN: "1" } : {}),
       },
       stdio: ["pipe", "pipe", "pipe"],
     });
@@ -151,6 +154,11 @@ export class LockWorker {
   /** Freezes the process (SIGSTOP). */
   pause(): void {
     this.#child.kill("SIGSTOP");
+  }
+
+  /** Sends SIGTERM (with `stepDown`, the worker resigns and releases, then exits). */
+  terminate(): void {
+    this.#child.kill("SIGTERM");
   }
 
   /** Resumes it (SIGCONT). */

@@ -5,6 +5,9 @@ export type WorkerCommand =
   | { op: "held"; name: string }
   | { op: "write"; name: string; seq?: number }
   | { op: "tick"; name: string; everyMs: number }
+  | { op: "elect"; name: string; value?: string }
+  | { op: "resign"; name: string }
+  | { op: "leader"; name: string }
   | { op: "exit" };
 
 /** Events a lock worker writes on stdout (one JSON object per line). Tokens are decimal strings. */
@@ -18,4 +21,8 @@ export type WorkerEvent =
   | { event: "lost"; name: string; token: string; reason: string }
   | { event: "renewFailed"; message: string; remainingMs: number }
   | { event: "error"; op: string; code: string; message: string }
+  | { event: "elected"; name: string; term: string }
+  | { event: "revoked"; name: string; term: string; reason: string }
+  | { event: "resigned"; name: string }
+  | { event: "leader"; name: string; isLeader: boolean; term: string | null; leader: string | null }
   | { event: "exited" };

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe } from "vitest";
 import { badInputGroup } from "./groups/bad-input.js";
 import { basicGroup } from "./groups/basic.js";
 import { cancellationGroup } from "./groups/cancellation.js";
+import { electionGroup } from "./groups/election.js";
 import { exclusionGroup } from "./groups/exclusion.js";
 import { expiryGroup } from "./groups/expiry.js";
 import { fifoGroup } from "./groups/fifo.js";
@@ -18,6 +19,8 @@ export interface DeclaredCapabilities {
   readonly fencing: "monotonic" | "single-node" | "none";
   readonly fifo: boolean;
   readonly watch: boolean;
+  /** Locks exclude other processes (election runs candidates in worker processes). */
+  readonly crossProcess?: boolean;
 }
 
 /**
@@ -66,6 +69,14 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
     );
     skipUnless(declared.fifo, `${target.name} does not declare FIFO waiting`, () => fifoGroup(ctx));
     skipUnless(declared.watch, `${target.name} has no watch()`, () => watchGroup(ctx));
+    const url = target.url;
+    skipUnless(
+      declared.crossProcess === true && url !== undefined,
+      declared.crossProcess === true
+        ? `${target.name}: no url given for worker processes`
+        : `${target.name} is not cross-process (election runs candidates in worker processes)`,
+      () => electionGroup(ctx, url ?? ""),
+    );
   });
 }
 

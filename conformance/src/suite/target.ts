@@ -18,6 +18,12 @@ export interface ConformanceTarget {
   readonly contenders?: number;
   /** Critical sections per contender (default 50). */
   readonly sectionsPerContender?: number;
+  /**
+   * The backend's URL, for groups whose holders run in worker processes (leader election with
+   * SIGKILL/SIGSTOP/SIGTERM). Without it, or for a backend that is not cross-process, those
+   * groups are skipped with a printed reason.
+   */
+  readonly url?: string;
   /** Prefix for lock names, so runs against one server do not meet (default a random one). */
   readonly namePrefix?: string;
 }
