@@ -1,1 +1,19 @@
-export {};
+/**
+ * `@baton/redis`: Baton's Redis adapter. Importing it registers the `redis://`, `rediss://`
+ * and `redlock://` schemes with `@baton/core`.
+ *
+ * @packageDocumentation
+ */
+import { registerBackend } from "@baton/core";
+import { RedisBackend } from "./redis-backend.js";
+
+export { RedisBackend } from "./redis-backend.js";
+export {
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  DEFAULT_KEY_PREFIX,
+  type RedisBackendOptions,
+} from "./redis-options.js";
+export { type LockKeys, lockKeys } from "./key-names.js";
+
+registerBackend("redis", (url) => new RedisBackend({ url: url.href }));
+registerBackend("rediss", (url) => new RedisBackend({ url: url.href }));

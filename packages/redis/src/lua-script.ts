@@ -1,0 +1,34 @@
+import { createHash } from "node:crypto";
+import type { Cluster, Redis } from "ioredis";
+
+/** A Redis instance or a Redis Cluster, as far as the scripts need. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * A Lua script run with EVALSHA, falling back to EVAL once when the server does not know it
+ * yet (a fresh or restarted node), which also loads it for next time.
+ */
+export class LuaScript {
+  /** The script's SHA1, as EVALSHA wants it. */
+  readonly sha: string;
+  readonly #source: string;
+
+  constructor(source: string) {
+    this.#source = source;
+    this.sha = createHash("sha1").update(source).digest("hex");
+  }
+
+  /** Runs the script on `client` with `keys` and `args`. */
+  async run(
+    client: RedisClient,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    try {
+      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
+      return await client.eval(this.#source, keys.length, ...keys, ...args);
+    }
+  }
+}

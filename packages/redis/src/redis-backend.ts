@@ -1,0 +1,138 @@
+import type { BackendSession, Guarantees, LockBackend, OpenSessionOptions } from "@baton/core";
+import { BackendUnavailableError, ConfigError, parseBackendUrl } from "@baton/core";
+import { Cluster, Redis, type RedisOptions } from "ioredis";
+import type { RedisClient } from "./lua-script.js";
+import { checkDb, type RedisBackendOptions, resolveRedisOptions } from "./redis-options.js";
+import { RedisSession } from "./redis-session.js";
+import { ReleaseListener } from "./release-listener.js";
+import { whenReady } from "./when-ready.js";
+
+const REDIS_GUARANTEES: Guarantees = {
+  // INCR on the node that holds the lock: rises only while that node keeps its data.
+  fencing: "single-node",
+  fifo: false,
+  consensus: false,
+  crossProcess: true,
+};
+
+/**
+ * The `redis://` / `rediss://` backend: one Redis node (or a Redis Cluster, each lock in the
+ * slot of its name).
+ *
+ * - acquire is one script call: `SET lock NX PX ttl` and `INCR` of the lock's token counter,
+ *   with session, token, owner and value stored together in the lock key; when held, the same
+ *   call answers the holder's remaining PTTL;
+ * - a session renews everything it holds with one script call per interval (one per key on a
+ *   Cluster), owner-checked per grant, and reports exactly which keys it lost;
+ * - release is an owner-checked delete plus a publish on the lock's channel, in one call;
+ * - waiters share one subscriber connection and wake on the release message or when the
+ *   holder's PTTL runs out, whichever is first (no polling).
+ *
+ * Fencing is `single-node`: tokens rise while the node keeps its data; a restart without
+ * persistence or a failover to a lagging replica can repeat them. Correctness mode refuses it.
+ */
+export class RedisBackend implements LockBackend {
+  readonly kind = "redis";
+  readonly guarantees = REDIS_GUARANTEES;
+  /** The ioredis client the backend runs its scripts on. */
+  readonly client: Redis | Cluster;
+  /** Prefix of every key and channel. */
+  readonly keyPrefix: string;
+  readonly #owned: boolean;
+  readonly #cluster: boolean;
+  readonly #timeoutMs: number;
+  readonly #listener: ReleaseListener;
+  readonly #sessions = new Set<RedisSession>();
+  #closed = false;
+
+  /** Checks `options` (a `ConfigError` naming the field) without any I/O. */
+  constructor(options: RedisBackendOptions) {
+    const resolved = resolveRedisOptions(options, parseBackendUrl);
+    this.keyPrefix = resolved.keyPrefix;
+    this.#cluster = resolved.cluster;
+    this.#timeoutMs = resolved.commandTimeoutMs;
+    if (resolved.client !== undefined) {
+      this.client = resolved.client;
+      this.#owned = false;
+    } else {
+      this.client = clientFromUrl(options.url as string, resolved.cluster, this.#timeoutMs);
+      this.#owned = true;
+      // Connection errors surface through the calls that fail; ioredis reconnects.
+      this.client.on("error", () => undefined);
+    }
+    const client = this.client;
+    this.#listener = new ReleaseListener(() => duplicateForSubscriber(client), this.#timeoutMs);
+  }
+
+  async openSession(options: OpenSessionOptions): Promise<BackendSession> {
+    if (this.#closed) throw new BackendUnavailableError("this redis backend is closed");
+    if (!Number.isInteger(options.ttlMs) || options.ttlMs < 1) {
+      throw new ConfigError("ttlMs", `must be a positive integer, got ${options.ttlMs}`);
+    }
+    await whenReady(this.client, this.#timeoutMs, "redis", options.signal);
+    const session = new RedisSession(
+      {
+        client: this.client,
+        cluster: this.#cluster,
+        keyPrefix: this.keyPrefix,
+        commandTimeoutMs: this.#timeoutMs,
+        listener: this.#listener,
+        onClose: (s) => this.#sessions.delete(s),
+      },
+      options.ownerId,
+      options.ttlMs,
+    );
+    this.#sessions.add(session);
+    return session;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.allSettled([...this.#sessions].map((s) => s.close()));
+    this.#listener.close();
+    if (this.#owned) this.client.disconnect();
+  }
+}
+
+function clientFromUrl(href: string, cluster: boolean, timeoutMs: number): Redis | Cluster {
+  const url = parseBackendUrl(href);
+  const common: RedisOptions = {
+    lazyConnect: true,
+    // Fail fast while disconnected, and never run a command again after we gave up on it.
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: timeoutMs,
+    retryStrategy: (times) => Math.min(50 * times, 1_000),
+    ...(url.username === "" ? {} : { username: url.username }),
+    ...(url.password === "" ? {} : { password: url.password }),
+    ...(url.scheme === "rediss" ? { tls: {} } : {}),
+  };
+  const hosts = url.hosts.map((h) => ({ host: h.host, port: h.port ?? 6379 }));
+  if (cluster) {
+    return new Cluster(hosts, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
+      redisOptions: { ...common, lazyConnect: false },
+    });
+  }
+  const db = url.pathname === "" || url.pathname === "/" ? 0 : checkDb(url.pathname);
+  const first = hosts[0] as { host: string; port: number };
+  return new Redis({ ...common, host: first.host, port: first.port, db });
+}
+
+/** The shared subscriber: queues SUBSCRIBE while (re)connecting, resubscribes after. */
+function duplicateForSubscriber(client: RedisClient): RedisClient {
+  const subscriber =
+    client instanceof Cluster
+      ? client.duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false })
+      : client.duplicate({
+          enableOfflineQueue: true,
+          lazyConnect: false,
+          autoResubscribe: true,
+          maxRetriesPerRequest: null,
+        });
+  return subscriber;
+}

@@ -1,0 +1,145 @@
+import type { BackendUrl } from "@baton/core";
+import { ConfigError } from "@baton/core";
+import type { Cluster, Redis } from "ioredis";
+
+/** Options of {@link RedisBackend}. Exactly one of `url` and `client`. */
+export interface RedisBackendOptions {
+  /**
+   * `redis://[user:pass@]host:port[/db]` or `rediss://` (TLS). Several hosts
+   * (`redis://h1:7000,h2:7001`) or `?cluster=true` connect to a Redis Cluster. Query
+   * parameters `prefix` and `commandTimeoutMs` set the options below.
+   */
+  readonly url?: string;
+  /**
+   * Your own ioredis `Redis` or `Cluster` instance. The backend never closes it; it makes one
+   * duplicate connection for its release subscriber, and closes that one. Prefer
+   * `autoResendUnfulfilledCommands: false` on it, so a command sent before a disconnect is
+   * not run again after the backend gave up on it.
+   */
+  readonly client?: Redis | Cluster;
+  /** Prefix of every key and channel. Default `"baton:"`. */
+  readonly keyPrefix?: string;
+  /**
+   * Longest wait for any one Redis call before it counts as unavailable. Renewals are bounded
+   * by half the TTL too. Default 2000.
+   */
+  readonly commandTimeoutMs?: number;
+}
+
+/** Validated {@link RedisBackendOptions}. */
+export interface ResolvedRedisOptions {
+  readonly url: BackendUrl | undefined;
+  readonly client: Redis | Cluster | undefined;
+  readonly keyPrefix: string;
+  readonly commandTimeoutMs: number;
+  readonly cluster: boolean;
+}
+
+/** Default key prefix. */
+export const DEFAULT_KEY_PREFIX = "baton:";
+/** Default bound on one Redis call. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 2_000;
+
+const KEYS = ["url", "client", "keyPrefix", "commandTimeoutMs"] as const;
+
+/** Checks every option before any I/O; throws `ConfigError` naming the field. */
+export function resolveRedisOptions(
+  input: RedisBackendOptions,
+  parseUrl: (url: string) => BackendUrl,
+): ResolvedRedisOptions {
+  if (input === null || typeof input !== "object") {
+    throw new ConfigError("options", "pass { url } or { client }");
+  }
+  for (const key of Object.keys(input)) {
+    if (!(KEYS as readonly string[]).includes(key)) {
+      throw new ConfigError(`options.${key}`, `unknown option; allowed: ${KEYS.join(", ")}`);
+    }
+  }
+  if ((input.url === undefined) === (input.client === undefined)) {
+    throw new ConfigError("url", "pass exactly one of `url` and `client` (an ioredis instance)");
+  }
+  let url: BackendUrl | undefined;
+  let keyPrefix = input.keyPrefix;
+  let commandTimeoutMs = input.commandTimeoutMs;
+  let cluster = false;
+  if (input.url !== undefined) {
+    url = parseUrl(input.url);
+    if (url.scheme !== "redis" && url.scheme !== "rediss") {
+      throw new ConfigError("url", `must start with redis:// or rediss://, got "${url.scheme}:"`);
+    }
+    if (url.hosts.length === 0) throw new ConfigError("url", "names no host");
+    const query = checkQuery(url, ["prefix", "commandTimeoutMs", "cluster"]);
+    keyPrefix ??= query.get("prefix") ?? undefined;
+    const timeoutText = query.get("commandTimeoutMs");
+    if (commandTimeoutMs === undefined && timeoutText !== null) {
+      commandTimeoutMs = Number(timeoutText);
+    }
+    const clusterText = query.get("cluster");
+    if (clusterText !== null && clusterText !== "true" && clusterText !== "false") {
+      throw new ConfigError("url", `?cluster must be true or false, got "${clusterText}"`);
+    }
+    cluster = url.hosts.length > 1 || clusterText === "true";
+    if (!cluster && url.pathname !== "" && url.pathname !== "/") checkDb(url.pathname);
+    if (cluster && url.pathname !== "" && url.pathname !== "/") {
+      throw new ConfigError("url", "a Redis Cluster has no database number; drop the /db path");
+    }
+  } else {
+    const c = input.client as Partial<Redis> | null;
+    if (c === null || typeof c !== "object" || typeof c.evalsha !== "function") {
+      throw new ConfigError("client", "must be an ioredis Redis or Cluster instance");
+    }
+    cluster = (input.client as { isCluster?: boolean }).isCluster === true;
+  }
+  return {
+    url,
+    client: input.client,
+    keyPrefix: checkPrefix(keyPrefix ?? DEFAULT_KEY_PREFIX),
+    commandTimeoutMs: checkTimeout(commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS),
+    cluster,
+  };
+}
+
+/** Checks that a URL's query has only `allowed` parameters. */
+export function checkQuery(url: BackendUrl, allowed: readonly string[]): URLSearchParams {
+  for (const key of url.searchParams.keys()) {
+    if (!allowed.includes(key)) {
+      throw new ConfigError("url", `unknown query parameter "${key}"; allowed: ${allowed.join(", ")}`);
+    }
+  }
+  return url.searchParams;
+}
+
+/** The database number of a `/db` path. */
+export function checkDb(pathname: string): number {
+  const text = pathname.replace(/^\//, "");
+  const db = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(db)) {
+    throw new ConfigError("url", `the path must be a database number such as /0, got "${pathname}"`);
+  }
+  return db;
+}
+
+/** Checks a key prefix: a string of at most 128 characters without control characters. */
+export function checkPrefix(value: unknown): string {
+  if (typeof value !== "string") throw new ConfigError("keyPrefix", "must be a string");
+  if (value.length > 128) throw new ConfigError("keyPrefix", "must be at most 128 characters");
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we reject
+  if (/[\u0000-\u001f\u007f]/.test(value)) {
+    throw new ConfigError("keyPrefix", "must not contain control characters");
+  }
+  if (/[{}]/.test(value)) {
+    throw new ConfigError(
+      "keyPrefix",
+      "must not contain { or }: the lock name is the hash tag that keeps each lock's keys in one cluster slot",
+    );
+  }
+  return value;
+}
+
+/** Checks a per-call timeout in ms (1 to 600000). */
+export function checkTimeout(value: unknown, field = "commandTimeoutMs"): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > 600_000) {
+    throw new ConfigError(field, `must be an integer between 1 and 600000 (ms), got ${String(value)}`);
+  }
+  return value;
+}

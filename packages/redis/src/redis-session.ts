@@ -1,0 +1,225 @@
+import { randomBytes } from "node:crypto";
+import type {
+  BackendAcquireOptions,
+  BackendSession,
+  Grant,
+  Holder,
+  KeepAliveResult,
+} from "@baton/core";
+import { SessionLostError } from "@baton/core";
+import { boundedCall } from "./bounded-call.js";
+import { type LockKeys, lockKeys } from "./key-names.js";
+import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
+import type { RedisClient } from "./lua-script.js";
+import type { ReleaseListener } from "./release-listener.js";
+import { ACQUIRE, RELEASE, RENEW } from "./scripts.js";
+
+/** What a {@link RedisSession} needs from its backend. */
+export interface RedisSessionContext {
+  readonly client: RedisClient;
+  readonly cluster: boolean;
+  readonly keyPrefix: string;
+  readonly commandTimeoutMs: number;
+  readonly listener: ReleaseListener;
+  readonly onClose: (session: RedisSession) => void;
+}
+
+interface HeldKey {
+  readonly keys: LockKeys;
+  readonly prefix: string;
+  readonly grant: Grant;
+}
+
+/** The private part of a Redis grant: what release needs to find exactly this grant. */
+interface RedisGrantHandle {
+  readonly sessionId: string;
+}
+
+/**
+ * A session on one Redis node (or Cluster): a random session id stored in every lock it
+ * takes, one renewal script call per interval for everything it holds, and waits that sleep
+ * on the shared release channel or the holder's PTTL.
+ */
+export class RedisSession implements BackendSession {
+  readonly ownerId: string;
+  readonly ttlMs: number;
+  /** Random id of this session, the first part of every payload it writes. */
+  readonly sessionId: string;
+  readonly #ctx: RedisSessionContext;
+  readonly #held = new Map<string, HeldKey>();
+  /** Keys with an acquire in flight: renewed by session prefix, since the token is unknown. */
+  readonly #pending = new Map<string, LockKeys>();
+  readonly #closing = new AbortController();
+  #closed = false;
+
+  constructor(ctx: RedisSessionContext, ownerId: string, ttlMs: number) {
+    this.#ctx = ctx;
+    this.ownerId = ownerId;
+    this.ttlMs = ttlMs;
+    this.sessionId = randomBytes(12).toString("hex");
+  }
+
+  async keepAlive(): Promise<KeepAliveResult | undefined> {
+    if (this.#closed) throw new SessionLostError("this redis session is closed");
+    const held = [...this.#held.entries()];
+    const pending = [...this.#pending.values()].map((keys) => ({
+      keys,
+      prefix: sessionPrefix(this.sessionId),
+    }));
+    const items = [...held.map(([, h]) => h), ...pending];
+    if (items.length === 0) return undefined;
+    // A renewal that does not answer in time must fail before the local deadline comes near.
+    const timeoutMs = Math.max(1, Math.min(this.#ctx.commandTimeoutMs, Math.floor(this.ttlMs / 2)));
+    const renewed = await boundedCall(this.#renew(items), { timeoutMs, what: "redis renewal" });
+    const lostKeys: string[] = [];
+    held.forEach(([name, h], i) => {
+      if (renewed[i] === true) return;
+      // Only the grant we renewed is lost: a release and re-acquire meanwhile is a new grant.
+      if (this.#held.get(name) !== h) return;
+      this.#held.delete(name);
+      lostKeys.push(name);
+    });
+    return lostKeys.length === 0 ? undefined : { lostKeys };
+  }
+
+  async #renew(items: readonly { keys: LockKeys; prefix: string }[]): Promise<boolean[]> {
+    const client = this.#ctx.client;
+    if (!this.#ctx.cluster) {
+      const out = (await RENEW.run(
+        client,
+        items.map((i) => i.keys.lock),
+        [this.ttlMs, ...items.map((i) => i.prefix)],
+      )) as number[];
+      return out.map((n) => n === 1);
+    }
+    // Keys of different locks live in different slots: one call per key, sent together.
+    const out = await Promise.all(
+      items.map((i) => RENEW.run(client, [i.keys.lock], [this.ttlMs, i.prefix])),
+    );
+    return out.map((r) => (r as number[])[0] === 1);
+  }
+
+  async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
+    const { signal } = options;
+    if (signal.aborted) throw signal.reason;
+    if (this.#closed) throw new SessionLostError("this redis session is closed");
+    const keys = lockKeys(this.#ctx.keyPrefix, name);
+    const tail = payloadTail(this.ownerId, options.value);
+    const abort = AbortSignal.any([signal, this.#closing.signal]);
+    if (!options.wait) return (await this.#try(name, keys, tail, abort)).grant;
+    const subscription = await this.#ctx.listener.subscribe(keys.channel, abort);
+    try {
+      for (;;) {
+        const got = await this.#try(name, keys, tail, abort);
+        if (got.grant !== null) return got.grant;
+        // Sleep until the release message, or until the holder's lease runs out.
+        await subscription.next(got.pttl >= 0 ? got.pttl + 1 : this.ttlMs, abort);
+      }
+    } finally {
+      subscription.close();
+    }
+  }
+
+  /** One acquire script call: the grant, or the holder's remaining lease. */
+  async #try(
+    name: string,
+    keys: LockKeys,
+    tail: string,
+    signal: AbortSignal,
+  ): Promise<{ grant: Grant; pttl?: undefined } | { grant: null; pttl: number }> {
+    this.#pending.set(name, keys);
+    let reply: [number, number];
+    try {
+      reply = (await boundedCall(
+        ACQUIRE.run(this.#ctx.client, [keys.lock, keys.token], [this.sessionId, this.ttlMs, tail]),
+        {
+          timeoutMs: this.#ctx.commandTimeoutMs,
+          what: `redis acquire of "${name}"`,
+          signal,
+          // Given up while in flight: a late grant is released, never left behind.
+          onAbandoned: (late) => {
+            late.then(
+              (r) => {
+                const [ok, token] = r as [number, number];
+                if (ok === 1) void this.#releaseQuietly(keys, grantPrefix(this.sessionId, token));
+              },
+              () => undefined,
+            );
+          },
+        },
+      )) as [number, number];
+    } finally {
+      this.#pending.delete(name);
+    }
+    if (signal.aborted) {
+      // The grant arrived, but the caller left (or the session closed) at the same moment.
+      if (reply[0] === 1) await this.#releaseQuietly(keys, grantPrefix(this.sessionId, reply[1]));
+      throw signal.reason;
+    }
+    if (reply[0] !== 1) return { grant: null, pttl: reply[1] };
+    const token = BigInt(reply[1]);
+    const handle: RedisGrantHandle = { sessionId: this.sessionId };
+    const grant: Grant = { key: name, ownerId: this.ownerId, token, handle };
+    this.#held.set(name, { keys, prefix: grantPrefix(this.sessionId, token), grant });
+    return { grant };
+  }
+
+  async release(grant: Grant): Promise<boolean> {
+    const held = this.#held.get(grant.key);
+    // Forget it first: once release settles, even by throwing, it is never renewed again.
+    if (held?.grant === grant) this.#held.delete(grant.key);
+    const handle = grant.handle as RedisGrantHandle | undefined;
+    if (handle?.sessionId !== this.sessionId) return false;
+    const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
+    const released = await boundedCall(
+      RELEASE.run(
+        this.#ctx.client,
+        [keys.lock],
+        [grantPrefix(this.sessionId, grant.token), keys.channel],
+      ),
+      { timeoutMs: this.#ctx.commandTimeoutMs, what: `redis release of "${grant.key}"` },
+    );
+    return released === 1;
+  }
+
+  async holder(name: string): Promise<Holder | null> {
+    const keys = lockKeys(this.#ctx.keyPrefix, name);
+    const payload = await boundedCall(this.#ctx.client.get(keys.lock), {
+      timeoutMs: this.#ctx.commandTimeoutMs,
+      what: `redis holder of "${name}"`,
+    });
+    return payload === null ? null : parsePayload(payload, true);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#closing.abort(this.#closedError());
+    const held = [...this.#held.values()];
+    this.#held.clear();
+    this.#ctx.onClose(this);
+    if (held.length === 0) return;
+    const client = this.#ctx.client;
+    const call = this.#ctx.cluster
+      ? Promise.all(
+          held.map((h) => RELEASE.run(client, [h.keys.lock], [h.prefix, h.keys.channel])),
+        )
+      : RELEASE.run(
+          client,
+          held.map((h) => h.keys.lock),
+          [...held.map((h) => h.prefix), ...held.map((h) => h.keys.channel)],
+        );
+    await boundedCall(call, {
+      timeoutMs: this.#ctx.commandTimeoutMs,
+      what: "redis release of a closing session's locks",
+    });
+  }
+
+  #closedError(): SessionLostError {
+    return new SessionLostError("this redis session was closed");
+  }
+
+  async #releaseQuietly(keys: LockKeys, prefix: string): Promise<void> {
+    await RELEASE.run(this.#ctx.client, [keys.lock], [prefix, keys.channel]).catch(() => undefined);
+  }
+}

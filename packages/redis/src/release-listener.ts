@@ -1,0 +1,154 @@
+import { BackendUnavailableError } from "@baton/core";
+import { asUnavailable, boundedCall } from "./bounded-call.js";
+import type { RedisClient } from "./lua-script.js";
+
+/** One waiter's view of a release channel. */
+export interface ReleaseSubscription {
+  /**
+   * Resolves when a release was announced since the last call (at once if one already was),
+   * or after `ms`, whichever is first. Rejects with `signal.reason` when `signal` aborts.
+   */
+  next(ms: number, signal: AbortSignal): Promise<void>;
+  /** Stops listening; the channel is unsubscribed when its last waiter leaves. */
+  close(): void;
+}
+
+interface Waiter {
+  woken: boolean;
+  wake: (() => void) | undefined;
+}
+
+/**
+ * The one subscriber connection of a backend, shared by every waiter of every session:
+ * channels are subscribed while at least one waiter listens, and each release message wakes
+ * the waiters of that lock. After a reconnect every waiter is woken, since messages may have
+ * been missed while the connection was down.
+ */
+export class ReleaseListener {
+  readonly #create: () => RedisClient;
+  readonly #timeoutMs: number;
+  #subscriber: RedisClient | undefined;
+  readonly #channels = new Map<string, Set<Waiter>>();
+  #closed = false;
+
+  /** `create` makes the subscriber connection on first use (e.g. `client.duplicate()`). */
+  constructor(create: () => RedisClient, timeoutMs: number) {
+    this.#create = create;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** Subscribes to `channel`; resolves once the server confirmed the subscription. */
+  async subscribe(channel: string, signal: AbortSignal): Promise<ReleaseSubscription> {
+    if (this.#closed) throw new BackendUnavailableError("the redis backend is closed");
+    const subscriber = this.#connection();
+    const waiter: Waiter = { woken: false, wake: undefined };
+    let waiters = this.#channels.get(channel);
+    const first = waiters === undefined;
+    if (waiters === undefined) {
+      waiters = new Set();
+      this.#channels.set(channel, waiters);
+    }
+    waiters.add(waiter);
+    const subscription: ReleaseSubscription = {
+      next: (ms, abort) => this.#next(waiter, ms, abort),
+      close: () => this.#leave(channel, waiter),
+    };
+    if (!first && this.#pending.get(channel) === undefined) return subscription;
+    try {
+      let confirming = this.#pending.get(channel);
+      if (confirming === undefined) {
+        confirming = subscriber.subscribe(channel).then(() => undefined);
+        this.#pending.set(channel, confirming);
+        const mine = confirming;
+        const forget = () => {
+          if (this.#pending.get(channel) === mine) this.#pending.delete(channel);
+        };
+        mine.then(forget, forget);
+      }
+      await boundedCall(confirming, {
+        timeoutMs: this.#timeoutMs,
+        what: `subscribing to ${channel}`,
+        signal,
+      });
+      return subscription;
+    } catch (error) {
+      this.#leave(channel, waiter);
+      throw signal.aborted ? signal.reason : asUnavailable(error, `subscribing to ${channel}`);
+    }
+  }
+
+  readonly #pending = new Map<string, Promise<void>>();
+
+  /** Closes the subscriber connection; pending waits keep their own timers. */
+  close(): void {
+    this.#closed = true;
+    const subscriber = this.#subscriber;
+    this.#subscriber = undefined;
+    for (const waiters of this.#channels.values()) for (const w of waiters) this.#wakeOne(w);
+    this.#channels.clear();
+    subscriber?.disconnect();
+  }
+
+  #connection(): RedisClient {
+    if (this.#subscriber !== undefined) return this.#subscriber;
+    const subscriber = this.#create();
+    subscriber.on("message", (channel: string) => {
+      const waiters = this.#channels.get(channel);
+      if (waiters !== undefined) for (const w of waiters) this.#wakeOne(w);
+    });
+    // Messages may have been missed while disconnected: let every waiter look again.
+    subscriber.on("ready", () => {
+      for (const waiters of this.#channels.values()) for (const w of waiters) this.#wakeOne(w);
+    });
+    // Connection errors are retried by ioredis; waiters fall back to the holder's PTTL.
+    subscriber.on("error", () => undefined);
+    this.#subscriber = subscriber;
+    return subscriber;
+  }
+
+  #wakeOne(waiter: Waiter): void {
+    waiter.woken = true;
+    waiter.wake?.();
+  }
+
+  #next(waiter: Waiter, ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      if (waiter.woken) {
+        waiter.woken = false;
+        resolve();
+        return;
+      }
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+        waiter.wake = undefined;
+        waiter.woken = false;
+      };
+      const onAbort = () => {
+        done();
+        reject(signal.reason);
+      };
+      const timer = setTimeout(() => {
+        done();
+        resolve();
+      }, ms);
+      waiter.wake = () => {
+        done();
+        resolve();
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  #leave(channel: string, waiter: Waiter): void {
+    const waiters = this.#channels.get(channel);
+    if (waiters === undefined || !waiters.delete(waiter)) return;
+    if (waiters.size > 0) return;
+    this.#channels.delete(channel);
+    this.#subscriber?.unsubscribe(channel).catch(() => undefined);
+  }
+}

@@ -1,0 +1,69 @@
+import { LuaScript } from "./lua-script.js";
+
+/**
+ * Acquire on one node, in one call: `SET lock payload NX PX ttl`, and on success `INCR` of the
+ * lock's token counter, whose new value is the fencing token stored inside the payload.
+ * KEYS: lock, counter. ARGV: session id, ttl ms, payload tail (`\n<owner>[\n<value>]`).
+ * Returns `{1, token}` when granted, `{0, pttl}` (the holder's remaining lease) when held.
+ */
+export const ACQUIRE = new LuaScript(`
+local token = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
+local payload = ARGV[1] .. ':' .. string.format('%d', token) .. ARGV[3]
+if redis.call('SET', KEYS[1], payload, 'NX', 'PX', ARGV[2]) then
+  redis.call('INCR', KEYS[2])
+  return {1, token}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`);
+
+/**
+ * Redlock acquire on one node: `SET lock payload NX PX ttl`, no counter (Redlock has no
+ * fencing token). KEYS: lock. ARGV: payload, ttl ms.
+ * Returns `{1, 0}` when granted, `{0, pttl}` when held.
+ */
+export const ACQUIRE_NO_TOKEN = new LuaScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, 0}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`);
+
+/**
+ * Renews every lock of a session in one call: an owner-checked PEXPIRE per key.
+ * KEYS: lock keys. ARGV: ttl ms, then one owner prefix per key.
+ * Returns one 1 (renewed) or 0 (no longer this grant's) per key, in order.
+ */
+export const RENEW = new LuaScript(`
+local out = {}
+for i, key in ipairs(KEYS) do
+  local prefix = ARGV[i + 1]
+  local v = redis.call('GET', key)
+  if v and string.sub(v, 1, #prefix) == prefix then
+    redis.call('PEXPIRE', key, ARGV[1])
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out
+`);
+
+/**
+ * Owner-checked release of one or more locks, each deletion announced on its channel.
+ * KEYS: lock keys. ARGV: one owner prefix per key, then one channel per key.
+ * Returns how many keys were deleted.
+ */
+export const RELEASE = new LuaScript(`
+local n = #KEYS
+local released = 0
+for i, key in ipairs(KEYS) do
+  local prefix = ARGV[i]
+  local v = redis.call('GET', key)
+  if v and string.sub(v, 1, #prefix) == prefix then
+    redis.call('DEL', key)
+    redis.call('PUBLISH', ARGV[n + i], '1')
+    released = released + 1
+  end
+end
+return released
+`);

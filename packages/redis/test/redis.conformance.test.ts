@@ -1,0 +1,14 @@
+import { describeBackend } from "@baton/conformance/harness";
+import { runConformance } from "@baton/conformance";
+import { RedisBackend } from "../src/index.js";
+
+describeBackend("redis", (url) => {
+  runConformance(
+    {
+      name: "redis",
+      ttlMs: 1_000,
+      createBackend: () => new RedisBackend({ url, keyPrefix: "conf:" }),
+    },
+    { fencing: "single-node", fifo: false, watch: false },
+  );
+});
