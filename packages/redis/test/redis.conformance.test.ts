@@ -7,8 +7,9 @@ describeBackend("redis", (url) => {
     {
       name: "redis",
       ttlMs: 1_000,
+      url,
       createBackend: () => new RedisBackend({ url, keyPrefix: "conf:" }),
     },
-    { fencing: "single-node", fifo: false, watch: false },
+    { fencing: "single-node", fifo: false, watch: false, crossProcess: true },
   );
 });
