@@ -1,1 +1,22 @@
-export {};
+/**
+ * `@baton/postgres`: Baton's PostgreSQL backend (advisory locks made into leases, sequence
+ * fencing tokens) and the fenced store `pgFence`. Importing it registers `postgres://` and
+ * `postgresql://`.
+ *
+ * @packageDocumentation
+ */
+import { type BackendUrl, registerBackend } from "@baton/core";
+import { PostgresBackend } from "./postgres-backend.js";
+
+export { advisoryKey } from "./advisory-key.js";
+export { PgFence, type PgFenceOptions, pgFence } from "./pg-fence.js";
+export { POSTGRES_GUARANTEES, PostgresBackend } from "./postgres-backend.js";
+export type { PostgresBackendOptions } from "./postgres-options.js";
+export { type MigrateOptions, migrate, type Queryable } from "./schema.js";
+
+function fromUrl(url: BackendUrl): PostgresBackend {
+  return new PostgresBackend({ url: url.href });
+}
+
+registerBackend("postgres", fromUrl);
+registerBackend("postgresql", fromUrl);

@@ -1,0 +1,307 @@
+import {
+  type BackendAcquireOptions,
+  type BackendSession,
+  BackendUnavailableError,
+  ConfigError,
+  type Grant,
+  type Holder,
+  type KeepAliveResult,
+  SessionLostError,
+} from "@baton/core";
+import pg from "pg";
+import { advisoryKey } from "./advisory-key.js";
+import { asBatonError, sqlState } from "./pg-errors.js";
+import type { Statement, Statements } from "./statements.js";
+import type { WaiterPool } from "./waiter-pool.js";
+
+const UNLOCK_MANY = "SELECT pg_advisory_unlock(k) FROM unnest($1::bigint[]) AS k";
+
+/** What a session needs from its backend. */
+export interface SessionContext {
+  readonly connection: pg.ClientConfig;
+  readonly namespace: string;
+  readonly statements: Statements;
+  readonly waiters: WaiterPool;
+}
+
+interface Held {
+  readonly name: string;
+  readonly key: bigint;
+  readonly token: bigint;
+}
+
+/** Private part of a grant: which session and key it belongs to. */
+interface GrantHandle {
+  readonly session: PostgresSession;
+  readonly key: bigint;
+}
+
+/**
+ * One Baton session = one dedicated PostgreSQL connection with `idle_session_timeout` = TTL.
+ * Its advisory locks live exactly as long as the connection: a frozen process stops sending
+ * renewals, the server ends the idle connection after the TTL and frees its locks; a killed
+ * process closes the socket and frees them at once.
+ */
+export class PostgresSession implements BackendSession {
+  readonly ownerId: string;
+  readonly ttlMs: number;
+  readonly #client: pg.Client;
+  readonly #context: SessionContext;
+  readonly #lost = new AbortController();
+  /** Held grants by lock name. */
+  readonly #held = new Map<string, Held>();
+  /** Lock names by advisory key, to catch two names of one session hashing alike. */
+  readonly #names = new Map<bigint, string>();
+  /** Keys whose release failed while the connection lived: unlocked with the next renewal. */
+  readonly #orphans = new Set<bigint>();
+  readonly #onClose: ((session: PostgresSession) => void) | undefined;
+  #renewal: Promise<KeepAliveResult | undefined> | undefined;
+  #closing: Promise<void> | undefined;
+
+  private constructor(
+    client: pg.Client,
+    context: SessionContext,
+    ownerId: string,
+    ttlMs: number,
+    onClose: ((session: PostgresSession) => void) | undefined,
+  ) {
+    this.#client = client;
+    this.#context = context;
+    this.#onClose = onClose;
+    this.ownerId = ownerId;
+    this.ttlMs = ttlMs;
+  }
+
+  /** Aborted with `SessionLostError` when the connection ends or fails. */
+  get lost(): AbortSignal {
+    return this.#lost.signal;
+  }
+
+  /** Connects a dedicated client, sets `idle_session_timeout` = `ttlMs`. */
+  static async open(
+    context: SessionContext,
+    ownerId: string,
+    ttlMs: number,
+    signal: AbortSignal | undefined,
+    onClose?: (session: PostgresSession) => void,
+  ): Promise<PostgresSession> {
+    if (signal?.aborted) throw signal.reason;
+    const client = new pg.Client({ fallback_application_name: "baton", ...context.connection });
+    const session = new PostgresSession(client, context, ownerId, ttlMs, onClose);
+    // Attached before connecting: an error event without a listener would crash the process.
+    client.on("error", (error) => session.#markLost(error));
+    client.on("end", () => session.#markLost(undefined));
+    const onAbort = () => {
+      void client.end().catch(() => undefined);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await client.connect();
+      await client.query("SELECT set_config('idle_session_timeout', $1, false)", [String(ttlMs)]);
+    } catch (error) {
+      void client.end().catch(() => undefined);
+      if (signal?.aborted) throw signal.reason;
+      throw asBatonError(error, "could not open a PostgreSQL session");
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+    return session;
+  }
+
+  async keepAlive(): Promise<KeepAliveResult | undefined> {
+    this.#assertAlive();
+    // One renewal in flight at a time: a slow one is joined, never piled on.
+    this.#renewal ??= this.#renew().finally(() => {
+      this.#renewal = undefined;
+    });
+    const bound = Math.max(50, Math.floor(this.ttlMs / 3));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new BackendUnavailableError(`PostgreSQL did not answer a renewal within ${bound} ms`),
+          ),
+        bound,
+      );
+    });
+    try {
+      return await Promise.race([this.#renewal, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #renew(): Promise<KeepAliveResult | undefined> {
+    if (this.#orphans.size > 0) {
+      const keys = [...this.#orphans];
+      await this.#query({ name: "baton_unlock_many", text: UNLOCK_MANY }, [
+        keys.map((k) => k.toString()),
+      ]);
+      for (const k of keys) this.#orphans.delete(k);
+    }
+    const held = [...this.#held.values()];
+    if (held.length === 0) {
+      await this.#query({ name: "baton_ping", text: "SELECT 1" }, []);
+      return undefined;
+    }
+    const rows = await this.#query(this.#context.statements.missing, [
+      held.map((h) => h.key.toString()),
+    ]);
+    if (rows.length === 0) return undefined;
+    const lostKeys: string[] = [];
+    for (const row of rows) {
+      const key = BigInt(row.key as string);
+      const name = this.#names.get(key);
+      if (name === undefined) continue;
+      lostKeys.push(name);
+      this.#forget(name);
+    }
+    return { lostKeys };
+  }
+
+  async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
+    const { signal } = options;
+    if (signal.aborted) throw signal.reason;
+    this.#assertAlive();
+    const key = advisoryKey(this.#context.namespace, name);
+    const clash = this.#names.get(key);
+    if (clash !== undefined) {
+      throw new ConfigError(
+        "name",
+        `"${name}" and "${clash}" hash to the same advisory key in namespace "${this.#context.namespace}"; rename one or use another namespace`,
+      );
+    }
+    for (;;) {
+      const grant = await this.#tryAcquire(name, key, options.value);
+      if (grant !== null) {
+        if (!signal.aborted) return grant;
+        await this.release(grant).catch(() => undefined);
+        throw signal.reason;
+      }
+      if (!options.wait) return null;
+      if (signal.aborted) throw signal.reason;
+      // Wake when the lock is free (released, or its holder's connection ended), then race.
+      await this.#context.waiters.waitUntilFree(key, AbortSignal.any([signal, this.#lost.signal]));
+      if (signal.aborted) throw signal.reason;
+      this.#assertAlive();
+    }
+  }
+
+  async #tryAcquire(name: string, key: bigint, value: string | undefined): Promise<Grant | null> {
+    if (this.#orphans.has(key)) {
+      await this.#query({ name: "baton_unlock_many", text: UNLOCK_MANY }, [[key.toString()]]);
+      this.#orphans.delete(key);
+    }
+    let row: Record<string, unknown> | undefined;
+    try {
+      [row] = await this.#query(this.#context.statements.acquire, [
+        key.toString(),
+        name,
+        this.ownerId,
+        value ?? null,
+      ]);
+    } catch (error) {
+      // A session advisory lock outlives a failed statement: give it back if we got it.
+      if (!this.#lost.signal.aborted && sqlState(error) !== undefined) {
+        await this.#client
+          .query("SELECT pg_advisory_unlock($1::bigint)", [key.toString()])
+          .catch(() => undefined);
+      }
+      throw error;
+    }
+    if (row?.got !== true) return null;
+    const token = BigInt(row.token as string);
+    this.#held.set(name, { name, key, token });
+    this.#names.set(key, name);
+    const handle: GrantHandle = { session: this, key };
+    return { key: name, ownerId: this.ownerId, token, handle };
+  }
+
+  async release(grant: Grant): Promise<boolean> {
+    const handle = grant.handle as GrantHandle | undefined;
+    const held = this.#held.get(grant.key);
+    if (handle?.session !== this || held === undefined || held.token !== grant.token) return false;
+    this.#forget(grant.key);
+    // A dead connection has already freed everything it held.
+    if (this.#lost.signal.aborted) return false;
+    try {
+      const [row] = await this.#query(this.#context.statements.release, [
+        held.key.toString(),
+        held.token.toString(),
+      ]);
+      return row?.unlocked === true;
+    } catch (error) {
+      // Never renewed again; the next renewal unlocks it if the connection lives on.
+      if (!this.#lost.signal.aborted) this.#orphans.add(held.key);
+      throw error;
+    }
+  }
+
+  async holder(name: string): Promise<Holder | null> {
+    this.#assertAlive();
+    const key = advisoryKey(this.#context.namespace, name);
+    const [row] = await this.#query(this.#context.statements.holder, [key.toString()]);
+    if (row === undefined) return null;
+    const holder: Holder = { ownerId: row.owner as string, token: BigInt(row.token as string) };
+    return row.value === null ? holder : { ...holder, value: row.value as string };
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#onClose?.(this);
+      this.#held.clear();
+      this.#names.clear();
+      // Ending the connection frees every advisory lock it holds.
+      await this.#client.end().catch(() => undefined);
+    })();
+    return this.#closing;
+  }
+
+  #forget(name: string): void {
+    const held = this.#held.get(name);
+    if (held === undefined) return;
+    this.#held.delete(name);
+    this.#names.delete(held.key);
+  }
+
+  #assertAlive(): void {
+    if (this.#closing !== undefined)
+      throw new SessionLostError("this PostgreSQL session is closed");
+    if (this.#lost.signal.aborted) throw this.#lost.signal.reason;
+  }
+
+  #markLost(error: Error | undefined): void {
+    if (this.#lost.signal.aborted) return;
+    const why =
+      error === undefined ? "its connection ended" : `its connection failed: ${error.message}`;
+    this.#held.clear();
+    this.#names.clear();
+    this.#lost.abort(
+      new SessionLostError(`the PostgreSQL session of "${this.ownerId}" was lost: ${why}`, {
+        cause: error,
+      }),
+    );
+  }
+
+  async #query(statement: Statement, values: unknown[]): Promise<Record<string, unknown>[]> {
+    try {
+      const result = await this.#client.query({ ...statement, values });
+      return result.rows as Record<string, unknown>[];
+    } catch (error) {
+      if (this.#lost.signal.aborted || this.#closing !== undefined) {
+        throw new SessionLostError(
+          `the PostgreSQL session of "${this.ownerId}" was lost: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+      const state = sqlState(error);
+      // The server ended this connection (admin command, idle timeout, crash, shutdown).
+      if (state?.startsWith("57P") === true || state === "08006" || state === "08003") {
+        this.#markLost(error as Error);
+        throw this.#lost.signal.reason;
+      }
+      throw asBatonError(error, "PostgreSQL query failed");
+    }
+  }
+}

@@ -1,0 +1,115 @@
+import { ConfigError } from "@baton/core";
+import type pg from "pg";
+import { isPrivilegeError, sqlState } from "./pg-errors.js";
+import { quoteIdentifier } from "./sql-identifier.js";
+
+/** Something that runs a query: a `pg.Client`, `pg.PoolClient` or `pg.Pool`. */
+export interface Queryable {
+  query(text: string, values?: unknown[]): Promise<pg.QueryResult>;
+}
+
+/** Fixed advisory key that serialises concurrent migrations (SHA-256 of "baton:migrate"). */
+const MIGRATION_KEY = "6965977949498628371";
+
+/** Names of Baton's schema objects, quoted for SQL text. */
+export interface SchemaNames {
+  readonly schema: string;
+  readonly holders: string;
+  readonly tokens: string;
+}
+
+/** The quoted names of the objects in `quotedSchema`. */
+export function schemaNames(quotedSchema: string): SchemaNames {
+  return {
+    schema: quotedSchema,
+    holders: `${quotedSchema}."holders"`,
+    tokens: `${quotedSchema}."token_seq"`,
+  };
+}
+
+function ddl(names: SchemaNames): string {
+  return [
+    "BEGIN",
+    `SELECT pg_advisory_xact_lock(${MIGRATION_KEY})`,
+    `CREATE SCHEMA IF NOT EXISTS ${names.schema}`,
+    `CREATE SEQUENCE IF NOT EXISTS ${names.tokens} AS bigint`,
+    `CREATE TABLE IF NOT EXISTS ${names.holders} (
+      key bigint PRIMARY KEY,
+      name text NOT NULL,
+      owner text NOT NULL,
+      token bigint NOT NULL,
+      value text,
+      pid integer NOT NULL
+    )`,
+    "COMMIT",
+  ].join(";\n");
+}
+
+/** Options of {@link migrate}. */
+export interface MigrateOptions {
+  /** Schema to create Baton's objects in. Default `baton`. */
+  readonly schema?: string;
+}
+
+/**
+ * Creates Baton's schema, holder table and token sequence when missing. Idempotent and safe to
+ * run concurrently. Run it with a role that may create schemas when the application's role
+ * may not (then grant the application's role USAGE on the schema, SELECT, INSERT, UPDATE on
+ * the table and USAGE on the sequence).
+ */
+export async function migrate(db: Queryable, options: MigrateOptions = {}): Promise<void> {
+  const names = schemaNames(quoteIdentifier(options.schema ?? "baton", "schema"));
+  await ensureSchema(db, names, options.schema ?? "baton", true);
+}
+
+/**
+ * Checks that Baton's objects exist, creating them when `create` and they are missing.
+ * Missing privileges become a `ConfigError` (field `privileges`) saying which.
+ */
+export async function ensureSchema(
+  db: Queryable,
+  names: SchemaNames,
+  schema: string,
+  create: boolean,
+): Promise<void> {
+  let who: { user: string; database: string };
+  try {
+    const probe = await db.query(
+      `SELECT current_user AS "user", current_database() AS database,
+        to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready`,
+      [names.holders, names.tokens],
+    );
+    const row = probe.rows[0] as { user: string; database: string; ready: boolean };
+    if (row.ready) return;
+    who = row;
+  } catch (error) {
+    if (isPrivilegeError(error)) {
+      throw new ConfigError(
+        "privileges",
+        `the role may not use schema "${schema}" (${(error as Error).message}); grant it USAGE on the schema`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+  if (!create) {
+    throw new ConfigError(
+      "schema",
+      `Baton's objects are missing in schema "${schema}" and migrate is false; run migrate() once`,
+    );
+  }
+  try {
+    await db.query(ddl(names));
+  } catch (error) {
+    // A failed simple-query transaction is rolled back by the server.
+    if (isPrivilegeError(error)) {
+      throw new ConfigError(
+        "privileges",
+        `role "${who.user}" may not create Baton's objects in schema "${schema}" of database "${who.database}" (${(error as Error).message}); it needs CREATE on the database (for the schema) or on the schema, or run migrate() once as a role that has it`,
+        { cause: error },
+      );
+    }
+    if (sqlState(error) === "23505") return; // a concurrent creator won a race on the catalog
+    throw error;
+  }
+}

@@ -1,0 +1,79 @@
+import { createHash } from "node:crypto";
+import type { SchemaNames } from "./schema.js";
+
+/** A prepared statement: `name` is unique per text, so one connection may hold many. */
+export interface Statement {
+  readonly name: string;
+  readonly text: string;
+}
+
+function statement(label: string, text: string): Statement {
+  const digest = createHash("sha256").update(text).digest("hex").slice(0, 12);
+  return { name: `baton_${label}_${digest}`, text };
+}
+
+/** Matches an advisory lock on bigint `key` (an SQL expression) in pg_locks aliased `l`. */
+function locksKey(key: string): string {
+  return `l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND l.classid = ((${key} >> 32) & 4294967295)::oid
+    AND l.objid = (${key} & 4294967295)::oid`;
+}
+
+/** The SQL Baton's sessions run, for one schema. */
+export interface Statements {
+  /**
+   * One statement: try the advisory lock; only if granted, take the next token and record the
+   * holder. `$1` key, `$2` name, `$3` owner, `$4` value. Returns `got`, `token`.
+   */
+  readonly acquire: Statement;
+  /** Deletes this session's holder row of `$1` with token `$2` and unlocks `$1`. Returns `unlocked`. */
+  readonly release: Statement;
+  /** The holder of key `$1`, only if its advisory lock is held right now. */
+  readonly holder: Statement;
+  /** Which of keys `$1` (bigint[]) this connection no longer holds. Returns rows of `key`. */
+  readonly missing: Statement;
+}
+
+/** Builds the statements for the schema objects `names`. */
+export function statements(names: SchemaNames): Statements {
+  return {
+    acquire: statement(
+      "acquire",
+      `WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS got),
+t AS MATERIALIZED (SELECT nextval('${names.tokens.replaceAll("'", "''")}') AS token FROM l WHERE l.got),
+u AS (
+  INSERT INTO ${names.holders} AS h (key, name, owner, token, value, pid)
+  SELECT $1::bigint, $2::text, $3::text, t.token, $4::text, pg_backend_pid() FROM t
+  ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, owner = EXCLUDED.owner,
+    token = EXCLUDED.token, value = EXCLUDED.value, pid = EXCLUDED.pid
+  RETURNING h.token)
+SELECT l.got, (SELECT u.token FROM u) AS token FROM l`,
+    ),
+    release: statement(
+      "release",
+      `WITH d AS (DELETE FROM ${names.holders} WHERE key = $1::bigint AND token = $2::bigint AND pid = pg_backend_pid())
+SELECT pg_advisory_unlock($1::bigint) AS unlocked`,
+    ),
+    holder: statement(
+      "holder",
+      `SELECT h.owner, h.token, h.value FROM ${names.holders} h
+WHERE h.key = $1::bigint
+  AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = h.pid AND ${locksKey("h.key")})`,
+    ),
+    missing: statement(
+      "missing",
+      `SELECT k::text AS key FROM unnest($1::bigint[]) AS k
+WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${locksKey("k")})`,
+    ),
+  };
+}
+
+/**
+ * Waits in the server until nobody holds key `$1` exclusively, holding the shared lock only
+ * for the instant of this statement. Run on a waiter connection, never a session's.
+ */
+export const WAIT_UNTIL_FREE: Statement = statement(
+  "wait",
+  "SELECT pg_advisory_lock_shared($1::bigint), pg_advisory_unlock_shared($1::bigint)",
+);
