@@ -38,6 +38,12 @@ import {
 import { KeyedMutex } from "./keyed-mutex.js";
 import { Lock } from "./lock.js";
 import { ManagedSession, type SessionLock } from "./managed-session.js";
+import {
+  PartitionBalancer,
+  type PartitionOptions,
+  type Partitions,
+  resolvePartitionOptions,
+} from "./partitions.js";
 import { createBackend } from "./registry.js";
 import { liveCoordinators } from "./step-down.js";
 import { checkName, checkOptions, checkSignal } from "./validate.js";
@@ -98,6 +104,13 @@ export interface Coordinator extends AsyncDisposable {
    * });
    */
   elect(name: string, options: ElectionOptions): Election;
+  /**
+   * Owns a fair share of `count` partitions of `name` among the live instances (the
+   * per-partition consumer): `onAssigned(partition, { signal, token })` runs once per
+   * ownership; when an instance dies, the survivors take its partitions within a TTL and a
+   * balancing round (ttl/3).
+   */
+  partitions(name: string, options: PartitionOptions): Partitions;
   /** Subscribes to an event; returns the unsubscribe function. */
   on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void;
   /** The backend (loaded from the URL on first use). */
@@ -135,6 +148,7 @@ class CoordinatorImpl implements Coordinator {
   readonly #local = new KeyedMutex();
   readonly #locks = new Set<Lock>();
   readonly #elections = new Set<Election>();
+  readonly #partitionSets = new Set<Partitions>();
   #backend: Promise<LockBackend> | undefined;
   #session: ManagedSession | undefined;
   #opening: Promise<ManagedSession> | undefined;
@@ -237,6 +251,26 @@ class CoordinatorImpl implements Coordinator {
     return election;
   }
 
+  partitions(name: string, options: PartitionOptions): Partitions {
+    checkName(name);
+    const resolved = resolvePartitionOptions(options);
+    checkName(`${name}/partition/${resolved.count - 1}`, "name");
+    this.#assertOpen();
+    const set: Partitions = new PartitionBalancer(
+      {
+        coordinator: this,
+        clock: this.#options.clock,
+        ttlMs: this.ttlMs,
+        report: (error, during) => this.#events.emit("backgroundError", { error, during }),
+        closed: (p) => this.#partitionSets.delete(p),
+      },
+      name,
+      resolved,
+    );
+    this.#partitionSets.add(set);
+    return set;
+  }
+
   async *watch(name: string, options?: { signal?: AbortSignal }): AsyncGenerator<Holder | null> {
     checkName(name);
     const o = checkOptions(options, "options", ["signal"]);
@@ -292,7 +326,10 @@ class CoordinatorImpl implements Coordinator {
     this.#closed = true;
     liveCoordinators.delete(this);
     // Elections first: they give up leadership and run their onRevoked before the locks go.
-    await Promise.allSettled([...this.#elections].map((election) => election.close()));
+    await Promise.allSettled([
+      ...[...this.#elections].map((election) => election.close()),
+      ...[...this.#partitionSets].map((set) => set.close()),
+    ]);
     this.#closing.abort(closedError());
     const opening = this.#opening;
     if (opening) await opening.catch(() => undefined);

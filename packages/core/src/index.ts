@@ -54,6 +54,12 @@ export { MemoryBackend, type MemoryBackendOptions } from "./memory-backend.js";
 export { type FenceStats, MemoryFence } from "./memory-fence.js";
 export { MemoryStore } from "./memory-store.js";
 export {
+  fairShare,
+  type PartitionContext,
+  type PartitionOptions,
+  type Partitions,
+} from "./partitions.js";
+export {
   type BackendFactory,
   createBackend,
   declareBackendPackage,
