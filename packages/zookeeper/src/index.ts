@@ -1,1 +1,20 @@
-export {};
+/**
+ * `@baton/zookeeper`: the ZooKeeper backend of Baton. Importing it registers the
+ * `zookeeper://h1:2181,h2:2181/chroot` scheme with `@baton/core`.
+ *
+ * @packageDocumentation
+ */
+import { registerBackend } from "@baton/core";
+import { ZookeeperBackend } from "./zookeeper-backend.js";
+
+export { czxidToken, encodeLockName } from "./lock-node.js";
+export {
+  type ClientFactory,
+  type ClientRequest,
+  ZookeeperBackend,
+  type ZookeeperBackendOptions,
+  zookeeperOptionsFromUrl,
+} from "./zookeeper-backend.js";
+export { ZookeeperSession } from "./zookeeper-session.js";
+
+registerBackend("zookeeper", (url) => ZookeeperBackend.fromUrl(url));

@@ -1,0 +1,74 @@
+/** Promise forms of the node-zookeeper-client calls Baton uses. */
+import type { Client, Event, Stat } from "node-zookeeper-client";
+import zookeeper from "node-zookeeper-client";
+
+/** A watcher callback for a ZooKeeper watch (fires once). */
+export type Watcher = (event: Event) => void;
+
+/** Creates an EPHEMERAL_SEQUENTIAL node; resolves its full path. */
+export function createEphemeralSequential(
+  client: Client,
+  path: string,
+  data: Buffer,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    client.create(path, data, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (error, created) =>
+      error ? reject(error) : resolve(created),
+    );
+  });
+}
+
+/** Creates `path` and its missing ancestors as persistent nodes. */
+export function mkdirp(client: Client, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client.mkdirp(path, (error) => (error ? reject(error) : resolve()));
+  });
+}
+
+/** Deletes `path` whatever its version. */
+export function remove(client: Client, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client.remove(path, -1, (error) => (error ? reject(error) : resolve()));
+  });
+}
+
+/** The stat of `path`, or `null` when it does not exist; `watcher` fires on its next change. */
+export function exists(client: Client, path: string, watcher?: Watcher): Promise<Stat | null> {
+  return new Promise((resolve, reject) => {
+    const done = (error: unknown, stat: Stat | null) =>
+      error ? reject(error) : resolve(stat ?? null);
+    if (watcher === undefined) client.exists(path, done);
+    else client.exists(path, watcher, done);
+  });
+}
+
+/** The children of `path`; `watcher` fires on the next change of the list. */
+export function getChildren(client: Client, path: string, watcher?: Watcher): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const done = (error: unknown, children: string[]) =>
+      error ? reject(error) : resolve(children ?? []);
+    if (watcher === undefined) client.getChildren(path, done);
+    else client.getChildren(path, watcher, done);
+  });
+}
+
+/** Data and stat of `path`. */
+export function getData(client: Client, path: string): Promise<{ data: Buffer; stat: Stat }> {
+  return new Promise((resolve, reject) => {
+    client.getData(path, (error, data, stat) => (error ? reject(error) : resolve({ data, stat })));
+  });
+}
+
+/**
+ * A write-path no-op: a multi with one version check of `/`. It goes through the leader, which
+ * refuses it for an expired session, so a success proves the session is live at the leader
+ * (a read would be answered by a follower that may have lost the leader).
+ */
+export function touchSession(client: Client): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client
+      .transaction()
+      .check("/", -1)
+      .commit((error) => (error ? reject(error) : resolve()));
+  });
+}

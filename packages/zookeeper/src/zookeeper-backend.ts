@@ -1,0 +1,375 @@
+import {
+  type BackendSession,
+  BackendUnavailableError,
+  type BackendUrl,
+  ConfigError,
+  type Guarantees,
+  type HostPort,
+  type LockBackend,
+  type OpenSessionOptions,
+  parseBackendUrl,
+} from "@baton/core";
+import type { Client } from "node-zookeeper-client";
+import zookeeper from "node-zookeeper-client";
+import { closeClient, ZookeeperSession } from "./zookeeper-session.js";
+
+/** What a {@link ClientFactory} is asked for. */
+export interface ClientRequest {
+  /** Ensemble members, in the order configured. */
+  readonly hosts: readonly { readonly host: string; readonly port: number }[];
+  /** The session timeout to ask the ensemble for (the TTL); the server may grant another. */
+  readonly sessionTimeoutMs: number;
+  /** The owner id of the session the client is for. */
+  readonly ownerId: string;
+}
+
+/**
+ * Builds the node-zookeeper-client of one session, NOT yet connected (the backend calls
+ * `connect()`). Use it for client options, or to route a session through a proxy in tests.
+ */
+export type ClientFactory = (request: ClientRequest) => Client | Promise<Client>;
+
+/** Options of {@link ZookeeperBackend}. */
+export interface ZookeeperBackendOptions {
+  /** Ensemble members (`host:port`, port 2181 when omitted). Required unless `client` is given. */
+  readonly hosts?: readonly (string | HostPort)[];
+  /** Path under which Baton keeps everything, e.g. `/apps/billing` (default: the root). */
+  readonly chroot?: string;
+  /** Node under the chroot that holds one persistent parent per lock name (default `baton`). */
+  readonly prefix?: string;
+  /** Builds each session's client (default: `createClient` with `spinDelay: 100`). */
+  readonly createClient?: ClientFactory;
+  /**
+   * A user-supplied client, connected or not. Every Baton session then shares its one ZooKeeper
+   * session (and its negotiated timeout as TTL); closing a Baton session deletes its nodes but
+   * leaves the client open, and `close()` never closes it: the caller owns it.
+   */
+  readonly client?: Client;
+  /** Bound on opening a session (connecting and negotiating), default 10 000 ms. */
+  readonly connectTimeoutMs?: number;
+}
+
+const GUARANTEES: Guarantees = {
+  fencing: "monotonic",
+  fifo: true,
+  consensus: true,
+  crossProcess: true,
+};
+
+const DEFAULT_PORT = 2181;
+const NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * ZooKeeper backend (`zookeeper://h1:2181,h2:2181/chroot`): one ZooKeeper session per Baton
+ * session; a lock is an EPHEMERAL_SEQUENTIAL child of a persistent parent, the lowest holds it,
+ * its czxid is the fencing token, and waiters watch only the node just ahead of theirs.
+ */
+export class ZookeeperBackend implements LockBackend {
+  readonly kind = "zookeeper";
+  readonly guarantees = GUARANTEES;
+  /** Path of the node holding the lock parents, e.g. `/baton`. */
+  readonly root: string;
+  readonly #hosts: readonly { host: string; port: number }[];
+  readonly #factory: ClientFactory;
+  readonly #shared: Client | undefined;
+  readonly #connectTimeoutMs: number;
+  readonly #sessions = new Set<ZookeeperSession>();
+  #sharedReady: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(options: ZookeeperBackendOptions) {
+    if (options === null || typeof options !== "object") {
+      throw new ConfigError("options", "must be an object of ZooKeeper backend options");
+    }
+    this.#shared = options.client;
+    if (this.#shared !== undefined && typeof this.#shared.getSessionTimeout !== "function") {
+      throw new ConfigError("client", "must be a node-zookeeper-client Client");
+    }
+    this.#hosts = checkHosts(options.hosts, this.#shared !== undefined);
+    const chroot = checkPath(options.chroot ?? "", "chroot");
+    const prefix = options.prefix ?? "baton";
+    if (
+      typeof prefix !== "string" ||
+      !NAME_PATTERN.test(prefix) ||
+      prefix === "." ||
+      prefix === ".."
+    ) {
+      throw new ConfigError(
+        "prefix",
+        `must be one node name of letters, digits, ".", "_" or "-", got ${JSON.stringify(prefix)}`,
+      );
+    }
+    this.root = `${chroot}/${prefix}`;
+    if (options.createClient !== undefined && typeof options.createClient !== "function") {
+      throw new ConfigError(
+        "createClient",
+        "must be a function returning a node-zookeeper-client Client",
+      );
+    }
+    this.#factory = options.createClient ?? defaultFactory;
+    const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+    if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 1 || connectTimeoutMs > 600_000) {
+      throw new ConfigError(
+        "connectTimeoutMs",
+        `must be an integer from 1 to 600000, got ${String(connectTimeoutMs)}`,
+      );
+    }
+    this.#connectTimeoutMs = connectTimeoutMs;
+  }
+
+  /** Builds a backend from a `zookeeper://` URL (see {@link zookeeperOptionsFromUrl}). */
+  static fromUrl(
+    url: string | BackendUrl,
+    extra: Omit<ZookeeperBackendOptions, "hosts" | "chroot"> = {},
+  ): ZookeeperBackend {
+    return new ZookeeperBackend({ ...zookeeperOptionsFromUrl(url), ...extra });
+  }
+
+  async openSession(options: OpenSessionOptions): Promise<BackendSession> {
+    if (this.#closed) throw new BackendUnavailableError("this zookeeper backend is closed");
+    options.signal?.throwIfAborted();
+    if (this.#shared !== undefined) return await this.#openShared(options);
+    const client = await this.#factory({
+      hosts: this.#hosts,
+      sessionTimeoutMs: options.ttlMs,
+      ownerId: options.ownerId,
+    });
+    try {
+      await connect(client, this.#connectTimeoutMs, options.signal);
+    } catch (error) {
+      void closeClient(client, 0);
+      throw error;
+    }
+    if (this.#closed) {
+      await closeClient(client, 1_000);
+      throw new BackendUnavailableError("this zookeeper backend is closed");
+    }
+    return this.#track(client, options.ownerId, true);
+  }
+
+  async #openShared(options: OpenSessionOptions): Promise<BackendSession> {
+    const client = this.#shared as Client;
+    if (client.getState() !== zookeeper.State.SYNC_CONNECTED) {
+      this.#sharedReady ??= connect(client, this.#connectTimeoutMs, undefined, true).finally(() => {
+        this.#sharedReady = undefined;
+      });
+      await raceAbort(this.#sharedReady, options.signal);
+    }
+    return this.#track(client, options.ownerId, false);
+  }
+
+  #track(client: Client, ownerId: string, ownsClient: boolean): ZookeeperSession {
+    const session = new ZookeeperSession(client, {
+      root: this.root,
+      ownerId,
+      ownsClient,
+      onEnd: (s) => this.#sessions.delete(s),
+    });
+    this.#sessions.add(session);
+    return session;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.allSettled([...this.#sessions].map((s) => s.close()));
+  }
+}
+
+function defaultFactory(request: ClientRequest): Client {
+  const hosts = request.hosts.map(
+    (h) => `${h.host.includes(":") ? `[${h.host}]` : h.host}:${h.port}`,
+  );
+  return zookeeper.createClient(hosts.join(","), {
+    sessionTimeout: request.sessionTimeoutMs,
+    spinDelay: 100,
+    retries: 0,
+  });
+}
+
+/**
+ * Connects `client` (calling `connect()` unless `alreadyStarted` is plausible) and resolves once
+ * a session is established; rejects with `BackendUnavailableError` after `timeoutMs`, or the
+ * signal's reason.
+ */
+function connect(
+  client: Client,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  mayBeStarted = false,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const cleanup = () => {
+      clearTimeout(timer);
+      client.removeListener("connected", onConnected);
+      client.removeListener("expired", onExpired);
+      client.removeListener("authenticationFailed", onAuth);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const onConnected = () => {
+      cleanup();
+      resolve();
+    };
+    const fail = (error: unknown) => {
+      cleanup();
+      reject(error);
+    };
+    const onExpired = () =>
+      fail(
+        new BackendUnavailableError("zookeeper: the new session expired before it was established"),
+      );
+    const onAuth = () =>
+      fail(new BackendUnavailableError("zookeeper: the ensemble refused the client's credentials"));
+    const onAbort = () => fail(signal?.reason);
+    const timer = setTimeout(
+      () =>
+        fail(
+          new BackendUnavailableError(
+            `zookeeper: no ensemble member accepted a session within ${timeoutMs} ms`,
+          ),
+        ),
+      timeoutMs,
+    );
+    client.on("connected", onConnected);
+    client.on("expired", onExpired);
+    client.on("authenticationFailed", onAuth);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const started = (client as unknown as { connectionManager?: { state?: number } })
+      .connectionManager?.state;
+    // 0 is the connection manager's DISCONNECTED before the first connect().
+    if (!mayBeStarted || started === 0 || started === undefined) client.connect();
+  });
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) {
+      onAbort();
+      return;
+    }
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function checkHosts(
+  hosts: ZookeeperBackendOptions["hosts"],
+  optional: boolean,
+): { host: string; port: number }[] {
+  if (hosts === undefined) {
+    if (optional) return [];
+    throw new ConfigError("hosts", "give the ensemble members (host:port, ...) or a client");
+  }
+  if (!Array.isArray(hosts) || hosts.length === 0) {
+    throw new ConfigError(
+      "hosts",
+      "must be a non-empty list of host:port strings or { host, port }",
+    );
+  }
+  return hosts.map((entry: string | HostPort) => {
+    if (typeof entry === "string") {
+      const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]\s/,]+))(?::(\d+))?$/.exec(entry);
+      if (m === null)
+        throw new ConfigError("hosts", `bad member "${entry}" (expected host or host:port)`);
+      return {
+        host: (m[1] ?? m[2]) as string,
+        port: checkPort(m[3] === undefined ? DEFAULT_PORT : Number(m[3])),
+      };
+    }
+    if (
+      entry === null ||
+      typeof entry !== "object" ||
+      typeof entry.host !== "string" ||
+      entry.host === ""
+    ) {
+      throw new ConfigError("hosts", "each member must be a host:port string or { host, port }");
+    }
+    return { host: entry.host, port: checkPort(entry.port ?? DEFAULT_PORT) };
+  });
+}
+
+function checkPort(port: number): number {
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+    throw new ConfigError("hosts", `bad port ${String(port)} (1 to 65535)`);
+  }
+  return port;
+}
+
+function checkPath(path: string, field: string): string {
+  if (typeof path !== "string")
+    throw new ConfigError(field, "must be a string path such as /apps/billing");
+  const trimmed = path.replace(/\/+$/, "");
+  if (trimmed === "") return "";
+  if (!trimmed.startsWith("/")) throw new ConfigError(field, `must start with "/", got "${path}"`);
+  for (const part of trimmed.slice(1).split("/")) {
+    if (part === "" || part === "." || part === ".." || hasControlCharacter(part)) {
+      throw new ConfigError(field, `"${path}" is not a valid ZooKeeper path`);
+    }
+  }
+  return trimmed;
+}
+
+const URL_PARAMS = new Set(["prefix", "connectTimeoutMs"]);
+
+/**
+ * Options from a URL: `zookeeper://h1:2181,h2:2181/chroot?prefix=baton&connectTimeoutMs=10000`.
+ * Throws `ConfigError` (field `url`) for anything it does not understand.
+ */
+export function zookeeperOptionsFromUrl(url: string | BackendUrl): ZookeeperBackendOptions {
+  const parsed = typeof url === "string" ? parseBackendUrl(url) : url;
+  if (parsed.scheme !== "zookeeper") {
+    throw new ConfigError("url", `expected a zookeeper:// URL, got "${parsed.scheme}:"`);
+  }
+  if (parsed.hosts.length === 0) {
+    throw new ConfigError(
+      "url",
+      "zookeeper:// needs at least one host, e.g. zookeeper://127.0.0.1:2181",
+    );
+  }
+  if (parsed.username !== "" || parsed.password !== "") {
+    throw new ConfigError(
+      "url",
+      "zookeeper:// does not take credentials; pass an authenticated client with the `client` or `createClient` option",
+    );
+  }
+  for (const key of parsed.searchParams.keys()) {
+    if (!URL_PARAMS.has(key)) {
+      throw new ConfigError(
+        "url",
+        `unknown zookeeper:// parameter "${key}" (known: ${[...URL_PARAMS].join(", ")})`,
+      );
+    }
+  }
+  let chroot: string;
+  try {
+    chroot = checkPath(parsed.pathname, "chroot");
+  } catch (error) {
+    throw new ConfigError("url", (error as Error).message);
+  }
+  const timeoutText = parsed.searchParams.get("connectTimeoutMs");
+  const prefix = parsed.searchParams.get("prefix");
+  return {
+    hosts: parsed.hosts.map((h) => ({ host: h.host, port: h.port ?? DEFAULT_PORT })),
+    chroot,
+    ...(prefix === null ? {} : { prefix }),
+    ...(timeoutText === null ? {} : { connectTimeoutMs: Number(timeoutText) }),
+  };
+}
+
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return true;
+  }
+  return false;
+}

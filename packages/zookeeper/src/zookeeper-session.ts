@@ -1,0 +1,591 @@
+import { randomUUID } from "node:crypto";
+import {
+  type BackendAcquireOptions,
+  type BackendSession,
+  BackendUnavailableError,
+  type Grant,
+  type Holder,
+  type KeepAliveResult,
+  SessionLostError,
+} from "@baton/core";
+import type { Client, Stat } from "node-zookeeper-client";
+import zookeeper from "node-zookeeper-client";
+import {
+  czxidToken,
+  decodeNodeData,
+  encodeLockName,
+  encodeNodeData,
+  nodePrefix,
+  parseNode,
+  queueOrder,
+} from "./lock-node.js";
+import { bounded, type LateOutcome } from "./settle-bounded.js";
+import {
+  createEphemeralSequential,
+  exists,
+  getChildren,
+  getData,
+  mkdirp,
+  remove,
+  touchSession,
+} from "./zk-calls.js";
+import { isConnectionLoss, toBatonError, ZK_CODE, zkCode } from "./zk-errors.js";
+
+/** What a grant of this backend carries to release exactly its node. */
+interface NodeHandle {
+  readonly path: string;
+}
+
+/** A node this session created and must delete: a cancelled wait, a lost reply, a failed release. */
+interface Orphan {
+  readonly dir: string;
+  readonly attemptId: string;
+  path: string | undefined;
+}
+
+/** Settings of one session, fixed by the backend. */
+export interface ZookeeperSessionSettings {
+  /** Path of the node under which lock parents live, e.g. `/baton`. */
+  readonly root: string;
+  /** Owner id stored in every lock node. */
+  readonly ownerId: string;
+  /** Whether `close()` ends the client (false for a user-supplied shared client). */
+  readonly ownsClient: boolean;
+  /** Told once when the session ends, for the backend's bookkeeping. */
+  readonly onEnd: (session: ZookeeperSession) => void;
+}
+
+/** How long `close()` waits for the server to confirm the session's end. */
+const CLOSE_BOUND_MS = 2_000;
+
+/**
+ * One ZooKeeper session: the client's session is the lease (its negotiated timeout is the
+ * TTL, kept alive by the client's own pings), and every lock node is an ephemeral child of it.
+ */
+export class ZookeeperSession implements BackendSession {
+  readonly ownerId: string;
+  /** The session timeout the ensemble negotiated. */
+  readonly ttlMs: number;
+  /** Aborted with a `SessionLostError` when ZooKeeper reports the session expired. */
+  readonly lost: AbortSignal;
+  /** The node-zookeeper-client of this session. */
+  readonly client: Client;
+  readonly #settings: ZookeeperSessionSettings;
+  readonly #lost = new AbortController();
+  /** Aborted when the session ends for any reason (expiry or close). */
+  readonly #ended = new AbortController();
+  /** Paths of the nodes this session holds as grants. */
+  readonly #held = new Set<string>();
+  readonly #orphans = new Map<string, Orphan>();
+  readonly #connectWaiters = new Set<() => void>();
+  #cleaning: Promise<void> | undefined;
+  readonly #onState: (state: unknown) => void;
+  /** Watch notifications delivered to this session's waiters (for tests and metrics). */
+  watchEvents = 0;
+
+  constructor(client: Client, settings: ZookeeperSessionSettings) {
+    this.client = client;
+    this.#settings = settings;
+    this.ownerId = settings.ownerId;
+    this.ttlMs = client.getSessionTimeout();
+    this.lost = this.#lost.signal;
+    this.#onState = (state) => this.#stateChanged(state);
+    client.on("state", this.#onState);
+  }
+
+  /** Bound on one call: the session timeout (an answer later than that is no answer). */
+  get #callMs(): number {
+    return Math.max(1_000, this.ttlMs);
+  }
+
+  #stateChanged(state: unknown): void {
+    if (state === zookeeper.State.SYNC_CONNECTED) {
+      for (const wake of [...this.#connectWaiters]) wake();
+      if (this.#orphans.size > 0) void this.#cleanOrphans();
+    } else if (state === zookeeper.State.EXPIRED || state === zookeeper.State.AUTH_FAILED) {
+      const why =
+        state === zookeeper.State.EXPIRED
+          ? "the ZooKeeper session expired"
+          : "ZooKeeper refused the session's credentials";
+      this.#end(new SessionLostError(why), true);
+    }
+  }
+
+  #end(reason: SessionLostError, lost: boolean): void {
+    if (this.#ended.signal.aborted) return;
+    this.client.removeListener("state", this.#onState);
+    this.#ended.abort(reason);
+    if (lost) this.#lost.abort(reason);
+    for (const wake of [...this.#connectWaiters]) wake();
+    this.#held.clear();
+    this.#settings.onEnd(this);
+  }
+
+  #assertLive(): void {
+    if (this.#ended.signal.aborted) throw this.#ended.signal.reason;
+  }
+
+  get #connected(): boolean {
+    return this.client.getState() === zookeeper.State.SYNC_CONNECTED;
+  }
+
+  /** Resolves once the client is connected; rejects when `signal` aborts or the session ends. */
+  #whenConnected(signal: AbortSignal | undefined): Promise<void> {
+    if (this.#connected) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        this.#connectWaiters.delete(done);
+        signal?.removeEventListener("abort", done);
+        if (this.#ended.signal.aborted) reject(this.#ended.signal.reason);
+        else if (signal?.aborted) reject(signal.reason);
+        else resolve();
+      };
+      this.#connectWaiters.add(done);
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  /** Runs one call, bounded by the session timeout, `signal` and the session's end. */
+  #call<T>(
+    what: string,
+    pending: Promise<T>,
+    signal?: AbortSignal,
+    onLate?: (outcome: LateOutcome<T>) => void,
+    timeoutMs = this.#callMs,
+  ): Promise<T> {
+    return bounded(pending, what, {
+      timeoutMs,
+      signals: [signal, this.#ended.signal],
+      ...(onLate === undefined ? {} : { onLate }),
+    });
+  }
+
+  #dir(key: string): string {
+    return `${this.#settings.root}/${encodeLockName(key)}`;
+  }
+
+  async keepAlive(): Promise<KeepAliveResult | undefined> {
+    this.#assertLive();
+    if (this.#orphans.size > 0) void this.#cleanOrphans();
+    try {
+      await this.#call(
+        "a session check",
+        touchSession(this.client),
+        undefined,
+        undefined,
+        Math.max(500, Math.floor(this.ttlMs / 2)),
+      );
+    } catch (error) {
+      const mapped = toBatonError(error, "renewing the session");
+      if (mapped instanceof SessionLostError) this.#end(mapped, true);
+      else if (error instanceof BackendUnavailableError) this.#nudgeReconnect();
+      throw mapped;
+    }
+    return undefined;
+  }
+
+  /**
+   * The client never times out a silent connection (it has no read timeout), so a server that
+   * stopped answering would hold it forever. After an unanswered session check, drop the
+   * connection: the client reconnects, to another member if this one is gone, within the
+   * session timeout, as the Java client does after its read timeout.
+   */
+  #nudgeReconnect(): void {
+    const manager = (this.client as unknown as { connectionManager?: { socket?: unknown } })
+      .connectionManager;
+    const socket = manager?.socket as { destroy?: () => void } | undefined;
+    if (this.#connected && typeof socket?.destroy === "function") socket.destroy();
+  }
+
+  async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
+    this.#assertLive();
+    const { signal } = options;
+    signal.throwIfAborted();
+    const dir = this.#dir(key);
+    if (this.#orphansIn(dir)) await this.#cleanOrphans();
+    const attemptId = randomUUID();
+    let path: string | undefined;
+    try {
+      const data = encodeNodeData(
+        options.value === undefined
+          ? { ownerId: this.ownerId }
+          : { ownerId: this.ownerId, value: options.value },
+      );
+      path = await this.#createNode(dir, attemptId, data, signal);
+      const token = await this.#awaitTurn(dir, path, options.wait, signal);
+      if (token === null) {
+        await this.#deleteOwn(dir, attemptId, path);
+        return null;
+      }
+      this.#held.add(path);
+      const handle: NodeHandle = { path };
+      return { key, ownerId: this.ownerId, token, handle };
+    } catch (error) {
+      // Leave nothing behind: a node that exists, or may exist, is deleted.
+      const cleaning = this.#orphan(dir, attemptId, path);
+      if (signal.aborted) {
+        await cleaning;
+        throw signal.reason;
+      }
+      throw toBatonError(error, `acquiring "${key}"`);
+    }
+  }
+
+  /**
+   * Creates this attempt's node. When the reply is lost with the connection, the node may
+   * exist: once connected again, look for it by the attempt id before creating another.
+   */
+  async #createNode(
+    dir: string,
+    attemptId: string,
+    data: Buffer,
+    signal: AbortSignal,
+  ): Promise<string> {
+    const prefix = `${dir}/${nodePrefix(attemptId)}`;
+    for (let round = 0; ; round++) {
+      try {
+        return await this.#call(
+          "a create",
+          createEphemeralSequential(this.client, prefix, data),
+          signal,
+          (late) => this.#lateCreate(dir, attemptId, late),
+        );
+      } catch (error) {
+        if (zkCode(error) === ZK_CODE.noNode && round < 3) {
+          await this.#call("a create of the lock's parent", mkdirp(this.client, dir), signal);
+          continue;
+        }
+        if (!isConnectionLoss(error)) throw error;
+        await this.#whenConnected(signal);
+        const found = await this.#findAttempt(dir, attemptId, signal);
+        if (found !== undefined) return found;
+      }
+    }
+  }
+
+  /** A create we stopped waiting for finished after all: delete what it made. */
+  #lateCreate(dir: string, attemptId: string, late: LateOutcome<string>): void {
+    if (late.ok) void this.#orphan(dir, attemptId, late.value);
+    else if (isConnectionLoss(late.error)) void this.#orphan(dir, attemptId, undefined);
+  }
+
+  async #findAttempt(
+    dir: string,
+    attemptId: string,
+    signal?: AbortSignal,
+  ): Promise<string | undefined> {
+    let children: string[];
+    try {
+      children = await this.#call("a list of waiters", getChildren(this.client, dir), signal);
+    } catch (error) {
+      if (zkCode(error) === ZK_CODE.noNode) return undefined;
+      throw error;
+    }
+    const node = queueOrder(children).find((n) => n.attemptId === attemptId);
+    return node === undefined ? undefined : `${dir}/${node.name}`;
+  }
+
+  /**
+   * Waits until our node is the lowest: resolves the token (our node's czxid), or `null` when
+   * `wait` is false and another node is ahead. Watches only the node just ahead of ours.
+   */
+  async #awaitTurn(
+    dir: string,
+    path: string,
+    wait: boolean,
+    signal: AbortSignal,
+  ): Promise<bigint | null> {
+    const own = parseNode(path.slice(dir.length + 1));
+    if (own === undefined) throw new Error(`zookeeper: unexpected lock node path ${path}`);
+    let token: bigint | undefined;
+    for (;;) {
+      try {
+        let children: string[];
+        if (token === undefined) {
+          // Children and our stat in one round trip (both requests leave in one write).
+          const [list, stat] = await Promise.all([
+            this.#call("a list of waiters", getChildren(this.client, dir), signal),
+            this.#call("a stat of our lock node", exists(this.client, path), signal),
+          ]);
+          if (stat === null) throw vanished(path);
+          token = czxidToken(stat.czxid);
+          children = list;
+        } else {
+          children = await this.#call("a list of waiters", getChildren(this.client, dir), signal);
+        }
+        const queue = queueOrder(children).filter(
+          (n) => n.name === own.name || !this.#orphans.has(n.attemptId),
+        );
+        const index = queue.findIndex((n) => n.name === own.name);
+        if (index < 0) throw vanished(path);
+        if (index === 0) return token;
+        if (!wait) return null;
+        const ahead = queue[index - 1] as { name: string };
+        await this.#waitGone(`${dir}/${ahead.name}`, signal);
+      } catch (error) {
+        if (!isConnectionLoss(error)) throw error;
+        // Our node lives as long as the session: wait for the connection, keep our place.
+        await this.#whenConnected(signal);
+      }
+    }
+  }
+
+  /** Resolves when `path` no longer exists (or changed), watching only that node. */
+  #waitGone(path: string, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let done = false;
+      const finish = (error?: unknown) => {
+        if (done) return;
+        done = true;
+        signal.removeEventListener("abort", onAbort);
+        this.#ended.signal.removeEventListener("abort", onEnd);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const onAbort = () => finish(signal.reason);
+      const onEnd = () => finish(this.#ended.signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#ended.signal.addEventListener("abort", onEnd, { once: true });
+      if (signal.aborted || this.#ended.signal.aborted) {
+        finish(signal.aborted ? signal.reason : this.#ended.signal.reason);
+        return;
+      }
+      exists(this.client, path, () => {
+        if (!done) this.watchEvents++;
+        finish();
+      }).then(
+        (stat) => {
+          if (stat === null) finish();
+        },
+        (error: unknown) => finish(error),
+      );
+    });
+  }
+
+  /** Deletes our own node after a try found the lock held. */
+  async #deleteOwn(dir: string, attemptId: string, path: string): Promise<void> {
+    try {
+      await this.#call("a delete", remove(this.client, path));
+    } catch (error) {
+      if (zkCode(error) === ZK_CODE.noNode) return;
+      void this.#orphan(dir, attemptId, path);
+    }
+  }
+
+  #orphansIn(dir: string): boolean {
+    for (const o of this.#orphans.values()) if (o.dir === dir) return true;
+    return false;
+  }
+
+  /** Records a node to delete and starts deleting it; resolves after the first try. */
+  #orphan(dir: string, attemptId: string, path: string | undefined): Promise<void> {
+    if (this.#ended.signal.aborted) return Promise.resolve();
+    const known = this.#orphans.get(attemptId);
+    if (known === undefined) this.#orphans.set(attemptId, { dir, attemptId, path });
+    else if (path !== undefined) known.path = path;
+    return this.#cleanOrphans();
+  }
+
+  /** Deletes every orphan it can; the rest are tried again on reconnect and on keepAlive. */
+  #cleanOrphans(): Promise<void> {
+    if (this.#cleaning !== undefined) return this.#cleaning.then(() => this.#cleanOrphans());
+    if (!this.#connected || this.#ended.signal.aborted) return Promise.resolve();
+    const run = async () => {
+      await Promise.all(
+        [...this.#orphans.values()].map(async (orphan) => {
+          try {
+            const path = orphan.path ?? (await this.#findAttempt(orphan.dir, orphan.attemptId));
+            if (path !== undefined) await this.#call("a delete", remove(this.client, path));
+            this.#orphans.delete(orphan.attemptId);
+          } catch (error) {
+            if (zkCode(error) === ZK_CODE.noNode) this.#orphans.delete(orphan.attemptId);
+            // Otherwise it stays listed and is tried again.
+          }
+        }),
+      );
+    };
+    const cleaning = run().finally(() => {
+      this.#cleaning = undefined;
+    });
+    this.#cleaning = cleaning;
+    return cleaning;
+  }
+
+  async release(grant: Grant): Promise<boolean> {
+    const path = (grant.handle as NodeHandle | undefined)?.path;
+    if (path === undefined || !this.#held.delete(path)) return false;
+    try {
+      await this.#call("a delete", remove(this.client, path));
+      return true;
+    } catch (error) {
+      const code = zkCode(error);
+      if (code === ZK_CODE.noNode || code === ZK_CODE.sessionExpired) return false;
+      if (error instanceof SessionLostError) return false;
+      // Not known to be gone: keep trying to delete it while the session lives.
+      const node = parseNode(path.slice(path.lastIndexOf("/") + 1));
+      if (node !== undefined)
+        void this.#orphan(path.slice(0, path.lastIndexOf("/")), node.attemptId, path);
+      throw toBatonError(error, `releasing "${grant.key}"`);
+    }
+  }
+
+  async holder(key: string): Promise<Holder | null> {
+    this.#assertLive();
+    try {
+      return await this.#readHolder(this.#dir(key));
+    } catch (error) {
+      if (zkCode(error) === ZK_CODE.noNode) return null;
+      throw toBatonError(error, `reading the holder of "${key}"`);
+    }
+  }
+
+  /** The first node's owner, token and value; `null` when the queue is empty. */
+  async #readHolder(
+    dir: string,
+    watcher?: () => void,
+    signal?: AbortSignal,
+  ): Promise<Holder | null> {
+    for (;;) {
+      const children = await this.#call(
+        "a list of waiters",
+        watcher === undefined
+          ? getChildren(this.client, dir)
+          : getChildren(this.client, dir, watcher),
+        signal,
+      );
+      const first = queueOrder(children)[0];
+      if (first === undefined) return null;
+      let node: { data: Buffer; stat: Stat };
+      try {
+        node = await this.#call(
+          "a read of the holder",
+          getData(this.client, `${dir}/${first.name}`),
+          signal,
+        );
+      } catch (error) {
+        if (zkCode(error) === ZK_CODE.noNode) continue;
+        throw error;
+      }
+      const data = decodeNodeData(node.data);
+      const token = czxidToken(node.stat.czxid);
+      return data.value === undefined
+        ? { ownerId: data.ownerId, token }
+        : { ownerId: data.ownerId, token, value: data.value };
+    }
+  }
+
+  async *watch(key: string, signal: AbortSignal): AsyncIterable<Holder | null> {
+    const dir = this.#dir(key);
+    let last: string | undefined;
+    while (!signal.aborted) {
+      this.#assertLive();
+      let wake!: () => void;
+      const changed = new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      let holder: Holder | null;
+      try {
+        holder = await this.#readHolder(dir, () => wake(), signal);
+      } catch (error) {
+        if (signal.aborted) return;
+        if (zkCode(error) === ZK_CODE.noNode) {
+          // No parent yet: watch for its creation.
+          holder = null;
+          try {
+            const stat = await this.#call(
+              "a watch of the lock's parent",
+              exists(this.client, dir, () => wake()),
+              signal,
+            );
+            if (stat !== null) wake();
+          } catch (inner) {
+            if (signal.aborted) return;
+            if (!isConnectionLoss(inner)) throw toBatonError(inner, `watching "${key}"`);
+            await this.#whenConnected(signal).catch(() => undefined);
+            continue;
+          }
+        } else if (isConnectionLoss(error)) {
+          await this.#whenConnected(signal).catch(() => undefined);
+          continue;
+        } else throw toBatonError(error, `watching "${key}"`);
+      }
+      const seen = holder === null ? "" : `${holder.token}`;
+      if (seen !== last) {
+        last = seen;
+        yield holder;
+      }
+      if (signal.aborted) return;
+      await new Promise<void>((resolve) => {
+        const stop = () => resolve();
+        signal.addEventListener("abort", stop, { once: true });
+        this.#ended.signal.addEventListener("abort", stop, { once: true });
+        changed.then(() => {
+          signal.removeEventListener("abort", stop);
+          this.#ended.signal.removeEventListener("abort", stop);
+          resolve();
+        });
+      });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#ended.signal.aborted) {
+      if (this.#settings.ownsClient) closeClient(this.client, 0);
+      return;
+    }
+    const held = [...this.#held];
+    this.#end(new SessionLostError("the ZooKeeper session was closed"), false);
+    if (this.#settings.ownsClient) {
+      await closeClient(this.client, CLOSE_BOUND_MS);
+      return;
+    }
+    // A shared client lives on: delete what this session created.
+    const orphans = [...this.#orphans.values()];
+    this.#orphans.clear();
+    await Promise.allSettled([
+      ...held.map((path) =>
+        bounded(remove(this.client, path), "a delete", { timeoutMs: CLOSE_BOUND_MS }),
+      ),
+      ...orphans
+        .filter((o) => o.path !== undefined)
+        .map((o) =>
+          bounded(remove(this.client, o.path as string), "a delete", { timeoutMs: CLOSE_BOUND_MS }),
+        ),
+    ]);
+  }
+}
+
+function vanished(path: string): BackendUnavailableError {
+  return new BackendUnavailableError(
+    `zookeeper: our lock node ${path} disappeared while we waited (deleted by hand, or the session ended)`,
+  );
+}
+
+/**
+ * Closes a client: the server deletes its ephemeral nodes at once. Waits at most `boundMs` for
+ * the server's confirmation; a client that is not connected cannot tell the server, and its
+ * nodes go when the session times out.
+ */
+export function closeClient(client: Client, boundMs: number): Promise<void> {
+  const state = client.getState();
+  const connected = state === zookeeper.State.SYNC_CONNECTED;
+  return new Promise<void>((resolve) => {
+    if (!connected || boundMs <= 0) {
+      try {
+        client.close();
+      } catch {
+        // already closed
+      }
+      resolve();
+      return;
+    }
+    const timer = setTimeout(done, boundMs);
+    function done() {
+      clearTimeout(timer);
+      client.removeListener("disconnected", done);
+      resolve();
+    }
+    client.once("disconnected", done);
+    client.close();
+  });
+}
