@@ -6,6 +6,7 @@
  */
 import { registerBackend } from "@baton/core";
 import { RedisBackend } from "./redis-backend.js";
+import { RedlockBackend } from "./redlock-backend.js";
 
 export { RedisBackend } from "./redis-backend.js";
 export {
@@ -14,6 +15,9 @@ export {
   type RedisBackendOptions,
 } from "./redis-options.js";
 export { type LockKeys, lockKeys } from "./key-names.js";
+export { RedlockBackend } from "./redlock-backend.js";
+export { defaultNodeTimeoutMs, type RedlockBackendOptions } from "./redlock-options.js";
 
 registerBackend("redis", (url) => new RedisBackend({ url: url.href }));
 registerBackend("rediss", (url) => new RedisBackend({ url: url.href }));
+registerBackend("redlock", (url) => new RedlockBackend({ url: url.href }));

@@ -1,8 +1,9 @@
 import type { BackendSession, Guarantees, LockBackend, OpenSessionOptions } from "@baton/core";
 import { BackendUnavailableError, ConfigError, parseBackendUrl } from "@baton/core";
-import { Cluster, Redis, type RedisOptions } from "ioredis";
-import type { RedisClient } from "./lua-script.js";
-import { checkDb, type RedisBackendOptions, resolveRedisOptions } from "./redis-options.js";
+import type { BackendUrl } from "@baton/core";
+import type { Cluster, Redis } from "ioredis";
+import { clientFromUrl, duplicateForSubscriber } from "./redis-client.js";
+import { type RedisBackendOptions, resolveRedisOptions } from "./redis-options.js";
 import { RedisSession } from "./redis-session.js";
 import { ReleaseListener } from "./release-listener.js";
 import { whenReady } from "./when-ready.js";
@@ -55,10 +56,12 @@ export class RedisBackend implements LockBackend {
       this.client = resolved.client;
       this.#owned = false;
     } else {
-      this.client = clientFromUrl(options.url as string, resolved.cluster, this.#timeoutMs);
+      this.client = clientFromUrl(
+        resolved.url as BackendUrl,
+        resolved.cluster,
+        this.#timeoutMs,
+      ) as Redis | Cluster;
       this.#owned = true;
-      // Connection errors surface through the calls that fail; ioredis reconnects.
-      this.client.on("error", () => undefined);
     }
     const client = this.client;
     this.#listener = new ReleaseListener(() => duplicateForSubscriber(client), this.#timeoutMs);
@@ -93,46 +96,4 @@ export class RedisBackend implements LockBackend {
     this.#listener.close();
     if (this.#owned) this.client.disconnect();
   }
-}
-
-function clientFromUrl(href: string, cluster: boolean, timeoutMs: number): Redis | Cluster {
-  const url = parseBackendUrl(href);
-  const common: RedisOptions = {
-    lazyConnect: true,
-    // Fail fast while disconnected, and never run a command again after we gave up on it.
-    enableOfflineQueue: false,
-    autoResendUnfulfilledCommands: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: timeoutMs,
-    retryStrategy: (times) => Math.min(50 * times, 1_000),
-    ...(url.username === "" ? {} : { username: url.username }),
-    ...(url.password === "" ? {} : { password: url.password }),
-    ...(url.scheme === "rediss" ? { tls: {} } : {}),
-  };
-  const hosts = url.hosts.map((h) => ({ host: h.host, port: h.port ?? 6379 }));
-  if (cluster) {
-    return new Cluster(hosts, {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
-      redisOptions: { ...common, lazyConnect: false },
-    });
-  }
-  const db = url.pathname === "" || url.pathname === "/" ? 0 : checkDb(url.pathname);
-  const first = hosts[0] as { host: string; port: number };
-  return new Redis({ ...common, host: first.host, port: first.port, db });
-}
-
-/** The shared subscriber: queues SUBSCRIBE while (re)connecting, resubscribes after. */
-function duplicateForSubscriber(client: RedisClient): RedisClient {
-  const subscriber =
-    client instanceof Cluster
-      ? client.duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false })
-      : client.duplicate({
-          enableOfflineQueue: true,
-          lazyConnect: false,
-          autoResubscribe: true,
-          maxRetriesPerRequest: null,
-        });
-  return subscriber;
 }

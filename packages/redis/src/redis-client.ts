@@ -1,0 +1,60 @@
+import type { BackendUrl } from "@baton/core";
+import { Cluster, Redis, type RedisOptions } from "ioredis";
+import type { RedisClient } from "./lua-script.js";
+import { checkDb } from "./redis-options.js";
+
+/**
+ * ioredis options for connections the backend owns: lazy connect, fail fast while
+ * disconnected (no offline queue), and never run a command again after a reconnect, since the
+ * backend may already have given up on it. Reconnects keep going in the background.
+ */
+export function ownedClientOptions(url: BackendUrl, timeoutMs: number): RedisOptions {
+  return {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: timeoutMs,
+    retryStrategy: (times) => Math.min(50 * times, 1_000),
+    ...(url.username === "" ? {} : { username: url.username }),
+    ...(url.password === "" ? {} : { password: url.password }),
+    ...(url.scheme === "rediss" ? { tls: {} } : {}),
+  };
+}
+
+/** A client for one node (`redis://host:port/db`) or a Cluster (several hosts). */
+export function clientFromUrl(url: BackendUrl, cluster: boolean, timeoutMs: number): RedisClient {
+  const common = ownedClientOptions(url, timeoutMs);
+  const hosts = url.hosts.map((h) => ({ host: h.host, port: h.port ?? 6379 }));
+  let client: RedisClient;
+  if (cluster) {
+    client = new Cluster(hosts, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
+      redisOptions: { ...common, lazyConnect: false },
+    });
+  } else {
+    const db = url.pathname === "" || url.pathname === "/" ? 0 : checkDb(url.pathname);
+    const first = hosts[0] as { host: string; port: number };
+    client = new Redis({ ...common, host: first.host, port: first.port, db });
+  }
+  // Connection errors surface through the calls that fail; ioredis reconnects.
+  client.on("error", () => undefined);
+  return client;
+}
+
+/** The shared subscriber: queues SUBSCRIBE while (re)connecting, resubscribes after. */
+export function duplicateForSubscriber(client: RedisClient): RedisClient {
+  const subscriber =
+    client instanceof Cluster
+      ? client.duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false })
+      : client.duplicate({
+          enableOfflineQueue: true,
+          lazyConnect: false,
+          autoResubscribe: true,
+          maxRetriesPerRequest: null,
+        });
+  subscriber.on("error", () => undefined);
+  return subscriber;
+}

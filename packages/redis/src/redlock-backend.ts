@@ -1,0 +1,150 @@
+import type {
+  BackendSession,
+  BackendUrl,
+  Guarantees,
+  LockBackend,
+  OpenSessionOptions,
+} from "@baton/core";
+import { BackendUnavailableError, ConfigError, parseBackendUrl } from "@baton/core";
+import { Redis } from "ioredis";
+import { ownedClientOptions } from "./redis-client.js";
+import {
+  defaultNodeTimeoutMs,
+  type RedlockBackendOptions,
+  resolveRedlockOptions,
+} from "./redlock-options.js";
+import { RedlockSession } from "./redlock-session.js";
+import { whenReady } from "./when-ready.js";
+
+const REDLOCK_GUARANTEES: Guarantees = {
+  // The Redlock algorithm hands out no ordered token: every grant's token is 0n.
+  fencing: "none",
+  fifo: false,
+  // A quorum of independent nodes, not replicas agreeing by consensus.
+  consensus: false,
+  crossProcess: true,
+};
+
+/** How long opening a session waits for a quorum of nodes to connect, at least. */
+const CONNECT_MIN_MS = 2_000;
+
+/**
+ * The `redlock://h1:p1,h2:p2,h3:p3,...` backend: the Redlock algorithm over an odd number of
+ * independent Redis nodes.
+ *
+ * - acquire sends `SET NX PX` to every node in parallel, each bounded by `nodeTimeoutMs`; the
+ *   lock is granted when `floor(N/2)+1` nodes said yes and its validity
+ *   (`ttl - elapsed - drift`, drift = 1% of the TTL + 2 ms, on the monotonic clock) is left;
+ *   a grant whose validity is gone is a failure, never a lock. A failed round is released on
+ *   every node (including a minority that said yes) and a waiting acquire retries after a
+ *   random delay;
+ * - "held by someone else" resolves `null` (core: `LockHeldError` / `LockTimeoutError`);
+ *   "fewer than a quorum of nodes answered" is `BackendUnavailableError`;
+ * - renewals need a quorum within validity too; a key a quorum no longer holds for this
+ *   session is reported lost.
+ *
+ * Fencing is `none`, declared honestly: tokens are always `0n`. Use it for efficiency locks
+ * only; correctness mode refuses it.
+ */
+export class RedlockBackend implements LockBackend {
+  readonly kind = "redlock";
+  readonly guarantees = REDLOCK_GUARANTEES;
+  /** One client per node. */
+  readonly nodes: readonly Redis[];
+  /** Prefix of every key. */
+  readonly keyPrefix: string;
+  readonly #owned: boolean;
+  readonly #nodeTimeoutMs: number | undefined;
+  readonly #retryMinMs: number;
+  readonly #retryMaxMs: number;
+  readonly #sessions = new Set<RedlockSession>();
+  #closed = false;
+
+  /** Checks `options` (a `ConfigError` naming the field) without any I/O. */
+  constructor(options: RedlockBackendOptions) {
+    const resolved = resolveRedlockOptions(options, parseBackendUrl);
+    this.keyPrefix = resolved.keyPrefix;
+    this.#nodeTimeoutMs = resolved.nodeTimeoutMs;
+    this.#retryMinMs = resolved.retryMinMs;
+    this.#retryMaxMs = resolved.retryMaxMs;
+    if (resolved.clients !== undefined) {
+      this.nodes = [...resolved.clients];
+      this.#owned = false;
+    } else {
+      const url = resolved.url as BackendUrl;
+      const common = ownedClientOptions(url, resolved.nodeTimeoutMs ?? 2_000);
+      this.nodes = url.hosts.map((h) => {
+        const node = new Redis({ ...common, host: h.host, port: h.port ?? 6379 });
+        node.on("error", () => undefined);
+        return node;
+      });
+      this.#owned = true;
+    }
+  }
+
+  /** Nodes that must agree: `floor(N/2)+1`. */
+  get quorum(): number {
+    return Math.floor(this.nodes.length / 2) + 1;
+  }
+
+  async openSession(options: OpenSessionOptions): Promise<BackendSession> {
+    if (this.#closed) throw new BackendUnavailableError("this redlock backend is closed");
+    if (!Number.isInteger(options.ttlMs) || options.ttlMs < 1) {
+      throw new ConfigError("ttlMs", `must be a positive integer, got ${options.ttlMs}`);
+    }
+    const nodeTimeoutMs = this.#nodeTimeoutMs ?? defaultNodeTimeoutMs(options.ttlMs);
+    await this.#quorumReady(Math.max(CONNECT_MIN_MS, nodeTimeoutMs), options.signal);
+    const session = new RedlockSession(
+      {
+        nodes: this.nodes,
+        keyPrefix: this.keyPrefix,
+        nodeTimeoutMs,
+        retryMinMs: this.#retryMinMs,
+        retryMaxMs: this.#retryMaxMs,
+        onClose: (s) => this.#sessions.delete(s),
+      },
+      options.ownerId,
+      options.ttlMs,
+    );
+    this.#sessions.add(session);
+    return session;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.allSettled([...this.#sessions].map((s) => s.close()));
+    if (this.#owned) for (const node of this.nodes) node.disconnect();
+  }
+
+  /** Resolves once a quorum of nodes is connected (the rest keep connecting in the background). */
+  #quorumReady(timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+    const need = this.quorum;
+    return new Promise((resolve, reject) => {
+      let ready = 0;
+      let failed = 0;
+      let lastError: unknown;
+      this.nodes.forEach((node, i) => {
+        whenReady(node, timeoutMs, `redlock node ${i + 1}`, signal).then(
+          () => {
+            ready++;
+            if (ready === need) resolve();
+          },
+          (error: unknown) => {
+            failed++;
+            lastError = error;
+            if (signal?.aborted) reject(signal.reason);
+            else if (failed === this.nodes.length - need + 1) {
+              reject(
+                new BackendUnavailableError(
+                  `redlock: fewer than ${need} of ${this.nodes.length} nodes could be reached`,
+                  { cause: lastError },
+                ),
+              );
+            }
+          },
+        );
+      });
+    });
+  }
+}

@@ -1,0 +1,288 @@
+import { randomBytes } from "node:crypto";
+import type {
+  BackendAcquireOptions,
+  BackendSession,
+  Grant,
+  Holder,
+  KeepAliveResult,
+} from "@baton/core";
+import { BackendUnavailableError, defaultDriftMs, SessionLostError } from "@baton/core";
+import type { Redis } from "ioredis";
+import { askNodes, count, type NodeAnswer } from "./ask-nodes.js";
+import { type LockKeys, lockKeys } from "./key-names.js";
+import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
+import { ACQUIRE_NO_TOKEN, RELEASE, RENEW } from "./scripts.js";
+
+/** What a {@link RedlockSession} needs from its backend. */
+export interface RedlockSessionContext {
+  readonly nodes: readonly Redis[];
+  readonly keyPrefix: string;
+  readonly nodeTimeoutMs: number;
+  readonly retryMinMs: number;
+  readonly retryMaxMs: number;
+  readonly onClose: (session: RedlockSession) => void;
+}
+
+interface HeldKey {
+  readonly keys: LockKeys;
+  readonly prefix: string;
+  readonly grant: Grant;
+}
+
+interface RedlockGrantHandle {
+  readonly sessionId: string;
+  readonly prefix: string;
+}
+
+/**
+ * A session over N independent Redis nodes. A grant needs `floor(N/2)+1` nodes to say yes
+ * within its validity (`ttl - elapsed - drift`, on the monotonic clock); so does every
+ * renewal. Tokens are always `0n`: Redlock has no fencing token.
+ */
+export class RedlockSession implements BackendSession {
+  readonly ownerId: string;
+  readonly ttlMs: number;
+  /** Random id of this session, the first part of every payload it writes. */
+  readonly sessionId: string;
+  /** Nodes that must agree. */
+  readonly quorum: number;
+  readonly #ctx: RedlockSessionContext;
+  readonly #driftMs: number;
+  readonly #held = new Map<string, HeldKey>();
+  readonly #pending = new Map<string, LockKeys>();
+  readonly #closing = new AbortController();
+  #grants = 0;
+  #closed = false;
+
+  constructor(ctx: RedlockSessionContext, ownerId: string, ttlMs: number) {
+    this.#ctx = ctx;
+    this.ownerId = ownerId;
+    this.ttlMs = ttlMs;
+    this.sessionId = randomBytes(12).toString("hex");
+    this.quorum = Math.floor(ctx.nodes.length / 2) + 1;
+    this.#driftMs = defaultDriftMs(ttlMs);
+  }
+
+  async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
+    if (options.signal.aborted) throw options.signal.reason;
+    if (this.#closed) throw new SessionLostError("this redlock session is closed");
+    const signal = AbortSignal.any([options.signal, this.#closing.signal]);
+    const keys = lockKeys(this.#ctx.keyPrefix, name);
+    const tail = payloadTail(this.ownerId, options.value);
+    for (;;) {
+      const outcome = await this.#round(name, keys, tail);
+      if (signal.aborted) {
+        if (outcome.grant !== undefined) await this.#releaseEverywhere(keys, outcome.grant.prefix);
+        throw signal.reason;
+      }
+      if (outcome.grant !== undefined) {
+        const { grant, prefix } = outcome.grant;
+        this.#held.set(name, { keys, prefix, grant });
+        return grant;
+      }
+      if (outcome.unavailable !== undefined) throw outcome.unavailable;
+      if (!options.wait) return null;
+      await this.#sleep(this.#retryDelay(), signal);
+    }
+  }
+
+  /**
+   * One Redlock round: SET NX PX on every node in parallel; granted when a quorum said yes
+   * and validity remains. Any failed round is released on every node (a minority that said
+   * yes, and nodes that timed out and may have applied it) before it returns.
+   */
+  async #round(
+    name: string,
+    keys: LockKeys,
+    tail: string,
+  ): Promise<{
+    grant?: { grant: Grant; prefix: string };
+    unavailable?: BackendUnavailableError;
+  }> {
+    this.#grants += 1;
+    const grantId = this.#grants;
+    const prefix = grantPrefix(this.sessionId, grantId);
+    const payload = `${prefix.slice(0, -1)}${tail}`;
+    const started = performance.now();
+    const nodes = this.#ctx.nodes;
+    const quorum = this.quorum;
+    this.#pending.set(name, keys);
+    let answers: NodeAnswer<[number, number]>[];
+    try {
+      answers = await askNodes(
+        nodes,
+        (node) =>
+          ACQUIRE_NO_TOKEN.run(node, [keys.lock], [payload, this.ttlMs]) as Promise<
+            [number, number]
+          >,
+        {
+          timeoutMs: this.#ctx.nodeTimeoutMs,
+          what: `redlock acquire of "${name}"`,
+          // Decided once a quorum said yes, or once a quorum can no longer say yes.
+          enough: (a) => {
+            const yes = count(a, (x) => x.state === "ok" && x.value[0] === 1);
+            const no = nodes.length - yes - count(a, (x) => x.state === "pending");
+            return yes >= quorum || no > nodes.length - quorum;
+          },
+        },
+      );
+    } finally {
+      this.#pending.delete(name);
+    }
+    const yes = count(answers, (a) => a.state === "ok" && a.value[0] === 1);
+    const held = count(answers, (a) => a.state === "ok" && a.value[0] === 0);
+    const validity = this.ttlMs - (performance.now() - started) - this.#driftMs;
+    if (yes >= quorum && validity > 0) {
+      const handle: RedlockGrantHandle = { sessionId: this.sessionId, prefix };
+      return { grant: { grant: { key: name, ownerId: this.ownerId, token: 0n, handle }, prefix } };
+    }
+    await this.#releaseEverywhere(keys, prefix);
+    if (yes >= quorum) {
+      return {
+        unavailable: new BackendUnavailableError(
+          `redlock acquire of "${name}": a quorum answered, but only after the lock's validity ran out (${Math.round(performance.now() - started)} ms for a ${this.ttlMs} ms TTL)`,
+        ),
+      };
+    }
+    if (yes + held >= quorum) return {};
+    const failed = answers.filter((a) => a.state === "failed") as { error: unknown }[];
+    const detail = failed[0]?.error instanceof Error ? `: ${failed[0].error.message}` : "";
+    return {
+      unavailable: new BackendUnavailableError(
+        `redlock acquire of "${name}": only ${yes + held} of ${nodes.length} nodes answered, a quorum is ${quorum}${detail}`,
+        { cause: failed[0]?.error },
+      ),
+    };
+  }
+
+  async keepAlive(): Promise<KeepAliveResult | undefined> {
+    if (this.#closed) throw new SessionLostError("this redlock session is closed");
+    const held = [...this.#held.entries()];
+    const items = [
+      ...held.map(([, h]) => ({ keys: h.keys, prefix: h.prefix })),
+      ...[...this.#pending.values()].map((keys) => ({ keys, prefix: sessionPrefix(this.sessionId) })),
+    ];
+    if (items.length === 0) return undefined;
+    const started = performance.now();
+    const answers = await askNodes(
+      this.#ctx.nodes,
+      (node) =>
+        RENEW.run(
+          node,
+          items.map((i) => i.keys.lock),
+          [this.ttlMs, ...items.map((i) => i.prefix)],
+        ) as Promise<number[]>,
+      { timeoutMs: this.#ctx.nodeTimeoutMs, what: "redlock renewal" },
+    );
+    const answered = answers.filter((a) => a.state === "ok") as { value: number[] }[];
+    if (answered.length < this.quorum) {
+      throw new BackendUnavailableError(
+        `redlock renewal: only ${answered.length} of ${answers.length} nodes answered, a quorum is ${this.quorum}`,
+      );
+    }
+    const validity = this.ttlMs - (performance.now() - started) - this.#driftMs;
+    if (validity <= 0) {
+      throw new BackendUnavailableError(
+        "redlock renewal: the nodes answered only after the lease's validity ran out",
+      );
+    }
+    const lostKeys: string[] = [];
+    held.forEach(([name, h], i) => {
+      const yes = answered.filter((a) => a.value[i] === 1).length;
+      if (yes >= this.quorum) return;
+      if (this.#held.get(name) !== h) return;
+      this.#held.delete(name);
+      lostKeys.push(name);
+      // A minority may still hold it for us: free them, so others need not wait the TTL out.
+      void this.#releaseEverywhere(h.keys, h.prefix);
+    });
+    return lostKeys.length === 0 ? undefined : { lostKeys };
+  }
+
+  async release(grant: Grant): Promise<boolean> {
+    const held = this.#held.get(grant.key);
+    if (held?.grant === grant) this.#held.delete(grant.key);
+    const handle = grant.handle as RedlockGrantHandle | undefined;
+    if (handle?.sessionId !== this.sessionId) return false;
+    const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
+    const answers = await askNodes(
+      this.#ctx.nodes,
+      (node) => RELEASE.run(node, [keys.lock], [handle.prefix, keys.channel]) as Promise<number>,
+      { timeoutMs: this.#ctx.nodeTimeoutMs, what: `redlock release of "${grant.key}"` },
+    );
+    const answered = answers.filter((a) => a.state === "ok") as { value: number }[];
+    const released = answered.filter((a) => a.value === 1).length;
+    if (released >= this.quorum) return true;
+    if (answered.length < this.quorum) {
+      throw new BackendUnavailableError(
+        `redlock release of "${grant.key}": only ${answered.length} of ${answers.length} nodes answered; the rest expire within the TTL`,
+      );
+    }
+    return false;
+  }
+
+  async holder(name: string): Promise<Holder | null> {
+    const keys = lockKeys(this.#ctx.keyPrefix, name);
+    const answers = await askNodes(this.#ctx.nodes, (node) => node.get(keys.lock), {
+      timeoutMs: this.#ctx.nodeTimeoutMs,
+      what: `redlock holder of "${name}"`,
+    });
+    const answered = answers.filter((a) => a.state === "ok") as { value: string | null }[];
+    if (answered.length < this.quorum) {
+      throw new BackendUnavailableError(
+        `redlock holder of "${name}": only ${answered.length} of ${answers.length} nodes answered`,
+      );
+    }
+    // The holder is whoever a quorum of nodes names.
+    const votes = new Map<string, number>();
+    for (const a of answered) {
+      if (a.value !== null) votes.set(a.value, (votes.get(a.value) ?? 0) + 1);
+    }
+    for (const [payload, n] of votes) {
+      if (n >= this.quorum) return parsePayload(payload, false);
+    }
+    return null;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#closing.abort(new SessionLostError("this redlock session was closed"));
+    const held = [...this.#held.values()];
+    this.#held.clear();
+    this.#ctx.onClose(this);
+    await Promise.all(held.map((h) => this.#releaseEverywhere(h.keys, h.prefix)));
+  }
+
+  /** Owner-checked delete on every node; waits for each to answer or time out. */
+  async #releaseEverywhere(keys: LockKeys, prefix: string): Promise<void> {
+    await askNodes(
+      this.#ctx.nodes,
+      (node) => RELEASE.run(node, [keys.lock], [prefix, keys.channel]),
+      { timeoutMs: this.#ctx.nodeTimeoutMs, what: "redlock cleanup" },
+    );
+  }
+
+  #retryDelay(): number {
+    const { retryMinMs, retryMaxMs } = this.#ctx;
+    return retryMinMs + Math.random() * (retryMaxMs - retryMinMs);
+  }
+
+  #sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      }, ms);
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+}
