@@ -80,8 +80,6 @@ export class ZookeeperSession implements BackendSession {
   readonly #connectWaiters = new Set<() => void>();
   #cleaning: Promise<void> | undefined;
   readonly #onState: (state: unknown) => void;
-  /** Watch notifications delivered to this session's waiters (for tests and metrics). */
-  watchEvents = 0;
 
   constructor(client: Client, settings: ZookeeperSessionSettings) {
     this.client = client;
@@ -350,10 +348,7 @@ export class ZookeeperSession implements BackendSession {
         finish(signal.aborted ? signal.reason : this.#ended.signal.reason);
         return;
       }
-      exists(this.client, path, () => {
-        if (!done) this.watchEvents++;
-        finish();
-      }).then(
+      exists(this.client, path, () => finish()).then(
         (stat) => {
           if (stat === null) finish();
         },
