@@ -1,1 +1,14 @@
-export {};
+import { registerBackend } from "@baton/core";
+import { EtcdBackend } from "./etcd-backend.js";
+import { etcdOptionsFromUrl } from "./etcd-options.js";
+
+export { EtcdBackend } from "./etcd-backend.js";
+export {
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  type EtcdBackendOptions,
+  etcdOptionsFromUrl,
+} from "./etcd-options.js";
+export type { EtcdSession } from "./etcd-session.js";
+export { MIN_LEASE_SECONDS } from "./lease-ttl.js";
+
+registerBackend("etcd", (url) => new EtcdBackend(etcdOptionsFromUrl(url)));

@@ -1,0 +1,111 @@
+import {
+  type BackendSession,
+  BackendUnavailableError,
+  type Guarantees,
+  type LockBackend,
+  type OpenSessionOptions,
+} from "@baton/core";
+import { EtcdKv } from "./etcd-kv.js";
+import { type EtcdBackendOptions, resolveEtcdOptions } from "./etcd-options.js";
+import { EtcdSession } from "./etcd-session.js";
+import { leaseSeconds } from "./lease-ttl.js";
+import { leaseHex } from "./lock-keys.js";
+
+const ETCD_GUARANTEES: Guarantees = {
+  fencing: "monotonic",
+  fifo: true,
+  consensus: true,
+  crossProcess: true,
+};
+
+/**
+ * The etcd backend (`etcd://h1:2379,h2:2379`): one lease per session, locks as queue keys
+ * `<prefix><name>/<lease hex>` ordered by create revision (FIFO), the key's create revision as
+ * the fencing token, waiting by watching only the predecessor's delete.
+ *
+ * @example
+ * const backend = new EtcdBackend({ hosts: ["127.0.0.1:2379"] });
+ * const coordinator = createCoordinator({ backend, ttlMs: 10_000 });
+ */
+export class EtcdBackend implements LockBackend {
+  readonly kind = "etcd";
+  readonly guarantees = ETCD_GUARANTEES;
+  /** Key prefix of every lock. */
+  readonly prefix: string;
+  readonly #kv: EtcdKv;
+  readonly #ownsClient: boolean;
+  readonly #sessions = new Set<EtcdSession>();
+  #closed = false;
+
+  /** Throws `ConfigError` for bad options, before any I/O. */
+  constructor(options: EtcdBackendOptions) {
+    const resolved = resolveEtcdOptions(options);
+    this.prefix = resolved.prefix;
+    this.#kv = new EtcdKv(resolved.client, resolved.requestTimeoutMs);
+    this.#ownsClient = resolved.ownsClient;
+  }
+
+  /**
+   * Grants a lease of `ttlMs` (whole seconds, at least 2 s: anything else is a `ConfigError`).
+   * The session's `ttlMs` is the TTL etcd granted.
+   */
+  async openSession(options: OpenSessionOptions): Promise<BackendSession> {
+    const seconds = leaseSeconds(options.ttlMs);
+    if (options.signal?.aborted) throw options.signal.reason;
+    if (this.#closed) throw new BackendUnavailableError("this etcd backend is closed");
+    const granting = this.#kv.grantLease(seconds);
+    const lease = await raceAbort(granting, options.signal, (late) => {
+      void late.then((l) => this.#kv.revokeLease(l.id)).catch(() => undefined);
+    });
+    if (this.#closed) {
+      await this.#kv.revokeLease(lease.id).catch(() => undefined);
+      throw new BackendUnavailableError("this etcd backend is closed");
+    }
+    const session = new EtcdSession({
+      kv: this.#kv,
+      prefix: this.prefix,
+      ownerId: options.ownerId,
+      leaseId: lease.id,
+      leaseHex: leaseHex(lease.id),
+      ttlMs: lease.ttlSeconds * 1000,
+      onClose: (s) => this.#sessions.delete(s),
+    });
+    this.#sessions.add(session);
+    return session;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      await Promise.allSettled([...this.#sessions].map((s) => s.close()));
+    } finally {
+      if (this.#ownsClient) this.#kv.client.close();
+    }
+  }
+}
+
+function raceAbort<T>(
+  promise: Promise<T>,
+  signal: AbortSignal | undefined,
+  onAbandoned: (late: Promise<T>) => void,
+): Promise<T> {
+  if (signal === undefined) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      onAbandoned(promise);
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        if (!signal.aborted) resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,69 @@
+import type { Etcd3, IKeyValue, IRangeRequest, ITxnRequest, ITxnResponse } from "etcd3";
+import { toBatonError } from "./etcd-errors.js";
+
+/**
+ * The etcd calls the adapter makes, each bounded by a gRPC deadline (so a member that never
+ * answers cannot hang a call) and with errors mapped to Baton's named errors.
+ */
+export class EtcdKv {
+  /** The etcd3 client underneath. */
+  readonly client: Etcd3;
+  /** Bound on every unary call, in ms. */
+  readonly requestTimeoutMs: number;
+
+  constructor(client: Etcd3, requestTimeoutMs: number) {
+    this.client = client;
+    this.requestTimeoutMs = requestTimeoutMs;
+  }
+
+  /** One transaction. */
+  async txn(request: ITxnRequest, context: string): Promise<ITxnResponse> {
+    try {
+      return await this.client.kv.txn(request, { deadline: this.#deadline() });
+    } catch (error) {
+      throw toBatonError(error, context);
+    }
+  }
+
+  /** One range read (linearizable). */
+  async range(
+    request: IRangeRequest,
+    context: string,
+  ): Promise<{ kvs: IKeyValue[]; revision: bigint }> {
+    try {
+      const response = await this.client.kv.range(request, { deadline: this.#deadline() });
+      return { kvs: response.kvs, revision: BigInt(response.header.revision) };
+    } catch (error) {
+      throw toBatonError(error, context);
+    }
+  }
+
+  /** Grants a lease of `seconds`; resolves its id and the TTL etcd granted. */
+  async grantLease(seconds: number): Promise<{ id: string; ttlSeconds: number }> {
+    try {
+      const response = await this.client.leaseClient.leaseGrant(
+        { TTL: seconds, ID: 0 },
+        { deadline: this.#deadline() },
+      );
+      if (response.error) throw new Error(response.error);
+      return { id: response.ID, ttlSeconds: Number(response.TTL) };
+    } catch (error) {
+      throw toBatonError(error, "could not grant an etcd lease");
+    }
+  }
+
+  /** Revokes a lease, deleting every key attached to it. A lease already gone is not an error. */
+  async revokeLease(id: string): Promise<void> {
+    try {
+      await this.client.leaseClient.leaseRevoke({ ID: id }, { deadline: this.#deadline() });
+    } catch (error) {
+      const mapped = toBatonError(error, "could not revoke the etcd lease");
+      if (mapped.code === "BATON_SESSION_LOST") return;
+      throw mapped;
+    }
+  }
+
+  #deadline(): Date {
+    return new Date(Date.now() + this.requestTimeoutMs);
+  }
+}

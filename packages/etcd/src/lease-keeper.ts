@@ -1,0 +1,127 @@
+import { BackendUnavailableError, SessionLostError } from "@baton/core";
+import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
+import { toBatonError } from "./etcd-errors.js";
+
+type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
+
+interface Pending {
+  resolve(ttlSeconds: number): void;
+  reject(error: Error): void;
+}
+
+/**
+ * Renews one lease over a LeaseKeepAlive stream, one request and its answer per `renew()`.
+ * It runs no loop of its own (core owns the schedule and the local deadline) and never
+ * relies on etcd3's `lost` event. A stream that fails or does not answer in time is dropped
+ * and reopened (maybe on another member) by the next `renew()`.
+ */
+export class LeaseKeeper {
+  readonly #client: Etcd3;
+  readonly #leaseId: string;
+  readonly #timeoutMs: number;
+  #stream: KeepAliveStream | undefined;
+  #pending: Pending | undefined;
+  #closed = false;
+
+  constructor(client: Etcd3, leaseId: string, timeoutMs: number) {
+    this.#client = client;
+    this.#leaseId = leaseId;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /**
+   * One keepalive round trip. Resolves the TTL etcd reset the lease to; throws
+   * `SessionLostError` when the lease is gone, `BackendUnavailableError` when no member
+   * answered within the timeout.
+   */
+  renew(): Promise<number> {
+    if (this.#closed) return Promise.reject(new SessionLostError("the etcd session is closed"));
+    if (this.#pending !== undefined) {
+      return Promise.reject(new Error("baton etcd: a keepalive is already in flight"));
+    }
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#drop(
+          new BackendUnavailableError(
+            `no etcd member answered a keepalive within ${this.#timeoutMs} ms`,
+          ),
+        );
+      }, this.#timeoutMs);
+      this.#pending = {
+        resolve: (ttl) => {
+          clearTimeout(timer);
+          this.#pending = undefined;
+          if (ttl <= 0) reject(new SessionLostError("the etcd lease expired or was revoked"));
+          else resolve(ttl);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          this.#pending = undefined;
+          reject(error);
+        },
+      };
+      this.#send().catch((error: unknown) => {
+        this.#drop(toBatonError(error, "could not open an etcd keepalive stream"));
+      });
+    });
+  }
+
+  /** Ends the stream; later renewals fail with `SessionLostError`. */
+  close(): void {
+    this.#closed = true;
+    this.#drop(new SessionLostError("the etcd session is closed"));
+  }
+
+  async #send(): Promise<void> {
+    let stream = this.#stream;
+    if (stream === undefined) {
+      const opened = await this.#client.leaseClient.leaseKeepAlive();
+      if (this.#pending === undefined || this.#closed) {
+        endStream(opened);
+        return;
+      }
+      stream = opened;
+      this.#stream = stream;
+      stream.on("data", (response: ILeaseKeepAliveResponse) => {
+        if (this.#stream === stream) this.#pending?.resolve(Number(response.TTL));
+      });
+      stream.on("error", (error: Error) => {
+        if (this.#stream === stream)
+          this.#drop(toBatonError(error, "the etcd keepalive stream failed"));
+      });
+      stream.on("end", () => {
+        if (this.#stream === stream) {
+          this.#drop(new BackendUnavailableError("the etcd keepalive stream ended"));
+        }
+      });
+    }
+    stream.write({ ID: this.#leaseId });
+  }
+
+  /** Fails the pending renewal (if any) with `error` and drops the stream. */
+  #drop(error: Error): void {
+    const stream = this.#stream;
+    this.#stream = undefined;
+    if (stream !== undefined) endStream(stream);
+    this.#pending?.reject(error);
+  }
+}
+
+/**
+ * Ends a gRPC stream quietly. Half-closing first matters: etcd3 marks a member failed (and
+ * resets every connection to it) when a stream that is still writable reports an error, and
+ * a cancel reports one.
+ */
+export function endStream(stream: {
+  end(): void;
+  cancel(): void;
+  on(event: "error", fn: (e: Error) => void): unknown;
+}): void {
+  stream.on("error", () => undefined);
+  try {
+    stream.end();
+    stream.cancel();
+  } catch {
+    // Already gone.
+  }
+}

@@ -1,0 +1,24 @@
+import type { Holder } from "@baton/core";
+import type { EtcdKv } from "./etcd-kv.js";
+import { decodeHolder } from "./holder-value.js";
+import { leaseHexOf } from "./lock-keys.js";
+import { oldestFirst, pickQueueKey } from "./queue-requests.js";
+
+/** The holder of the lock whose prefix is `prefix` (its oldest queue key), and the read's revision. */
+export async function readHolder(
+  kv: EtcdKv,
+  prefix: Buffer,
+): Promise<{ holder: Holder | null; revision: bigint }> {
+  const { kvs, revision } = await kv.range(
+    oldestFirst(prefix, 1),
+    "could not read the lock holder",
+  );
+  const first = await pickQueueKey(kv, prefix, kvs[0], { oldest: true });
+  if (first === undefined) return { holder: null, revision };
+  const holder = decodeHolder(
+    first.value,
+    BigInt(first.create_revision),
+    leaseHexOf(prefix, first.key),
+  );
+  return { holder, revision };
+}

@@ -1,0 +1,74 @@
+import { BackendUnavailableError } from "@baton/core";
+import { type Etcd3, FilterType, type IWatchResponse } from "etcd3";
+import { toBatonError } from "./etcd-errors.js";
+import { endStream } from "./lease-keeper.js";
+
+/**
+ * Resolves once `key` is deleted at or after revision `fromRevision` (so a delete between our
+ * read and the watch is not missed), or when etcd cancels the watch because that history was
+ * compacted (the caller re-reads). One watch stream of its own, on one key: no herd.
+ * Rejects with `signal.reason` on abort, `BackendUnavailableError` when the stream fails.
+ */
+export function waitForDelete(
+  client: Etcd3,
+  key: Buffer,
+  fromRevision: bigint,
+  signal: AbortSignal,
+): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    let done = false;
+    let stream: Awaited<ReturnType<Etcd3["watchClient"]["watch"]>> | undefined;
+    const finish = (settle: () => void) => {
+      if (done) return;
+      done = true;
+      signal.removeEventListener("abort", onAbort);
+      if (stream !== undefined) endStream(stream);
+      settle();
+    };
+    const onAbort = () => finish(() => reject(signal.reason));
+    signal.addEventListener("abort", onAbort, { once: true });
+    client.watchClient.watch().then(
+      (opened) => {
+        if (done) {
+          endStream(opened);
+          return;
+        }
+        stream = opened;
+        opened.on("error", (error: Error) =>
+          finish(() => reject(toBatonError(error, "the etcd watch stream failed"))),
+        );
+        opened.on("end", () =>
+          finish(() => reject(new BackendUnavailableError("the etcd watch stream ended"))),
+        );
+        opened.on("data", (response: IWatchResponse) => {
+          if (response.canceled) {
+            if (BigInt(response.compact_revision || "0") > 0n) finish(resolve);
+            else {
+              finish(() =>
+                reject(
+                  new BackendUnavailableError(
+                    `etcd cancelled the watch: ${response.cancel_reason || "no reason given"}`,
+                  ),
+                ),
+              );
+            }
+            return;
+          }
+          if (response.events.some((event) => String(event.type).toUpperCase() === "DELETE")) {
+            finish(resolve);
+          }
+        });
+        opened.write({
+          create_request: {
+            key,
+            start_revision: fromRevision.toString(),
+            filters: [FilterType.Noput],
+          },
+        });
+      },
+      (error: unknown) =>
+        finish(() => reject(toBatonError(error, "could not open an etcd watch stream"))),
+    );
+  });
+}
