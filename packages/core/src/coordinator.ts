@@ -243,11 +243,16 @@ class CoordinatorImpl implements Coordinator {
         clock: this.#options.clock,
         report: (error, during) => this.#events.emit("backgroundError", { error, during }),
         closed: (e) => this.#elections.delete(e),
+        termChanged: ({ term, started, reason }) => {
+          if (started) this.#events.emit("elected", { name, term });
+          else this.#events.emit("revoked", { name, term, reason: reason ?? "released" });
+        },
       },
       name,
       resolved,
     );
     this.#elections.add(election);
+    this.#events.emit("campaignStarted", { name });
     return election;
   }
 

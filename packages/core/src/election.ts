@@ -70,6 +70,8 @@ export interface ElectionHost {
   readonly report: (error: unknown, during: string) => void;
   /** Called once the election is closed. */
   readonly closed: (election: Election) => void;
+  /** Called when a term starts and ends (for events and metrics). */
+  readonly termChanged: (change: { term: bigint; started: boolean; reason?: string }) => void;
 }
 
 const ELECTION_KEYS = ["value", "onElected", "onRevoked", "onError"] as const;
@@ -207,6 +209,7 @@ export class CampaignLoop implements Election {
       return;
     }
     this.#lock = lock;
+    this.#host.termChanged({ term: lock.token, started: true });
     let failed = false;
     try {
       await this.#options.onElected({ signal: lock.signal, term: lock.token, token: lock.token });
@@ -229,6 +232,7 @@ export class CampaignLoop implements Election {
         : this.#closed
           ? "closed"
           : (lock.lostReason ?? "released");
+    this.#host.termChanged({ term: lock.token, started: false, reason });
     try {
       await this.#options.onRevoked?.({ term: lock.token, reason });
     } catch (error) {

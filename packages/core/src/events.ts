@@ -6,8 +6,11 @@ export interface CoordinatorEvents {
   acquired: { name: string; token: bigint; waitedMs: number };
   /** A session renewal was confirmed. `locks` is how many locks it kept. */
   renewed: { durationMs: number; locks: number };
-  /** A renewal failed; the session lives until `remainingMs` runs out unless a retry succeeds. */
-  renewFailed: { error: unknown; remainingMs: number };
+  /**
+   * A renewal failed; the session lives until `remainingMs` runs out unless a retry succeeds.
+   * `names` lists the locks that depend on it.
+   */
+  renewFailed: { error: unknown; remainingMs: number; names: readonly string[] };
   /** A lock can no longer be trusted (its signal aborted with `error`). Not emitted on release. */
   lost: { name: string; token: bigint; reason: LockLostReason; error: LockLostError };
   /** A lock was released; `wasHeld` is false when it had already been lost. */
@@ -16,6 +19,12 @@ export interface CoordinatorEvents {
   sessionOpened: { ownerId: string; ttlMs: number };
   /** The backend session ended for a reason other than `close()`; every lock on it was lost. */
   sessionLost: { error: unknown };
+  /** This instance started campaigning in election `name`. */
+  campaignStarted: { name: string };
+  /** This instance became leader of election `name` for `term`. */
+  elected: { name: string; term: bigint };
+  /** This instance's term of election `name` ended. */
+  revoked: { name: string; term: bigint; reason: string };
   /** A background step failed that affects no lock (e.g. closing a dead session). */
   backgroundError: { error: unknown; during: string };
 }

@@ -59,6 +59,7 @@ export {
   type PartitionOptions,
   type Partitions,
 } from "./partitions.js";
+export { enablePrometheus, type PrometheusHandle, type PrometheusOptions } from "./prometheus.js";
 export {
   type BackendFactory,
   createBackend,

@@ -212,7 +212,11 @@ export class ManagedSession {
         return;
       }
       const remainingMs = Math.max(0, this.#deadline - clock.now());
-      this.#settings.events.emit("renewFailed", { error, remainingMs });
+      this.#settings.events.emit("renewFailed", {
+        error,
+        remainingMs,
+        names: [...this.#locks.keys()],
+      });
       safeLog(
         this.#settings.logger,
         "warn",

@@ -1,0 +1,100 @@
+import { Registry } from "prom-client";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type Coordinator,
+  createCoordinator,
+  type Election,
+  enablePrometheus,
+  MemoryStore,
+} from "../src/index.js";
+import { ScriptedBackend } from "./fakes/scripted-backend.js";
+
+const open: Coordinator[] = [];
+afterEach(async () => {
+  await Promise.allSettled(open.splice(0).map((c) => c.close()));
+});
+
+const until = async (check: () => boolean | Promise<boolean>, timeoutMs = 5_000) => {
+  const started = performance.now();
+  while (!(await check())) {
+    if (performance.now() - started > timeoutMs) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+async function value(registry: Registry, metric: string, name: string): Promise<number> {
+  const metrics = await registry.getMetricsAsJSON();
+  const m = metrics.find((x) => x.name === metric);
+  const v = (
+    m?.values as
+      | { labels: Record<string, string>; value: number; metricName?: string }[]
+      | undefined
+  )?.find(
+    (x) =>
+      x.labels.name === name &&
+      (x.metricName === undefined || x.metricName === metric || x.metricName.endsWith("_count")),
+  );
+  return v?.value ?? 0;
+}
+
+describe("Prometheus metrics", () => {
+  it("in steady state the sum of baton_is_leader across instances is 1, through a handover", async () => {
+    const store = new MemoryStore();
+    const instances = await Promise.all(
+      [0, 1, 2].map(async (i) => {
+        const coordinator = createCoordinator({
+          backend: new ScriptedBackend({ store }),
+          ttlMs: 300,
+          ownerId: `n${i}`,
+        });
+        open.push(coordinator);
+        const registry = new Registry();
+        await enablePrometheus(coordinator, { registry });
+        const election = coordinator.elect("scheduler", { onElected: () => undefined });
+        return { coordinator, registry, election };
+      }),
+    );
+    const sumLeaders = async () => {
+      let sum = 0;
+      for (const i of instances) sum += await value(i.registry, "baton_is_leader", "scheduler");
+      return sum;
+    };
+    await until(async () => (await sumLeaders()) === 1);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await sumLeaders()).toBe(1);
+    const leader = instances.find((i) => i.election.isLeader) as {
+      election: Election;
+      registry: Registry;
+    };
+    await leader.election.resign();
+    await until(() => instances.some((i) => i !== leader && i.election.isLeader));
+    await until(async () => (await sumLeaders()) === 1);
+    let changes = 0;
+    for (const i of instances)
+      changes += await value(i.registry, "baton_leader_changes_total", "scheduler");
+    expect(changes).toBeGreaterThanOrEqual(2);
+    // Someone's watch saw the handover.
+    let failovers = 0;
+    for (const i of instances)
+      failovers += await value(i.registry, "baton_failover_seconds", "scheduler");
+    expect(failovers).toBeGreaterThanOrEqual(1);
+  });
+
+  it("counts renewal failures per lock and tracks lock_held", async () => {
+    const backend = new ScriptedBackend();
+    const coordinator = createCoordinator({ backend, ttlMs: 300 });
+    open.push(coordinator);
+    const registry = new Registry();
+    await enablePrometheus(coordinator, { registry });
+    const lock = await coordinator.acquire("report");
+    expect(await value(registry, "baton_lock_held", "report")).toBe(1);
+    backend.hooks.keepAlive = async () => {
+      throw new Error("ECONNRESET");
+    };
+    await until(() => !lock.held);
+    expect(await value(registry, "baton_renewal_failures_total", "report")).toBeGreaterThanOrEqual(
+      1,
+    );
+    expect(await value(registry, "baton_lock_held", "report")).toBe(0);
+  });
+});
