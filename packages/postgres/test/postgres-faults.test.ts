@@ -159,7 +159,8 @@ describeBackend("postgres", () => {
       });
       const locks: Lock[] = [];
       for (const [i, c] of holders.entries()) locks.push(await c.acquire(`restart-${i}`));
-      const before = locks.reduce((max, l) => (l.token > max ? l.token : max), 0n);
+      let before = 0n;
+      for (const l of locks) if (l.token > before) before = l.token;
 
       await group.restart(0);
       const reasons = await Promise.all(locks.map((l) => aborted(l.signal, 10_000)));

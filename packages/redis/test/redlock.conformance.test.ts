@@ -7,8 +7,9 @@ describeBackend("redlock", (url) => {
     {
       name: "redlock",
       ttlMs: 1_000,
+      url,
       createBackend: () => new RedlockBackend({ url, keyPrefix: "conf:" }),
     },
-    { fencing: "none", fifo: false, watch: false },
+    { fencing: "none", fifo: false, watch: false, crossProcess: true },
   );
 });
