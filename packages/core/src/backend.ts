@@ -106,4 +106,6 @@ export interface Holder {
   readonly token: bigint;
   /** The value published with the grant, if any. */
   readonly value?: string;
+  /** Time left on the holder's lease as the store sees it, when the store tells (Redis PTTL, etcd lease TTL). */
+  readonly remainingMs?: number;
 }
