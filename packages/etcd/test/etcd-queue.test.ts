@@ -1,0 +1,197 @@
+import { randomUUID } from "node:crypto";
+import { describeBackend } from "@baton/conformance/harness";
+import {
+  type BackendSession,
+  ConfigError,
+  createBackend,
+  createCoordinator,
+  SessionLostError,
+} from "@baton/core";
+import type { Etcd3 } from "etcd3";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { EtcdBackend } from "../src/index.js";
+import { hostsOf, type Recording, recordingClient } from "./support/recording-client.js";
+
+const never = () => new AbortController().signal;
+
+describeBackend("etcd", (url) => {
+  describe("etcd queue", () => {
+    let client: Etcd3;
+    let recording: Recording;
+    let backend: EtcdBackend;
+    const sessions: BackendSession[] = [];
+    const name = (label: string) => `etcd-queue-${randomUUID().slice(0, 8)}/${label}`;
+    const open = async (ttlMs = 20_000, ownerId = "owner") => {
+      const session = await backend.openSession({ ttlMs, ownerId });
+      sessions.push(session);
+      return session;
+    };
+    const keysUnder = async (prefix: string) =>
+      (await client.getAll().prefix(prefix).keys()).sort();
+
+    beforeAll(() => {
+      ({ client, recording } = recordingClient(hostsOf(url)));
+      backend = new EtcdBackend({ client });
+    });
+    afterEach(async () => {
+      await Promise.allSettled(sessions.splice(0).map((s) => s.close()));
+    });
+    afterAll(async () => {
+      await backend.close();
+      client.close();
+    });
+
+    it("an uncontended acquire is one round trip, and a contended try is one too", async () => {
+      const lock = name("one-rt");
+      const a = await open();
+      const b = await open();
+      recording.reset();
+      const grant = await a.acquire(lock, { wait: true, signal: never() });
+      expect(grant).not.toBeNull();
+      expect(recording.kvCalls).toEqual(["txn"]);
+      recording.reset();
+      expect(await b.acquire(lock, { wait: false, signal: never() })).toBeNull();
+      expect(recording.kvCalls).toEqual(["txn"]);
+      recording.reset();
+      if (grant) expect(await a.release(grant)).toBe(true);
+      expect(recording.kvCalls).toEqual(["txn"]);
+      // The try left nothing behind.
+      expect(await keysUnder(`${lock}/`)).toEqual([]);
+    });
+
+    it("keys are <name>/<lease hex> (etcdctl's layout) and the token is the key's create revision", async () => {
+      const lock = name("layout");
+      const a = (await open()) as BackendSession & { leaseId: string };
+      const grant = await a.acquire(lock, { wait: false, signal: never(), value: "v" });
+      const key = `${lock}/${BigInt(a.leaseId).toString(16)}`;
+      expect(await keysUnder(`${lock}/`)).toEqual([key]);
+      const raw = await client.kv.range({ key: Buffer.from(key) });
+      expect(grant?.token).toBe(BigInt(raw.kvs[0]?.create_revision ?? -1));
+      expect(await a.holder(lock)).toEqual({ ownerId: "owner", token: grant?.token, value: "v" });
+    });
+
+    it("each waiter watches only its predecessor, and 6 waiters are served in queue order", async () => {
+      const lock = name("herd");
+      const holder = (await open()) as BackendSession & { leaseId: string };
+      const first = await holder.acquire(lock, { wait: true, signal: never() });
+      const waiters: (BackendSession & { leaseId: string })[] = [];
+      const granted: number[] = [];
+      const pending: Promise<void>[] = [];
+      recording.reset();
+      for (let i = 0; i < 6; i++) {
+        const w = (await open(20_000, `w${i}`)) as BackendSession & { leaseId: string };
+        waiters.push(w);
+        pending.push(
+          w.acquire(lock, { wait: true, signal: never() }).then(async (g) => {
+            granted.push(i);
+            if (g) await w.release(g);
+          }),
+        );
+        // Until its watch is created, so the queue order is the loop order.
+        while (recording.watchedKeys.length < i + 1) await new Promise((r) => setTimeout(r, 5));
+      }
+      const keyOf = (s: { leaseId: string }) => `${lock}/${BigInt(s.leaseId).toString(16)}`;
+      expect(recording.watchedKeys).toEqual([holder, ...waiters.slice(0, 5)].map(keyOf));
+      recording.reset();
+      if (first) await holder.release(first);
+      await Promise.all(pending);
+      expect(granted).toEqual([0, 1, 2, 3, 4, 5]);
+      // Each handoff woke exactly one waiter: one new watch per waiter at most, never a herd.
+      expect(recording.watchedKeys.length).toBe(0);
+    });
+
+    it("a waiter whose lease expired while it waited is not told it holds the lock", async () => {
+      const lock = name("expired-waiter");
+      const holder = await open();
+      const grant = await holder.acquire(lock, { wait: true, signal: never() });
+      const waiter = await open(2_000, "short");
+      const waiting = waiter.acquire(lock, { wait: true, signal: never() }).then(
+        () => "granted",
+        (e: unknown) => e,
+      );
+      // The waiter is never renewed: its lease (and queue key) expire while the holder holds.
+      await new Promise((r) => setTimeout(r, 3_500));
+      await holder.keepAlive();
+      if (grant) await holder.release(grant);
+      const outcome = await waiting;
+      expect(outcome).toBeInstanceOf(SessionLostError);
+      expect(waiter.lost?.aborted).toBe(true);
+    });
+
+    it("a retried release never deletes a newer grant of the same session", async () => {
+      const lock = name("guarded-release");
+      const a = await open();
+      const g1 = await a.acquire(lock, { wait: true, signal: never() });
+      if (g1 === null) throw new Error("not granted");
+      expect(await a.release(g1)).toBe(true);
+      const g2 = await a.acquire(lock, { wait: true, signal: never() });
+      if (g2 === null) throw new Error("not granted");
+      expect(g2.token).toBeGreaterThan(g1.token);
+      expect(await a.release(g1)).toBe(false);
+      expect(await a.holder(lock)).toMatchObject({ token: g2.token });
+    });
+
+    it("cancelling a waiting acquire deletes its queue key", async () => {
+      const lock = name("cancel");
+      const a = await open();
+      const b = await open();
+      await a.acquire(lock, { wait: true, signal: never() });
+      const controller = new AbortController();
+      const waiting = b.acquire(lock, { wait: true, signal: controller.signal }).catch((e) => e);
+      while ((await keysUnder(`${lock}/`)).length < 2) await new Promise((r) => setTimeout(r, 10));
+      const reason = new Error("gave up");
+      controller.abort(reason);
+      expect(await waiting).toBe(reason);
+      expect(await keysUnder(`${lock}/`)).toHaveLength(1);
+    });
+
+    it("nested lock names do not queue behind each other", async () => {
+      const parent = name("nest");
+      const a = await open();
+      const b = await open();
+      expect(await a.acquire(`${parent}/child`, { wait: false, signal: never() })).not.toBeNull();
+      expect(await b.acquire(parent, { wait: false, signal: never() })).not.toBeNull();
+      expect(await a.holder(parent)).toMatchObject({ ownerId: "owner" });
+      const waited = await a.acquire(`${parent}/other`, { wait: true, signal: never() });
+      expect(waited).not.toBeNull();
+    });
+
+    it("TTLs are whole seconds of at least 2 s: anything else is a ConfigError naming ttlMs", async () => {
+      for (const ttlMs of [1_000, 1_999, 2_500, 10]) {
+        const error = await backend.openSession({ ttlMs, ownerId: "x" }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ConfigError);
+        expect((error as ConfigError).field).toBe("ttlMs");
+        expect((error as ConfigError).message).toMatch(/whole seconds.*2 s minimum/);
+      }
+      const coordinator = createCoordinator({ backend, ttlMs: 1_500 });
+      const error = await coordinator.acquire(name("bad-ttl")).catch((e: unknown) => e);
+      await coordinator.close();
+      expect(error).toBeInstanceOf(ConfigError);
+      const session = await open(3_000);
+      expect(session.ttlMs).toBe(3_000);
+    });
+
+    it("etcd:// URLs: the registry loads this package; bad URLs are ConfigErrors before any I/O", async () => {
+      const fromUrl = await createBackend(`${url}?prefix=${encodeURIComponent("baton-test/")}`);
+      try {
+        expect(fromUrl.kind).toBe("etcd");
+        const c = createCoordinator({ backend: fromUrl, ttlMs: 2_000 });
+        const lock = await c.acquire(name("url"));
+        expect(await keysUnder(`baton-test/${lock.name}/`)).toHaveLength(1);
+        await c.close();
+      } finally {
+        await fromUrl.close();
+      }
+      for (const bad of [
+        "etcd://",
+        "etcd://h:1/path",
+        "etcd://h:1?nope=1",
+        "etcd://h:1?requestTimeoutMs=x",
+      ]) {
+        await expect(createBackend(bad)).rejects.toBeInstanceOf(ConfigError);
+      }
+      expect(() => new EtcdBackend({})).toThrow(ConfigError);
+      expect(() => new EtcdBackend({ hosts: ["h:1"], requestTimeoutMs: 5 })).toThrow(ConfigError);
+    });
+  });
+});
