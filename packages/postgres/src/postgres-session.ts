@@ -203,7 +203,7 @@ export class PostgresSession implements BackendSession {
       ]);
     } catch (error) {
       // A session advisory lock outlives a failed statement: give it back if we got it.
-      if (!this.#lost.signal.aborted && sqlState(error) !== undefined) {
+      if (!this.#lost.signal.aborted) {
         await this.#client
           .query("SELECT pg_advisory_unlock($1::bigint)", [key.toString()])
           .catch(() => undefined);

@@ -1,0 +1,167 @@
+import { randomUUID } from "node:crypto";
+import { describeBackend } from "@baton/conformance/harness";
+import { ConfigError, createBackend, createCoordinator } from "@baton/core";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { advisoryKey, migrate, PostgresBackend } from "../src/index.js";
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("postgres options (no I/O)", () => {
+  it("bad options and URLs are a ConfigError naming the field", () => {
+    expect(configError(() => new PostgresBackend({})).field).toBe("options");
+    expect(
+      configError(() => new PostgresBackend({ url: "postgres://h/db", config: {} })).field,
+    ).toBe("options");
+    expect(configError(() => new PostgresBackend({ url: "postgres://h/db?pool=3" })).field).toBe(
+      "url",
+    );
+    expect(configError(() => new PostgresBackend({ url: "postgres://a:1,b:2/db" })).field).toBe(
+      "url",
+    );
+    expect(
+      configError(() => new PostgresBackend({ url: "postgres://h/db?sslmode=maybe" })).field,
+    ).toBe("url");
+    expect(
+      configError(() => new PostgresBackend({ url: "postgres://h/db", schema: "bad-name" })).field,
+    ).toBe("schema");
+    expect(
+      configError(() => new PostgresBackend({ url: "postgres://h/db?schema=x%3By" })).field,
+    ).toBe("schema");
+    expect(
+      configError(() => new PostgresBackend({ url: "postgres://h/db", namespace: "" })).field,
+    ).toBe("namespace");
+    expect(
+      configError(() => new PostgresBackend({ url: "postgres://h/db", poolSize: 3 } as never))
+        .field,
+    ).toBe("options.poolSize");
+  });
+
+  it("reads host, port, user, database, schema and namespace from the URL", () => {
+    const backend = new PostgresBackend({
+      url: "postgresql://app:s%40cret@db.example:6543/billing?schema=locks&namespace=invoices",
+    });
+    expect(backend.options.connection).toMatchObject({
+      host: "db.example",
+      port: 6543,
+      user: "app",
+      password: "s@cret",
+      database: "billing",
+    });
+    expect(backend.options.schema).toBe("locks");
+    expect(backend.options.namespace).toBe("invoices");
+  });
+
+  it("hashes names to stable 64-bit keys that differ by namespace", () => {
+    const a = advisoryKey("baton", "invoices");
+    expect(advisoryKey("baton", "invoices")).toBe(a);
+    expect(advisoryKey("other", "invoices")).not.toBe(a);
+    expect(a).toBeGreaterThanOrEqual(-(2n ** 63n));
+    expect(a).toBeLessThan(2n ** 63n);
+  });
+});
+
+describeBackend("postgres", (url) => {
+  describe("postgres privileges and URL registration", () => {
+    let admin: pg.Pool;
+    const role = `baton_np_${randomUUID().slice(0, 8)}`;
+    const schema = `baton_np_${randomUUID().slice(0, 8)}`;
+    const roleUrl = () => url.replace("://postgres@", `://${role}@`);
+
+    beforeAll(async () => {
+      admin = new pg.Pool({ connectionString: url, max: 2 });
+      admin.on("error", () => undefined);
+      // A role without CREATE on the database (PostgreSQL 15 grants PUBLIC none).
+      await admin.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB`);
+    });
+    afterAll(async () => {
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+      await admin.query(`DROP OWNED BY ${role}`).catch(() => undefined);
+      await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+      await admin?.end();
+    });
+
+    it("missing privileges give a ConfigError that says which, until they are granted", async () => {
+      const backend = new PostgresBackend({ url: roleUrl(), schema });
+      const c = createCoordinator({ backend, ttlMs: 5_000 });
+      try {
+        // 1. The schema does not exist and the role may not create it.
+        const noCreate = await c.acquire("job").catch((e: unknown) => e);
+        expect(noCreate).toBeInstanceOf(ConfigError);
+        expect((noCreate as ConfigError).field).toBe("privileges");
+        expect((noCreate as ConfigError).message).toContain(`role "${role}"`);
+        expect((noCreate as ConfigError).message).toContain("CREATE on the database");
+
+        // 2. A privileged role migrated it, but the role may not use the schema.
+        await migrate(admin, { schema });
+        const noUsage = await c.acquire("job").catch((e: unknown) => e);
+        expect(noUsage).toBeInstanceOf(ConfigError);
+        expect((noUsage as ConfigError).message).toContain(`schema "${schema}"`);
+
+        // 3. USAGE on the schema, but nothing on the table and sequence.
+        await admin.query(`GRANT USAGE ON SCHEMA ${schema} TO ${role}`);
+        const noTable = await c.acquire("job").catch((e: unknown) => e);
+        expect(noTable).toBeInstanceOf(ConfigError);
+        expect((noTable as ConfigError).field).toBe("privileges");
+        expect((noTable as ConfigError).message).toMatch(/permission denied for (table|sequence)/);
+
+        // 4. The table but not the sequence: the lock taken before nextval failed is given back.
+        await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.holders TO ${role}`);
+        const noSequence = await c.acquire("job").catch((e: unknown) => e);
+        expect(noSequence).toBeInstanceOf(ConfigError);
+        expect((noSequence as ConfigError).message).toContain("sequence");
+        const leaked = await admin.query(
+          `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+           WHERE l.locktype = 'advisory' AND a.usename = $1`,
+          [role],
+        );
+        expect(leaked.rows[0].n).toBe(0);
+
+        // 5. Granted: it works.
+        await admin.query(`GRANT USAGE ON SEQUENCE ${schema}.token_seq TO ${role}`);
+        const lock = await c.acquire("job", { waitMs: 2_000 });
+        expect(typeof lock.token).toBe("bigint");
+        await lock.release();
+      } finally {
+        await c.close();
+        await backend.close();
+      }
+    });
+
+    it("createBackend() loads this package for postgres:// and postgresql://", async () => {
+      for (const scheme of ["postgres", "postgresql"]) {
+        const backend = await createBackend(url.replace(/^postgres/, scheme));
+        try {
+          expect(backend.kind).toBe("postgres");
+          const session = await backend.openSession({ ttlMs: 5_000, ownerId: "probe" });
+          await session.close();
+        } finally {
+          await backend.close();
+        }
+      }
+    });
+
+    it("a wrong database is a ConfigError, an unreachable server BackendUnavailableError", async () => {
+      const wrongDb = new PostgresBackend({ url: url.replace(/\/postgres$/, "/no_such_db") });
+      const error = await wrongDb
+        .openSession({ ttlMs: 5_000, ownerId: "x" })
+        .catch((e: unknown) => e);
+      await wrongDb.close();
+      expect(error).toBeInstanceOf(ConfigError);
+      const closed = new PostgresBackend({ url: "postgres://postgres@127.0.0.1:1/postgres" });
+      const unreachable = await closed
+        .openSession({ ttlMs: 5_000, ownerId: "x" })
+        .catch((e: unknown) => e);
+      await closed.close();
+      expect((unreachable as { code?: string }).code).toBe("BATON_BACKEND_UNAVAILABLE");
+    });
+  });
+});
