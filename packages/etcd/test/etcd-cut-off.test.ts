@@ -1,0 +1,55 @@
+import { TcpProxy } from "@baton/conformance/faults";
+import { describeBackend } from "@baton/conformance/harness";
+import { createCoordinator, LockLostError } from "@baton/core";
+import { afterEach, describe, expect, it } from "vitest";
+import { EtcdBackend } from "../src/index.js";
+import { hostsOf } from "./support/recording-client.js";
+
+describeBackend("etcd", (url) => {
+  describe("etcd holder cut off from every member", () => {
+    const cleanups: (() => Promise<unknown>)[] = [];
+    afterEach(async () => {
+      for (const f of cleanups.splice(0).reverse()) await f().catch(() => undefined);
+    });
+
+    it.each(["cut", "blackhole"] as const)(
+      "%s: the holder's signal aborts no later than its local deadline, before anyone else gets the lock",
+      async (fault) => {
+        const proxies = await Promise.all(
+          hostsOf(url).map((hp) => {
+            const [host, port] = hp.split(":");
+            return TcpProxy.start({ host: host as string, port: Number(port) });
+          }),
+        );
+        cleanups.push(() => Promise.all(proxies.map((p) => p.close())));
+        const proxied = new EtcdBackend({ hosts: proxies.map((p) => `127.0.0.1:${p.port}`) });
+        cleanups.push(() => proxied.close());
+        const direct = new EtcdBackend({ hosts: hostsOf(url) });
+        cleanups.push(() => direct.close());
+        const holder = createCoordinator({ backend: proxied, ttlMs: 2_000, ownerId: "cut-off" });
+        cleanups.push(() => holder.close());
+        const other = createCoordinator({ backend: direct, ttlMs: 2_000, ownerId: "other" });
+        cleanups.push(() => other.close());
+
+        const name = `etcd-cut-off-${fault}-${Date.now()}`;
+        const lock = await holder.acquire(name);
+        // Let a renewal or two go through the proxies first.
+        await new Promise((r) => setTimeout(r, 1_000));
+        expect(lock.held).toBe(true);
+        for (const p of proxies) p[fault]();
+        const deadline = performance.now() + lock.remainingMs();
+        const abortedAt = new Promise<number>((resolve) =>
+          lock.signal.addEventListener("abort", () => resolve(performance.now()), { once: true }),
+        );
+        const next = other.acquire(name, { waitMs: 20_000 }).then(() => performance.now());
+        const lostAt = await abortedAt;
+        // Timers fire a little late on a busy machine; the deadline itself has 1% + 2 ms drift.
+        expect(lostAt).toBeLessThanOrEqual(deadline + 150);
+        expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+        expect((lock.signal.reason as LockLostError).reason).toBe("deadline");
+        // etcd frees the lock only when the lease runs out on the server: after the holder stopped.
+        expect(await next).toBeGreaterThan(lostAt);
+      },
+    );
+  });
+});
