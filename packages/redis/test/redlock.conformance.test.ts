@@ -10,9 +10,8 @@ describeBackend("redlock", (url) => {
     {
       name: "redlock",
       ttlMs: 1_000,
-      url,
       createBackend: () => new RedlockBackend({ url, keyPrefix: "conf:" }),
     },
-    { fencing: "none", fifo: false, watch: false, crossProcess: true },
+    { fencing: "none", fifo: false, watch: false },
   );
 });
