@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SETTINGS, runInvoiceDemo, type VariantResult } from "../examples/invoice-demo.js";
+import { DEFAULT_SETTINGS, runInvoiceDemo, type VariantResult } from "../src/demo/invoice-demo.js";
 
 // Plays seed 002's invoice story (three runners, runner 1 frozen past its lease between its lock
 // check and its next write) once per variant, on real timers: a few seconds.

@@ -1,17 +1,11 @@
-// `npm run demo`: the invoice story of seed 002 on the in-process memory backend.
+// `baton demo` (and `npm run demo`): the invoice story of seed 002, on the memory backend or any URL.
 //
 // Three runners (servers) share one lock store and one invoices table, and each one's
 // scheduler tries tonight's invoice run until it is marked done. Runner 1 takes the lock,
 // bills a few clients, checks its lock, and then freezes (a GC pause, a SIGSTOP, a suspended
 // VM) for longer than its lease. Runner 2 takes over with a higher token; runner 1 wakes up.
 // The same story runs three times, each guarding the writes a different way.
-import { pathToFileURL } from "node:url";
-import {
-  runVariant,
-  type ScenarioSettings,
-  type Variant,
-  type VariantResult,
-} from "./invoice-demo/scenario.js";
+import { runVariant, type ScenarioSettings, type Variant, type VariantResult } from "./scenario.js";
 
 export type { ScenarioSettings, Variant, VariantResult };
 
@@ -64,7 +58,7 @@ export function formatReport(
     "duplicate invoices",
   ];
   const cells = rows.map((row) => [
-    row.variant,
+    row.refused === undefined ? row.variant : `${row.variant} (refused)`,
     row.takeoverMs === null ? "none" : `${row.takeoverMs} ms`,
     String(row.staleAccepted),
     String(row.staleRejected),
@@ -73,9 +67,14 @@ export function formatReport(
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]?.length ?? 0)));
   const line = (c: readonly string[]) =>
     c.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0)));
-  const tokens = rows.map((r) => `${r.variant} ${r.runner1Token} -> ${r.runner2Token}`);
+  const tokens = rows
+    .filter((r) => r.refused === undefined)
+    .map((r) => `${r.variant} ${r.runner1Token} -> ${r.runner2Token}`);
+  const refused = rows
+    .filter((r) => r.refused !== undefined)
+    .map((r) => `${r.variant}: ${r.refused}`);
   return [
-    `Invoice run ${settings.month}: 3 runners, ${settings.clients} clients, TTL ${settings.ttlMs} ms;` +
+    `Invoice run ${settings.month} on ${settings.backend ?? "memory://"}: 3 runners, ${settings.clients} clients, TTL ${settings.ttlMs} ms;` +
       ` runner 1 freezes after its lock check, before bill ${settings.freezeBeforeBill}.`,
     "",
     line(header).join("  "),
@@ -83,21 +82,10 @@ export function formatReport(
     ...cells.map((c) => line(c).join("  ")),
     "",
     `Tokens (runner 1 -> runner 2): ${tokens.join(", ")}.`,
+    ...refused.map((r) => `Refused ${r}`),
     "Runner 1 checked its lock, then froze past its lease; runner 2 took over with a higher token.",
     "Lock only: runner 1 woke and kept billing. Lock + signal: it stopped at its next check, but the",
     "bill it was about to write when it froze still went out. Lock + fence: runner 2 raised the fence",
     "first, so that write was rejected. A (client, month) key hides duplicate rows; the fence stops the writer.",
   ].join("\n");
-}
-
-async function main(): Promise<void> {
-  const started = performance.now();
-  const rows = await runInvoiceDemo();
-  console.log(formatReport(rows));
-  console.log(`\n(${((performance.now() - started) / 1000).toFixed(1)} s)`);
-}
-
-const entry = process.argv[1];
-if (entry !== undefined && import.meta.url === pathToFileURL(entry).href) {
-  await main();
 }

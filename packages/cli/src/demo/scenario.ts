@@ -1,10 +1,10 @@
+import { randomUUID } from "node:crypto";
 import {
   type Clock,
+  ConfigError,
   type Coordinator,
   createCoordinator,
-  MemoryBackend,
   MemoryFence,
-  MemoryStore,
   sleep,
   systemClock,
 } from "@baton/core";
@@ -35,6 +35,12 @@ export interface ScenarioSettings {
   readonly resumeAfterTakeoverMs: number;
   /** The month billed. */
   readonly month: string;
+  /**
+   * The lock service: a backend URL (default `memory://` with a store of the run's own).
+   * Runner 1's pause is simulated in process (its timers and code stop; the store's clock
+   * does not), so any backend can play the story.
+   */
+  readonly backend?: string;
 }
 
 /** What one variant did. */
@@ -54,6 +60,8 @@ export interface VariantResult {
   readonly runner2Token: bigint | null;
   /** Clients with an invoice at the end (all of them, in every variant). */
   readonly billed: number;
+  /** Why the variant did not run (correctness mode refused the backend), if it did not. */
+  readonly refused?: string;
 }
 
 const LOCK_NAME = "invoices";
@@ -67,19 +75,23 @@ export async function runVariant(
 ): Promise<VariantResult> {
   checkSettings(settings);
   const { ttlMs, month } = settings;
-  // The lock service: one store on the real clock, shared by three backends (three servers).
-  const store = new MemoryStore();
+  // The lock service: one store shared by three coordinators (three servers). Each run uses
+  // its own lock name, so variants and repeated runs on a real server never meet.
+  const run = randomUUID().slice(0, 8);
+  const lockName = `${LOCK_NAME}-${run}`;
+  const url = settings.backend ?? `memory://invoice-demo-${run}`;
   const fence = variant.fenced ? new MemoryFence() : undefined;
+  // The demo's audit, a god's-eye view no real runner has: the newest token granted so far.
+  // A write carrying an older token landed after its writer had lost the lease.
+  let newestGrant = 0n;
   let staleAccepted = 0;
   const table = new InvoiceTable({
-    // The demo's audit, a god's-eye view no real runner has: did this write land after its
-    // writer had lost the lease?
     onInsert: (invoice) => {
-      if (store.holder(LOCK_NAME)?.token !== invoice.token) staleAccepted++;
+      if (invoice.token < newestGrant) staleAccepted++;
     },
   });
   const job: InvoiceJob = {
-    lockName: LOCK_NAME,
+    lockName,
     month,
     clientIds: Array.from({ length: settings.clients }, (_, i) => i + 1),
     billMs: settings.billMs,
@@ -87,16 +99,27 @@ export async function runVariant(
   };
 
   const frozenClock = new PausableClock(); // runner 1's process, the one that will freeze
-  const coordinators = [frozenClock, systemClock, systemClock].map((clock, i) =>
-    createCoordinator({
-      backend: new MemoryBackend({ store }),
-      ownerId: `runner-${i + 1}`,
-      ttlMs,
-      clock,
-      // Correctness mode raises the fence with every new token before the job starts.
-      ...(fence === undefined ? {} : { mode: "correctness" as const, fence }),
-    }),
-  );
+  let coordinators: Coordinator[];
+  try {
+    coordinators = [frozenClock, systemClock, systemClock].map((clock, i) =>
+      createCoordinator({
+        url,
+        ownerId: `runner-${i + 1}`,
+        ttlMs,
+        clock,
+        // Correctness mode raises the fence with every new token before the job starts.
+        ...(fence === undefined ? {} : { mode: "correctness" as const, fence }),
+      }),
+    );
+  } catch (error) {
+    if (!(error instanceof ConfigError) || error.field !== "mode") throw error;
+    return refusedResult(variant, error.message);
+  }
+  for (const c of coordinators) {
+    c.on("acquired", ({ token }) => {
+      if (token > newestGrant) newestGrant = token;
+    });
+  }
   const [c1, c2, c3] = coordinators as [Coordinator, Coordinator, Coordinator];
   const first1 = firstToken(c1);
   const first2 = firstToken(c2);
@@ -202,6 +225,20 @@ function firstToken(coordinator: Coordinator): {
     });
   });
   return { promise, token: () => token, at: () => at };
+}
+
+function refusedResult(variant: Variant, why: string): VariantResult {
+  return {
+    variant: variant.name,
+    takeoverMs: null,
+    staleAccepted: 0,
+    staleRejected: 0,
+    duplicates: 0,
+    runner1Token: null,
+    runner2Token: null,
+    billed: 0,
+    refused: why,
+  };
 }
 
 function checkSettings(settings: ScenarioSettings): void {

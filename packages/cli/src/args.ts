@@ -1,0 +1,87 @@
+import { parseArgs } from "node:util";
+import { ConfigError, parseBackendUrl } from "@baton/core";
+import { UsageError } from "./usage-error.js";
+
+/** Options every command that talks to a store takes. */
+export interface BackendArgs {
+  /** The backend URL (from `--backend` or `BATON_BACKEND`). */
+  readonly backend: string;
+  /** Lease length in ms. */
+  readonly ttlMs: number;
+}
+
+type OptionSpec = Record<string, { type: "string" | "boolean"; short?: string }>;
+
+/**
+ * Parses `argv` with `options`; everything after `--` is the command. Unknown options and
+ * bad values are `UsageError`s naming the option.
+ */
+export function parse(
+  argv: readonly string[],
+  options: OptionSpec,
+): {
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+  command: string[];
+} {
+  const dash = argv.indexOf("--");
+  const head = dash >= 0 ? argv.slice(0, dash) : [...argv];
+  const command = dash >= 0 ? argv.slice(dash + 1) : [];
+  try {
+    const { values, positionals } = parseArgs({
+      args: head,
+      options: { ...options, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values: values as Record<string, string | boolean | undefined>, positionals, command };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+/** The backend URL from `--backend` or `BATON_BACKEND`, checked without I/O. */
+export function backendFrom(value: string | boolean | undefined, env: NodeJS.ProcessEnv): string {
+  const url = typeof value === "string" ? value : env.BATON_BACKEND;
+  if (url === undefined || url === "") {
+    throw new UsageError(
+      "no backend: pass --backend URL or set BATON_BACKEND (e.g. redis://127.0.0.1:6379)",
+    );
+  }
+  try {
+    parseBackendUrl(url);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(`--backend: ${error.message}`);
+    throw error;
+  }
+  return url;
+}
+
+/** A whole number of milliseconds within bounds, for option `name`. */
+export function msOption(
+  value: string | boolean | undefined,
+  name: string,
+  fallback: number,
+  min: number,
+): number {
+  if (value === undefined) return fallback;
+  const n = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > 86_400_000) {
+    throw new UsageError(
+      `--${name} must be a whole number of milliseconds from ${min} to 86400000, got "${String(value)}"`,
+    );
+  }
+  return n;
+}
+
+/** The single NAME positional. */
+export function nameFrom(positionals: readonly string[], usage: string): string {
+  if (positionals.length !== 1) {
+    throw new UsageError(
+      positionals.length === 0
+        ? `missing NAME\n${usage}`
+        : `expected one NAME, got ${positionals.join(" ")}`,
+    );
+  }
+  return positionals[0] as string;
+}

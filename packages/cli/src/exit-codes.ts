@@ -1,0 +1,18 @@
+/**
+ * Exit codes of `baton`. When CMD ran, baton exits with CMD's own code (128 + N when a
+ * signal N ended it); these codes are for what happened before or instead.
+ */
+export const EXIT = {
+  /** Bad usage: unknown command or option, missing NAME or CMD, a bad backend URL. */
+  usage: 64,
+  /** The store could not be reached. */
+  unavailable: 69,
+  /** `--no-wait` and the lock is held by someone else. */
+  held: 75,
+  /** The lock was lost while CMD ran; CMD was stopped. */
+  lost: 76,
+  /** `--wait` ran out while someone else held the lock. */
+  timeout: 124,
+  /** CMD could not be started (not found, not executable). */
+  cannotRun: 127,
+} as const;

@@ -1,0 +1,62 @@
+import { DEMO_USAGE, demoCommand } from "./commands/demo.js";
+import { ELECT_USAGE, electCommand } from "./commands/elect.js";
+import { LOCK_USAGE, lockCommand } from "./commands/lock.js";
+import { STATUS_USAGE, statusCommand } from "./commands/status.js";
+import { EXIT } from "./exit-codes.js";
+import { UsageError } from "./usage-error.js";
+
+export const USAGE = `usage: baton <command> [options]
+
+Commands:
+  lock NAME -- CMD     run CMD while holding the lock NAME
+  elect NAME -- CMD    run CMD only while this instance leads NAME
+  status NAME          show who holds NAME (--watch, --json)
+  demo                 the invoice story: lock only, lock + signal, lock + fence
+
+The store comes from --backend URL or BATON_BACKEND: memory://, redis://host:6379,
+redlock://h1:6379,h2:6379,h3:6379, etcd://h1:2379,h2:2379, zookeeper://h1:2181/chroot,
+postgres://user@host/db. 'baton <command> --help' for each command.`;
+
+const USAGES: Record<string, string> = {
+  lock: LOCK_USAGE,
+  elect: ELECT_USAGE,
+  status: STATUS_USAGE,
+  demo: DEMO_USAGE,
+};
+
+/** Runs `baton` with `argv` (without node and script); resolves with the exit code. */
+export async function main(
+  argv: readonly string[],
+  out: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
+  err: (s: string) => void = (s) => process.stderr.write(`${s}\n`),
+): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case "lock":
+        return await lockCommand(rest, out, err);
+      case "elect":
+        return await electCommand(rest, out, err);
+      case "status":
+        return await statusCommand(rest, out, err);
+      case "demo":
+        return await demoCommand(rest, out);
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        out(USAGE);
+        return command === undefined ? EXIT.usage : 0;
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      err(`baton: ${error.message}`);
+      if (command !== undefined && USAGES[command] === undefined) err(USAGE);
+      return EXIT.usage;
+    }
+    err(`baton: ${(error as Error).stack ?? String(error)}`);
+    return 1;
+  }
+}
