@@ -1,0 +1,102 @@
+import { ConfigError, createBackend, createCoordinator, MemoryFence } from "@baton/core";
+import { describe, expect, it } from "vitest";
+import { RedisBackend, RedlockBackend } from "../src/index.js";
+
+function configErrorOf(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("redis options", () => {
+  it("bad redis options are a ConfigError naming the field, before any I/O", () => {
+    expect(configErrorOf(() => new RedisBackend({})).field).toBe("url");
+    expect(configErrorOf(() => new RedisBackend({ url: "etcd://x:1" })).field).toBe("url");
+    expect(configErrorOf(() => new RedisBackend({ url: "redis://h:1?prefx=a" })).message).toContain(
+      "prefx",
+    );
+    expect(configErrorOf(() => new RedisBackend({ url: "redis://h:1/abc" })).field).toBe("url");
+    expect(configErrorOf(() => new RedisBackend({ url: "redis://h:1", keyPrefix: "a{b}" })).field).toBe(
+      "keyPrefix",
+    );
+    expect(
+      configErrorOf(() => new RedisBackend({ url: "redis://h:1", commandTimeoutMs: 0 })).field,
+    ).toBe("commandTimeoutMs");
+    expect(configErrorOf(() => new RedisBackend({ client: {} as never })).field).toBe("client");
+    expect(configErrorOf(() => new RedisBackend({ url: "redis://h:1", ttl: 5 } as never)).field).toBe(
+      "options.ttl",
+    );
+  });
+
+  it("bad redlock options: an even or too small node count, a path, a duplicate node", () => {
+    const even = configErrorOf(() => new RedlockBackend({ url: "redlock://a:1,b:2,c:3,d:4" }));
+    expect(even.field).toBe("url");
+    expect(even.message).toContain("odd number");
+    expect(configErrorOf(() => new RedlockBackend({ url: "redlock://a:1" })).field).toBe("url");
+    expect(configErrorOf(() => new RedlockBackend({ url: "redlock://a:1,b:2,a:1" })).message).toContain(
+      "twice",
+    );
+    expect(configErrorOf(() => new RedlockBackend({ url: "redlock://a:1,b:2,c:3/x" })).field).toBe(
+      "url",
+    );
+    expect(
+      configErrorOf(
+        () => new RedlockBackend({ url: "redlock://a:1,b:2,c:3", retryMinMs: 50, retryMaxMs: 10 }),
+      ).field,
+    ).toBe("retryMaxMs");
+    expect(configErrorOf(() => new RedlockBackend({ clients: [] })).field).toBe("clients");
+  });
+
+  it("correctness mode refuses a single Redis node, saying why, by URL and by instance", () => {
+    const fence = new MemoryFence();
+    const byUrl = configErrorOf(() =>
+      createCoordinator({ url: "redis://127.0.0.1:1", mode: "correctness", fence }),
+    );
+    expect(byUrl.field).toBe("mode");
+    expect(byUrl.message).toContain("one node");
+    const backend = new RedisBackend({ url: "redis://127.0.0.1:1" });
+    const byInstance = configErrorOf(() =>
+      createCoordinator({ backend, mode: "correctness", fence }),
+    );
+    expect(byInstance.field).toBe("mode");
+    expect(byInstance.message).toContain("redis");
+    void backend.close();
+  });
+
+  it("correctness mode refuses Redlock: it has no fencing token", () => {
+    const fence = new MemoryFence();
+    const byUrl = configErrorOf(() =>
+      createCoordinator({ url: "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", mode: "correctness", fence }),
+    );
+    expect(byUrl.field).toBe("mode");
+    expect(byUrl.message).toContain("no ordered fencing token");
+  });
+
+  it("registers redis://, rediss:// and redlock:// on import", async () => {
+    const redis = await createBackend("redis://127.0.0.1:1?prefix=app:");
+    const tls = await createBackend("rediss://127.0.0.1:1");
+    const redlock = await createBackend("redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3");
+    expect(redis.kind).toBe("redis");
+    expect(redis.guarantees.fencing).toBe("single-node");
+    expect((redis as RedisBackend).keyPrefix).toBe("app:");
+    expect(tls.kind).toBe("redis");
+    expect(redlock.kind).toBe("redlock");
+    expect(redlock.guarantees.fencing).toBe("none");
+    await Promise.all([redis.close(), tls.close(), redlock.close()]);
+  });
+
+  it("an unreachable server is BackendUnavailableError from openSession, not a hang", async () => {
+    const backend = new RedisBackend({ url: "redis://127.0.0.1:1", commandTimeoutMs: 300 });
+    const started = performance.now();
+    const error = await backend
+      .openSession({ ttlMs: 1_000, ownerId: "x" })
+      .catch((e: unknown) => e);
+    expect((error as Error).name).toBe("BackendUnavailableError");
+    expect(performance.now() - started).toBeLessThan(3_000);
+    await backend.close();
+  });
+});
