@@ -1,0 +1,89 @@
+import {
+  describeBackend,
+  etcdIsLeader,
+  type ServerGroup,
+  type StartedServers,
+  startServers,
+} from "@baton/conformance/harness";
+import { createCoordinator } from "@baton/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EtcdBackend } from "../src/index.js";
+import { hostsOf } from "./support/recording-client.js";
+
+async function leaderIndex(group: ServerGroup, timeoutMs: number): Promise<number> {
+  const until = performance.now() + timeoutMs;
+  for (;;) {
+    const running = group.members.filter((m) => m.running);
+    const leading = await Promise.all(
+      running.map((m) => etcdIsLeader("127.0.0.1", m.ports.client as number)),
+    );
+    const at = leading.indexOf(true);
+    if (at >= 0) return (running[at] as { index: number }).index;
+    if (performance.now() > until) throw new Error("etcd: no leader elected");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describeBackend("etcd", () => {
+  describe("etcd leader killed while a lock is held (private cluster)", () => {
+    let servers: StartedServers;
+    let group: ServerGroup;
+    beforeAll(async () => {
+      servers = await startServers({ backends: ["etcd"] });
+      const etcd = servers.groups.etcd;
+      if (etcd === undefined) throw new Error("no etcd group");
+      group = etcd;
+    });
+    afterAll(async () => {
+      await servers?.stop();
+    });
+
+    it("keeps the lock through the leader change, and tokens keep rising", async () => {
+      const hosts = hostsOf(group.url);
+      const backend = new EtcdBackend({ hosts });
+      const other = new EtcdBackend({ hosts });
+      // After the leader dies, etcd may take up to ~7 s (its request timeout) to answer the
+      // next write: a 10 s lease rides that out.
+      const holder = createCoordinator({ backend, ttlMs: 10_000, ownerId: "holder" });
+      const rival = createCoordinator({ backend: other, ttlMs: 10_000, ownerId: "rival" });
+      try {
+        const lock = await holder.acquire("leader-kill");
+        const before = await rival.acquire("leader-kill-other");
+        await before.release();
+        expect(lock.token).toBeLessThan(before.token);
+
+        let renewedAfterKill = 0;
+        holder.on("renewed", () => {
+          renewedAfterKill++;
+        });
+        const leader = await leaderIndex(group, 10_000);
+        await group.kill(leader);
+        renewedAfterKill = 0;
+        const killedAt = performance.now();
+        await leaderIndex(group, 15_000);
+        // Hold on until two renewals went through the new leader (or a lost lock shows).
+        while (renewedAfterKill < 2 && lock.held && performance.now() - killedAt < 25_000) {
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(lock.held).toBe(true);
+        expect(renewedAfterKill).toBeGreaterThanOrEqual(2);
+        expect(await rival.holder("leader-kill")).toMatchObject({
+          ownerId: "holder",
+          token: lock.token,
+        });
+        expect(await rival.tryAcquire("leader-kill")).toBeNull();
+
+        const after = await rival.acquire("leader-kill-other", { waitMs: 20_000 });
+        expect(after.token).toBeGreaterThan(before.token);
+        await after.release();
+        expect(await lock.release()).toBe(true);
+        const next = await rival.acquire("leader-kill", { waitMs: 20_000 });
+        expect(next.token).toBeGreaterThan(after.token);
+        await next.release();
+      } finally {
+        await Promise.allSettled([holder.close(), rival.close()]);
+        await Promise.allSettled([backend.close(), other.close()]);
+      }
+    }, 90_000);
+  });
+});
