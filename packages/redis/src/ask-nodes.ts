@@ -33,7 +33,10 @@ export function askNodes<N, T>(
       }
     };
     nodes.forEach((node, i) => {
-      boundedCall(call(node), { timeoutMs: options.timeoutMs, what: `${options.what} (node ${i + 1})` }).then(
+      boundedCall(call(node), {
+        timeoutMs: options.timeoutMs,
+        what: `${options.what} (node ${i + 1})`,
+      }).then(
         (value) => {
           answers[i] = { state: "ok", value };
           open--;
@@ -51,7 +54,10 @@ export function askNodes<N, T>(
 }
 
 /** How many answers are in `state`. */
-export function count<T>(answers: readonly NodeAnswer<T>[], test: (a: NodeAnswer<T>) => boolean): number {
+export function count<T>(
+  answers: readonly NodeAnswer<T>[],
+  test: (a: NodeAnswer<T>) => boolean,
+): number {
   let n = 0;
   for (const a of answers) if (test(a)) n++;
   return n;

@@ -8,13 +8,13 @@ import { registerBackend } from "@baton/core";
 import { RedisBackend } from "./redis-backend.js";
 import { RedlockBackend } from "./redlock-backend.js";
 
+export { type LockKeys, lockKeys } from "./key-names.js";
 export { RedisBackend } from "./redis-backend.js";
 export {
   DEFAULT_COMMAND_TIMEOUT_MS,
   DEFAULT_KEY_PREFIX,
   type RedisBackendOptions,
 } from "./redis-options.js";
-export { type LockKeys, lockKeys } from "./key-names.js";
 export { RedlockBackend } from "./redlock-backend.js";
 export { defaultNodeTimeoutMs, type RedlockBackendOptions } from "./redlock-options.js";
 

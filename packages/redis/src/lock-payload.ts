@@ -40,5 +40,7 @@ export function parsePayload(payload: string, withToken: boolean): Holder | null
   const secondBreak = rest.indexOf("\n");
   const ownerId = secondBreak < 0 ? rest : rest.slice(0, secondBreak);
   const token = withToken ? BigInt(grantId) : 0n;
-  return secondBreak < 0 ? { ownerId, token } : { ownerId, token, value: rest.slice(secondBreak + 1) };
+  return secondBreak < 0
+    ? { ownerId, token }
+    : { ownerId, token, value: rest.slice(secondBreak + 1) };
 }

@@ -1,6 +1,11 @@
-import type { BackendSession, Guarantees, LockBackend, OpenSessionOptions } from "@baton/core";
+import type {
+  BackendSession,
+  BackendUrl,
+  Guarantees,
+  LockBackend,
+  OpenSessionOptions,
+} from "@baton/core";
 import { BackendUnavailableError, ConfigError, parseBackendUrl } from "@baton/core";
-import type { BackendUrl } from "@baton/core";
 import type { Cluster, Redis } from "ioredis";
 import { clientFromUrl, duplicateForSubscriber } from "./redis-client.js";
 import { type RedisBackendOptions, resolveRedisOptions } from "./redis-options.js";
@@ -56,11 +61,9 @@ export class RedisBackend implements LockBackend {
       this.client = resolved.client;
       this.#owned = false;
     } else {
-      this.client = clientFromUrl(
-        resolved.url as BackendUrl,
-        resolved.cluster,
-        this.#timeoutMs,
-      ) as Redis | Cluster;
+      this.client = clientFromUrl(resolved.url as BackendUrl, resolved.cluster, this.#timeoutMs) as
+        | Redis
+        | Cluster;
       this.#owned = true;
     }
     const client = this.client;

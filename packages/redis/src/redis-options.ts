@@ -103,7 +103,10 @@ export function resolveRedisOptions(
 export function checkQuery(url: BackendUrl, allowed: readonly string[]): URLSearchParams {
   for (const key of url.searchParams.keys()) {
     if (!allowed.includes(key)) {
-      throw new ConfigError("url", `unknown query parameter "${key}"; allowed: ${allowed.join(", ")}`);
+      throw new ConfigError(
+        "url",
+        `unknown query parameter "${key}"; allowed: ${allowed.join(", ")}`,
+      );
     }
   }
   return url.searchParams;
@@ -114,7 +117,10 @@ export function checkDb(pathname: string): number {
   const text = pathname.replace(/^\//, "");
   const db = Number(text);
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(db)) {
-    throw new ConfigError("url", `the path must be a database number such as /0, got "${pathname}"`);
+    throw new ConfigError(
+      "url",
+      `the path must be a database number such as /0, got "${pathname}"`,
+    );
   }
   return db;
 }
@@ -139,7 +145,10 @@ export function checkPrefix(value: unknown): string {
 /** Checks a per-call timeout in ms (1 to 600000). */
 export function checkTimeout(value: unknown, field = "commandTimeoutMs"): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > 600_000) {
-    throw new ConfigError(field, `must be an integer between 1 and 600000 (ms), got ${String(value)}`);
+    throw new ConfigError(
+      field,
+      `must be an integer between 1 and 600000 (ms), got ${String(value)}`,
+    );
   }
   return value;
 }

@@ -201,9 +201,7 @@ export class RedisSession implements BackendSession {
     if (held.length === 0) return;
     const client = this.#ctx.client;
     const call = this.#ctx.cluster
-      ? Promise.all(
-          held.map((h) => RELEASE.run(client, [h.keys.lock], [h.prefix, h.keys.channel])),
-        )
+      ? Promise.all(held.map((h) => RELEASE.run(client, [h.keys.lock], [h.prefix, h.keys.channel])))
       : RELEASE.run(
           client,
           held.map((h) => h.keys.lock),

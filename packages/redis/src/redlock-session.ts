@@ -160,7 +160,10 @@ export class RedlockSession implements BackendSession {
     const held = [...this.#held.entries()];
     const items = [
       ...held.map(([, h]) => ({ keys: h.keys, prefix: h.prefix })),
-      ...[...this.#pending.values()].map((keys) => ({ keys, prefix: sessionPrefix(this.sessionId) })),
+      ...[...this.#pending.values()].map((keys) => ({
+        keys,
+        prefix: sessionPrefix(this.sessionId),
+      })),
     ];
     if (items.length === 0) return undefined;
     const started = performance.now();

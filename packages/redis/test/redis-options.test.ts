@@ -20,16 +20,16 @@ describe("redis options", () => {
       "prefx",
     );
     expect(configErrorOf(() => new RedisBackend({ url: "redis://h:1/abc" })).field).toBe("url");
-    expect(configErrorOf(() => new RedisBackend({ url: "redis://h:1", keyPrefix: "a{b}" })).field).toBe(
-      "keyPrefix",
-    );
+    expect(
+      configErrorOf(() => new RedisBackend({ url: "redis://h:1", keyPrefix: "a{b}" })).field,
+    ).toBe("keyPrefix");
     expect(
       configErrorOf(() => new RedisBackend({ url: "redis://h:1", commandTimeoutMs: 0 })).field,
     ).toBe("commandTimeoutMs");
     expect(configErrorOf(() => new RedisBackend({ client: {} as never })).field).toBe("client");
-    expect(configErrorOf(() => new RedisBackend({ url: "redis://h:1", ttl: 5 } as never)).field).toBe(
-      "options.ttl",
-    );
+    expect(
+      configErrorOf(() => new RedisBackend({ url: "redis://h:1", ttl: 5 } as never)).field,
+    ).toBe("options.ttl");
   });
 
   it("bad redlock options: an even or too small node count, a path, a duplicate node", () => {
@@ -37,9 +37,9 @@ describe("redis options", () => {
     expect(even.field).toBe("url");
     expect(even.message).toContain("odd number");
     expect(configErrorOf(() => new RedlockBackend({ url: "redlock://a:1" })).field).toBe("url");
-    expect(configErrorOf(() => new RedlockBackend({ url: "redlock://a:1,b:2,a:1" })).message).toContain(
-      "twice",
-    );
+    expect(
+      configErrorOf(() => new RedlockBackend({ url: "redlock://a:1,b:2,a:1" })).message,
+    ).toContain("twice");
     expect(configErrorOf(() => new RedlockBackend({ url: "redlock://a:1,b:2,c:3/x" })).field).toBe(
       "url",
     );
@@ -70,7 +70,11 @@ describe("redis options", () => {
   it("correctness mode refuses Redlock: it has no fencing token", () => {
     const fence = new MemoryFence();
     const byUrl = configErrorOf(() =>
-      createCoordinator({ url: "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", mode: "correctness", fence }),
+      createCoordinator({
+        url: "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3",
+        mode: "correctness",
+        fence,
+      }),
     );
     expect(byUrl.field).toBe("mode");
     expect(byUrl.message).toContain("no ordered fencing token");

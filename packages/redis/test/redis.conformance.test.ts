@@ -1,5 +1,5 @@
-import { describeBackend } from "@baton/conformance/harness";
 import { runConformance } from "@baton/conformance";
+import { describeBackend } from "@baton/conformance/harness";
 import { RedisBackend } from "../src/index.js";
 
 describeBackend("redis", (url) => {

@@ -1,5 +1,5 @@
-import { describeBackend } from "@baton/conformance/harness";
 import { runConformance } from "@baton/conformance";
+import { describeBackend } from "@baton/conformance/harness";
 import { RedlockBackend } from "../src/index.js";
 
 // The election group is not registered: it is cross-process, but election terms are fencing

@@ -1,0 +1,214 @@
+import { randomUUID } from "node:crypto";
+import { describeBackend } from "@baton/conformance/harness";
+import { createCoordinator, type LockLostError } from "@baton/core";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { lockKeys, RedisBackend } from "../src/index.js";
+
+const never = new AbortController().signal;
+
+describeBackend("redis", (url) => {
+  describe("redis session", () => {
+    let client: Redis;
+    let raw: Redis;
+    let backend: RedisBackend;
+    const id = randomUUID().slice(0, 8);
+    const prefix = `t-${id}:`;
+    const closers: (() => Promise<unknown>)[] = [];
+
+    beforeAll(async () => {
+      // The subscriber is a duplicate of this client, so it carries the same connection name.
+      client = new Redis(url, { lazyConnect: true, connectionName: `baton-test-${id}` });
+      raw = new Redis(url, { lazyConnect: true });
+      await Promise.all([client.connect(), raw.connect()]);
+      backend = new RedisBackend({ client, keyPrefix: prefix });
+    });
+    afterEach(async () => {
+      vi.restoreAllMocks();
+      for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+    });
+    afterAll(async () => {
+      await backend.close();
+      client.disconnect();
+      raw.disconnect();
+    });
+
+    const open = async (ownerId: string, ttlMs = 5_000) => {
+      const s = await backend.openSession({ ttlMs, ownerId });
+      closers.push(() => s.close());
+      return s;
+    };
+
+    it("acquire is one script call storing session, token, owner and value in the lock key", async () => {
+      const s = await open("owner-1");
+      const spy = vi.spyOn(client, "evalsha");
+      const grant = await s.acquire("one-call", { wait: false, value: "v", signal: never });
+      expect(spy).toHaveBeenCalledTimes(1);
+      expect(grant?.token).toBeGreaterThan(0n);
+      const keys = lockKeys(prefix, "one-call");
+      expect(await raw.get(keys.token)).toBe(String(grant?.token));
+      const stored = await raw.get(keys.lock);
+      expect(stored).toContain(`:${grant?.token}\nowner-1\nv`);
+      const pttl = await raw.pttl(keys.lock);
+      expect(pttl).toBeGreaterThan(3_000);
+      expect(pttl).toBeLessThanOrEqual(5_000);
+    });
+
+    it("two sessions with the same owner id exclude each other and cannot release each other's grant", async () => {
+      const s1 = await open("same-owner");
+      const s2 = await open("same-owner");
+      const g1 = await s1.acquire("same-owner", { wait: false, signal: never });
+      expect(g1).not.toBeNull();
+      expect(await s2.acquire("same-owner", { wait: false, signal: never })).toBeNull();
+      if (g1 === null) return;
+      expect(await s2.release({ ...g1 })).toBe(false);
+      expect(await s2.holder("same-owner")).toMatchObject({
+        ownerId: "same-owner",
+        token: g1.token,
+      });
+    });
+
+    it("renews every held key in one script call and reports exactly the keys it lost", async () => {
+      const s = await open("renewer", 2_000);
+      const names = ["r-a", "r-b", "r-c", "r-d", "r-e"];
+      for (const n of names) await s.acquire(n, { wait: false, signal: never });
+      await raw.del(lockKeys(prefix, "r-c").lock);
+      // Someone else takes r-e after it vanished: still lost for us.
+      await raw.del(lockKeys(prefix, "r-e").lock);
+      const other = await open("other");
+      expect(await other.acquire("r-e", { wait: false, signal: never })).not.toBeNull();
+      await new Promise((r) => setTimeout(r, 300));
+      const spy = vi.spyOn(client, "evalsha");
+      const result = await s.keepAlive();
+      expect(spy).toHaveBeenCalledTimes(1);
+      expect([...(result?.lostKeys ?? [])].sort()).toEqual(["r-c", "r-e"]);
+      for (const n of ["r-a", "r-b", "r-d"]) {
+        expect(await raw.pttl(lockKeys(prefix, n).lock)).toBeGreaterThan(1_800);
+      }
+      // A lost key is reported once; the next renewal covers only what is still held.
+      expect(await s.keepAlive()).toBeUndefined();
+    });
+
+    it("a lost key aborts that lock's signal only; the other locks stay held", async () => {
+      const c = createCoordinator({ backend, ttlMs: 900 });
+      closers.push(() => c.close());
+      const a = await c.acquire("lost-a");
+      const b = await c.acquire("lost-b");
+      await raw.del(lockKeys(prefix, "lost-a").lock);
+      await new Promise<void>((resolve) =>
+        a.signal.addEventListener("abort", () => resolve(), { once: true }),
+      );
+      expect((a.signal.reason as LockLostError).reason).toBe("key-lost");
+      await new Promise((r) => setTimeout(r, 700));
+      expect(b.held).toBe(true);
+      expect(await c.holder("lost-b")).toMatchObject({ token: b.token });
+    });
+
+    it("release is one call: an owner-checked delete and a publish on the lock's channel", async () => {
+      const s = await open("releaser");
+      const keys = lockKeys(prefix, "rel");
+      const grant = await s.acquire("rel", { wait: false, signal: never });
+      if (grant === null) throw new Error("not granted");
+      const sub = new Redis(url);
+      closers.push(async () => sub.disconnect());
+      await sub.subscribe(keys.channel);
+      const message = new Promise<string>((resolve) => sub.on("message", (ch) => resolve(ch)));
+      const spy = vi.spyOn(client, "evalsha");
+      expect(await s.release(grant)).toBe(true);
+      expect(spy).toHaveBeenCalledTimes(1);
+      expect(await message).toBe(keys.channel);
+      expect(await raw.exists(keys.lock)).toBe(0);
+      expect(await s.release(grant)).toBe(false);
+    });
+
+    it("a waiter sleeps until the holder's PTTL runs out: no polling while it waits", async () => {
+      const frozen = await open("frozen", 1_500);
+      await frozen.acquire("pttl", { wait: false, signal: never });
+      const waiter = await open("waiter");
+      const spy = vi.spyOn(client, "evalsha");
+      const started = performance.now();
+      const grant = await waiter.acquire("pttl", { wait: true, signal: never });
+      const waited = performance.now() - started;
+      expect(grant).not.toBeNull();
+      expect(waited).toBeGreaterThan(1_000);
+      // One try when it arrived, one when the PTTL ran out (a spare one for a timer racing expiry).
+      expect(spy.mock.calls.length).toBeLessThanOrEqual(3);
+    });
+
+    it("waiters of many sessions and locks share one subscriber connection, woken by the release", async () => {
+      const holder = await open("holder", 20_000);
+      const names = ["w-0", "w-1", "w-2", "w-3"];
+      const grants = [];
+      for (const n of names) grants.push(await holder.acquire(n, { wait: false, signal: never }));
+      // Two waiting sessions per lock.
+      const waiters = await Promise.all([...names, ...names].map((_, i) => open(`waiter-${i}`)));
+      const waits = [...names, ...names].map((n, i) =>
+        (waiters[i] as (typeof waiters)[number]).acquire(n, { wait: true, signal: never }),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      const clients = (await raw.client("LIST")) as string;
+      const ours = clients
+        .split("\n")
+        .filter((line) => line.includes(`name=baton-test-${id}`) && /\bsub=[1-9]/.test(line));
+      // One connection in subscriber mode, on the four channels.
+      expect(ours).toHaveLength(1);
+      expect(ours[0]).toMatch(/\bsub=4\b/);
+      const channels = (await raw.pubsub(
+        "NUMSUB",
+        ...names.map((n) => lockKeys(prefix, n).channel),
+      )) as (string | number)[];
+      for (let i = 1; i < channels.length; i += 2) expect(Number(channels[i])).toBe(1);
+      const started = performance.now();
+      for (const g of grants) if (g !== null) await holder.release(g);
+      // Per lock, the release wakes both waiters at once and one of them wins.
+      const settled = waits.map((w) => w.then(() => true));
+      const firstRound = await Promise.all(
+        names.map((_, i) => Promise.race([settled[i], settled[i + names.length]])),
+      );
+      expect(firstRound.every(Boolean)).toBe(true);
+      expect(performance.now() - started).toBeLessThan(3_000);
+      await Promise.all(waiters.map((w) => w.close()));
+      await Promise.allSettled(waits);
+    });
+
+    it("an aborted wait unsubscribes and leaves no key behind", async () => {
+      const holder = await open("holder2");
+      await holder.acquire("abort", { wait: false, signal: never });
+      const waiter = await open("waiter2");
+      const controller = new AbortController();
+      const wait = waiter.acquire("abort", { wait: true, signal: controller.signal });
+      await new Promise((r) => setTimeout(r, 200));
+      const reason = new Error("stop");
+      controller.abort(reason);
+      await expect(wait).rejects.toBe(reason);
+      await new Promise((r) => setTimeout(r, 100));
+      const numsub = (await raw.pubsub("NUMSUB", lockKeys(prefix, "abort").channel)) as unknown[];
+      expect(Number(numsub[1])).toBe(0);
+      expect(await waiter.holder("abort")).toMatchObject({ ownerId: "holder2" });
+    });
+
+    it("closing a session frees its locks and wakes their waiters", async () => {
+      const s = await open("closer");
+      await s.acquire("close-1", { wait: false, signal: never });
+      await s.acquire("close-2", { wait: false, signal: never });
+      const waiter = await open("after-close");
+      const wait = waiter.acquire("close-2", { wait: true, signal: never });
+      await new Promise((r) => setTimeout(r, 200));
+      const started = performance.now();
+      await s.close();
+      expect(await wait).not.toBeNull();
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(await raw.exists(lockKeys(prefix, "close-1").lock)).toBe(0);
+    });
+
+    it("lock names with braces keep every key of one lock under one hash tag", () => {
+      for (const name of ["a}b", "{x}", "}", "%7B", "plain"]) {
+        const keys = lockKeys("p:", name);
+        const tag = (k: string) => k.slice(k.indexOf("{") + 1, k.indexOf("}", k.indexOf("{")));
+        expect(tag(keys.lock)).toBe(tag(keys.token));
+        expect(tag(keys.lock).length).toBeGreaterThan(0);
+      }
+      expect(lockKeys("p:", "{").lock).not.toBe(lockKeys("p:", "%7B").lock);
+    });
+  });
+});
