@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { constants } from "node:os";
 
 /** How a command ended. */
@@ -19,10 +20,25 @@ export interface ChildRun {
   stop(graceMs: number): Promise<ChildExit>;
 }
 
+/**
+ * On Linux, `setpriv --pdeathsig SIGKILL` (util-linux) makes the kernel kill the command if
+ * baton itself dies (SIGKILL, OOM), so a command never outlives the lock that guards it.
+ * setpriv execs the command, so its PID, exit code and signals are the command's own.
+ */
+const SETPRIV =
+  process.platform === "linux" && existsSync("/usr/bin/setpriv") ? "/usr/bin/setpriv" : undefined;
+
 /** Starts `command` with stdio inherited and `env` added to baton's own environment. */
 export function runChild(command: readonly string[], env: Record<string, string>): ChildRun {
   const [file, ...args] = command as [string, ...string[]];
-  const child = spawn(file, args, { stdio: "inherit", env: { ...process.env, ...env } });
+  const argv =
+    SETPRIV === undefined
+      ? [file, ...args]
+      : [SETPRIV, "--pdeathsig", "SIGKILL", "--", file, ...args];
+  const child = spawn(argv[0] as string, argv.slice(1), {
+    stdio: "inherit",
+    env: { ...process.env, ...env },
+  });
   let ended = false;
   const exited = new Promise<ChildExit>((resolve) => {
     child.once("error", (error) => {

@@ -1,0 +1,47 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const BIN = fileURLToPath(new URL("../bin/baton.js", import.meta.url));
+
+/** A running `baton` process. */
+export interface BatonRun {
+  readonly child: ChildProcess;
+  /** stdout and stderr so far. */
+  output(): string;
+  /** Resolves with the exit code (128 + N for a signal) once baton has ended. */
+  readonly exited: Promise<number>;
+}
+
+/** Spawns `node bin/baton.js ...args`. */
+export function baton(args: readonly string[], env: Record<string, string> = {}): BatonRun {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout?.on("data", (d) => {
+    out += d;
+  });
+  child.stderr?.on("data", (d) => {
+    out += d;
+  });
+  const exited = new Promise<number>((resolve) => {
+    child.on("exit", (code, signal) =>
+      resolve(code ?? (signal === "SIGKILL" ? 137 : signal === "SIGTERM" ? 143 : 1)),
+    );
+  });
+  return { child, output: () => out, exited };
+}
+
+/** Polls `check` every 25 ms until it holds, or throws after `timeoutMs`. */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const started = performance.now();
+  while (!(await check())) {
+    if (performance.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
