@@ -1,0 +1,115 @@
+import { TcpProxy } from "@baton/conformance/faults";
+import { describeBackend, type StartedServers, startServers } from "@baton/conformance/harness";
+import { createCoordinator, LockLostError } from "@baton/core";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { lockKeys, RedisBackend } from "../src/index.js";
+
+function hostPort(url: string): { host: string; port: number } {
+  const m = /^redis:\/\/([^:/]+):(\d+)/.exec(url);
+  if (m === null) throw new Error(`unexpected url ${url}`);
+  return { host: m[1] as string, port: Number(m[2]) };
+}
+
+const abortedAt = (signal: AbortSignal) =>
+  new Promise<number>((resolve) =>
+    signal.addEventListener("abort", () => resolve(performance.now()), { once: true }),
+  );
+
+describeBackend("redis", (url) => {
+  describe("redis holder cut off from the server", () => {
+    const cleanups: (() => Promise<unknown>)[] = [];
+    afterEach(async () => {
+      for (const f of cleanups.splice(0).reverse()) await f().catch(() => undefined);
+    });
+
+    it.each(["blackhole", "cut"] as const)(
+      "%s: the holder's signal aborts no later than its local deadline, before the key expires on the server",
+      async (fault) => {
+        const target = hostPort(url);
+        const proxy = await TcpProxy.start(target);
+        cleanups.push(() => proxy.close());
+        const raw = new Redis(target.port, target.host);
+        cleanups.push(async () => raw.disconnect());
+        const holder = createCoordinator({
+          url: `redis://127.0.0.1:${proxy.port}?prefix=cut:`,
+          ttlMs: 1_500,
+          ownerId: "cut-off",
+        });
+        cleanups.push(() => holder.close());
+        const other = createCoordinator({ url: `${url}?prefix=cut:`, ttlMs: 1_500 });
+        cleanups.push(() => other.close());
+
+        const name = `cut-${fault}-${Date.now()}`;
+        const lock = await holder.acquire(name);
+        await new Promise((r) => setTimeout(r, 700)); // a renewal or two through the proxy
+        expect(lock.held).toBe(true);
+        proxy[fault]();
+        const deadline = performance.now() + lock.remainingMs();
+        const lost = abortedAt(lock.signal);
+        // When does the key expire on the server? A lower bound, from its PTTL.
+        let expiresNoEarlierThan = 0;
+        for (let i = 0; i < 3; i++) {
+          const sent = performance.now();
+          const pttl = await raw.pttl(lockKeys("cut:", name).lock);
+          expiresNoEarlierThan = Math.max(expiresNoEarlierThan, sent + pttl - 1);
+        }
+        const next = other.acquire(name, { waitMs: 20_000 }).then(() => performance.now());
+        const lostAt = await lost;
+        expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+        expect((lock.signal.reason as LockLostError).reason).toBe("deadline");
+        // Timers fire a little late on a busy machine.
+        expect(lostAt).toBeLessThanOrEqual(deadline + 150);
+        // The local deadline comes before the server can hand the lock to anyone else.
+        expect(deadline).toBeLessThanOrEqual(expiresNoEarlierThan);
+        expect(await next).toBeGreaterThan(lostAt);
+      },
+    );
+  });
+});
+
+describeBackend("redis", () => {
+  describe("redis restart (private server)", () => {
+    let started: StartedServers;
+    let url: string;
+    beforeAll(async () => {
+      started = await startServers({ backends: ["redis"] });
+      url = started.servers.redis as string;
+    });
+    afterAll(async () => {
+      await started?.stop();
+    });
+
+    it("a restart without persistence loses the keys: held locks abort, waiters get the lock, tokens start again", async () => {
+      const holder = createCoordinator({ backend: new RedisBackend({ url }), ttlMs: 1_000 });
+      const waiter = createCoordinator({ backend: new RedisBackend({ url }), ttlMs: 1_000 });
+      try {
+        const name = "restart";
+        const before: bigint[] = [];
+        for (let i = 0; i < 3; i++) {
+          const l = await holder.acquire(name);
+          before.push(l.token);
+          await l.release();
+        }
+        const lock = await holder.acquire(name);
+        const waiting = waiter.acquire(name, { waitMs: 15_000 });
+        await new Promise((r) => setTimeout(r, 200));
+        await started.groups.redis?.restart(0);
+        const lost = await new Promise<LockLostError>((resolve) =>
+          lock.signal.addEventListener("abort", () => resolve(lock.signal.reason), {
+            once: true,
+          }),
+        );
+        // The key is gone (key-lost), or the renewal could not reach the server in time.
+        expect(["key-lost", "deadline"]).toContain(lost.reason);
+        const next = await waiting;
+        // The counter went with the data: "single-node" fencing, declared as such.
+        expect(next.token).toBeLessThanOrEqual(lock.token);
+        await next.release();
+      } finally {
+        await holder.close();
+        await waiter.close();
+      }
+    });
+  });
+});
