@@ -1,0 +1,81 @@
+import { describeBackend, type ServerGroup, startServers } from "@baton/conformance/harness";
+import { BackendUnavailableError, createCoordinator, LockLostError } from "@baton/core";
+import { Redis } from "ioredis";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { RedlockBackend } from "../src/index.js";
+
+describeBackend("redlock", () => {
+  describe("redlock with killed nodes (private 5 nodes)", () => {
+    let stop: (() => Promise<unknown>) | undefined;
+    let group: ServerGroup;
+    let url: string;
+    beforeEach(async () => {
+      const started = await startServers({ backends: ["redlock"] });
+      stop = () => started.stop();
+      group = started.groups.redlock as ServerGroup;
+      url = started.servers.redlock as string;
+    });
+    afterEach(async () => {
+      await stop?.();
+    });
+
+    const lockKeysOn = async (member: number): Promise<string[]> => {
+      const [host, port] = (group.members[member]?.address ?? "").split(":");
+      const raw = new Redis(Number(port), host as string);
+      try {
+        return await raw.keys("kill:*:lock");
+      } finally {
+        raw.disconnect();
+      }
+    };
+
+    it("2 of 5 nodes killed: still grants, renews through 3 TTLs and releases", async () => {
+      await group.kill(0);
+      await group.kill(3);
+      const c = createCoordinator({ url: `${url}?prefix=kill:`, ttlMs: 1_000 });
+      try {
+        const lock = await c.acquire("two-down", { waitMs: 5_000 });
+        await new Promise((r) => setTimeout(r, 3_000));
+        expect(lock.held).toBe(true);
+        expect(await c.holder("two-down")).toMatchObject({ ownerId: c.ownerId, token: 0n });
+        expect(await lock.release()).toBe(true);
+      } finally {
+        await c.close();
+      }
+      for (const m of [1, 2, 4]) expect(await lockKeysOn(m)).toEqual([]);
+    });
+
+    it("3 of 5 nodes killed: BackendUnavailableError within the wait, no key left on the survivors, the holder's signal aborts", async () => {
+      const holder = createCoordinator({ url: `${url}?prefix=kill:`, ttlMs: 1_000 });
+      const c = createCoordinator({ url: `${url}?prefix=kill:`, ttlMs: 1_000 });
+      try {
+        const held = await holder.acquire("held-before");
+        // Open c's session while every node is up, so the failure below is the acquire's.
+        expect(await c.tryAcquire("warm-up")).not.toBeNull();
+        await group.kill(0);
+        await group.kill(2);
+        await group.kill(4);
+        const started = performance.now();
+        const error = await c.acquire("three-down", { waitMs: 1_500 }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(BackendUnavailableError);
+        expect(performance.now() - started).toBeLessThan(1_500 + 1_000);
+        const tried = await c.tryAcquire("three-down-try").catch((e: unknown) => e);
+        expect(tried).toBeInstanceOf(BackendUnavailableError);
+        // The holder can no longer renew on a quorum: its signal aborts at its local deadline.
+        await new Promise<void>((resolve) => {
+          if (held.signal.aborted) resolve();
+          held.signal.addEventListener("abort", () => resolve(), { once: true });
+        });
+        expect(held.signal.reason).toBeInstanceOf(LockLostError);
+        // No acquire that failed left a key behind on the nodes that answered.
+        for (const m of [1, 3]) {
+          const keys = await lockKeysOn(m);
+          expect(keys.filter((k) => k.includes("three-down"))).toEqual([]);
+        }
+      } finally {
+        await holder.close();
+        await c.close();
+      }
+    });
+  });
+});
