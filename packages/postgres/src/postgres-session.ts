@@ -14,6 +14,16 @@ import { asBatonError, sqlState } from "./pg-errors.js";
 import type { Statement, Statements } from "./statements.js";
 import type { WaiterPool } from "./waiter-pool.js";
 
+/** Holder rows awaiting deletion at most (beyond, they stay until their key is taken again). */
+const MAX_RELEASED = 10_000;
+
+/** How long `close()` gives the tidying of holder rows before ending the connection. */
+const CLOSE_TIDY_MS = 1_000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
 const UNLOCK_MANY = "SELECT pg_advisory_unlock(k) FROM unnest($1::bigint[]) AS k";
 
 /** What a session needs from its backend. */
@@ -52,6 +62,8 @@ export class PostgresSession implements BackendSession {
   readonly #held = new Map<string, Held>();
   /** Lock names by advisory key, to catch two names of one session hashing alike. */
   readonly #names = new Map<bigint, string>();
+  /** Released grants whose holder rows are deleted by the next renewal (off the hot path). */
+  #released: Held[] = [];
   /** Keys whose release failed while the connection lived: unlocked with the next renewal. */
   readonly #orphans = new Set<bigint>();
   readonly #onClose: ((session: PostgresSession) => void) | undefined;
@@ -141,12 +153,16 @@ export class PostgresSession implements BackendSession {
       for (const k of keys) this.#orphans.delete(k);
     }
     const held = [...this.#held.values()];
-    if (held.length === 0) {
+    const released = this.#released;
+    if (held.length === 0 && released.length === 0) {
       await this.#query({ name: "baton_ping", text: "SELECT 1" }, []);
       return undefined;
     }
-    const rows = await this.#query(this.#context.statements.missing, [
+    this.#released = [];
+    const rows = await this.#query(this.#context.statements.renew, [
       held.map((h) => h.key.toString()),
+      released.map((r) => r.key.toString()),
+      released.map((r) => r.token.toString()),
     ]);
     if (rows.length === 0) return undefined;
     const lostKeys: string[] = [];
@@ -226,10 +242,8 @@ export class PostgresSession implements BackendSession {
     // A dead connection has already freed everything it held.
     if (this.#lost.signal.aborted) return false;
     try {
-      const [row] = await this.#query(this.#context.statements.release, [
-        held.key.toString(),
-        held.token.toString(),
-      ]);
+      const [row] = await this.#query(this.#context.statements.release, [held.key.toString()]);
+      if (this.#released.length < MAX_RELEASED) this.#released.push(held);
       return row?.unlocked === true;
     } catch (error) {
       // Never renewed again; the next renewal unlocks it if the connection lives on.
@@ -250,8 +264,18 @@ export class PostgresSession implements BackendSession {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#onClose?.(this);
+      const rows = [...this.#held.values(), ...this.#released];
       this.#held.clear();
       this.#names.clear();
+      this.#released = [];
+      if (rows.length > 0 && !this.#lost.signal.aborted) {
+        // Tidy this session's holder rows; bounded, since the connection ends either way.
+        const tidy = this.#client.query({
+          ...this.#context.statements.renew,
+          values: [[], rows.map((r) => r.key.toString()), rows.map((r) => r.token.toString())],
+        });
+        await Promise.race([tidy.catch(() => undefined), sleep(CLOSE_TIDY_MS)]);
+      }
       // Ending the connection frees every advisory lock it holds.
       await this.#client.end().catch(() => undefined);
     })();

@@ -33,7 +33,7 @@ function ddl(names: SchemaNames): string {
     `SELECT pg_advisory_xact_lock(${MIGRATION_KEY})`,
     `CREATE SCHEMA IF NOT EXISTS ${names.schema}`,
     `CREATE SEQUENCE IF NOT EXISTS ${names.tokens} AS bigint`,
-    `CREATE TABLE IF NOT EXISTS ${names.holders} (
+    `CREATE UNLOGGED TABLE IF NOT EXISTS ${names.holders} (
       key bigint PRIMARY KEY,
       name text NOT NULL,
       owner text NOT NULL,

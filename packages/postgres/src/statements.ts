@@ -27,12 +27,15 @@ export interface Statements {
    * holder. `$1` key, `$2` name, `$3` owner, `$4` value. Returns `got`, `token`.
    */
   readonly acquire: Statement;
-  /** Deletes this session's holder row of `$1` with token `$2` and unlocks `$1`. Returns `unlocked`. */
+  /** Unlocks `$1`. Returns `unlocked`. The holder row is deleted later, by `renew`. */
   readonly release: Statement;
   /** The holder of key `$1`, only if its advisory lock is held right now. */
   readonly holder: Statement;
-  /** Which of keys `$1` (bigint[]) this connection no longer holds. Returns rows of `key`. */
-  readonly missing: Statement;
+  /**
+   * The renewal: returns which of keys `$1` (bigint[]) this connection no longer holds (rows of
+   * `key`), and deletes this connection's holder rows of released keys `$2` with tokens `$3`.
+   */
+  readonly renew: Statement;
 }
 
 /** Builds the statements for the schema objects `names`. */
@@ -50,20 +53,19 @@ u AS (
   RETURNING h.token)
 SELECT l.got, (SELECT u.token FROM u) AS token FROM l`,
     ),
-    release: statement(
-      "release",
-      `WITH d AS (DELETE FROM ${names.holders} WHERE key = $1::bigint AND token = $2::bigint AND pid = pg_backend_pid())
-SELECT pg_advisory_unlock($1::bigint) AS unlocked`,
-    ),
+    release: statement("release", "SELECT pg_advisory_unlock($1::bigint) AS unlocked"),
     holder: statement(
       "holder",
       `SELECT h.owner, h.token, h.value FROM ${names.holders} h
 WHERE h.key = $1::bigint
   AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = h.pid AND ${locksKey("h.key")})`,
     ),
-    missing: statement(
-      "missing",
-      `SELECT k::text AS key FROM unnest($1::bigint[]) AS k
+    renew: statement(
+      "renew",
+      `WITH gc AS (
+  DELETE FROM ${names.holders} h USING unnest($2::bigint[], $3::bigint[]) AS r(key, token)
+  WHERE h.key = r.key AND h.token = r.token AND h.pid = pg_backend_pid())
+SELECT k::text AS key FROM unnest($1::bigint[]) AS k
 WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${locksKey("k")})`,
     ),
   };
