@@ -13,6 +13,7 @@ import type { IKeyValue } from "etcd3";
 import type { EtcdKv } from "./etcd-kv.js";
 import { encodeHolderValue } from "./holder-value.js";
 import { LeaseKeeper } from "./lease-keeper.js";
+import { linkSignals } from "./link-signals.js";
 import { isQueueKey, lockPrefix, queueKey } from "./lock-keys.js";
 import { enqueueTxn, guardedDelete, pickQueueKey, tryTxn, turnTxn } from "./queue-requests.js";
 import { readHolder } from "./read-holder.js";
@@ -101,6 +102,10 @@ export class EtcdSession implements BackendSession {
       return options.wait
         ? await this.#enqueue(name, prefix, key, value, signal)
         : await this.#tryOnce(name, prefix, key, value, signal);
+    } catch (error) {
+      // e.g. "lease not found" on the put: the lease expired before core noticed.
+      if (error instanceof SessionLostError) this.#markLost(error);
+      throw error;
     } finally {
       this.#acquiring.delete(name);
     }
@@ -212,14 +217,16 @@ export class EtcdSession implements BackendSession {
   ): Promise<Grant> {
     const joined = await this.#join(name, prefix, key, value);
     if (joined.first) return this.#finish(name, key, joined.revision, signal);
-    const waitSignal = AbortSignal.any([signal, this.#ended.signal]);
+    const waitSignal = linkSignals(signal, this.#ended.signal);
     try {
-      await this.#waitTurn(name, prefix, key, joined.revision, waitSignal);
+      await this.#waitTurn(name, prefix, key, joined.revision, waitSignal.signal);
     } catch (error) {
       // Leave nothing behind: a cancelled or failed waiter gives up its place in the queue.
       await this.#cleanup(name, key, joined.revision);
       if (signal.aborted) throw signal.reason;
       throw error;
+    } finally {
+      waitSignal.dispose();
     }
     return this.#finish(name, key, joined.revision, signal);
   }
