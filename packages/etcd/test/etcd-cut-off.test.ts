@@ -1,6 +1,6 @@
 import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
-import { createCoordinator, LockLostError } from "@baton/core";
+import { BackendUnavailableError, createCoordinator, LockLostError } from "@baton/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { EtcdBackend } from "../src/index.js";
 import { hostsOf } from "./support/recording-client.js";
@@ -51,5 +51,26 @@ describeBackend("etcd", (url) => {
         expect(await next).toBeGreaterThan(lostAt);
       },
     );
+
+    it("keepAlive throws BackendUnavailableError, in bounded time, when no member answers", async () => {
+      const proxies = await Promise.all(
+        hostsOf(url).map((hp) => {
+          const [host, port] = hp.split(":");
+          return TcpProxy.start({ host: host as string, port: Number(port) });
+        }),
+      );
+      cleanups.push(() => Promise.all(proxies.map((p) => p.close())));
+      const proxied = new EtcdBackend({ hosts: proxies.map((p) => `127.0.0.1:${p.port}`) });
+      cleanups.push(() => proxied.close());
+      const session = await proxied.openSession({ ttlMs: 3_000, ownerId: "ka" });
+      await session.keepAlive();
+      for (const p of proxies) p.blackhole();
+      const started = performance.now();
+      const error = await session.keepAlive().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BackendUnavailableError);
+      // Bounded by a third of the TTL, so core can retry before its deadline.
+      expect(performance.now() - started).toBeLessThan(2_500);
+      for (const p of proxies) p.forward();
+    });
   });
 });

@@ -156,6 +156,22 @@ describeBackend("etcd", (url) => {
       expect(waited).not.toBeNull();
     });
 
+    it("keepAlive renews the lease, and throws SessionLostError (aborting lost) once it is gone", async () => {
+      const lock = name("keepalive");
+      const a = (await open(2_000)) as BackendSession & { leaseId: string };
+      await a.acquire(lock, { wait: false, signal: never() });
+      for (let i = 0; i < 4; i++) {
+        await new Promise((r) => setTimeout(r, 700));
+        await a.keepAlive();
+      }
+      expect(await a.holder(lock)).toMatchObject({ ownerId: "owner" });
+      await client.leaseClient.leaseRevoke({ ID: a.leaseId });
+      await expect(a.keepAlive()).rejects.toBeInstanceOf(SessionLostError);
+      expect(a.lost?.aborted).toBe(true);
+      expect(a.lost?.reason).toBeInstanceOf(SessionLostError);
+      expect(await a.holder(lock)).toBeNull();
+    });
+
     it("TTLs are whole seconds of at least 2 s: anything else is a ConfigError naming ttlMs", async () => {
       for (const ttlMs of [1_000, 1_999, 2_500, 10]) {
         const error = await backend.openSession({ ttlMs, ownerId: "x" }).catch((e: unknown) => e);
