@@ -9,9 +9,10 @@ import type {
 import { SessionLostError } from "@baton/core";
 import { boundedCall } from "./bounded-call.js";
 import { type LockKeys, lockKeys } from "./key-names.js";
+import { linkedAbort } from "./linked-abort.js";
 import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
 import type { RedisClient } from "./lua-script.js";
-import type { ReleaseListener } from "./release-listener.js";
+import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js";
 import { ACQUIRE, RELEASE, RENEW } from "./scripts.js";
 
 /** What a {@link RedisSession} needs from its backend. */
@@ -49,7 +50,8 @@ export class RedisSession implements BackendSession {
   readonly #held = new Map<string, HeldKey>();
   /** Keys with an acquire in flight: renewed by session prefix, since the token is unknown. */
   readonly #pending = new Map<string, LockKeys>();
-  readonly #closing = new AbortController();
+  /** Waits in progress: a closing session aborts them. */
+  readonly #waits = new Set<AbortController>();
   #closed = false;
 
   constructor(ctx: RedisSessionContext, ownerId: string, ttlMs: number) {
@@ -105,10 +107,16 @@ export class RedisSession implements BackendSession {
     if (this.#closed) throw new SessionLostError("this redis session is closed");
     const keys = lockKeys(this.#ctx.keyPrefix, name);
     const tail = payloadTail(this.ownerId, options.value);
-    const abort = AbortSignal.any([signal, this.#closing.signal]);
-    if (!options.wait) return (await this.#try(name, keys, tail, abort)).grant;
-    const subscription = await this.#ctx.listener.subscribe(keys.channel, abort);
+    // The uncontended path is this one script call, waiting or not.
+    const first = await this.#try(name, keys, tail, signal);
+    if (first.grant !== null || !options.wait) return first.grant;
+    const link = linkedAbort(signal);
+    const abort = link.controller.signal;
+    this.#waits.add(link.controller);
+    let subscription: ReleaseSubscription | undefined;
     try {
+      // Subscribed before the next try, so a release after that try cannot go unheard.
+      subscription = await this.#ctx.listener.subscribe(keys.channel, abort);
       for (;;) {
         const got = await this.#try(name, keys, tail, abort);
         if (got.grant !== null) return got.grant;
@@ -116,7 +124,9 @@ export class RedisSession implements BackendSession {
         await subscription.next(got.pttl >= 0 ? got.pttl + 1 : this.ttlMs, abort);
       }
     } finally {
-      subscription.close();
+      subscription?.close();
+      link.unlink();
+      this.#waits.delete(link.controller);
     }
   }
 
@@ -151,10 +161,10 @@ export class RedisSession implements BackendSession {
     } finally {
       this.#pending.delete(name);
     }
-    if (signal.aborted) {
+    if (signal.aborted || this.#closed) {
       // The grant arrived, but the caller left (or the session closed) at the same moment.
       if (reply[0] === 1) await this.#releaseQuietly(keys, grantPrefix(this.sessionId, reply[1]));
-      throw signal.reason;
+      throw signal.aborted ? signal.reason : this.#closedError();
     }
     if (reply[0] !== 1) return { grant: null, pttl: reply[1] };
     const token = BigInt(reply[1]);
@@ -194,7 +204,8 @@ export class RedisSession implements BackendSession {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#closing.abort(this.#closedError());
+    for (const wait of this.#waits) wait.abort(this.#closedError());
+    this.#waits.clear();
     const held = [...this.#held.values()];
     this.#held.clear();
     this.#ctx.onClose(this);

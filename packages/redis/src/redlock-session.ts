@@ -10,6 +10,7 @@ import { BackendUnavailableError, defaultDriftMs, SessionLostError } from "@bato
 import type { Redis } from "ioredis";
 import { askNodes, count, type NodeAnswer } from "./ask-nodes.js";
 import { type LockKeys, lockKeys } from "./key-names.js";
+import { linkedAbort } from "./linked-abort.js";
 import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
 import { ACQUIRE_NO_TOKEN, RELEASE, RENEW } from "./scripts.js";
 
@@ -50,7 +51,8 @@ export class RedlockSession implements BackendSession {
   readonly #driftMs: number;
   readonly #held = new Map<string, HeldKey>();
   readonly #pending = new Map<string, LockKeys>();
-  readonly #closing = new AbortController();
+  /** Acquires in progress: a closing session aborts them. */
+  readonly #waits = new Set<AbortController>();
   #grants = 0;
   #closed = false;
 
@@ -66,7 +68,21 @@ export class RedlockSession implements BackendSession {
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
     if (options.signal.aborted) throw options.signal.reason;
     if (this.#closed) throw new SessionLostError("this redlock session is closed");
-    const signal = AbortSignal.any([options.signal, this.#closing.signal]);
+    const link = linkedAbort(options.signal);
+    this.#waits.add(link.controller);
+    try {
+      return await this.#acquire(name, options, link.controller.signal);
+    } finally {
+      link.unlink();
+      this.#waits.delete(link.controller);
+    }
+  }
+
+  async #acquire(
+    name: string,
+    options: BackendAcquireOptions,
+    signal: AbortSignal,
+  ): Promise<Grant | null> {
     const keys = lockKeys(this.#ctx.keyPrefix, name);
     const tail = payloadTail(this.ownerId, options.value);
     for (;;) {
@@ -250,7 +266,9 @@ export class RedlockSession implements BackendSession {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#closing.abort(new SessionLostError("this redlock session was closed"));
+    for (const wait of this.#waits)
+      wait.abort(new SessionLostError("this redlock session was closed"));
+    this.#waits.clear();
     const held = [...this.#held.values()];
     this.#held.clear();
     this.#ctx.onClose(this);
