@@ -6,6 +6,7 @@ import {
   type OpenSessionOptions,
 } from "@baton/core";
 import pg from "pg";
+import { KeyWaits } from "./key-waits.js";
 import { asBatonError } from "./pg-errors.js";
 import {
   type PostgresBackendOptions,
@@ -55,7 +56,7 @@ export class PostgresBackend implements LockBackend {
       connection: this.options.connection,
       namespace: this.options.namespace,
       statements: statements(schemaNames(this.options.quotedSchema)),
-      waiters: this.#waiters,
+      waits: new KeyWaits(this.#waiters),
     };
   }
 

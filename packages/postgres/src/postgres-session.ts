@@ -10,9 +10,9 @@ import {
 } from "@baton/core";
 import pg from "pg";
 import { advisoryKey } from "./advisory-key.js";
+import type { KeyWaits, WaitTicket } from "./key-waits.js";
 import { asBatonError, sqlState } from "./pg-errors.js";
 import type { Statement, Statements } from "./statements.js";
-import type { WaiterPool } from "./waiter-pool.js";
 
 /** Holder rows awaiting deletion at most (beyond, they stay until their key is taken again). */
 const MAX_RELEASED = 10_000;
@@ -31,7 +31,7 @@ export interface SessionContext {
   readonly connection: pg.ClientConfig;
   readonly namespace: string;
   readonly statements: Statements;
-  readonly waiters: WaiterPool;
+  readonly waits: KeyWaits;
 }
 
 interface Held {
@@ -188,19 +188,25 @@ export class PostgresSession implements BackendSession {
         `"${name}" and "${clash}" hash to the same advisory key in namespace "${this.#context.namespace}"; rename one or use another namespace`,
       );
     }
-    for (;;) {
-      const grant = await this.#tryAcquire(name, key, options.value);
-      if (grant !== null) {
-        if (!signal.aborted) return grant;
-        await this.release(grant).catch(() => undefined);
-        throw signal.reason;
+    let ticket: WaitTicket | undefined;
+    try {
+      for (;;) {
+        const grant = await this.#tryAcquire(name, key, options.value);
+        if (grant !== null) {
+          if (!signal.aborted) return grant;
+          await this.release(grant).catch(() => undefined);
+          throw signal.reason;
+        }
+        if (!options.wait) return null;
+        if (signal.aborted) throw signal.reason;
+        // Wake when the lock is free (released, or its holder's connection ended), then race.
+        ticket ??= this.#context.waits.join(key);
+        await ticket.turn(AbortSignal.any([signal, this.#lost.signal]));
+        if (signal.aborted) throw signal.reason;
+        this.#assertAlive();
       }
-      if (!options.wait) return null;
-      if (signal.aborted) throw signal.reason;
-      // Wake when the lock is free (released, or its holder's connection ended), then race.
-      await this.#context.waiters.waitUntilFree(key, AbortSignal.any([signal, this.#lost.signal]));
-      if (signal.aborted) throw signal.reason;
-      this.#assertAlive();
+    } finally {
+      ticket?.leave();
     }
   }
 

@@ -72,10 +72,12 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${
 }
 
 /**
- * Waits in the server until nobody holds key `$1` exclusively, holding the shared lock only
- * for the instant of this statement. Run on a waiter connection, never a session's.
+ * Waits in the server until nobody holds key `$1` exclusively. The shared lock is
+ * transaction-scoped, so it is gone when this one-statement transaction ends, also when the
+ * statement is cancelled (a session-level lock would survive a cancel that lands between lock
+ * and unlock). Run on a waiter connection, never a session's.
  */
 export const WAIT_UNTIL_FREE: Statement = statement(
   "wait",
-  "SELECT pg_advisory_lock_shared($1::bigint), pg_advisory_unlock_shared($1::bigint)",
+  "SELECT pg_advisory_xact_lock_shared($1::bigint)",
 );
