@@ -13,7 +13,7 @@ import { linkedAbort } from "./linked-abort.js";
 import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
 import type { RedisClient } from "./lua-script.js";
 import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js";
-import { ACQUIRE, RELEASE, RENEW } from "./scripts.js";
+import { ACQUIRE, acquireReply, RELEASE, RENEW } from "./scripts.js";
 
 /** What a {@link RedisSession} needs from its backend. */
 export interface RedisSessionContext {
@@ -138,36 +138,46 @@ export class RedisSession implements BackendSession {
     signal: AbortSignal,
   ): Promise<{ grant: Grant; pttl?: undefined } | { grant: null; pttl: number }> {
     this.#pending.set(name, keys);
-    let reply: [number, number];
+    let reply: { token: bigint } | { pttl: number };
     try {
-      reply = (await boundedCall(
-        ACQUIRE.run(this.#ctx.client, [keys.lock, keys.token], [this.sessionId, this.ttlMs, tail]),
-        {
-          timeoutMs: this.#ctx.commandTimeoutMs,
-          what: `redis acquire of "${name}"`,
-          signal,
-          // Given up while in flight: a late grant is released, never left behind.
-          onAbandoned: (late) => {
-            late.then(
-              (r) => {
-                const [ok, token] = r as [number, number];
-                if (ok === 1) void this.#releaseQuietly(keys, grantPrefix(this.sessionId, token));
-              },
-              () => undefined,
-            );
+      reply = acquireReply(
+        await boundedCall(
+          ACQUIRE.run(
+            this.#ctx.client,
+            [keys.lock, keys.token],
+            [sessionPrefix(this.sessionId), this.ttlMs, tail],
+          ),
+          {
+            timeoutMs: this.#ctx.commandTimeoutMs,
+            what: `redis acquire of "${name}"`,
+            signal,
+            // Given up while in flight: a late grant is released, never left behind.
+            onAbandoned: (late) => {
+              late.then(
+                (r) => {
+                  const got = acquireReply(r);
+                  if ("token" in got) {
+                    void this.#releaseQuietly(keys, grantPrefix(this.sessionId, got.token));
+                  }
+                },
+                () => undefined,
+              );
+            },
           },
-        },
-      )) as [number, number];
+        ),
+      );
     } finally {
       this.#pending.delete(name);
     }
     if (signal.aborted || this.#closed) {
       // The grant arrived, but the caller left (or the session closed) at the same moment.
-      if (reply[0] === 1) await this.#releaseQuietly(keys, grantPrefix(this.sessionId, reply[1]));
+      if ("token" in reply) {
+        await this.#releaseQuietly(keys, grantPrefix(this.sessionId, reply.token));
+      }
       throw signal.aborted ? signal.reason : this.#closedError();
     }
-    if (reply[0] !== 1) return { grant: null, pttl: reply[1] };
-    const token = BigInt(reply[1]);
+    if (!("token" in reply)) return { grant: null, pttl: reply.pttl };
+    const token = reply.token;
     const handle: RedisGrantHandle = { sessionId: this.sessionId };
     const grant: Grant = { key: name, ownerId: this.ownerId, token, handle };
     this.#held.set(name, { keys, prefix: grantPrefix(this.sessionId, token), grant });

@@ -123,20 +123,17 @@ export class RedlockSession implements BackendSession {
     const nodes = this.#ctx.nodes;
     const quorum = this.quorum;
     this.#pending.set(name, keys);
-    let answers: NodeAnswer<[number, number]>[];
+    let answers: NodeAnswer<number>[];
     try {
       answers = await askNodes(
         nodes,
-        (node) =>
-          ACQUIRE_NO_TOKEN.run(node, [keys.lock], [payload, this.ttlMs]) as Promise<
-            [number, number]
-          >,
+        (node) => ACQUIRE_NO_TOKEN.run(node, [keys.lock], [payload, this.ttlMs]) as Promise<number>,
         {
           timeoutMs: this.#ctx.nodeTimeoutMs,
           what: `redlock acquire of "${name}"`,
           // Decided once a quorum said yes, or once a quorum can no longer say yes.
           enough: (a) => {
-            const yes = count(a, (x) => x.state === "ok" && x.value[0] === 1);
+            const yes = count(a, (x) => x.state === "ok" && x.value === 1);
             const no = nodes.length - yes - count(a, (x) => x.state === "pending");
             return yes >= quorum || no > nodes.length - quorum;
           },
@@ -145,8 +142,8 @@ export class RedlockSession implements BackendSession {
     } finally {
       this.#pending.delete(name);
     }
-    const yes = count(answers, (a) => a.state === "ok" && a.value[0] === 1);
-    const held = count(answers, (a) => a.state === "ok" && a.value[0] === 0);
+    const yes = count(answers, (a) => a.state === "ok" && a.value === 1);
+    const held = count(answers, (a) => a.state === "ok" && a.value <= 0);
     const validity = this.ttlMs - (performance.now() - started) - this.#driftMs;
     if (yes >= quorum && validity > 0) {
       const handle: RedlockGrantHandle = { sessionId: this.sessionId, prefix };

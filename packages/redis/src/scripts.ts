@@ -3,29 +3,35 @@ import { LuaScript } from "./lua-script.js";
 /**
  * Acquire on one node, in one call: `SET lock payload NX PX ttl`, and on success `INCR` of the
  * lock's token counter, whose new value is the fencing token stored inside the payload.
- * KEYS: lock, counter. ARGV: session id, ttl ms, payload tail (`\n<owner>[\n<value>]`).
- * Returns `{1, token}` when granted, `{0, pttl}` (the holder's remaining lease) when held.
+ * KEYS: lock, counter. ARGV: `<session id>:`, ttl ms, payload tail (`\n<owner>[\n<value>]`).
+ * Returns the token (>= 1) when granted; when held, `-1 - pttl` (<= 0) with the holder's
+ * remaining lease (`pttl` -1: a key without expiry, not Baton's).
  */
 export const ACQUIRE = new LuaScript(`
 local token = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
-local payload = ARGV[1] .. ':' .. string.format('%d', token) .. ARGV[3]
-if redis.call('SET', KEYS[1], payload, 'NX', 'PX', ARGV[2]) then
+if redis.call('SET', KEYS[1], ARGV[1] .. token .. ARGV[3], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
-  return {1, token}
+  return token
 end
-return {0, redis.call('PTTL', KEYS[1])}
+return -1 - redis.call('PTTL', KEYS[1])
 `);
+
+/** Decodes an {@link ACQUIRE} reply: the token, or the holder's remaining lease. */
+export function acquireReply(reply: unknown): { token: bigint } | { pttl: number } {
+  const n = Number(reply);
+  return n >= 1 ? { token: BigInt(n) } : { pttl: -1 - n };
+}
 
 /**
  * Redlock acquire on one node: `SET lock payload NX PX ttl`, no counter (Redlock has no
  * fencing token). KEYS: lock. ARGV: payload, ttl ms.
- * Returns `{1, 0}` when granted, `{0, pttl}` when held.
+ * Returns 1 when granted, `-1 - pttl` (<= 0) when held.
  */
 export const ACQUIRE_NO_TOKEN = new LuaScript(`
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, 0}
+  return 1
 end
-return {0, redis.call('PTTL', KEYS[1])}
+return -1 - redis.call('PTTL', KEYS[1])
 `);
 
 /**
