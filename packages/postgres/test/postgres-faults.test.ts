@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type LockWorker, spawnLockWorker } from "@baton/conformance/faults";
+import { type LockWorker, spawnLockWorker, TcpProxy } from "@baton/conformance/faults";
 import { describeBackend, type StartedServers, startServers } from "@baton/conformance/harness";
 import {
   type Coordinator,
@@ -103,6 +103,38 @@ describeBackend("postgres", (url) => {
         token: lock.token,
       });
       expect(await lock.release()).toBe(true);
+    });
+
+    it("a holder cut off from the server (blackhole) stops trusting its lock before anyone else gets it", async () => {
+      const ttlMs = 1_500;
+      const name = `partition-${randomUUID()}`;
+      const target = new URL(url);
+      const proxy = await TcpProxy.start({ host: target.hostname, port: Number(target.port) });
+      try {
+        const proxied = url.replace(`:${target.port}/`, `:${proxy.port}/`);
+        const holder = coordinator(ttlMs, { url: proxied });
+        const waiter = coordinator(ttlMs);
+        const lock = await holder.acquire(name);
+        let lostAt: number | undefined;
+        lock.signal.addEventListener("abort", () => {
+          lostAt = performance.now();
+        });
+        const waiting = waiter.acquire(name, { waitMs: ttlMs * 4 + 5_000 });
+        await delay(100);
+        const cutAt = performance.now();
+        proxy.blackhole();
+        const next = await waiting;
+        const grantedAt = performance.now();
+        // The server ended the silent connection after its TTL and freed the lock; the holder's
+        // local deadline (last renewal + TTL - drift) had already aborted its signal.
+        expect(lostAt).toBeDefined();
+        expect(lostAt as number).toBeLessThan(grantedAt);
+        expect(grantedAt - cutAt).toBeLessThan(ttlMs + 3_000);
+        expect(next.token).toBeGreaterThan(lock.token);
+        expect((lock.signal.reason as LockLostError).reason).toBe("deadline");
+      } finally {
+        await proxy.close();
+      }
     });
 
     it("pg_terminate_backend of the holder's connection aborts its signal and lets a waiter in", async () => {
