@@ -68,6 +68,7 @@ export {
   type SignalOutcome,
   signalIfSame,
 } from "./process-identity.js";
+export { type RedisClusterStartOptions, startRedisCluster } from "./redis-cluster.js";
 export { redisPing } from "./redis-ping.js";
 export { type RedisStartOptions, startRedisNodes } from "./redis-server.js";
 export {
