@@ -57,6 +57,7 @@ export class PostgresBackend implements LockBackend {
       namespace: this.options.namespace,
       statements: statements(schemaNames(this.options.quotedSchema)),
       waits: new KeyWaits(this.#waiters),
+      waiters: this.#waiters,
     };
   }
 

@@ -13,6 +13,7 @@ import { advisoryKey } from "./advisory-key.js";
 import type { KeyWaits, WaitTicket } from "./key-waits.js";
 import { asBatonError, sqlState } from "./pg-errors.js";
 import type { Statement, Statements } from "./statements.js";
+import type { WaiterPool } from "./waiter-pool.js";
 
 /** Holder rows awaiting deletion at most (beyond, they stay until their key is taken again). */
 const MAX_RELEASED = 10_000;
@@ -24,6 +25,22 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
+/** Resolves after `ms`, or rejects with the reason when `signal` aborts first. */
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
 const UNLOCK_MANY = "SELECT pg_advisory_unlock(k) FROM unnest($1::bigint[]) AS k";
 
 /** What a session needs from its backend. */
@@ -32,6 +49,7 @@ export interface SessionContext {
   readonly namespace: string;
   readonly statements: Statements;
   readonly waits: KeyWaits;
+  readonly waiters: WaiterPool;
 }
 
 interface Held {
@@ -265,6 +283,34 @@ export class PostgresSession implements BackendSession {
     if (row === undefined) return null;
     const holder: Holder = { ownerId: row.owner as string, token: BigInt(row.token as string) };
     return row.value === null ? holder : { ...holder, value: row.value as string };
+  }
+
+  /**
+   * Pushes the holder of `name` now and after every change until `signal` aborts. A release,
+   * or the end of the holder's connection, is seen at once (a server-side wait on a waiter
+   * connection); a new grant on a free lock within a third of the TTL (polled).
+   */
+  async *watch(name: string, signal: AbortSignal): AsyncGenerator<Holder | null> {
+    const key = advisoryKey(this.#context.namespace, name);
+    const pollMs = Math.min(1_000, Math.max(20, Math.floor(this.ttlMs / 3)));
+    let last: string | undefined;
+    while (!signal.aborted) {
+      const holder = await this.holder(name);
+      const id = holder === null ? "" : `${holder.ownerId}\u0000${holder.token}`;
+      if (id !== last) {
+        last = id;
+        yield holder;
+        if (signal.aborted) return;
+      }
+      const waiting = AbortSignal.any([signal, this.#lost.signal]);
+      try {
+        if (holder !== null) await this.#context.waiters.waitUntilFree(key, waiting);
+        else await abortableSleep(pollMs, waiting);
+      } catch (error) {
+        if (signal.aborted) return;
+        throw error;
+      }
+    }
   }
 
   close(): Promise<void> {

@@ -55,6 +55,32 @@ describeBackend("postgres", (url) => {
       expect(waiterLocks.rows[0].n).toBe(0);
     });
 
+    it("watch() pushes the end of the holder's connection at once, not after the TTL", async () => {
+      const name = `watch-${randomUUID()}`;
+      const holder = createCoordinator({ backend, ttlMs: 20_000 });
+      coordinators.push(holder);
+      const observer = coordinator();
+      const lock = await holder.acquire(name, { value: "node-a" });
+      const controller = new AbortController();
+      const iterator = observer.watch(name, { signal: controller.signal })[Symbol.asyncIterator]();
+      try {
+        const first = await iterator.next();
+        expect(first.value).toMatchObject({ ownerId: holder.ownerId, token: lock.token });
+        const { rows } = await admin.query(
+          "SELECT pid FROM baton.holders WHERE owner = $1 AND token = $2",
+          [holder.ownerId, lock.token.toString()],
+        );
+        const killedAt = performance.now();
+        await admin.query("SELECT pg_terminate_backend($1)", [rows[0].pid]);
+        const next = await iterator.next();
+        expect(next.value).toBeNull();
+        expect(performance.now() - killedAt).toBeLessThan(3_000);
+      } finally {
+        controller.abort();
+        await iterator.return?.();
+      }
+    });
+
     it("local waiters of one key take turns in arrival order, one woken per release", async () => {
       const name = `turns-${randomUUID()}`;
       const holder = coordinator();
