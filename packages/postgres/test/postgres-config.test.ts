@@ -149,6 +149,34 @@ describeBackend("postgres", (url) => {
       }
     });
 
+    it("takes a user's pg.Pool or pg config, opens its own dedicated connections, never ends the pool", async () => {
+      const pool = new pg.Pool({ connectionString: url, max: 1 });
+      pool.on("error", () => undefined);
+      const fromPool = new PostgresBackend({ pool });
+      const fromConfig = new PostgresBackend({ config: { connectionString: url } });
+      try {
+        const name = `pool-${randomUUID()}`;
+        const a = createCoordinator({ backend: fromPool, ttlMs: 5_000 });
+        const b = createCoordinator({ backend: fromConfig, ttlMs: 5_000 });
+        const lock = await a.acquire(name);
+        expect(await b.tryAcquire(name)).toBeNull();
+        // The one pooled connection is free for the application while the lock is held.
+        const busy = await pool.query(
+          "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()",
+        );
+        expect(busy.rows[0].n).toBe(0);
+        await lock.release();
+        expect(await b.tryAcquire(name)).not.toBeNull();
+        await Promise.all([a.close(), b.close()]);
+      } finally {
+        await fromPool.close();
+        await fromConfig.close();
+      }
+      expect(pool.ended).toBe(false);
+      expect((await pool.query("SELECT 1 AS one")).rows[0].one).toBe(1);
+      await pool.end();
+    });
+
     it("a wrong database is a ConfigError, an unreachable server BackendUnavailableError", async () => {
       const wrongDb = new PostgresBackend({ url: url.replace(/\/postgres$/, "/no_such_db") });
       const error = await wrongDb
