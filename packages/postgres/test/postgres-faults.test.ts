@@ -87,6 +87,23 @@ describeBackend("postgres", (url) => {
       expect(lock.held).toBe(true);
     });
 
+    it("a SIGKILLed holder is replaced at once, long before its TTL", async () => {
+      const ttlMs = 15_000;
+      const name = `killed-${randomUUID()}`;
+      const worker = await spawnLockWorker({ url, ttlMs, ownerId: "killed-worker" });
+      workers.push(worker);
+      const acquired = await worker.request({ op: "acquire", name }, (e) => e.event === "acquired");
+      const waiter = coordinator(ttlMs);
+      const waiting = waiter.acquire(name, { waitMs: 30_000 });
+      await delay(200);
+      const killedAt = performance.now();
+      await worker.kill();
+      const lock = await waiting;
+      // The socket closed, the server freed the lock, the server-side wait woke.
+      expect(performance.now() - killedAt).toBeLessThan(2_000);
+      expect(lock.token).toBeGreaterThan(BigInt((acquired as { token: string }).token));
+    });
+
     it("a live holder that does no work for 10 x TTL keeps its lock", async () => {
       const ttlMs = 1_000;
       const name = `idle-${randomUUID()}`;
