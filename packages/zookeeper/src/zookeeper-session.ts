@@ -183,16 +183,22 @@ export class ZookeeperSession implements BackendSession {
   }
 
   /**
-   * The client never times out a silent connection (it has no read timeout), so a server that
-   * stopped answering would hold it forever. After an unanswered session check, drop the
-   * connection: the client reconnects, to another member if this one is gone, within the
-   * session timeout, as the Java client does after its read timeout.
+   * The client never times out a silent connection (it has no read timeout): a server, or a
+   * half-open connect, that stopped answering would hold it forever, and a client that
+   * reconnected after its session expired would never hear so. After an unanswered session
+   * check, drop the connection: the client reconnects, to another member if this one is gone,
+   * as the Java client does after its read timeout.
    */
   #nudgeReconnect(): void {
-    const manager = (this.client as unknown as { connectionManager?: { socket?: unknown } })
-      .connectionManager;
+    const manager = (
+      this.client as unknown as { connectionManager?: { socket?: unknown; state?: unknown } }
+    ).connectionManager;
     const socket = manager?.socket as { destroy?: () => void } | undefined;
-    if (this.#connected && typeof socket?.destroy === "function") socket.destroy();
+    // The connection manager's CONNECTING (1) and CONNECTED (2); never while closing.
+    const live = manager?.state === 1 || manager?.state === 2;
+    if (live && !this.#ended.signal.aborted && typeof socket?.destroy === "function") {
+      socket.destroy();
+    }
   }
 
   async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -427,7 +433,14 @@ export class ZookeeperSession implements BackendSession {
   async holder(key: string): Promise<Holder | null> {
     this.#assertLive();
     try {
-      return await this.#readHolder(this.#dir(key));
+      // The session check goes through the leader; the server applies every earlier commit
+      // before answering it, so the list read right after it (same session, in order) is not
+      // stale: a release or grant by another client is seen once it has been acknowledged.
+      const barrier = this.#call("a session check", touchSession(this.client));
+      barrier.catch(() => undefined);
+      const holder = await this.#readHolder(this.#dir(key));
+      await barrier;
+      return holder;
     } catch (error) {
       if (zkCode(error) === ZK_CODE.noNode) return null;
       throw toBatonError(error, `reading the holder of "${key}"`);

@@ -3,7 +3,7 @@ import { describeBackend } from "@baton/conformance/harness";
 import type { BackendSession, Grant } from "@baton/core";
 import type { Client } from "node-zookeeper-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeLockName, ZookeeperBackend } from "../src/index.js";
+import { encodeLockName, ZookeeperBackend, type ZookeeperSession } from "../src/index.js";
 import {
   CountingClients,
   childrenOf,
@@ -66,16 +66,19 @@ describeBackend("zookeeper", (url) => {
       const watchesBefore = counting.watchNotifications;
       const listingsBefore = counting.childListings;
       expect(await holder.release(first)).toBe(true);
-      const next = await waits[0];
-      expect(next?.token).toBeGreaterThan(first.token);
+      // The waiters queued concurrently, so any one of them may be next: exactly one wakes.
+      const winner = await Promise.race(waits.map((w, i) => w.then((g) => ({ i, g }))));
+      expect(winner.g?.token).toBeGreaterThan(first.token);
       await new Promise((r) => setTimeout(r, 500));
-      expect(granted).toEqual([0]);
+      expect(granted).toEqual([winner.i]);
       expect(counting.watchNotifications - watchesBefore).toBe(1);
       expect(counting.childListings - listingsBefore).toBe(1);
-      // Cancel the 19 others: each deletes its own node, leaving only the holder's.
+      // Cancel the 19 others: each deletes its own node, leaving only the new holder's.
       const reason = new Error("gave up");
-      for (const c of controllers.slice(1)) c.abort(reason);
-      const outcomes = await Promise.allSettled(waits.slice(1));
+      controllers.forEach((c, i) => {
+        if (i !== winner.i) c.abort(reason);
+      });
+      const outcomes = await Promise.allSettled(waits.filter((_, i) => i !== winner.i));
       expect(outcomes.every((o) => o.status === "rejected" && o.reason === reason)).toBe(true);
       await waitUntil(
         async () => (await childrenOf(raw, dirOf(name))).length === 1,
@@ -93,7 +96,8 @@ describeBackend("zookeeper", (url) => {
         const g1 = (await s.acquire(name, { wait: false, signal: never })) as Grant;
         const path1 = (g1.handle as { path: string }).path;
         expect(await s.release(g1)).toBe(true);
-        await removeTree(raw, dirOf(name));
+        // Through the same session, so the next acquire is ordered after the delete.
+        await removeTree((s as ZookeeperSession).client, dirOf(name));
         const g2 = (await s.acquire(name, { wait: false, signal: never })) as Grant;
         const path2 = (g2.handle as { path: string }).path;
         // The sequence suffix restarted with the new parent; the czxid token did not.
@@ -129,10 +133,12 @@ describeBackend("zookeeper", (url) => {
         const path = (grant.handle as { path: string }).path;
         // The node the first create made is ours; no second node was created.
         expect(path.endsWith("0000000000")).toBe(true);
-        expect(await childrenOf(raw, dirOf(name))).toEqual([path.slice(path.lastIndexOf("/") + 1)]);
+        // Read through the session itself: its reads are ordered after its own writes.
+        const own = (s as ZookeeperSession).client;
+        expect(await childrenOf(own, dirOf(name))).toEqual([path.slice(path.lastIndexOf("/") + 1)]);
         expect(await s.holder(name)).toMatchObject({ ownerId: "lost-reply", token: grant.token });
         expect(await s.release(grant)).toBe(true);
-        expect(await childrenOf(raw, dirOf(name))).toEqual([]);
+        expect(await childrenOf(own, dirOf(name))).toEqual([]);
         await s.close();
       } finally {
         await proxied.close();

@@ -12,7 +12,7 @@ import { ZookeeperSession } from "../../src/index.js";
  */
 export class ProxiedClients {
   readonly #proxies = new Map<Client, TcpProxy[]>();
-  /** Client watch notifications seen, by client. */
+  /** Every client made, in order. */
   readonly created: Client[] = [];
 
   /** The factory to pass as the backend's `createClient`. */
@@ -46,6 +46,16 @@ export class ProxiedClients {
   /** Lets traffic through again. */
   forward(session: BackendSession): void {
     for (const proxy of this.proxiesOf(session)) proxy.forward();
+  }
+
+  /** Drops every byte of every client made so far. */
+  blackholeAll(): void {
+    for (const proxies of this.#proxies.values()) for (const p of proxies) p.blackhole();
+  }
+
+  /** Lets every client's traffic through again. */
+  forwardAll(): void {
+    for (const proxies of this.#proxies.values()) for (const p of proxies) p.forward();
   }
 
   /** Closes every proxy. */
