@@ -251,16 +251,22 @@ export class EtcdSession implements BackendSession {
       await this.#cleanup(name, key, null);
       throw error;
     }
-    if (!response.succeeded) {
-      const mine = response.responses[0]?.response_range.kvs[0];
+    const revision = BigInt(response.header.revision);
+    // Nothing under the prefix: our key was created and is the only one.
+    if (response.succeeded) return { revision, first: true };
+    const inner = response.responses[0]?.response_txn;
+    if (inner === undefined) {
+      throw new BackendUnavailableError(`etcd answered the queue of "${name}" inconsistently`);
+    }
+    if (!inner.succeeded) {
+      const mine = inner.responses[0]?.response_range.kvs[0];
       if (mine === undefined) {
         throw new BackendUnavailableError(`etcd answered the queue of "${name}" inconsistently`);
       }
       // Our key already existed (a retried call): find our place with a read.
       return { revision: BigInt(mine.create_revision), first: false };
     }
-    const revision = BigInt(response.header.revision);
-    const newest = response.responses[1]?.response_range.kvs ?? [];
+    const newest = inner.responses[1]?.response_range.kvs ?? [];
     const others = newest.filter((kvp) => !kvp.key.equals(key));
     if (others.length === 0) return { revision, first: true };
     const predecessor = others[0] as IKeyValue;

@@ -1,6 +1,7 @@
 import {
   CompareResult,
   CompareTarget,
+  type ICompare,
   type IKeyValue,
   type IRangeRequest,
   type ITxnRequest,
@@ -24,6 +25,7 @@ export function oldestFirst(prefix: Buffer, limit: number): IRangeRequest {
 /** Range of every key under `prefix` created before `revision`, newest first (the predecessor first). */
 export function newestBelow(prefix: Buffer, revision: bigint, limit: number): IRangeRequest {
   return {
+    keys_only: true,
     key: prefix,
     range_end: rangeEnd(prefix),
     sort_target: SortTarget.Create,
@@ -34,9 +36,11 @@ export function newestBelow(prefix: Buffer, revision: bigint, limit: number): IR
 }
 
 /**
- * Joins the queue in one round trip: if our key is absent, create it on our lease and read the
- * two newest keys (ours and, if any, the one just before it); if it exists already (a retried
- * call whose first answer was lost), read it.
+ * Joins the queue in one round trip. If nothing lives under the lock's prefix, create our key
+ * on our lease: the whole uncontended acquire is that compare and that put. Otherwise, in a
+ * nested transaction, create our key if absent and read the two newest keys (ours and, if any,
+ * the one just before it); if it exists already (a retried call whose first answer was lost),
+ * read it.
  */
 export function enqueueTxn(
   prefix: Buffer,
@@ -44,23 +48,44 @@ export function enqueueTxn(
   value: Buffer,
   leaseId: string,
 ): ITxnRequest {
+  const put = { request_put: { key, value, lease: leaseId } };
   return {
-    compare: [
-      { key, target: CompareTarget.Create, result: CompareResult.Equal, create_revision: 0 },
-    ],
-    success: [
-      { request_put: { key, value, lease: leaseId } },
+    compare: [prefixEmpty(prefix)],
+    success: [put],
+    failure: [
       {
-        request_range: {
-          key: prefix,
-          range_end: rangeEnd(prefix),
-          sort_target: SortTarget.Create,
-          sort_order: SortOrder.Descend,
-          limit: 2,
+        request_txn: {
+          compare: [
+            { key, target: CompareTarget.Create, result: CompareResult.Equal, create_revision: 0 },
+          ],
+          success: [
+            put,
+            {
+              request_range: {
+                keys_only: true,
+                key: prefix,
+                range_end: rangeEnd(prefix),
+                sort_target: SortTarget.Create,
+                sort_order: SortOrder.Descend,
+                limit: 2,
+              },
+            },
+          ],
+          failure: [{ request_range: { key, keys_only: true } }],
         },
       },
     ],
-    failure: [{ request_range: { key } }],
+  };
+}
+
+/** True when no key at all lives under `prefix` (a compare over a range checks every key in it). */
+function prefixEmpty(prefix: Buffer): ICompare {
+  return {
+    key: prefix,
+    range_end: rangeEnd(prefix),
+    target: CompareTarget.Create,
+    result: CompareResult.Equal,
+    create_revision: 0,
   };
 }
 
@@ -70,15 +95,7 @@ export function enqueueTxn(
  */
 export function tryTxn(prefix: Buffer, key: Buffer, value: Buffer, leaseId: string): ITxnRequest {
   return {
-    compare: [
-      {
-        key: prefix,
-        range_end: rangeEnd(prefix),
-        target: CompareTarget.Create,
-        result: CompareResult.Equal,
-        create_revision: 0,
-      },
-    ],
+    compare: [prefixEmpty(prefix)],
     success: [{ request_put: { key, value, lease: leaseId } }],
     failure: [{ request_range: oldestFirst(prefix, 1) }],
   };
@@ -87,7 +104,10 @@ export function tryTxn(prefix: Buffer, key: Buffer, value: Buffer, leaseId: stri
 /** Our key (to check it is still ours) and the key just before it in the queue. */
 export function turnTxn(prefix: Buffer, key: Buffer, revision: bigint): ITxnRequest {
   return {
-    success: [{ request_range: newestBelow(prefix, revision, 1) }, { request_range: { key } }],
+    success: [
+      { request_range: newestBelow(prefix, revision, 1) },
+      { request_range: { key, keys_only: true } },
+    ],
   };
 }
 
