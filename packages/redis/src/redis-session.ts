@@ -25,6 +25,9 @@ export interface RedisSessionContext {
   readonly onClose: (session: RedisSession) => void;
 }
 
+/** Longest time a session that released to a waiter keeps out of that lock's race. */
+const YIELD_MAX_MS = 1_000;
+
 interface HeldKey {
   readonly keys: LockKeys;
   readonly prefix: string;
@@ -50,6 +53,8 @@ export class RedisSession implements BackendSession {
   readonly #held = new Map<string, HeldKey>();
   /** Keys with an acquire in flight: renewed by session prefix, since the token is unknown. */
   readonly #pending = new Map<string, LockKeys>();
+  /** Keys this session released to a waiter: its next wait lets them go first until then. */
+  readonly #yieldUntil = new Map<string, number>();
   /** Waits in progress: a closing session aborts them. */
   readonly #waits = new Set<AbortController>();
   #closed = false;
@@ -107,9 +112,14 @@ export class RedisSession implements BackendSession {
     if (this.#closed) throw new SessionLostError("this redis session is closed");
     const keys = lockKeys(this.#ctx.keyPrefix, name);
     const tail = payloadTail(this.ownerId, options.value);
-    // The uncontended path is this one script call, waiting or not.
-    const first = await this.#try(name, keys, tail, signal);
-    if (first.grant !== null || !options.wait) return first.grant;
+    const yieldUntil = this.#yieldUntil.get(name);
+    if (yieldUntil !== undefined) this.#yieldUntil.delete(name);
+    const yieldMs = options.wait && yieldUntil !== undefined ? yieldUntil - performance.now() : 0;
+    if (yieldMs <= 0) {
+      // The uncontended path is this one script call, waiting or not.
+      const first = await this.#try(name, keys, tail, signal);
+      if (first.grant !== null || !options.wait) return first.grant;
+    }
     const link = linkedAbort(signal);
     const abort = link.controller.signal;
     this.#waits.add(link.controller);
@@ -117,6 +127,8 @@ export class RedisSession implements BackendSession {
     try {
       // Subscribed before the next try, so a release after that try cannot go unheard.
       subscription = await this.#ctx.listener.subscribe(keys.channel, abort);
+      // This session just handed the lock to a waiter: no barging back in while it takes it.
+      if (yieldMs > 0) await subscription.next(yieldMs, abort);
       for (;;) {
         const got = await this.#try(name, keys, tail, abort);
         if (got.grant !== null) return got.grant;
@@ -191,14 +203,22 @@ export class RedisSession implements BackendSession {
     const handle = grant.handle as RedisGrantHandle | undefined;
     if (handle?.sessionId !== this.sessionId) return false;
     const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
-    const released = await boundedCall(
+    const [released, heard] = (await boundedCall(
       RELEASE.run(
         this.#ctx.client,
         [keys.lock],
         [grantPrefix(this.sessionId, grant.token), keys.channel],
       ),
       { timeoutMs: this.#ctx.commandTimeoutMs, what: `redis release of "${grant.key}"` },
-    );
+    )) as [number, number];
+    // Someone was waiting: give them the first go before this session waits for it again.
+    if (released === 1 && heard > 0) {
+      const now = performance.now();
+      if (this.#yieldUntil.size > 1_000) {
+        for (const [k, until] of this.#yieldUntil) if (until <= now) this.#yieldUntil.delete(k);
+      }
+      this.#yieldUntil.set(grant.key, now + Math.min(this.ttlMs, YIELD_MAX_MS));
+    }
     return released === 1;
   }
 

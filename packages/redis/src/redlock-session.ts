@@ -223,11 +223,12 @@ export class RedlockSession implements BackendSession {
     const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
     const answers = await askNodes(
       this.#ctx.nodes,
-      (node) => RELEASE.run(node, [keys.lock], [handle.prefix, keys.channel]) as Promise<number>,
+      (node) =>
+        RELEASE.run(node, [keys.lock], [handle.prefix, keys.channel]) as Promise<[number, number]>,
       { timeoutMs: this.#ctx.nodeTimeoutMs, what: `redlock release of "${grant.key}"` },
     );
-    const answered = answers.filter((a) => a.state === "ok") as { value: number }[];
-    const released = answered.filter((a) => a.value === 1).length;
+    const answered = answers.filter((a) => a.state === "ok") as { value: [number, number] }[];
+    const released = answered.filter((a) => a.value[0] === 1).length;
     if (released >= this.quorum) return true;
     if (answered.length < this.quorum) {
       throw new BackendUnavailableError(

@@ -57,19 +57,21 @@ return out
 /**
  * Owner-checked release of one or more locks, each deletion announced on its channel.
  * KEYS: lock keys. ARGV: one owner prefix per key, then one channel per key.
- * Returns how many keys were deleted.
+ * Returns `{released, heard}`: how many keys were deleted, and how many subscribers (on this
+ * node) heard the announcements, i.e. whether anyone was waiting.
  */
 export const RELEASE = new LuaScript(`
 local n = #KEYS
 local released = 0
+local heard = 0
 for i, key in ipairs(KEYS) do
   local prefix = ARGV[i]
   local v = redis.call('GET', key)
   if v and string.sub(v, 1, #prefix) == prefix then
     redis.call('DEL', key)
-    redis.call('PUBLISH', ARGV[n + i], '1')
+    heard = heard + redis.call('PUBLISH', ARGV[n + i], '1')
     released = released + 1
   end
 end
-return released
+return {released, heard}
 `);

@@ -172,6 +172,32 @@ describeBackend("redis", (url) => {
       await Promise.allSettled(waits);
     });
 
+    it("a holder that releases to a waiter and asks again lets the waiter go first", async () => {
+      const a = createCoordinator({ backend, ttlMs: 5_000, ownerId: "barger" });
+      const b = createCoordinator({ backend, ttlMs: 5_000, ownerId: "waiter" });
+      closers.push(
+        () => a.close(),
+        () => b.close(),
+      );
+      const order: string[] = [];
+      for (let round = 0; round < 5; round++) {
+        const held = await a.acquire("no-barging");
+        const waiting = b.acquire("no-barging", { waitMs: 10_000 }).then((l) => {
+          order.push("b");
+          return l;
+        });
+        await new Promise((r) => setTimeout(r, 50));
+        await held.release();
+        const again = a.acquire("no-barging", { waitMs: 10_000 }).then((l) => {
+          order.push("a");
+          return l;
+        });
+        await (await waiting).release();
+        await (await again).release();
+      }
+      expect(order).toEqual(["b", "a", "b", "a", "b", "a", "b", "a", "b", "a"]);
+    });
+
     it("an aborted wait unsubscribes and leaves no key behind", async () => {
       const holder = await open("holder2");
       await holder.acquire("abort", { wait: false, signal: never });
