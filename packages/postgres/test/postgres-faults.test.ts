@@ -54,7 +54,7 @@ describeBackend("postgres", (url) => {
     });
 
     it("a frozen holder (SIGSTOP) is replaced within TTL plus slack, and its fenced write after SIGCONT is rejected", async () => {
-      const ttlMs = 1_000;
+      const ttlMs = 2_000;
       const name = `frozen-${randomUUID()}`;
       const fence = pgFence(admin);
       const worker = await spawnLockWorker({ url, ttlMs, ownerId: "frozen-worker" });
@@ -105,7 +105,7 @@ describeBackend("postgres", (url) => {
     });
 
     it("a live holder that does no work for 10 x TTL keeps its lock", async () => {
-      const ttlMs = 1_000;
+      const ttlMs = 1_500;
       const name = `idle-${randomUUID()}`;
       const holder = coordinator(ttlMs);
       const other = coordinator(ttlMs);
