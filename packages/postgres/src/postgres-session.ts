@@ -144,7 +144,7 @@ export class PostgresSession implements BackendSession {
     this.#renewal ??= this.#renew().finally(() => {
       this.#renewal = undefined;
     });
-    const bound = Math.max(50, Math.floor(this.ttlMs / 3));
+    const bound = Math.max(50, Math.floor(this.ttlMs / 2));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(

@@ -177,6 +177,21 @@ describeBackend("postgres", (url) => {
       await pool.end();
     });
 
+    it("with migrate: false, missing schema objects are a ConfigError that says to run migrate()", async () => {
+      const backend = new PostgresBackend({
+        url,
+        schema: `absent_${randomUUID().slice(0, 8)}`,
+        migrate: false,
+      });
+      const error = await backend
+        .openSession({ ttlMs: 5_000, ownerId: "x" })
+        .catch((e: unknown) => e);
+      await backend.close();
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).field).toBe("schema");
+      expect((error as ConfigError).message).toContain("migrate()");
+    });
+
     it("a wrong database is a ConfigError, an unreachable server BackendUnavailableError", async () => {
       const wrongDb = new PostgresBackend({ url: url.replace(/\/postgres$/, "/no_such_db") });
       const error = await wrongDb
