@@ -149,6 +149,14 @@ export class ZookeeperBackend implements LockBackend {
 
   async #openShared(options: OpenSessionOptions): Promise<BackendSession> {
     const client = this.#shared as Client;
+    const managerState = (client as unknown as { connectionManager?: { state?: number } })
+      .connectionManager?.state;
+    // The connection manager's CLOSING, CLOSED, SESSION_EXPIRED, AUTHENTICATION_FAILED are < 0.
+    if (typeof managerState === "number" && managerState < 0) {
+      throw new BackendUnavailableError(
+        "zookeeper: the supplied client is closed or its session expired; give Baton a new client",
+      );
+    }
     if (client.getState() !== zookeeper.State.SYNC_CONNECTED) {
       this.#sharedReady ??= connect(client, this.#connectTimeoutMs, undefined, true).finally(() => {
         this.#sharedReady = undefined;
