@@ -13,7 +13,7 @@ import { linkedAbort } from "./linked-abort.js";
 import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
 import type { RedisClient } from "./lua-script.js";
 import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js";
-import { ACQUIRE, acquireReply, RELEASE, RENEW } from "./scripts.js";
+import { ACQUIRE, acquireReply, RELEASE, RELEASE_ONE, RENEW, releaseOneReply } from "./scripts.js";
 
 /** What a {@link RedisSession} needs from its backend. */
 export interface RedisSessionContext {
@@ -203,23 +203,25 @@ export class RedisSession implements BackendSession {
     const handle = grant.handle as RedisGrantHandle | undefined;
     if (handle?.sessionId !== this.sessionId) return false;
     const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
-    const [released, heard] = (await boundedCall(
-      RELEASE.run(
-        this.#ctx.client,
-        [keys.lock],
-        [grantPrefix(this.sessionId, grant.token), keys.channel],
+    const { released, heard } = releaseOneReply(
+      await boundedCall(
+        RELEASE_ONE.run(
+          this.#ctx.client,
+          [keys.lock],
+          [grantPrefix(this.sessionId, grant.token), keys.channel],
+        ),
+        { timeoutMs: this.#ctx.commandTimeoutMs, what: `redis release of "${grant.key}"` },
       ),
-      { timeoutMs: this.#ctx.commandTimeoutMs, what: `redis release of "${grant.key}"` },
-    )) as [number, number];
+    );
     // Someone was waiting: give them the first go before this session waits for it again.
-    if (released === 1 && heard > 0) {
+    if (released && heard > 0) {
       const now = performance.now();
       if (this.#yieldUntil.size > 1_000) {
         for (const [k, until] of this.#yieldUntil) if (until <= now) this.#yieldUntil.delete(k);
       }
       this.#yieldUntil.set(grant.key, now + Math.min(this.ttlMs, YIELD_MAX_MS));
     }
-    return released === 1;
+    return released;
   }
 
   async holder(name: string): Promise<Holder | null> {
@@ -259,6 +261,8 @@ export class RedisSession implements BackendSession {
   }
 
   async #releaseQuietly(keys: LockKeys, prefix: string): Promise<void> {
-    await RELEASE.run(this.#ctx.client, [keys.lock], [prefix, keys.channel]).catch(() => undefined);
+    await RELEASE_ONE.run(this.#ctx.client, [keys.lock], [prefix, keys.channel]).catch(
+      () => undefined,
+    );
   }
 }

@@ -12,7 +12,7 @@ import { askNodes, count, type NodeAnswer } from "./ask-nodes.js";
 import { type LockKeys, lockKeys } from "./key-names.js";
 import { linkedAbort } from "./linked-abort.js";
 import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
-import { ACQUIRE_NO_TOKEN, RELEASE, RENEW } from "./scripts.js";
+import { ACQUIRE_NO_TOKEN, RELEASE_ONE, RENEW, releaseOneReply } from "./scripts.js";
 
 /** What a {@link RedlockSession} needs from its backend. */
 export interface RedlockSessionContext {
@@ -223,12 +223,11 @@ export class RedlockSession implements BackendSession {
     const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
     const answers = await askNodes(
       this.#ctx.nodes,
-      (node) =>
-        RELEASE.run(node, [keys.lock], [handle.prefix, keys.channel]) as Promise<[number, number]>,
+      (node) => RELEASE_ONE.run(node, [keys.lock], [handle.prefix, keys.channel]),
       { timeoutMs: this.#ctx.nodeTimeoutMs, what: `redlock release of "${grant.key}"` },
     );
-    const answered = answers.filter((a) => a.state === "ok") as { value: [number, number] }[];
-    const released = answered.filter((a) => a.value[0] === 1).length;
+    const answered = answers.filter((a) => a.state === "ok") as { value: unknown }[];
+    const released = answered.filter((a) => releaseOneReply(a.value).released).length;
     if (released >= this.quorum) return true;
     if (answered.length < this.quorum) {
       throw new BackendUnavailableError(
@@ -277,7 +276,7 @@ export class RedlockSession implements BackendSession {
   async #releaseEverywhere(keys: LockKeys, prefix: string): Promise<void> {
     await askNodes(
       this.#ctx.nodes,
-      (node) => RELEASE.run(node, [keys.lock], [prefix, keys.channel]),
+      (node) => RELEASE_ONE.run(node, [keys.lock], [prefix, keys.channel]),
       { timeoutMs: this.#ctx.nodeTimeoutMs, what: "redlock cleanup" },
     );
   }
