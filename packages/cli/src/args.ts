@@ -10,7 +10,10 @@ export interface BackendArgs {
   readonly ttlMs: number;
 }
 
-type OptionSpec = Record<string, { type: "string" | "boolean"; short?: string }>;
+type OptionSpec = Record<
+  string,
+  { type: "string" | "boolean"; short?: string; multiple?: boolean }
+>;
 
 /**
  * Parses `argv` with `options`; everything after `--` is the command. Unknown options and
@@ -20,7 +23,7 @@ export function parse(
   argv: readonly string[],
   options: OptionSpec,
 ): {
-  values: Record<string, string | boolean | undefined>;
+  values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
   command: string[];
 } {
@@ -34,14 +37,21 @@ export function parse(
       allowPositionals: true,
       strict: true,
     });
-    return { values: values as Record<string, string | boolean | undefined>, positionals, command };
+    return {
+      values: values as Record<string, string | boolean | string[] | undefined>,
+      positionals,
+      command,
+    };
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
 }
 
 /** The backend URL from `--backend` or `BATON_BACKEND`, checked without I/O. */
-export function backendFrom(value: string | boolean | undefined, env: NodeJS.ProcessEnv): string {
+export function backendFrom(
+  value: string | boolean | string[] | undefined,
+  env: NodeJS.ProcessEnv,
+): string {
   const url = typeof value === "string" ? value : env.BATON_BACKEND;
   if (url === undefined || url === "") {
     throw new UsageError(
@@ -59,7 +69,7 @@ export function backendFrom(value: string | boolean | undefined, env: NodeJS.Pro
 
 /** A whole number of milliseconds within bounds, for option `name`. */
 export function msOption(
-  value: string | boolean | undefined,
+  value: string | boolean | string[] | undefined,
   name: string,
   fallback: number,
   min: number,

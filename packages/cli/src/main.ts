@@ -1,3 +1,5 @@
+import { BackendUnavailableError } from "@baton/core";
+import { COMPARE_USAGE, compareCommand } from "./commands/compare.js";
 import { DEMO_USAGE, demoCommand } from "./commands/demo.js";
 import { ELECT_USAGE, electCommand } from "./commands/elect.js";
 import { LOCK_USAGE, lockCommand } from "./commands/lock.js";
@@ -12,6 +14,7 @@ Commands:
   elect NAME -- CMD    run CMD only while this instance leads NAME
   status NAME          show who holds NAME (--watch, --json)
   demo                 the invoice story: lock only, lock + signal, lock + fence
+  compare              the invoice story on several backends, with a report and timelines
 
 The store comes from --backend URL or BATON_BACKEND: memory://, redis://host:6379,
 redlock://h1:6379,h2:6379,h3:6379, etcd://h1:2379,h2:2379, zookeeper://h1:2181/chroot,
@@ -22,6 +25,7 @@ const USAGES: Record<string, string> = {
   elect: ELECT_USAGE,
   status: STATUS_USAGE,
   demo: DEMO_USAGE,
+  compare: COMPARE_USAGE,
 };
 
 /** Runs `baton` with `argv` (without node and script); resolves with the exit code. */
@@ -41,6 +45,8 @@ export async function main(
         return await statusCommand(rest, out, err);
       case "demo":
         return await demoCommand(rest, out);
+      case "compare":
+        return await compareCommand(rest, out, err);
       case undefined:
       case "help":
       case "--help":
@@ -51,6 +57,10 @@ export async function main(
         throw new UsageError(`unknown command "${command}"`);
     }
   } catch (error) {
+    if (error instanceof BackendUnavailableError) {
+      err(`baton: ${error.message}`);
+      return EXIT.unavailable;
+    }
     if (error instanceof UsageError) {
       err(`baton: ${error.message}`);
       if (command !== undefined && USAGES[command] === undefined) err(USAGE);

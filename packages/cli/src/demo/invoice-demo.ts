@@ -81,7 +81,7 @@ export function formatReport(
     line(widths.map((w) => "-".repeat(w))).join("  "),
     ...cells.map((c) => line(c).join("  ")),
     "",
-    `Tokens (runner 1 -> runner 2): ${tokens.join(", ")}.`,
+    `Tokens (runner 1 -> the runner that took over): ${tokens.join(", ")}.`,
     ...refused.map((r) => `Refused ${r}`),
     "Runner 1 checked its lock, then froze past its lease; runner 2 took over with a higher token.",
     "Lock only: runner 1 woke and kept billing. Lock + signal: it stopped at its next check, but the",

@@ -1,16 +1,11 @@
 import { randomUUID } from "node:crypto";
-import {
-  type Clock,
-  ConfigError,
-  type Coordinator,
-  createCoordinator,
-  MemoryFence,
-  sleep,
-  systemClock,
-} from "@baton/core";
+import { ConfigError, type Coordinator, createCoordinator, sleep, systemClock } from "@baton/core";
 import { InvoiceTable } from "./invoice-table.js";
 import { PausableClock } from "./pausable-clock.js";
+import { RecordingFence } from "./recording-fence.js";
+import { startRemoteRunner } from "./remote-runner.js";
 import { type InvoiceJob, type Runner, runScheduler } from "./runner.js";
+import type { TimelineEvent } from "./timeline.js";
 
 /** One way of guarding the job: a row of the demo's table. */
 export interface Variant {
@@ -56,12 +51,14 @@ export interface VariantResult {
   readonly duplicates: number;
   /** Runner 1's first token. */
   readonly runner1Token: bigint | null;
-  /** Runner 2's first token (the takeover). */
+  /** The token of the takeover (the first grant to runner 2 or runner 3). */
   readonly runner2Token: bigint | null;
   /** Clients with an invoice at the end (all of them, in every variant). */
   readonly billed: number;
   /** Why the variant did not run (correctness mode refused the backend), if it did not. */
   readonly refused?: string;
+  /** What happened when, in ms from the start of the run (for the timeline picture). */
+  readonly timeline: readonly TimelineEvent[];
 }
 
 const LOCK_NAME = "invoices";
@@ -80,14 +77,35 @@ export async function runVariant(
   const run = randomUUID().slice(0, 8);
   const lockName = `${LOCK_NAME}-${run}`;
   const url = settings.backend ?? `memory://invoice-demo-${run}`;
-  const fence = variant.fenced ? new MemoryFence() : undefined;
-  // The demo's audit, a god's-eye view no real runner has: the newest token granted so far.
-  // A write carrying an older token landed after its writer had lost the lease.
-  let newestGrant = 0n;
+  const started = performance.now();
+  const timeline: TimelineEvent[] = [];
+  const at = () => Math.round(performance.now() - started);
+  // The demo's audit, a god's-eye view no real runner has: who was granted the lock last.
+  // A bill written by anyone else landed after its writer had lost the lease. (Runner names,
+  // not tokens, so backends without fencing tokens are audited too.)
+  let newestHolder: string | undefined;
+  const holderOfToken = new Map<bigint, string>();
+  const fence = variant.fenced
+    ? new RecordingFence((token) => {
+        timeline.push({
+          at: at(),
+          runner: holderOfToken.get(token) ?? "?",
+          kind: "rejected",
+          token,
+        });
+      })
+    : undefined;
   let staleAccepted = 0;
   const table = new InvoiceTable({
     onInsert: (invoice) => {
-      if (invoice.token < newestGrant) staleAccepted++;
+      const stale = invoice.runner !== newestHolder;
+      if (stale) staleAccepted++;
+      timeline.push({
+        at: at(),
+        runner: invoice.runner,
+        kind: stale ? "stale-write" : "write",
+        token: invoice.token,
+      });
     },
   });
   const job: InvoiceJob = {
@@ -98,15 +116,21 @@ export async function runVariant(
     waitMs: 20 * ttlMs,
   };
 
-  const frozenClock = new PausableClock(); // runner 1's process, the one that will freeze
+  // On a real store runner 1 is a process of its own, frozen by a real SIGSTOP (client
+  // library and all). On the in-process memory store its freeze is simulated: its clock's
+  // timers and its code stop while the store's clock runs on.
+  const remote = !url.startsWith("memory:");
+  const frozenClock = new PausableClock();
+  const names = ["runner 1", "runner 2", "runner 3"];
+  const local = remote ? [1, 2] : [0, 1, 2];
   let coordinators: Coordinator[];
   try {
-    coordinators = [frozenClock, systemClock, systemClock].map((clock, i) =>
+    coordinators = local.map((i) =>
       createCoordinator({
         url,
         ownerId: `runner-${i + 1}`,
         ttlMs,
-        clock,
+        clock: i === 0 ? frozenClock : systemClock,
         // Correctness mode raises the fence with every new token before the job starts.
         ...(fence === undefined ? {} : { mode: "correctness" as const, fence }),
       }),
@@ -115,37 +139,113 @@ export async function runVariant(
     if (!(error instanceof ConfigError) || error.field !== "mode") throw error;
     return refusedResult(variant, error.message);
   }
-  for (const c of coordinators) {
-    c.on("acquired", ({ token }) => {
-      if (token > newestGrant) newestGrant = token;
-    });
+
+  const grants = new FirstGrants();
+  const onLockEvent = (runner: string, kind: "acquired" | "released" | "lost", token: bigint) => {
+    if (kind === "acquired") {
+      newestHolder = runner;
+      holderOfToken.set(token, runner);
+      grants.granted(runner, token);
+    }
+    timeline.push({ at: at(), runner, kind, token });
+  };
+  for (const [k, c] of coordinators.entries()) {
+    const runner = names[local[k] as number] as string;
+    c.on("acquired", ({ token }) => onLockEvent(runner, "acquired", token));
+    c.on("released", ({ token }) => onLockEvent(runner, "released", token));
+    c.on("lost", ({ token }) => onLockEvent(runner, "lost", token));
   }
-  const [c1, c2, c3] = coordinators as [Coordinator, Coordinator, Coordinator];
-  const first1 = firstToken(c1);
-  const first2 = firstToken(c2);
 
-  const freeze = freezeBeforeWrite(frozenClock, settings, first2.promise);
+  let pausedAt: number | undefined;
+  const record = (kind: "freeze" | "resume") => {
+    if (kind === "freeze") pausedAt = performance.now();
+    timeline.push({ at: at(), runner: "runner 1", kind });
+  };
   const protection = { checkSignal: variant.checkSignal, fence };
-  const runner = (name: string, coordinator: Coordinator, clock: Clock): Runner => ({
-    name,
-    coordinator,
-    clock,
-    table,
-    job,
-    protection,
-  });
-  const runners: Runner[] = [
-    { ...runner("runner 1", c1, frozenClock), beforeWrite: freeze.beforeWrite },
-    runner("runner 2", c2, systemClock),
-    runner("runner 3", c3, systemClock),
-  ];
-
+  const job1 = { ...job };
+  const tasks: (() => Promise<void>)[] = [];
   const stop = new AbortController();
+  if (remote) {
+    const worker = startRemoteRunner({
+      settings: {
+        url,
+        ttlMs,
+        lockName,
+        month,
+        billMs: settings.billMs,
+        waitMs: job.waitMs,
+        checkSignal: variant.checkSignal,
+        fenced: variant.fenced,
+        freezeBeforeBill: settings.freezeBeforeBill,
+      },
+      table,
+      job: job1,
+      fence,
+      onLockEvent: (kind, token) => onLockEvent("runner 1", kind, token),
+      onFreezing: () => {
+        record("freeze");
+        void wakeAfterTakeover(settings, grants.takeover, () => {
+          worker.resume();
+          record("resume");
+        });
+      },
+    });
+    tasks.push(() => worker.done);
+  } else {
+    const beforeWrite = freezeBeforeWrite(settings, () => {
+      frozenClock.pause(); // SIGSTOP
+      record("freeze");
+      void wakeAfterTakeover(settings, grants.takeover, () => {
+        frozenClock.resume(); // SIGCONT
+        record("resume");
+      });
+      return frozenClock.untilRunning(); // frozen here until SIGCONT
+    });
+    const c1 = coordinators[0] as Coordinator;
+    tasks.push(() =>
+      runScheduler(
+        {
+          name: "runner 1",
+          coordinator: c1,
+          clock: frozenClock,
+          table,
+          job,
+          protection,
+          beforeWrite,
+        },
+        stop.signal,
+      ),
+    );
+  }
+  for (const [k, c] of coordinators.entries()) {
+    const i = local[k] as number;
+    if (i === 0) continue;
+    const runner: Runner = {
+      name: names[i] as string,
+      coordinator: c,
+      clock: systemClock,
+      table,
+      job,
+      protection,
+    };
+    tasks.push(() => runScheduler(runner, stop.signal));
+  }
+
   try {
     await Promise.all(
-      runners.map(async (r, i) => {
+      tasks.map(async (task, i) => {
+        // Runner 1's timer fires first. A worker process takes a moment to start, so on a
+        // real store the other runners wait until it holds the lock (or 5 TTLs at most).
+        if (remote && i > 0) {
+          const giveUp = new AbortController();
+          await Promise.race([
+            grants.runner1,
+            sleep(systemClock, 5 * ttlMs, giveUp.signal).catch(() => undefined),
+          ]);
+          giveUp.abort();
+        }
         await sleep(systemClock, i * START_GAP_MS);
-        await runScheduler(r, stop.signal).catch((error: unknown) => {
+        await task().catch((error: unknown) => {
           stop.abort(error);
           throw error;
         });
@@ -156,8 +256,8 @@ export async function runVariant(
     await Promise.all(coordinators.map((c) => c.close()));
   }
 
-  const pausedAt = freeze.pausedAt();
-  const takeoverAt = first2.at();
+  const takeoverAt = grants.takeoverAt();
+  const first1 = grants.first("runner 1");
   return {
     variant: variant.name,
     takeoverMs:
@@ -165,66 +265,75 @@ export async function runVariant(
     staleAccepted,
     staleRejected: fence?.stats.rejected ?? 0,
     duplicates: table.duplicateClients(month).length,
-    runner1Token: first1.token(),
-    runner2Token: first2.token(),
+    runner1Token: first1?.token ?? null,
+    runner2Token: grants.takeoverToken(),
     billed: table.billed(month),
+    timeline,
   };
 }
 
-/**
- * The operator's SIGSTOP and SIGCONT, in one process: runner 1 freezes just before writing bill
- * number `freezeBeforeBill` (its lock check already passed), and wakes a little after runner 2
- * took over (or after 5 TTLs, should runner 2 never manage to).
- */
+/** Calls `freeze` just before runner 1 writes bill number `freezeBeforeBill` (its lock check passed). */
 function freezeBeforeWrite(
-  clock: PausableClock,
   settings: ScenarioSettings,
-  takenOver: Promise<unknown>,
-): { beforeWrite: () => Promise<void>; pausedAt: () => number | undefined } {
+  freeze: () => Promise<void>,
+): () => Promise<void> {
   let writes = 0;
-  let pausedAt: number | undefined;
-  const beforeWrite = async (): Promise<void> => {
+  return async () => {
     writes++;
-    if (writes !== settings.freezeBeforeBill) return;
-    pausedAt = performance.now();
-    clock.pause(); // SIGSTOP
-    void wakeAfterTakeover(clock, settings, takenOver);
-    await clock.untilRunning(); // frozen here until SIGCONT
+    if (writes === settings.freezeBeforeBill) await freeze();
   };
-  return { beforeWrite, pausedAt: () => pausedAt };
 }
 
-/** SIGCONT a little after runner 2 took over, or after 5 TTLs should it never take over. */
+/** SIGCONT (`resume`) a little after the takeover, or after 5 TTLs should it never come. */
 async function wakeAfterTakeover(
-  clock: PausableClock,
   settings: ScenarioSettings,
   takenOver: Promise<unknown>,
+  resume: () => void,
 ): Promise<void> {
   const giveUp = new AbortController();
   const tooLong = sleep(systemClock, 5 * settings.ttlMs, giveUp.signal).catch(() => undefined);
   await Promise.race([takenOver, tooLong]);
   giveUp.abort();
   await sleep(systemClock, settings.resumeAfterTakeoverMs);
-  clock.resume();
+  resume();
 }
 
-/** The first token `coordinator` is granted, when, and a promise of it. */
-function firstToken(coordinator: Coordinator): {
-  promise: Promise<bigint>;
-  token: () => bigint | null;
-  at: () => number | undefined;
-} {
-  let token: bigint | null = null;
-  let at: number | undefined;
-  const promise = new Promise<bigint>((resolve) => {
-    const off = coordinator.on("acquired", (event) => {
-      off();
-      token = event.token;
-      at = performance.now();
-      resolve(event.token);
-    });
+/** The first grant to each runner, and the takeover: the first grant to runner 2 or 3. */
+class FirstGrants {
+  readonly #first = new Map<string, { token: bigint; at: number }>();
+  #takeover: { token: bigint; at: number } | undefined;
+  #resolve: (token: bigint) => void = () => undefined;
+  #resolveRunner1: () => void = () => undefined;
+  /** Resolves once runner 1 has been granted the lock the first time. */
+  readonly runner1 = new Promise<void>((resolve) => {
+    this.#resolveRunner1 = resolve;
   });
-  return { promise, token: () => token, at: () => at };
+  /** Resolves with the takeover's token (FIFO stores hand it to runner 2, which queued first). */
+  readonly takeover = new Promise<bigint>((resolve) => {
+    this.#resolve = resolve;
+  });
+
+  granted(runner: string, token: bigint): void {
+    const at = performance.now();
+    if (!this.#first.has(runner)) this.#first.set(runner, { token, at });
+    if (runner === "runner 1") this.#resolveRunner1();
+    if (runner !== "runner 1" && this.#takeover === undefined) {
+      this.#takeover = { token, at };
+      this.#resolve(token);
+    }
+  }
+
+  first(runner: string): { token: bigint; at: number } | undefined {
+    return this.#first.get(runner);
+  }
+
+  takeoverAt(): number | undefined {
+    return this.#takeover?.at;
+  }
+
+  takeoverToken(): bigint | null {
+    return this.#takeover?.token ?? null;
+  }
 }
 
 function refusedResult(variant: Variant, why: string): VariantResult {
@@ -238,6 +347,7 @@ function refusedResult(variant: Variant, why: string): VariantResult {
     runner2Token: null,
     billed: 0,
     refused: why,
+    timeline: [],
   };
 }
 
