@@ -13,7 +13,15 @@ import { linkedAbort } from "./linked-abort.js";
 import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
 import type { RedisClient } from "./lua-script.js";
 import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js";
-import { ACQUIRE, acquireReply, RELEASE, RELEASE_ONE, RENEW, releaseOneReply } from "./scripts.js";
+import {
+  ACQUIRE,
+  acquireReply,
+  READ_HOLDER,
+  RELEASE,
+  RELEASE_ONE,
+  RENEW,
+  releaseOneReply,
+} from "./scripts.js";
 
 /** What a {@link RedisSession} needs from its backend. */
 export interface RedisSessionContext {
@@ -157,7 +165,7 @@ export class RedisSession implements BackendSession {
           ACQUIRE.run(
             this.#ctx.client,
             [keys.lock, keys.token],
-            [sessionPrefix(this.sessionId), this.ttlMs, tail],
+            [sessionPrefix(this.sessionId), this.ttlMs, tail, keys.channel],
           ),
           {
             timeoutMs: this.#ctx.commandTimeoutMs,
@@ -231,6 +239,45 @@ export class RedisSession implements BackendSession {
       what: `redis holder of "${name}"`,
     });
     return payload === null ? null : parsePayload(payload, true);
+  }
+
+  /**
+   * Pushes the holder of `name` now and after every change: woken by the grant and release
+   * announcements on the lock's channel, and at the holder's PTTL (an expiry announces
+   * nothing). Ends when `signal` aborts; a lost connection ends it with an error.
+   */
+  async *watch(name: string, signal: AbortSignal): AsyncGenerator<Holder | null> {
+    if (this.#closed) throw new SessionLostError("this redis session is closed");
+    if (signal.aborted) return;
+    const keys = lockKeys(this.#ctx.keyPrefix, name);
+    let subscription: ReleaseSubscription;
+    try {
+      subscription = await this.#ctx.listener.subscribe(keys.channel, signal);
+    } catch (error) {
+      if (signal.aborted) return;
+      throw error;
+    }
+    try {
+      let last: string | null | undefined;
+      while (!signal.aborted) {
+        const [payload, pttl] = (await boundedCall(
+          READ_HOLDER.run(this.#ctx.client, [keys.lock], []),
+          { timeoutMs: this.#ctx.commandTimeoutMs, what: `redis watch of "${name}"`, signal },
+        )) as [string | null | false, number];
+        const current = typeof payload === "string" ? payload : null;
+        if (current !== last) {
+          last = current;
+          yield current === null ? null : parsePayload(current, true);
+        }
+        // Until the next announcement, or until this holder's lease runs out.
+        const sleepMs = current !== null && pttl >= 0 ? pttl + 1 : this.ttlMs;
+        await subscription.next(sleepMs, signal);
+      }
+    } catch (error) {
+      if (!signal.aborted) throw error;
+    } finally {
+      subscription.close();
+    }
   }
 
   async close(): Promise<void> {

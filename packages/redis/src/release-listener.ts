@@ -29,6 +29,8 @@ export class ReleaseListener {
   readonly #timeoutMs: number;
   #subscriber: RedisClient | undefined;
   readonly #channels = new Map<string, Set<Waiter>>();
+  /** SUBSCRIBEs sent and not yet confirmed, by channel. */
+  readonly #pending = new Map<string, Promise<void>>();
   #closed = false;
 
   /** `create` makes the subscriber connection on first use (e.g. `client.duplicate()`). */
@@ -72,12 +74,12 @@ export class ReleaseListener {
       });
       return subscription;
     } catch (error) {
+      // A SUBSCRIBE that never answered must not block every later waiter of this channel.
+      if (!signal.aborted) this.#pending.delete(channel);
       this.#leave(channel, waiter);
       throw signal.aborted ? signal.reason : asUnavailable(error, `subscribing to ${channel}`);
     }
   }
-
-  readonly #pending = new Map<string, Promise<void>>();
 
   /** Closes the subscriber connection; pending waits keep their own timers. */
   close(): void {

@@ -3,7 +3,8 @@ import { LuaScript } from "./lua-script.js";
 /**
  * Acquire on one node, in one call: `SET lock payload NX PX ttl`, and on success `INCR` of the
  * lock's token counter, whose new value is the fencing token stored inside the payload.
- * KEYS: lock, counter. ARGV: `<session id>:`, ttl ms, payload tail (`\n<owner>[\n<value>]`).
+ * KEYS: lock, counter. ARGV: `<session id>:`, ttl ms, payload tail (`\n<owner>[\n<value>]`),
+ * the lock's channel (a grant is announced there too, for watchers).
  * Returns the token (>= 1) when granted; when held, `-1 - pttl` (<= 0) with the holder's
  * remaining lease (`pttl` -1: a key without expiry, not Baton's).
  */
@@ -11,6 +12,7 @@ export const ACQUIRE = new LuaScript(`
 local token = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
 if redis.call('SET', KEYS[1], ARGV[1] .. token .. ARGV[3], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
+  redis.call('PUBLISH', ARGV[4], 'g')
   return token
 end
 return -1 - redis.call('PTTL', KEYS[1])
@@ -95,3 +97,11 @@ export function releaseOneReply(reply: unknown): { released: boolean; heard: num
   const n = Number(reply);
   return n >= 1 ? { released: true, heard: (n - 1) / 2 } : { released: false, heard: 0 };
 }
+
+/**
+ * The holder's payload and remaining lease, read together. KEYS: lock.
+ * Returns `{payload or false, pttl}`.
+ */
+export const READ_HOLDER = new LuaScript(`
+return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}
+`);

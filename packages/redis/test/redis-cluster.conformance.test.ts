@@ -35,7 +35,7 @@ describeBackend("redis", () => {
       ttlMs: 1_000,
       createBackend: () => new RedisBackend({ url: url(), keyPrefix: "conf:" }),
     },
-    { fencing: "single-node", fifo: false, watch: false, crossProcess: true },
+    { fencing: "single-node", fifo: false, watch: true, crossProcess: true },
   );
 
   describe("redis cluster specifics", () => {

@@ -198,6 +198,25 @@ describeBackend("redis", (url) => {
       expect(order).toEqual(["b", "a", "b", "a", "b", "a", "b", "a", "b", "a"]);
     });
 
+    it("watch pushes a grant, then the expiry of a holder that stopped renewing", async () => {
+      const watcher = await open("watcher");
+      const controller = new AbortController();
+      closers.push(async () => controller.abort());
+      const watch = watcher.watch?.("watched-expiry", controller.signal);
+      if (watch === undefined) throw new Error("no watch");
+      const it = watch[Symbol.asyncIterator]();
+      expect((await it.next()).value).toBeNull();
+      const frozen = await open("frozen-w", 800);
+      const grant = await frozen.acquire("watched-expiry", { wait: false, signal: never });
+      expect((await it.next()).value).toMatchObject({ ownerId: "frozen-w", token: grant?.token });
+      const started = performance.now();
+      expect((await it.next()).value).toBeNull();
+      // Nobody released it: the watcher woke at the holder's PTTL.
+      expect(performance.now() - started).toBeGreaterThan(400);
+      controller.abort();
+      expect((await it.next()).done).toBe(true);
+    });
+
     it("an aborted wait unsubscribes and leaves no key behind", async () => {
       const holder = await open("holder2");
       await holder.acquire("abort", { wait: false, signal: never });
