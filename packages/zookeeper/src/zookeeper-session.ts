@@ -587,7 +587,14 @@ export function closeClient(client: Client, boundMs: number): Promise<void> {
       resolve();
       return;
     }
-    const timer = setTimeout(done, boundMs);
+    const timer = setTimeout(() => {
+      // No confirmation (a dead or silent server): drop the socket, or it would keep the
+      // process alive; the server ends the session when it times out.
+      const manager = (client as unknown as { connectionManager?: { socket?: unknown } })
+        .connectionManager;
+      (manager?.socket as { destroy?: () => void } | undefined)?.destroy?.();
+      done();
+    }, boundMs);
     function done() {
       clearTimeout(timer);
       client.removeListener("disconnected", done);
