@@ -63,7 +63,10 @@ export interface BackendSession {
   readonly lost?: AbortSignal;
   /**
    * Renews the session and everything it holds in one round trip. Throws `SessionLostError`
-   * when the session is gone, `BackendUnavailableError` when the store did not answer.
+   * when the session is gone, `BackendUnavailableError` when the store did not answer. It must
+   * settle within about a third of the TTL (bound your request): core never starts a second
+   * renewal while one is in flight, so a renewal that never settles stops the loop (the local
+   * deadline still fires).
    */
   keepAlive(): Promise<KeepAliveResult | undefined>;
   /**

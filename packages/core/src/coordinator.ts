@@ -22,6 +22,7 @@ import {
   BackendUnavailableError,
   BatonError,
   ConfigError,
+  isAbortError,
   LockHeldError,
   LockLostError,
   type LockLostReason,
@@ -36,6 +37,7 @@ import {
   safeLog,
 } from "./events.js";
 import { KeyedMutex } from "./keyed-mutex.js";
+import { linkSignals } from "./link-signals.js";
 import { Lock } from "./lock.js";
 import { ManagedSession, type SessionLock } from "./managed-session.js";
 import {
@@ -218,7 +220,12 @@ class CoordinatorImpl implements Coordinator {
     checkName(name);
     this.#assertOpen();
     // Bounded like every other call: one TTL.
-    const bound = AbortSignal.any([this.#closing.signal, timeoutSignal(this.#clock, this.ttlMs)]);
+    const linked = linkSignals([this.#closing.signal]);
+    const bound = linked.signal;
+    const timer = this.#clock.setTimer(
+      () => linked.abort(new Error("baton: budget ran out")),
+      this.ttlMs,
+    );
     try {
       const session = await this.#currentSession(bound);
       return await raceSignal(session.backendSession.holder(name), bound);
@@ -230,6 +237,9 @@ class CoordinatorImpl implements Coordinator {
         );
       }
       throw asUnavailable(error, `could not read the holder of "${name}"`);
+    } finally {
+      timer.cancel();
+      linked.dispose();
     }
   }
 
@@ -281,10 +291,8 @@ class CoordinatorImpl implements Coordinator {
     const o = checkOptions(options, "options", ["signal"]);
     const user = o.signal === undefined ? undefined : checkSignal(o.signal);
     this.#assertOpen();
-    const stop = new AbortController();
-    const signal = AbortSignal.any(
-      user ? [user, stop.signal, this.#closing.signal] : [stop.signal, this.#closing.signal],
-    );
+    const linked = linkSignals([user, this.#closing.signal]);
+    const signal = linked.signal;
     try {
       for (let failures = 0; !signal.aborted; ) {
         try {
@@ -305,7 +313,7 @@ class CoordinatorImpl implements Coordinator {
         }
       }
     } finally {
-      stop.abort();
+      linked.abort(new Error("baton: watch ended"));
     }
   }
 
@@ -411,15 +419,17 @@ class CoordinatorImpl implements Coordinator {
     const waiting = opts.waitMs > 0;
     // One bound for the whole call: the wait, or one TTL for a try, so nothing hangs.
     const budgetMs = waiting ? opts.waitMs : this.ttlMs;
-    const timeout = new AbortController();
+    const linked = linkSignals([this.#closing.signal, opts.signal]);
+    const signal = linked.signal;
+    let budgetRanOut = false;
     const timer = this.#clock.setTimer(
-      () => timeout.abort(new Error("baton: budget ran out")),
+      () => {
+        budgetRanOut = true;
+        linked.abort(new Error("baton: budget ran out"));
+      },
       budgetMs,
       { keepAlive: true },
     );
-    const signals = [timeout.signal, this.#closing.signal];
-    if (opts.signal) signals.push(opts.signal);
-    const signal = AbortSignal.any(signals);
     // Where the budget ran out decides the error: waiting for a holder is a timeout,
     // anything else (opening a session, backing off after a failure, a fence) is unavailability.
     const at: { phase: "local" | "session" | "backend" | "backoff" | "fence" } = { phase: "local" };
@@ -473,7 +483,7 @@ class CoordinatorImpl implements Coordinator {
       unlockLocal?.();
       if (opts.signal?.aborted) throw opts.signal.reason;
       if (this.#closing.signal.aborted) throw closedError();
-      if (!timeout.signal.aborted) throw error;
+      if (!budgetRanOut) throw error;
       if (at.phase === "fence") {
         throw new BackendUnavailableError(
           `the fence did not answer for "${name}" within ${budgetMs} ms`,
@@ -494,6 +504,7 @@ class CoordinatorImpl implements Coordinator {
       );
     } finally {
       timer.cancel();
+      linked.dispose();
     }
   }
 
@@ -514,6 +525,8 @@ class CoordinatorImpl implements Coordinator {
       void late
         .then((grant) => (grant === null ? false : backendSession.release(grant)))
         .catch((error: unknown) => {
+          // The backend honoured the abort: nothing was granted, nothing to report.
+          if (error === signal.reason || isAbortError(error)) return;
           this.#events.emit("backgroundError", {
             error,
             during: `releasing a late grant of "${name}"`,
@@ -595,8 +608,7 @@ class CoordinatorImpl implements Coordinator {
         } finally {
           session.unregister(entry);
           this.#locks.delete(lock);
-          if (!controller.signal.aborted)
-            controller.abort(new LockLostError(name, token, "released"));
+          if (!controller.signal.aborted) controller.abort(releasedReason(name, token));
           // After a failed release the session may still hold the key until it expires:
           // keep the name locked here until then, so this session never acquires it twice.
           if (failed) this.#clock.setTimer(unlockLocal, session.ttlMs + session.driftMs);
@@ -613,10 +625,18 @@ class CoordinatorImpl implements Coordinator {
   }
 }
 
-function timeoutSignal(clock: Clock, ms: number): AbortSignal {
-  const controller = new AbortController();
-  clock.setTimer(() => controller.abort(new Error("baton: budget ran out")), ms);
-  return controller.signal;
+/**
+ * The reason a released lock's signal carries. Built without a stack trace: it is no failure,
+ * and capturing a stack on every release is a large part of the release's cost.
+ */
+function releasedReason(name: string, token: bigint): LockLostError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new LockLostError(name, token, "released");
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
 
 function closedError(): ConfigError {

@@ -190,6 +190,8 @@ export class ManagedSession {
     const clock = this.#settings.clock;
     const started = clock.now();
     try {
+      // Never two renewals in flight: the next one starts only after this one settled. The
+      // contract asks backends to bound keepAlive(); the deadline fires regardless.
       const result = await this.backendSession.keepAlive();
       if (this.#dead) return;
       this.#confirm(started);

@@ -107,3 +107,29 @@ describe("cancelling an acquire with a signal", () => {
     ).rejects.toBe(reason);
   });
 });
+
+describe("an abandoned wait", () => {
+  it("reports no background error when the backend honours the abort", async () => {
+    const { clock, coordinator, backend } = setup({ ttlMs: 1_000 });
+    const other = createCoordinator({
+      backend: new ScriptedBackend({ clock, store: backend.inner.store }),
+      clock,
+      ttlMs: 1_000,
+    });
+    const held = await other.acquire("jobs", { waitMs: 0 });
+    const errors: unknown[] = [];
+    coordinator.on("backgroundError", ({ error }) => errors.push(error));
+    const waiting = track(coordinator.acquire("jobs", { waitMs: 200 }));
+    await clock.advance(300);
+    expect(waiting.status).toBe("rejected");
+    const cancel = new AbortController();
+    const cancelled = track(coordinator.acquire("jobs", { waitMs: 5_000, signal: cancel.signal }));
+    await flush();
+    cancel.abort(new Error("gave up"));
+    await flush();
+    expect(cancelled.status).toBe("rejected");
+    expect(errors).toEqual([]);
+    await held.release();
+    await other.close();
+  });
+});
