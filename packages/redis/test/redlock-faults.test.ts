@@ -1,11 +1,43 @@
+import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend, type ServerGroup, startServers } from "@baton/conformance/harness";
 import { BackendUnavailableError, createCoordinator, LockLostError } from "@baton/core";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-// Registers redlock:// (the coordinators below are created by URL).
-import "../src/index.js";
+import { RedlockBackend } from "../src/index.js";
 
-describeBackend("redlock", () => {
+describeBackend("redlock", (sharedUrl) => {
+  describe("redlock validity", () => {
+    it("a quorum that answers only after the validity ran out is a failure, never a lock", async () => {
+      const hosts = sharedUrl.replace(/^redlock:\/\//, "").split(",");
+      const proxies = await Promise.all(
+        hosts.map((h) => {
+          const [host, port] = h.split(":");
+          return TcpProxy.start({ host: host as string, port: Number(port) });
+        }),
+      );
+      const backend = new RedlockBackend({
+        url: `redlock://${proxies.map((p) => `127.0.0.1:${p.port}`).join(",")}?prefix=validity:`,
+        nodeTimeoutMs: 3_000,
+      });
+      const session = await backend.openSession({ ttlMs: 300, ownerId: "slow" });
+      const signal = new AbortController().signal;
+      try {
+        // Connected first; then every link slower than the TTL.
+        expect(await session.acquire("warm-up", { wait: false, signal })).not.toBeNull();
+        for (const p of proxies) p.delay(200);
+        const error = await session
+          .acquire("slow", { wait: false, signal })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(BackendUnavailableError);
+        expect((error as Error).message).toContain("validity");
+      } finally {
+        await session.close().catch(() => undefined);
+        await backend.close();
+        await Promise.all(proxies.map((p) => p.close()));
+      }
+    });
+  });
+
   describe("redlock with killed nodes (private 5 nodes)", () => {
     let stop: (() => Promise<unknown>) | undefined;
     let group: ServerGroup;
