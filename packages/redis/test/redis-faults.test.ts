@@ -65,6 +65,41 @@ describeBackend("redis", (url) => {
         expect(await next).toBeGreaterThan(lostAt);
       },
     );
+
+    it("while the server is unreachable, tries, waits and releases settle within their bounds", async () => {
+      const target = hostPort(url);
+      const proxy = await TcpProxy.start(target);
+      cleanups.push(() => proxy.close());
+      const c = createCoordinator({
+        url: `redis://127.0.0.1:${proxy.port}?prefix=cut:&commandTimeoutMs=500`,
+        ttlMs: 1_500,
+      });
+      cleanups.push(() => c.close());
+      const name = `unreachable-${Date.now()}`;
+      const lock = await c.acquire(name);
+      proxy.blackhole();
+      const bounded = async (what: Promise<unknown>, boundMs: number) => {
+        const started = performance.now();
+        const outcome = await what.then(
+          (value) => ({ value }),
+          (error: unknown) => ({ error }),
+        );
+        expect(performance.now() - started).toBeLessThan(boundMs);
+        return outcome;
+      };
+      const released = await bounded(lock.release(), 1_500 + 1_000);
+      // Either the release timed out (named error) or the deadline passed first (no I/O).
+      if ("error" in released)
+        expect((released.error as Error).name).toBe("BackendUnavailableError");
+      else expect(released.value).toBe(false);
+      const other = `unreachable-other-${Date.now()}`;
+      const tried = await bounded(c.tryAcquire(other), 1_500 + 1_000);
+      expect("error" in tried && (tried.error as Error).name).toBe("BackendUnavailableError");
+      const waited = await bounded(c.acquire(other, { waitMs: 1_000 }), 1_000 + 1_000);
+      expect("error" in waited && (waited.error as Error).name).toMatch(
+        /BackendUnavailableError|LockTimeoutError/,
+      );
+    });
   });
 });
 
