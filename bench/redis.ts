@@ -18,9 +18,21 @@ import { RedisBackend } from "@baton/redis";
 import { Redlock as SesameRedlock } from "@sesamecare-oss/redlock";
 import { Redis } from "ioredis";
 import { Mutex } from "redis-semaphore";
-import Redlock from "redlock";
 import { formatTable, interleave } from "./lib/interleave.js";
 import { type Summary, summarise } from "./lib/stats.js";
+
+/** The part of redlock@4 (which ships no types) used here. */
+interface Redlock4 {
+  lock(resource: string, ttl: number): Promise<{ unlock(): Promise<unknown> }>;
+}
+type Redlock4Constructor = new (clients: unknown[], options: { retryCount: number }) => Redlock4;
+
+/** redlock@4 is CommonJS without types: load it untyped and describe what is used. */
+async function loadRedlock4(): Promise<Redlock4Constructor> {
+  const specifier: string = "redlock";
+  const mod = (await import(specifier)) as { default: Redlock4Constructor };
+  return mod.default;
+}
 
 const TTL_MS = 15_000;
 const HANDOFFS = 300;
@@ -51,7 +63,8 @@ async function uncontended(url: string): Promise<void> {
   const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
   const coordinator = createCoordinator({ backend, ttlMs: TTL_MS });
   const signal = new AbortController().signal;
-  const redlock = new Redlock([client() as never], { retryCount: 0 });
+  const Redlock = await loadRedlock4();
+  const redlock = new Redlock([client()], { retryCount: 0 });
   const sesame = new SesameRedlock([client()], { retryCount: 0 });
   const mutex = new Mutex(client(), "bench-semaphore", { lockTimeout: TTL_MS });
   try {
