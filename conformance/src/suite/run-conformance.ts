@@ -70,12 +70,16 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
     skipUnless(declared.fifo, `${target.name} does not declare FIFO waiting`, () => fifoGroup(ctx));
     skipUnless(declared.watch, `${target.name} has no watch()`, () => watchGroup(ctx));
     const url = target.url;
-    skipUnless(
-      declared.crossProcess === true && url !== undefined,
-      declared.crossProcess === true
-        ? `${target.name}: no url given for worker processes`
-        : `${target.name} is not cross-process (election runs candidates in worker processes)`,
-      () => electionGroup(ctx, url ?? ""),
+    const electionSkip =
+      declared.crossProcess !== true
+        ? `${target.name} is not cross-process (election runs candidates in worker processes)`
+        : declared.fencing === "none"
+          ? `${target.name} declares fencing "none": election terms are fencing tokens`
+          : url === undefined
+            ? `${target.name}: no url given for worker processes`
+            : undefined;
+    skipUnless(electionSkip === undefined, electionSkip ?? "", () =>
+      electionGroup(ctx, typeof url === "function" ? url : () => url ?? ""),
     );
   });
 }

@@ -23,7 +23,7 @@ export interface ConformanceTarget {
    * SIGKILL/SIGSTOP/SIGTERM). Without it, or for a backend that is not cross-process, those
    * groups are skipped with a printed reason.
    */
-  readonly url?: string;
+  readonly url?: string | (() => string);
   /** Prefix for lock names, so runs against one server do not meet (default a random one). */
   readonly namePrefix?: string;
 }

@@ -239,9 +239,19 @@ export class CampaignLoop implements Election {
       this.#error(error, "onRevoked");
     }
     resigned?.();
-    // After giving up on purpose, let a waiting follower take over before campaigning again.
-    if ((resigned !== undefined || failed) && !this.#closed) {
-      await sleep(this.#clock, RECAMPAIGN_PAUSE_MS, this.#stop.signal).catch(() => undefined);
+    // After giving up on purpose, let a waiting follower take over before campaigning again:
+    // until someone else leads, or one TTL at most (on stores without FIFO, a resigned leader
+    // that campaigned at once could win its own race).
+    if ((resigned !== undefined || failed) && !this.#closed) await this.#letOthersLead();
+  }
+
+  async #letOthersLead(): Promise<void> {
+    const coordinator = this.#host.coordinator;
+    const until = this.#clock.now() + coordinator.ttlMs;
+    while (!this.#closed && this.#clock.now() < until) {
+      const holder = await coordinator.holder(this.name).catch(() => null);
+      if (holder !== null && holder.ownerId !== coordinator.ownerId) return;
+      await sleep(this.#clock, RECAMPAIGN_POLL_MS, this.#stop.signal).catch(() => undefined);
     }
   }
 
@@ -258,8 +268,8 @@ export class CampaignLoop implements Election {
   }
 }
 
-/** Pause before campaigning again after a resign, so a follower's wake-up wins the race. */
-const RECAMPAIGN_PAUSE_MS = 200;
+/** How often a resigned leader looks for its successor before campaigning again. */
+const RECAMPAIGN_POLL_MS = 50;
 
 function aborted(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();

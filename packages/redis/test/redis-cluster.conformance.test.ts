@@ -33,6 +33,7 @@ describeBackend("redis", () => {
     {
       name: "redis-cluster",
       ttlMs: 1_000,
+      url,
       createBackend: () => new RedisBackend({ url: url(), keyPrefix: "conf:" }),
     },
     { fencing: "single-node", fifo: false, watch: true, crossProcess: true },

@@ -11,7 +11,7 @@ const isElected = (e: WorkerEvent): e is Elected => e.event === "elected";
  * Leader election with every candidate in its own process, so SIGKILL, SIGSTOP and SIGTERM
  * hit the process that holds the session.
  */
-export function electionGroup(ctx: SuiteContext, url: string): void {
+export function electionGroup(ctx: SuiteContext, url: () => string): void {
   describe("leader election (worker processes)", () => {
     const workers: LockWorker[] = [];
     afterEach(async () => {
@@ -21,7 +21,12 @@ export function electionGroup(ctx: SuiteContext, url: string): void {
     const start = async (count: number, name: string, options: { stepDown?: boolean } = {}) => {
       const started = await Promise.all(
         Array.from({ length: count }, (_, i) =>
-          spawnLockWorker({ url, ttlMs: ctx.target.ttlMs, ownerId: `candidate-${i}`, ...options }),
+          spawnLockWorker({
+            url: url(),
+            ttlMs: ctx.target.ttlMs,
+            ownerId: `candidate-${i}`,
+            ...options,
+          }),
         ),
       );
       workers.push(...started);
