@@ -626,17 +626,20 @@ class CoordinatorImpl implements Coordinator {
 }
 
 /**
- * The reason a released lock's signal carries. Built without a stack trace: it is no failure,
- * and capturing a stack on every release is a large part of the release's cost.
+ * The reason a released lock's signal carries. Built without running the Error constructor:
+ * a release is no failure, and capturing a stack on every release is a large part of its cost.
+ * It is still a `LockLostError` (`instanceof`, `code`, `reason` and `message` as usual).
  */
 function releasedReason(name: string, token: bigint): LockLostError {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return new LockLostError(name, token, "released");
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
+  const reason = Object.create(LockLostError.prototype) as LockLostError;
+  return Object.assign(reason, {
+    name: "LockLostError",
+    code: "BATON_LOCK_LOST",
+    message: `lock "${name}" (token ${token}) was released`,
+    lockName: name,
+    token,
+    reason: "released",
+  });
 }
 
 function closedError(): ConfigError {
