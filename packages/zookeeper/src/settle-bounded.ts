@@ -1,4 +1,5 @@
 import { BackendUnavailableError } from "@baton/core";
+import type { Interrupt } from "./interrupt.js";
 
 /** Outcome of a call that was given up on, delivered when it finally settles. */
 export type LateOutcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
@@ -7,15 +8,15 @@ export type LateOutcome<T> = { ok: true; value: T } | { ok: false; error: unknow
 export interface BoundOptions<T> {
   /** Gives up after this many ms with a `BackendUnavailableError`. */
   readonly timeoutMs: number;
-  /** Gives up when aborted, with the signal's reason. */
-  readonly signals?: readonly (AbortSignal | undefined)[];
+  /** Gives up when it fires, with its reason. */
+  readonly interrupt?: Interrupt;
   /** Told how the call ended when it settles after we gave up. */
   readonly onLate?: (outcome: LateOutcome<T>) => void;
 }
 
 /**
- * Waits for `pending` at most `timeoutMs`, or until one of `signals` aborts. ZooKeeper calls
- * cannot be taken back, so a call given up on still runs: `onLate` sees its outcome.
+ * Waits for `pending` at most `timeoutMs`, or until `interrupt` fires. ZooKeeper calls cannot
+ * be taken back, so a call given up on still runs: `onLate` sees its outcome.
  */
 export function bounded<T>(
   pending: Promise<T>,
@@ -24,15 +25,12 @@ export function bounded<T>(
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const signals = (options.signals ?? []).filter((s): s is AbortSignal => s !== undefined);
-    const cleanup = () => {
-      clearTimeout(timer);
-      for (const s of signals) s.removeEventListener("abort", onAbort);
-    };
+    let unsubscribe: (() => void) | undefined;
     const giveUp = (reason: unknown) => {
       if (settled) return;
       settled = true;
-      cleanup();
+      clearTimeout(timer);
+      unsubscribe?.();
       reject(reason);
       const onLate = options.onLate;
       if (onLate !== undefined) {
@@ -41,9 +39,6 @@ export function bounded<T>(
           (error: unknown) => onLate({ ok: false, error }),
         );
       } else pending.catch(() => undefined);
-    };
-    const onAbort = function (this: AbortSignal) {
-      giveUp(this.reason);
     };
     const timer = setTimeout(
       () =>
@@ -54,24 +49,20 @@ export function bounded<T>(
         ),
       options.timeoutMs,
     );
-    for (const s of signals) {
-      if (s.aborted) {
-        giveUp(s.reason);
-        return;
-      }
-      s.addEventListener("abort", onAbort, { once: true });
-    }
+    unsubscribe = options.interrupt?.subscribe(giveUp);
     pending.then(
       (value) => {
         if (settled) return;
         settled = true;
-        cleanup();
+        clearTimeout(timer);
+        unsubscribe?.();
         resolve(value);
       },
       (error: unknown) => {
         if (settled) return;
         settled = true;
-        cleanup();
+        clearTimeout(timer);
+        unsubscribe?.();
         reject(error);
       },
     );

@@ -10,6 +10,7 @@ import {
 } from "@baton/core";
 import type { Client, Stat } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
+import { Interrupt } from "./interrupt.js";
 import {
   czxidToken,
   decodeNodeData,
@@ -72,8 +73,8 @@ export class ZookeeperSession implements BackendSession {
   readonly client: Client;
   readonly #settings: ZookeeperSessionSettings;
   readonly #lost = new AbortController();
-  /** Aborted when the session ends for any reason (expiry or close). */
-  readonly #ended = new AbortController();
+  /** Fires when the session ends for any reason (expiry or close). */
+  readonly #ended = new Interrupt();
   /** Paths of the nodes this session holds as grants. */
   readonly #held = new Set<string>();
   readonly #orphans = new Map<string, Orphan>();
@@ -110,9 +111,9 @@ export class ZookeeperSession implements BackendSession {
   }
 
   #end(reason: SessionLostError, lost: boolean): void {
-    if (this.#ended.signal.aborted) return;
+    if (this.#ended.fired) return;
     this.client.removeListener("state", this.#onState);
-    this.#ended.abort(reason);
+    this.#ended.fire(reason);
     if (lost) this.#lost.abort(reason);
     for (const wake of [...this.#connectWaiters]) wake();
     this.#held.clear();
@@ -120,40 +121,42 @@ export class ZookeeperSession implements BackendSession {
   }
 
   #assertLive(): void {
-    if (this.#ended.signal.aborted) throw this.#ended.signal.reason;
+    if (this.#ended.fired) throw this.#ended.reason;
   }
 
   get #connected(): boolean {
     return this.client.getState() === zookeeper.State.SYNC_CONNECTED;
   }
 
-  /** Resolves once the client is connected; rejects when `signal` aborts or the session ends. */
-  #whenConnected(signal: AbortSignal | undefined): Promise<void> {
+  /** Resolves once the client is connected; rejects when `stop` fires or the session ends. */
+  #whenConnected(stop: Interrupt = this.#ended): Promise<void> {
     if (this.#connected) return Promise.resolve();
+    if (this.#ended.fired) return Promise.reject(this.#ended.reason);
+    if (stop.fired) return Promise.reject(stop.reason);
     return new Promise<void>((resolve, reject) => {
       const done = () => {
         this.#connectWaiters.delete(done);
-        signal?.removeEventListener("abort", done);
-        if (this.#ended.signal.aborted) reject(this.#ended.signal.reason);
-        else if (signal?.aborted) reject(signal.reason);
+        unsubscribe();
+        if (this.#ended.fired) reject(this.#ended.reason);
+        else if (stop.fired) reject(stop.reason);
         else resolve();
       };
       this.#connectWaiters.add(done);
-      signal?.addEventListener("abort", done, { once: true });
+      const unsubscribe = stop.subscribe(done);
     });
   }
 
-  /** Runs one call, bounded by the session timeout, `signal` and the session's end. */
+  /** Runs one call, bounded by the session timeout, `stop` and the session's end. */
   #call<T>(
     what: string,
     pending: Promise<T>,
-    signal?: AbortSignal,
+    stop: Interrupt = this.#ended,
     onLate?: (outcome: LateOutcome<T>) => void,
     timeoutMs = this.#callMs,
   ): Promise<T> {
     return bounded(pending, what, {
       timeoutMs,
-      signals: [signal, this.#ended.signal],
+      interrupt: stop,
       ...(onLate === undefined ? {} : { onLate }),
     });
   }
@@ -196,7 +199,7 @@ export class ZookeeperSession implements BackendSession {
     const socket = manager?.socket as { destroy?: () => void } | undefined;
     // The connection manager's CONNECTING (1) and CONNECTED (2); never while closing.
     const live = manager?.state === 1 || manager?.state === 2;
-    if (live && !this.#ended.signal.aborted && typeof socket?.destroy === "function") {
+    if (live && !this.#ended.fired && typeof socket?.destroy === "function") {
       socket.destroy();
     }
   }
@@ -209,14 +212,15 @@ export class ZookeeperSession implements BackendSession {
     if (this.#orphansIn(dir)) await this.#cleanOrphans();
     const attemptId = randomUUID();
     let path: string | undefined;
+    const { interrupt: stop, dispose } = Interrupt.of(signal, this.#ended);
     try {
       const data = encodeNodeData(
         options.value === undefined
           ? { ownerId: this.ownerId }
           : { ownerId: this.ownerId, value: options.value },
       );
-      path = await this.#createNode(dir, attemptId, data, signal);
-      const token = await this.#awaitTurn(dir, path, options.wait, signal);
+      path = await this.#createNode(dir, attemptId, data, stop);
+      const token = await this.#awaitTurn(dir, path, options.wait, stop);
       if (token === null) {
         await this.#deleteOwn(dir, attemptId, path);
         return null;
@@ -232,6 +236,8 @@ export class ZookeeperSession implements BackendSession {
         throw signal.reason;
       }
       throw toBatonError(error, `acquiring "${key}"`);
+    } finally {
+      dispose();
     }
   }
 
@@ -243,7 +249,7 @@ export class ZookeeperSession implements BackendSession {
     dir: string,
     attemptId: string,
     data: Buffer,
-    signal: AbortSignal,
+    stop: Interrupt,
   ): Promise<string> {
     const prefix = `${dir}/${nodePrefix(attemptId)}`;
     for (let round = 0; ; round++) {
@@ -251,17 +257,17 @@ export class ZookeeperSession implements BackendSession {
         return await this.#call(
           "a create",
           createEphemeralSequential(this.client, prefix, data),
-          signal,
+          stop,
           (late) => this.#lateCreate(dir, attemptId, late),
         );
       } catch (error) {
         if (zkCode(error) === ZK_CODE.noNode && round < 3) {
-          await this.#call("a create of the lock's parent", mkdirp(this.client, dir), signal);
+          await this.#call("a create of the lock's parent", mkdirp(this.client, dir), stop);
           continue;
         }
         if (!isConnectionLoss(error)) throw error;
-        await this.#whenConnected(signal);
-        const found = await this.#findAttempt(dir, attemptId, signal);
+        await this.#whenConnected(stop);
+        const found = await this.#findAttempt(dir, attemptId, stop);
         if (found !== undefined) return found;
       }
     }
@@ -276,11 +282,11 @@ export class ZookeeperSession implements BackendSession {
   async #findAttempt(
     dir: string,
     attemptId: string,
-    signal?: AbortSignal,
+    stop?: Interrupt,
   ): Promise<string | undefined> {
     let children: string[];
     try {
-      children = await this.#call("a list of waiters", getChildren(this.client, dir), signal);
+      children = await this.#call("a list of waiters", getChildren(this.client, dir), stop);
     } catch (error) {
       if (zkCode(error) === ZK_CODE.noNode) return undefined;
       throw error;
@@ -297,7 +303,7 @@ export class ZookeeperSession implements BackendSession {
     dir: string,
     path: string,
     wait: boolean,
-    signal: AbortSignal,
+    stop: Interrupt,
   ): Promise<bigint | null> {
     const own = parseNode(path.slice(dir.length + 1));
     if (own === undefined) throw new Error(`zookeeper: unexpected lock node path ${path}`);
@@ -308,14 +314,14 @@ export class ZookeeperSession implements BackendSession {
         if (token === undefined) {
           // Children and our stat in one round trip (both requests leave in one write).
           const [list, stat] = await Promise.all([
-            this.#call("a list of waiters", getChildren(this.client, dir), signal),
-            this.#call("a stat of our lock node", exists(this.client, path), signal),
+            this.#call("a list of waiters", getChildren(this.client, dir), stop),
+            this.#call("a stat of our lock node", exists(this.client, path), stop),
           ]);
           if (stat === null) throw vanished(path);
           token = czxidToken(stat.czxid);
           children = list;
         } else {
-          children = await this.#call("a list of waiters", getChildren(this.client, dir), signal);
+          children = await this.#call("a list of waiters", getChildren(this.client, dir), stop);
         }
         const queue = queueOrder(children).filter(
           (n) => n.name === own.name || !this.#orphans.has(n.attemptId),
@@ -325,35 +331,28 @@ export class ZookeeperSession implements BackendSession {
         if (index === 0) return token;
         if (!wait) return null;
         const ahead = queue[index - 1] as { name: string };
-        await this.#waitGone(`${dir}/${ahead.name}`, signal);
+        await this.#waitGone(`${dir}/${ahead.name}`, stop);
       } catch (error) {
         if (!isConnectionLoss(error)) throw error;
         // Our node lives as long as the session: wait for the connection, keep our place.
-        await this.#whenConnected(signal);
+        await this.#whenConnected(stop);
       }
     }
   }
 
   /** Resolves when `path` no longer exists (or changed), watching only that node. */
-  #waitGone(path: string, signal: AbortSignal): Promise<void> {
+  #waitGone(path: string, stop: Interrupt): Promise<void> {
+    if (stop.fired) return Promise.reject(stop.reason);
     return new Promise<void>((resolve, reject) => {
       let done = false;
       const finish = (error?: unknown) => {
         if (done) return;
         done = true;
-        signal.removeEventListener("abort", onAbort);
-        this.#ended.signal.removeEventListener("abort", onEnd);
+        unsubscribe();
         if (error === undefined) resolve();
         else reject(error);
       };
-      const onAbort = () => finish(signal.reason);
-      const onEnd = () => finish(this.#ended.signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
-      this.#ended.signal.addEventListener("abort", onEnd, { once: true });
-      if (signal.aborted || this.#ended.signal.aborted) {
-        finish(signal.aborted ? signal.reason : this.#ended.signal.reason);
-        return;
-      }
+      const unsubscribe = stop.subscribe((reason) => finish(reason));
       exists(this.client, path, () => finish()).then(
         (stat) => {
           if (stat === null) finish();
@@ -380,7 +379,7 @@ export class ZookeeperSession implements BackendSession {
 
   /** Records a node to delete and starts deleting it; resolves after the first try. */
   #orphan(dir: string, attemptId: string, path: string | undefined): Promise<void> {
-    if (this.#ended.signal.aborted) return Promise.resolve();
+    if (this.#ended.fired) return Promise.resolve();
     const known = this.#orphans.get(attemptId);
     if (known === undefined) this.#orphans.set(attemptId, { dir, attemptId, path });
     else if (path !== undefined) known.path = path;
@@ -390,7 +389,7 @@ export class ZookeeperSession implements BackendSession {
   /** Deletes every orphan it can; the rest are tried again on reconnect and on keepAlive. */
   #cleanOrphans(): Promise<void> {
     if (this.#cleaning !== undefined) return this.#cleaning.then(() => this.#cleanOrphans());
-    if (!this.#connected || this.#ended.signal.aborted) return Promise.resolve();
+    if (!this.#connected || this.#ended.fired) return Promise.resolve();
     const run = async () => {
       await Promise.all(
         [...this.#orphans.values()].map(async (orphan) => {
@@ -448,18 +447,14 @@ export class ZookeeperSession implements BackendSession {
   }
 
   /** The first node's owner, token and value; `null` when the queue is empty. */
-  async #readHolder(
-    dir: string,
-    watcher?: () => void,
-    signal?: AbortSignal,
-  ): Promise<Holder | null> {
+  async #readHolder(dir: string, watcher?: () => void, stop?: Interrupt): Promise<Holder | null> {
     for (;;) {
       const children = await this.#call(
         "a list of waiters",
         watcher === undefined
           ? getChildren(this.client, dir)
           : getChildren(this.client, dir, watcher),
-        signal,
+        stop,
       );
       const first = queueOrder(children)[0];
       if (first === undefined) return null;
@@ -468,7 +463,7 @@ export class ZookeeperSession implements BackendSession {
         node = await this.#call(
           "a read of the holder",
           getData(this.client, `${dir}/${first.name}`),
-          signal,
+          stop,
         );
       } catch (error) {
         if (zkCode(error) === ZK_CODE.noNode) continue;
@@ -484,60 +479,62 @@ export class ZookeeperSession implements BackendSession {
 
   async *watch(key: string, signal: AbortSignal): AsyncIterable<Holder | null> {
     const dir = this.#dir(key);
+    const { interrupt: stop, dispose } = Interrupt.of(signal, this.#ended);
     let last: string | undefined;
-    while (!signal.aborted) {
-      this.#assertLive();
-      let wake!: () => void;
-      const changed = new Promise<void>((resolve) => {
-        wake = resolve;
-      });
-      let holder: Holder | null;
-      try {
-        holder = await this.#readHolder(dir, () => wake(), signal);
-      } catch (error) {
-        if (signal.aborted) return;
-        if (zkCode(error) === ZK_CODE.noNode) {
-          // No parent yet: watch for its creation.
-          holder = null;
-          try {
-            const stat = await this.#call(
-              "a watch of the lock's parent",
-              exists(this.client, dir, () => wake()),
-              signal,
-            );
-            if (stat !== null) wake();
-          } catch (inner) {
-            if (signal.aborted) return;
-            if (!isConnectionLoss(inner)) throw toBatonError(inner, `watching "${key}"`);
-            await this.#whenConnected(signal).catch(() => undefined);
-            continue;
-          }
-        } else if (isConnectionLoss(error)) {
-          await this.#whenConnected(signal).catch(() => undefined);
-          continue;
-        } else throw toBatonError(error, `watching "${key}"`);
-      }
-      const seen = holder === null ? "" : `${holder.token}`;
-      if (seen !== last) {
-        last = seen;
-        yield holder;
-      }
-      if (signal.aborted) return;
-      await new Promise<void>((resolve) => {
-        const stop = () => resolve();
-        signal.addEventListener("abort", stop, { once: true });
-        this.#ended.signal.addEventListener("abort", stop, { once: true });
-        changed.then(() => {
-          signal.removeEventListener("abort", stop);
-          this.#ended.signal.removeEventListener("abort", stop);
-          resolve();
+    try {
+      while (!signal.aborted) {
+        this.#assertLive();
+        let wake!: () => void;
+        const changed = new Promise<void>((resolve) => {
+          wake = resolve;
         });
-      });
+        let holder: Holder | null;
+        try {
+          holder = await this.#readHolder(dir, () => wake(), stop);
+        } catch (error) {
+          if (signal.aborted) return;
+          if (zkCode(error) === ZK_CODE.noNode) {
+            // No parent yet: watch for its creation.
+            holder = null;
+            try {
+              const stat = await this.#call(
+                "a watch of the lock's parent",
+                exists(this.client, dir, () => wake()),
+                stop,
+              );
+              if (stat !== null) wake();
+            } catch (inner) {
+              if (signal.aborted) return;
+              if (!isConnectionLoss(inner)) throw toBatonError(inner, `watching "${key}"`);
+              await this.#whenConnected(stop).catch(() => undefined);
+              continue;
+            }
+          } else if (isConnectionLoss(error)) {
+            await this.#whenConnected(stop).catch(() => undefined);
+            continue;
+          } else throw toBatonError(error, `watching "${key}"`);
+        }
+        const seen = holder === null ? "" : `${holder.token}`;
+        if (seen !== last) {
+          last = seen;
+          yield holder;
+        }
+        if (signal.aborted) return;
+        await new Promise<void>((resolve) => {
+          const unsubscribe = stop.subscribe(() => resolve());
+          changed.then(() => {
+            unsubscribe();
+            resolve();
+          });
+        });
+      }
+    } finally {
+      dispose();
     }
   }
 
   async close(): Promise<void> {
-    if (this.#ended.signal.aborted) {
+    if (this.#ended.fired) {
       if (this.#settings.ownsClient) closeClient(this.client, 0);
       return;
     }
