@@ -12,6 +12,10 @@ export interface BoundOptions<T> {
   readonly interrupt?: Interrupt;
   /** Told how the call ended when it settles after we gave up. */
   readonly onLate?: (outcome: LateOutcome<T>) => void;
+  /** Called once if the call is still pending after `slowMs`. */
+  readonly onSlow?: () => void;
+  /** See `onSlow`. */
+  readonly slowMs?: number;
 }
 
 /**
@@ -26,10 +30,14 @@ export function bounded<T>(
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     let unsubscribe: (() => void) | undefined;
+    const onSlow = options.onSlow;
+    const slow =
+      onSlow === undefined ? undefined : setTimeout(onSlow, options.slowMs ?? options.timeoutMs);
     const giveUp = (reason: unknown) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(slow);
       unsubscribe?.();
       reject(reason);
       const onLate = options.onLate;
@@ -55,6 +63,7 @@ export function bounded<T>(
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        clearTimeout(slow);
         unsubscribe?.();
         resolve(value);
       },
@@ -62,6 +71,7 @@ export function bounded<T>(
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        clearTimeout(slow);
         unsubscribe?.();
         reject(error);
       },
