@@ -56,7 +56,8 @@ export function timelineSvg(backend: string, rows: readonly VariantResult[]): st
   const height = 70 + panelHeight * rows.length + 56;
   const parts: string[] = [];
   parts.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-labelledby="title" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="12">`,
+    `<title id="title">Invoice run on ${escapeXml(backend)}: lock holds per runner, runner 1's freeze, and every write accepted or rejected</title>`,
     `<defs><pattern id="frozen" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="3" height="6" fill="#bbb"/></pattern></defs>`,
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="10" y="22" font-size="16" font-weight="bold">Invoice run on ${escapeXml(backend)}: who held the lock, the freeze, and every write</text>`,
