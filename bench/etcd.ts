@@ -14,8 +14,9 @@ import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { EtcdBackend } from "@baton/etcd";
 import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
+import { measureHandoff, sleep } from "./lib/handoff.js";
 import { formatTable, interleave } from "./lib/interleave.js";
-import { type Summary, summarise } from "./lib/stats.js";
+import type { Summary } from "./lib/stats.js";
 
 const WAITERS = 8;
 const HANDOFFS = 200;
@@ -121,30 +122,6 @@ async function uncontended(hosts: string[]): Promise<void> {
  * `WAITERS` contenders loop on one lock: hold 2 ms, release, pause 5 ms, wait again; so each
  * release finds the others waiting. Records release-start to next-grant.
  */
-async function measureHandoff(
-  contenders: readonly { acquire(): Promise<() => Promise<void>> }[],
-): Promise<Summary> {
-  const samples: number[] = [];
-  let releasedAt: number | undefined;
-  let done = false;
-  const started = performance.now();
-  await Promise.all(
-    contenders.map(async (c) => {
-      while (!done) {
-        const release = await c.acquire();
-        const now = performance.now();
-        if (releasedAt !== undefined) samples.push(now - releasedAt);
-        if (samples.length >= HANDOFFS) done = true;
-        await sleep(2);
-        releasedAt = performance.now();
-        await release();
-        await sleep(5);
-      }
-    }),
-  );
-  return summarise(samples, performance.now() - started);
-}
-
 async function handoff(hosts: string[]): Promise<void> {
   const results = new Map<string, Summary>();
   const backend = new EtcdBackend({ hosts });
@@ -163,6 +140,7 @@ async function handoff(hosts: string[]): Promise<void> {
             };
           },
         })),
+        HANDOFFS,
       ),
     );
   } finally {
@@ -190,6 +168,7 @@ async function handoff(hosts: string[]): Promise<void> {
             }
           },
         })),
+        HANDOFFS,
       ),
     );
   } finally {
@@ -202,8 +181,4 @@ async function handoff(hosts: string[]): Promise<void> {
       "baton acquire (wait)",
     ),
   );
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -15,8 +15,9 @@ import { type Coordinator, createCoordinator } from "@baton/core";
 import { PostgresBackend } from "@baton/postgres";
 import advisoryLockModule from "advisory-lock";
 import pg from "pg";
+import { measureHandoff } from "./lib/handoff.js";
 import { formatTable, interleave } from "./lib/interleave.js";
-import { type Summary, summarise } from "./lib/stats.js";
+import type { Summary } from "./lib/stats.js";
 
 /** The part of advisory-lock's API the bench uses. */
 type CreateMutex = (
@@ -103,30 +104,6 @@ async function uncontended(url: string): Promise<void> {
  * `WAITERS` contenders loop on one lock: hold 2 ms, release, pause 5 ms, wait again; so each
  * release finds the others waiting. Records release-start to next-grant.
  */
-async function measureHandoff(
-  contenders: readonly { acquire(): Promise<() => Promise<void>> }[],
-): Promise<Summary> {
-  const samples: number[] = [];
-  let releasedAt: number | undefined;
-  let done = false;
-  const started = performance.now();
-  await Promise.all(
-    contenders.map(async (c) => {
-      while (!done) {
-        const release = await c.acquire();
-        const now = performance.now();
-        if (releasedAt !== undefined) samples.push(now - releasedAt);
-        if (samples.length >= HANDOFFS) done = true;
-        await sleep(2);
-        releasedAt = performance.now();
-        await release();
-        await sleep(5);
-      }
-    }),
-  );
-  return summarise(samples, performance.now() - started);
-}
-
 async function handoff(url: string): Promise<void> {
   const results = new Map<string, Summary>();
   // Raw floor: blocking pg_advisory_lock on one connection per contender (PostgreSQL's queue).
@@ -150,6 +127,7 @@ async function handoff(url: string): Promise<void> {
             };
           },
         })),
+        HANDOFFS,
       ),
     );
   } finally {
@@ -171,6 +149,7 @@ async function handoff(url: string): Promise<void> {
             };
           },
         })),
+        HANDOFFS,
       ),
     );
   } finally {
@@ -184,8 +163,4 @@ async function handoff(url: string): Promise<void> {
       "raw blocking pg_advisory_lock",
     ),
   );
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

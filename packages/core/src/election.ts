@@ -3,6 +3,7 @@ import { type Clock, sleep, systemClock } from "./clock.js";
 import type { Coordinator } from "./coordinator.js";
 import { ConfigError, type LockLostReason, LockTimeoutError } from "./errors.js";
 import type { Lock } from "./lock.js";
+import { reportError } from "./report-error.js";
 import { checkOptions, checkString, LIMITS } from "./validate.js";
 
 /** The leader as everyone sees it. */
@@ -256,15 +257,12 @@ export class CampaignLoop implements Election {
   }
 
   #error(error: unknown, during: string): void {
-    if (this.#options.onError) {
-      try {
-        this.#options.onError(error);
-        return;
-      } catch (inner) {
-        this.#host.report(inner, "onError");
-      }
-    }
-    this.#host.report(error, `election "${this.name}": ${during}`);
+    reportError(
+      this.#options.onError,
+      this.#host.report,
+      error,
+      `election "${this.name}": ${during}`,
+    );
   }
 }
 

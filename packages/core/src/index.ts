@@ -47,6 +47,7 @@ export type {
 } from "./events.js";
 export type { Fence } from "./fence.js";
 export type { Guarantees } from "./guarantees.js";
+export { linkSignals } from "./link-signals.js";
 export { Lock } from "./lock.js";
 export { defaultDriftMs } from "./managed-session.js";
 export { ManualClock } from "./manual-clock.js";

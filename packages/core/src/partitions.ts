@@ -2,6 +2,7 @@ import { type Clock, sleep, systemClock } from "./clock.js";
 import type { Coordinator } from "./coordinator.js";
 import { ConfigError } from "./errors.js";
 import type { Lock } from "./lock.js";
+import { reportError } from "./report-error.js";
 import { checkInt, checkOptions } from "./validate.js";
 
 /** What `onAssigned` receives for one partition. */
@@ -194,14 +195,11 @@ export class PartitionBalancer implements Partitions {
   }
 
   #error(error: unknown, during: string): void {
-    if (this.#options.onError) {
-      try {
-        this.#options.onError(error);
-        return;
-      } catch (inner) {
-        this.#host.report(inner, "onError");
-      }
-    }
-    this.#host.report(error, `partitions "${this.#name}": ${during}`);
+    reportError(
+      this.#options.onError,
+      this.#host.report,
+      error,
+      `partitions "${this.#name}": ${during}`,
+    );
   }
 }

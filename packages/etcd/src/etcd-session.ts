@@ -5,6 +5,7 @@ import {
   type Grant,
   type Holder,
   type KeepAliveResult,
+  linkSignals,
   SessionLostError,
   sleep,
   systemClock,
@@ -13,7 +14,6 @@ import type { IKeyValue } from "etcd3";
 import type { EtcdKv } from "./etcd-kv.js";
 import { encodeHolderValue } from "./holder-value.js";
 import { LeaseKeeper } from "./lease-keeper.js";
-import { linkSignals } from "./link-signals.js";
 import { isQueueKey, lockPrefix, queueKey } from "./lock-keys.js";
 import { enqueueTxn, guardedDelete, pickQueueKey, tryTxn, turnTxn } from "./queue-requests.js";
 import { readHolder } from "./read-holder.js";
@@ -217,7 +217,7 @@ export class EtcdSession implements BackendSession {
   ): Promise<Grant> {
     const joined = await this.#join(name, prefix, key, value);
     if (joined.first) return this.#finish(name, key, joined.revision, signal);
-    const waitSignal = linkSignals(signal, this.#ended.signal);
+    const waitSignal = linkSignals([signal, this.#ended.signal]);
     try {
       await this.#waitTurn(name, prefix, key, joined.revision, waitSignal.signal);
     } catch (error) {
