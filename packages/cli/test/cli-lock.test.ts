@@ -163,4 +163,37 @@ describeBackend("redis", (url) => {
     await until(() => leaders().length >= 2, 15_000, "a second leader");
     expect(BigInt(leaders()[1] as string)).toBeGreaterThan(firstTerm);
   });
+  it("status shows the holder, token and value; --watch --json follows changes", async () => {
+    const lock = name();
+    const c = createCoordinator({ url, ttlMs: 5_000, ownerId: "status-owner" });
+    try {
+      const held = await c.acquire(lock, { value: "10.0.0.7" });
+      const once = run(["status", lock, "--backend", url, "--json"]);
+      expect(await once.exited).toBe(0);
+      const line = JSON.parse(once.output().trim().split("\n")[0] as string);
+      expect(line).toMatchObject({
+        name: lock,
+        held: true,
+        owner: "status-owner",
+        token: `${held.token}`,
+        value: "10.0.0.7",
+      });
+      const watch = run(["status", lock, "--backend", url, "--json", "--watch"]);
+      await until(
+        () => watch.output().includes('"held":true'),
+        20_000,
+        "the watch to show the holder",
+      );
+      await held.release();
+      await until(
+        () => watch.output().includes('"held":false'),
+        20_000,
+        "the watch to show the release",
+      );
+      watch.child.kill("SIGTERM");
+      expect(await watch.exited).toBe(0);
+    } finally {
+      await c.close();
+    }
+  });
 });
