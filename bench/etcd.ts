@@ -14,7 +14,7 @@ import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { EtcdBackend } from "@baton/etcd";
 import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
-import { measureHandoff, sleep } from "./lib/handoff.js";
+import { coordinatorContenders, measureHandoff, sleep } from "./lib/handoff.js";
 import { formatTable, interleave } from "./lib/interleave.js";
 import type { Summary } from "./lib/stats.js";
 
@@ -131,17 +131,7 @@ async function handoff(hosts: string[]): Promise<void> {
   try {
     results.set(
       "baton acquire (wait)",
-      await measureHandoff(
-        coordinators.map((c) => ({
-          acquire: async () => {
-            const lock = await c.acquire("bench-handoff", { waitMs: 60_000 });
-            return async () => {
-              await lock.release();
-            };
-          },
-        })),
-        HANDOFFS,
-      ),
+      await measureHandoff(coordinatorContenders(coordinators, "bench-handoff"), HANDOFFS),
     );
   } finally {
     await Promise.all(coordinators.map((c) => c.close()));

@@ -15,7 +15,7 @@ import { type Coordinator, createCoordinator } from "@baton/core";
 import { PostgresBackend } from "@baton/postgres";
 import advisoryLockModule from "advisory-lock";
 import pg from "pg";
-import { measureHandoff } from "./lib/handoff.js";
+import { coordinatorContenders, measureHandoff } from "./lib/handoff.js";
 import { formatTable, interleave } from "./lib/interleave.js";
 import type { Summary } from "./lib/stats.js";
 
@@ -140,17 +140,7 @@ async function handoff(url: string): Promise<void> {
   try {
     results.set(
       "baton acquire (wait)",
-      await measureHandoff(
-        coordinators.map((c) => ({
-          acquire: async () => {
-            const lock = await c.acquire("bench-handoff", { waitMs: 60_000 });
-            return async () => {
-              await lock.release();
-            };
-          },
-        })),
-        HANDOFFS,
-      ),
+      await measureHandoff(coordinatorContenders(coordinators, "bench-handoff"), HANDOFFS),
     );
   } finally {
     await Promise.all(coordinators.map((c) => c.close()));

@@ -34,6 +34,23 @@ export async function measureHandoff(
   return summarise(samples, performance.now() - started);
 }
 
+/** Coordinators as contenders for lock `name` (each waits up to a minute). */
+export function coordinatorContenders(
+  coordinators: readonly {
+    acquire(name: string, options: { waitMs: number }): Promise<{ release(): Promise<boolean> }>;
+  }[],
+  name: string,
+): Contender[] {
+  return coordinators.map((c) => ({
+    acquire: async () => {
+      const lock = await c.acquire(name, { waitMs: 60_000 });
+      return async () => {
+        await lock.release();
+      };
+    },
+  }));
+}
+
 /** Resolves after `ms`. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
