@@ -14,6 +14,7 @@ import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { EtcdBackend } from "@baton/etcd";
 import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
+import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, measureHandoff, sleep } from "./lib/handoff.js";
 import { formatTable, interleave } from "./lib/interleave.js";
 import type { Summary } from "./lib/stats.js";
@@ -39,7 +40,7 @@ async function uncontended(hosts: string[]): Promise<void> {
   const backend = new EtcdBackend({ hosts });
   const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
   const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
-  const signal = new AbortController().signal;
+  const _signal = new AbortController().signal;
   const peer = new Etcd3({ hosts });
   let leaseId = "0";
   const rawKey = Buffer.from("bench-raw/lock");
@@ -80,21 +81,11 @@ async function uncontended(hosts: string[]): Promise<void> {
             await raw.leaseClient.leaseRevoke({ ID: leaseId }).catch(() => undefined);
           },
         },
-        {
-          name: "baton session acquire+release",
-          op: async () => {
-            const grant = await session.acquire("bench-session", { wait: true, signal });
-            if (grant === null) throw new Error("bench: session lock held");
-            await session.release(grant);
-          },
-        },
-        {
-          name: "baton coordinator acquire+release",
-          op: async () => {
-            const lock = await coordinator.acquire("bench-coordinator");
-            await lock.release();
-          },
-        },
+        ...batonVariants(session, coordinator, {
+          sessionLock: "bench-session",
+          coordinatorLock: "bench-coordinator",
+          wait: true,
+        }),
         {
           name: "etcd3 lock().acquire+release",
           op: async () => {

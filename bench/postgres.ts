@@ -15,6 +15,7 @@ import { type Coordinator, createCoordinator } from "@baton/core";
 import { PostgresBackend } from "@baton/postgres";
 import advisoryLockModule from "advisory-lock";
 import pg from "pg";
+import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, measureHandoff } from "./lib/handoff.js";
 import { formatTable, interleave } from "./lib/interleave.js";
 import type { Summary } from "./lib/stats.js";
@@ -48,7 +49,7 @@ async function uncontended(url: string): Promise<void> {
   const backend = new PostgresBackend({ url });
   const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
   const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
-  const signal = new AbortController().signal;
+  const _signal = new AbortController().signal;
   const mutex = createMutex(url)("bench-advisory-lock");
   try {
     const results = await interleave(
@@ -63,21 +64,10 @@ async function uncontended(url: string): Promise<void> {
             await raw.query("SELECT pg_advisory_unlock($1::bigint)", ["42"]);
           },
         },
-        {
-          name: "baton session acquire+release",
-          op: async () => {
-            const grant = await session.acquire("bench-session", { wait: false, signal });
-            if (grant === null) throw new Error("bench: session lock held");
-            await session.release(grant);
-          },
-        },
-        {
-          name: "baton coordinator acquire+release",
-          op: async () => {
-            const lock = await coordinator.acquire("bench-coordinator");
-            await lock.release();
-          },
-        },
+        ...batonVariants(session, coordinator, {
+          sessionLock: "bench-session",
+          coordinatorLock: "bench-coordinator",
+        }),
         {
           name: "advisory-lock tryLock+unlock",
           op: async () => {

@@ -18,6 +18,7 @@ import { RedisBackend } from "@baton/redis";
 import { Redlock as SesameRedlock } from "@sesamecare-oss/redlock";
 import { Redis } from "ioredis";
 import { Mutex } from "redis-semaphore";
+import { batonVariants } from "./lib/baton-variants.js";
 import { formatTable, interleave } from "./lib/interleave.js";
 import { type Summary, summarise } from "./lib/stats.js";
 
@@ -62,7 +63,7 @@ async function uncontended(url: string): Promise<void> {
   const backend = new RedisBackend({ url, keyPrefix: "bench:" });
   const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
   const coordinator = createCoordinator({ backend, ttlMs: TTL_MS });
-  const signal = new AbortController().signal;
+  const _signal = new AbortController().signal;
   const Redlock = await loadRedlock4();
   const redlock = new Redlock([client()], { retryCount: 0 });
   const sesame = new SesameRedlock([client()], { retryCount: 0 });
@@ -78,21 +79,10 @@ async function uncontended(url: string): Promise<void> {
             await raw.evalsha(deleteSha, 1, "bench-raw", value);
           },
         },
-        {
-          name: "baton session",
-          op: async () => {
-            const grant = await session.acquire("bench-session", { wait: false, signal });
-            if (grant === null) throw new Error("held");
-            await session.release(grant);
-          },
-        },
-        {
-          name: "baton coordinator",
-          op: async () => {
-            const lock = await coordinator.acquire("bench-coordinator");
-            await lock.release();
-          },
-        },
+        ...batonVariants(session, coordinator, {
+          sessionLock: "bench-session",
+          coordinatorLock: "bench-coordinator",
+        }),
         {
           name: "redlock@4 (1 node)",
           op: async () => {

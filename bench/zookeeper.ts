@@ -14,10 +14,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { startServers } from "@baton/conformance/harness";
-import { type Coordinator, createCoordinator, type Grant } from "@baton/core";
+import { type Coordinator, createCoordinator } from "@baton/core";
 import { ZookeeperBackend } from "@baton/zookeeper";
 import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
+import { batonVariants } from "./lib/baton-variants.js";
 import { formatTable, interleave } from "./lib/interleave.js";
 import { type Summary, summarise } from "./lib/stats.js";
 
@@ -72,7 +73,7 @@ async function uncontended(url: string): Promise<void> {
   const backend = ZookeeperBackend.fromUrl(url, { prefix: "bench" });
   const coordinator = createCoordinator({ backend, ttlMs: 10_000 });
   const session = await backend.openSession({ ttlMs: 10_000, ownerId: "bench-session" });
-  const signal = new AbortController().signal;
+  const _signal = new AbortController().signal;
   try {
     const results = await interleave(
       [
@@ -96,23 +97,10 @@ async function uncontended(url: string): Promise<void> {
             await removeNode(raw, path);
           },
         },
-        {
-          name: "baton session acquire+release",
-          op: async () => {
-            const grant = (await session.acquire("bench/session", {
-              wait: false,
-              signal,
-            })) as Grant;
-            await session.release(grant);
-          },
-        },
-        {
-          name: "baton coordinator acquire+release",
-          op: async () => {
-            const lock = await coordinator.acquire("bench/coordinator");
-            await lock.release();
-          },
-        },
+        ...batonVariants(session, coordinator, {
+          sessionLock: "bench/session",
+          coordinatorLock: "bench/coordinator",
+        }),
       ],
       { warmup: 200, rounds: 6, perRound: 300, maxMs: 50_000 },
     );

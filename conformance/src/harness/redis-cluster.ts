@@ -7,6 +7,7 @@ import { freePorts } from "./free-port.js";
 import { type LocalStartOptions, requireBinaries } from "./local-start-options.js";
 import { withPortRetry } from "./port-retry.js";
 import { redisPing } from "./redis-ping.js";
+import { redisSpec } from "./redis-server.js";
 import { findRedisBinaries } from "./server-binaries.js";
 import { type MemberDefinition, type ServerGroup, startServerGroup } from "./server-group.js";
 import { startTimeoutMs } from "./wait-for-ready.js";
@@ -54,35 +55,16 @@ export async function startRedisCluster(options: RedisClusterStartOptions): Prom
         address: `${HOST}:${port}`,
         ports: { client: port, bus: busPort },
         dataDir,
-        spec: {
-          name: `redis cluster node ${name}`,
-          command: redisServer,
-          args: [
-            "--bind",
-            HOST,
-            "--port",
-            String(port),
-            "--cluster-enabled",
-            "yes",
-            "--cluster-port",
-            String(busPort),
-            "--cluster-config-file",
-            join(dataDir, "nodes.conf"),
-            "--cluster-node-timeout",
-            "2000",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--daemonize",
-            "no",
-            "--dir",
-            dataDir,
-          ],
-          cwd: dir,
-          logFile: join(dir, "server.log"),
-          programs: ["redis-server", "redis-check-rdb"],
-        },
+        spec: redisSpec(`redis cluster node ${name}`, redisServer, port, dir, dataDir, [
+          "--cluster-enabled",
+          "yes",
+          "--cluster-port",
+          String(busPort),
+          "--cluster-config-file",
+          join(dataDir, "nodes.conf"),
+          "--cluster-node-timeout",
+          "2000",
+        ]),
         isReady: () => redisPing(HOST, port),
       });
     }

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { freePorts } from "./free-port.js";
 import { type LocalStartOptions, requireBinaries } from "./local-start-options.js";
+import type { ProcessSpec } from "./managed-process.js";
 import { withPortRetry } from "./port-retry.js";
 import { redisPing } from "./redis-ping.js";
 import { findRedisBinaries } from "./server-binaries.js";
@@ -42,27 +43,7 @@ export async function startRedisNodes(options: RedisStartOptions): Promise<Serve
         address: `${HOST}:${port}`,
         ports: { client: port },
         dataDir,
-        spec: {
-          name: `${options.kind} node ${name}`,
-          command: redisServer,
-          args: [
-            "--bind",
-            HOST,
-            "--port",
-            String(port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--daemonize",
-            "no",
-            "--dir",
-            dataDir,
-          ],
-          cwd: dir,
-          logFile: join(dir, "server.log"),
-          programs: ["redis-server", "redis-check-rdb"],
-        },
+        spec: redisSpec(`${options.kind} node ${name}`, redisServer, port, dir, dataDir),
         isReady: () => redisPing(HOST, port),
       });
     }
@@ -78,4 +59,40 @@ export async function startRedisNodes(options: RedisStartOptions): Promise<Serve
       ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
     });
   });
+}
+
+/**
+ * How a redis-server runs here: loopback only, no persistence (a restart starts empty), in
+ * the foreground, data and log in `dir`. `extra` adds arguments (cluster mode).
+ */
+export function redisSpec(
+  name: string,
+  command: string,
+  port: number,
+  dir: string,
+  dataDir: string,
+  extra: readonly string[] = [],
+): ProcessSpec {
+  return {
+    name,
+    command,
+    args: [
+      "--bind",
+      HOST,
+      "--port",
+      String(port),
+      ...extra,
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--daemonize",
+      "no",
+      "--dir",
+      dataDir,
+    ],
+    cwd: dir,
+    logFile: join(dir, "server.log"),
+    programs: ["redis-server", "redis-check-rdb"],
+  };
 }
