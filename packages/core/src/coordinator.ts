@@ -1,3 +1,4 @@
+import { type Abortable, AbortScope, listenAbort } from "./abort-scope.js";
 import type { Grant, Holder, LockBackend } from "./backend.js";
 import type { BackendUrl } from "./backend-url.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
@@ -148,7 +149,10 @@ class CoordinatorImpl implements Coordinator {
   readonly #clock: Clock;
   readonly #events: EventHub;
   readonly #local = new KeyedMutex();
-  readonly #locks = new Set<Lock>();
+  /** Live locks, each with the function that marks it lost. */
+  readonly #locks = new Map<Lock, (reason: LockLostReason, cause: unknown) => unknown>();
+  /** In-flight acquire and holder calls, ended by close(). */
+  readonly #pending = new Set<AbortScope>();
   readonly #elections = new Set<Election>();
   readonly #partitionSets = new Set<Partitions>();
   #backend: Promise<LockBackend> | undefined;
@@ -156,7 +160,6 @@ class CoordinatorImpl implements Coordinator {
   #opening: Promise<ManagedSession> | undefined;
   #closed = false;
   readonly #closing = new AbortController();
-  readonly #markLost = new WeakMap<Lock, (reason: LockLostReason, cause: unknown) => unknown>();
 
   constructor(options: ResolvedOptions) {
     this.#options = options;
@@ -200,7 +203,14 @@ class CoordinatorImpl implements Coordinator {
     const lock = await this.acquire(name, options);
     let result: T;
     try {
-      result = await fn({ signal: lock.signal, token: lock.token, lock });
+      // The signal is built only if `fn` reads it.
+      result = await fn({
+        get signal() {
+          return lock.signal;
+        },
+        token: lock.token,
+        lock,
+      });
     } catch (error) {
       await lock.release().catch((releaseError: unknown) => {
         this.#events.emit("backgroundError", {
@@ -220,10 +230,10 @@ class CoordinatorImpl implements Coordinator {
     checkName(name);
     this.#assertOpen();
     // Bounded like every other call: one TTL.
-    const linked = linkSignals([this.#closing.signal]);
-    const bound = linked.signal;
+    const bound = new AbortScope();
+    this.#pending.add(bound);
     const timer = this.#clock.setTimer(
-      () => linked.abort(new Error("baton: budget ran out")),
+      () => bound.abort(new Error("baton: budget ran out")),
       this.ttlMs,
     );
     try {
@@ -239,7 +249,7 @@ class CoordinatorImpl implements Coordinator {
       throw asUnavailable(error, `could not read the holder of "${name}"`);
     } finally {
       timer.cancel();
-      linked.dispose();
+      this.#pending.delete(bound);
     }
   }
 
@@ -344,9 +354,10 @@ class CoordinatorImpl implements Coordinator {
       ...[...this.#partitionSets].map((set) => set.close()),
     ]);
     this.#closing.abort(closedError());
+    for (const scope of this.#pending) scope.abort(closedError());
     const opening = this.#opening;
     if (opening) await opening.catch(() => undefined);
-    await Promise.allSettled([...this.#locks].map((lock) => lock.release()));
+    await Promise.allSettled([...this.#locks.keys()].map((lock) => lock.release()));
     const session = this.#session;
     this.#session = undefined;
     try {
@@ -375,7 +386,7 @@ class CoordinatorImpl implements Coordinator {
   }
 
   /** The live session, opening one when there is none or the last one was lost. */
-  async #currentSession(signal: AbortSignal | undefined): Promise<ManagedSession> {
+  async #currentSession(signal: Abortable | undefined): Promise<ManagedSession> {
     const current = this.#session;
     if (current?.isValid()) return current;
     this.#opening ??= this.#openSession().finally(() => {
@@ -419,13 +430,15 @@ class CoordinatorImpl implements Coordinator {
     const waiting = opts.waitMs > 0;
     // One bound for the whole call: the wait, or one TTL for a try, so nothing hangs.
     const budgetMs = waiting ? opts.waitMs : this.ttlMs;
-    const linked = linkSignals([this.#closing.signal, opts.signal]);
-    const signal = linked.signal;
+    // Ends on the caller's signal, on close() and when the budget runs out. Its AbortSignal
+    // is built only if the backend asks for it (a wait), keeping the quick path cheap.
+    const scope = new AbortScope().follow(opts.signal);
+    this.#pending.add(scope);
     let budgetRanOut = false;
     const timer = this.#clock.setTimer(
       () => {
         budgetRanOut = true;
-        linked.abort(new Error("baton: budget ran out"));
+        scope.abort(new Error("baton: budget ran out"));
       },
       budgetMs,
       { keepAlive: true },
@@ -437,18 +450,18 @@ class CoordinatorImpl implements Coordinator {
     let unlockLocal: (() => void) | undefined;
     try {
       if (!waiting && this.#local.isLocked(name)) return null;
-      unlockLocal = await this.#local.lock(name, signal);
+      unlockLocal = await this.#local.lock(name, scope);
       for (let attempt = 0; ; attempt++) {
         this.#assertOpen();
         let session: ManagedSession | undefined;
         let grant: Grant | null;
         try {
           at.phase = "session";
-          session = await this.#currentSession(signal);
+          session = await this.#currentSession(scope);
           at.phase = "backend";
-          grant = await this.#backendAcquire(session, name, waiting, opts.value, signal);
+          grant = await this.#backendAcquire(session, name, waiting, opts.value, scope);
         } catch (error) {
-          if (signal.aborted) throw error;
+          if (scope.aborted) throw error;
           const sessionLost = error instanceof SessionLostError;
           if (sessionLost) session?.lose("session-lost", error);
           else if (!isTransient(error)) throw error;
@@ -459,7 +472,7 @@ class CoordinatorImpl implements Coordinator {
             throw asUnavailable(error, `could not acquire "${name}"`);
           }
           at.phase = "backoff";
-          await sleep(this.#clock, backoff(attempt), signal);
+          await sleep(this.#clock, backoff(attempt), scope.signal);
           continue;
         }
         if (grant === null) {
@@ -470,7 +483,7 @@ class CoordinatorImpl implements Coordinator {
         const lock = this.#adopt(name, grant, opts.value, session, unlockLocal);
         if (this.#options.fence !== undefined && this.mode === "correctness") {
           at.phase = "fence";
-          await this.#raiseFence(lock, signal);
+          await this.#raiseFence(lock, scope);
         }
         this.#events.emit("acquired", {
           name,
@@ -504,7 +517,8 @@ class CoordinatorImpl implements Coordinator {
       );
     } finally {
       timer.cancel();
-      linked.dispose();
+      scope.dispose();
+      this.#pending.delete(scope);
     }
   }
 
@@ -517,16 +531,23 @@ class CoordinatorImpl implements Coordinator {
     name: string,
     wait: boolean,
     value: string | undefined,
-    signal: AbortSignal,
+    scope: AbortScope,
   ): Promise<Grant | null> {
     const backendSession = session.backendSession;
-    const pending = backendSession.acquire(name, { wait, value, signal });
-    return raceSignal(pending, signal, (late) => {
+    // The signal is built only when the backend reads it.
+    const pending = backendSession.acquire(name, {
+      wait,
+      value,
+      get signal() {
+        return scope.signal;
+      },
+    });
+    return raceSignal(pending, scope, (late) => {
       void late
         .then((grant) => (grant === null ? false : backendSession.release(grant)))
         .catch((error: unknown) => {
           // The backend honoured the abort: nothing was granted, nothing to report.
-          if (error === signal.reason || isAbortError(error)) return;
+          if (error === scope.reason || isAbortError(error)) return;
           this.#events.emit("backgroundError", {
             error,
             during: `releasing a late grant of "${name}"`,
@@ -536,7 +557,7 @@ class CoordinatorImpl implements Coordinator {
   }
 
   /** Correctness mode: raise the fence with the new token before anyone uses the lock. */
-  async #raiseFence(lock: Lock, signal: AbortSignal): Promise<void> {
+  async #raiseFence(lock: Lock, signal: Abortable): Promise<void> {
     const fence = this.#options.fence;
     if (fence === undefined) return;
     try {
@@ -549,7 +570,7 @@ class CoordinatorImpl implements Coordinator {
   }
 
   #loseBeforeRelease(lock: Lock, reason: LockLostReason, cause: unknown): void {
-    this.#markLost.get(lock)?.(reason, cause);
+    this.#locks.get(lock)?.(reason, cause);
   }
 
   #adopt(
@@ -560,11 +581,11 @@ class CoordinatorImpl implements Coordinator {
     unlockLocal: () => void,
   ): Lock {
     const token = grant.token;
-    const controller = new AbortController();
+    const ended = new AbortScope();
     const markLost = (reason: LockLostReason, cause: unknown): LockLostError | undefined => {
-      if (controller.signal.aborted) return undefined;
+      if (ended.aborted) return undefined;
       const error = new LockLostError(name, token, reason, { cause });
-      controller.abort(error);
+      ended.abort(error);
       this.#locks.delete(lock);
       this.#events.emit("lost", { name, token, reason, error });
       return error;
@@ -581,7 +602,7 @@ class CoordinatorImpl implements Coordinator {
       name,
       token,
       value,
-      controller,
+      ended,
       deadline: () => session.deadline,
       now: () => this.#clock.now(),
       check: () => {
@@ -608,7 +629,7 @@ class CoordinatorImpl implements Coordinator {
         } finally {
           session.unregister(entry);
           this.#locks.delete(lock);
-          if (!controller.signal.aborted) controller.abort(releasedReason(name, token));
+          ended.end(() => releasedReason(name, token));
           // After a failed release the session may still hold the key until it expires:
           // keep the name locked here until then, so this session never acquires it twice.
           if (failed) this.#clock.setTimer(unlockLocal, session.ttlMs + session.driftMs);
@@ -618,9 +639,8 @@ class CoordinatorImpl implements Coordinator {
         return wasHeld;
       },
     });
-    this.#markLost.set(lock, markLost);
     session.register(entry);
-    this.#locks.add(lock);
+    this.#locks.set(lock, markLost);
     return lock;
   }
 }
@@ -663,7 +683,7 @@ function backoff(attempt: number): number {
 
 function raceSignal<T>(
   promise: Promise<T>,
-  signal: AbortSignal | undefined,
+  signal: Abortable | undefined,
   onAbandoned?: (late: Promise<T>) => void,
 ): Promise<T> {
   if (signal === undefined) return promise;
@@ -673,22 +693,21 @@ function raceSignal<T>(
   }
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const onAbort = () => {
+    const unlisten = listenAbort(signal, () => {
       if (settled) return;
       settled = true;
       onAbandoned?.(promise);
       reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
+    });
     promise.then(
       (value) => {
-        signal.removeEventListener("abort", onAbort);
+        unlisten();
         if (settled) return;
         settled = true;
         resolve(value);
       },
       (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
+        unlisten();
         if (settled) return;
         settled = true;
         reject(error);

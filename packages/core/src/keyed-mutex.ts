@@ -1,3 +1,5 @@
+import { type Abortable, listenAbort } from "./abort-scope.js";
+
 /**
  * A FIFO mutex per key, in process. The coordinator queues same-name acquires here, so a
  * backend session never sees two outstanding acquires of one key.
@@ -9,7 +11,7 @@ export class KeyedMutex {
    * Resolves with an idempotent `unlock` once `key` is ours. Rejects with `signal.reason`
    * if `signal` aborts first, leaving the queue as if we never asked.
    */
-  lock(key: string, signal?: AbortSignal): Promise<() => void> {
+  lock(key: string, signal?: Abortable): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const waiting = this.#queues.get(key);
     if (waiting === undefined) {
@@ -17,17 +19,18 @@ export class KeyedMutex {
       return Promise.resolve(this.#unlocker(key));
     }
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        const at = waiting.indexOf(grant);
-        if (at >= 0) waiting.splice(at, 1);
-        reject(signal?.reason);
-      };
+      let unlisten: (() => void) | undefined;
       const grant = () => {
-        signal?.removeEventListener("abort", onAbort);
+        unlisten?.();
         resolve(this.#unlocker(key));
       };
       waiting.push(grant);
-      signal?.addEventListener("abort", onAbort, { once: true });
+      if (signal === undefined) return;
+      unlisten = listenAbort(signal, () => {
+        const at = waiting.indexOf(grant);
+        if (at >= 0) waiting.splice(at, 1);
+        reject(signal.reason);
+      });
     });
   }
 

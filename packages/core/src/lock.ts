@@ -1,3 +1,4 @@
+import type { AbortScope } from "./abort-scope.js";
 import { LockLostError, type LockLostReason } from "./errors.js";
 
 /** @internal What the coordinator gives a {@link Lock}. */
@@ -5,7 +6,8 @@ export interface LockInit {
   readonly name: string;
   readonly token: bigint;
   readonly value: string | undefined;
-  readonly controller: AbortController;
+  /** Ends (with a `LockLostError` reason) when the lock is lost or released. */
+  readonly ended: AbortScope;
   /** Owner-checked release through the backend; true when it was still ours. */
   readonly release: () => Promise<boolean>;
   /** Monotonic deadline of the lock right now. */
@@ -30,11 +32,6 @@ export class Lock implements AsyncDisposable {
   readonly token: bigint;
   /** The value published with this grant, if any. */
   readonly value: string | undefined;
-  /**
-   * Aborted, with a `LockLostError` reason, the moment the lock can no longer be trusted
-   * (local deadline passed, session lost, key lost), and on release (reason `released`).
-   */
-  readonly signal: AbortSignal;
   readonly #init: LockInit;
   #releasing: Promise<boolean> | undefined;
 
@@ -43,8 +40,16 @@ export class Lock implements AsyncDisposable {
     this.name = init.name;
     this.token = init.token;
     this.value = init.value;
-    this.signal = init.controller.signal;
     this.#init = init;
+  }
+
+  /**
+   * Aborted, with a `LockLostError` reason, the moment the lock can no longer be trusted
+   * (local deadline passed, session lost, key lost), and on release (reason `released`).
+   * Built on first access; asked for after the end, it is already aborted with the reason.
+   */
+  get signal(): AbortSignal {
+    return this.#init.ended.signal;
   }
 
   /**
@@ -53,8 +58,9 @@ export class Lock implements AsyncDisposable {
    * timer has had a chance to run, and the signal is aborted right then.
    */
   get held(): boolean {
-    if (!this.signal.aborted) this.#init.check();
-    return !this.signal.aborted;
+    const ended = this.#init.ended;
+    if (!ended.aborted) this.#init.check();
+    return !ended.aborted;
   }
 
   /**
@@ -63,12 +69,12 @@ export class Lock implements AsyncDisposable {
    * only a fence closes it (a pause can still strike between this check and the write).
    */
   throwIfLost(): void {
-    if (!this.held) throw this.signal.reason;
+    if (!this.held) throw this.#init.ended.reason;
   }
 
   /** Why the lock ended, once it has. */
   get lostReason(): LockLostReason | undefined {
-    const reason: unknown = this.signal.reason;
+    const reason: unknown = this.#init.ended.reason;
     return reason instanceof LockLostError ? reason.reason : undefined;
   }
 

@@ -1,0 +1,130 @@
+/**
+ * A cancellation scope whose `AbortSignal` is built only when someone asks for it.
+ *
+ * On Node 20 creating an `AbortController` costs about 3.5 us and aborting one another 3.5 us,
+ * which on a local store is a large part of a whole acquire + release. Most scopes on the hot
+ * path (one per acquire, one per lock) end without anyone ever listening to their signal, so
+ * the scope keeps its state in plain fields, runs internal callbacks from a plain list, and
+ * creates the real signal lazily: a signal asked for after the scope ended is already aborted
+ * with the same reason.
+ *
+ * @internal
+ */
+export class AbortScope {
+  #aborted = false;
+  #reason: unknown;
+  /** Computes the reason on first use when the scope was ended with {@link AbortScope.end}. */
+  #lazyReason: (() => unknown) | undefined;
+  #controller: AbortController | undefined;
+  #callbacks: Array<(reason: unknown) => void> | undefined;
+  #followed: AbortSignal | undefined;
+  #onFollowedAbort: (() => void) | undefined;
+
+  /** True once the scope has ended. */
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  /** Why the scope ended (undefined while it has not). */
+  get reason(): unknown {
+    if (this.#lazyReason !== undefined) {
+      this.#reason = this.#lazyReason();
+      this.#lazyReason = undefined;
+    }
+    return this.#reason;
+  }
+
+  /** A real `AbortSignal` that aborts with this scope; built on first access. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.reason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Ends the scope with `reason`: the signal (if built) aborts and callbacks run. Idempotent. */
+  abort(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason;
+    this.#finish();
+  }
+
+  /**
+   * Ends the scope with a reason built only if someone reads it (`reason`, or the signal when
+   * it exists). For the common, quiet end of a lock (released).
+   */
+  end(reason: () => unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#lazyReason = reason;
+    this.#finish();
+  }
+
+  /**
+   * Runs `callback` once when the scope ends. Like an "abort" listener added to an aborted
+   * signal, it never runs when the scope has already ended: check `aborted` first.
+   * Returns a function that removes it.
+   */
+  onAbort(callback: (reason: unknown) => void): () => void {
+    if (this.#aborted) return noop;
+    this.#callbacks ??= [];
+    this.#callbacks.push(callback);
+    return () => {
+      const list = this.#callbacks;
+      if (list === undefined) return;
+      const at = list.indexOf(callback);
+      if (at >= 0) list.splice(at, 1);
+    };
+  }
+
+  /** Ends this scope when `signal` aborts (with its reason). One followed signal at a time. */
+  follow(signal: AbortSignal | undefined): this {
+    if (signal === undefined) return this;
+    if (signal.aborted) {
+      this.abort(signal.reason);
+      return this;
+    }
+    const onAbort = () => this.abort(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    this.#followed = signal;
+    this.#onFollowedAbort = onAbort;
+    return this;
+  }
+
+  /** Stops following the outside signal. The scope itself stays as it is. */
+  dispose(): void {
+    if (this.#followed !== undefined && this.#onFollowedAbort !== undefined)
+      this.#followed.removeEventListener("abort", this.#onFollowedAbort);
+    this.#followed = undefined;
+    this.#onFollowedAbort = undefined;
+  }
+
+  #finish(): void {
+    this.dispose();
+    if (this.#controller !== undefined) this.#controller.abort(this.reason);
+    const callbacks = this.#callbacks;
+    this.#callbacks = undefined;
+    if (callbacks === undefined) return;
+    const reason = this.reason;
+    for (const callback of callbacks) callback(reason);
+  }
+}
+
+function noop(): void {}
+
+/** Something that can end: a real `AbortSignal` or an {@link AbortScope}. @internal */
+export type Abortable = AbortSignal | AbortScope;
+
+/**
+ * Runs `callback` once when `source` aborts; returns a function that stops listening.
+ * Does not call `callback` for a source that has already aborted (check `aborted` first).
+ *
+ * @internal
+ */
+export function listenAbort(source: Abortable, callback: () => void): () => void {
+  if (source instanceof AbortScope) return source.onAbort(callback);
+  source.addEventListener("abort", callback, { once: true });
+  return () => source.removeEventListener("abort", callback);
+}

@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest";
+import { AbortScope } from "../src/abort-scope.js";
+import { createCoordinator, LockLostError, MemoryBackend } from "../src/index.js";
+import { KeyedMutex } from "../src/keyed-mutex.js";
+
+describe("AbortScope", () => {
+  it("a signal built after the scope ended is already aborted with the same reason", () => {
+    const scope = new AbortScope();
+    const reason = new Error("gone");
+    scope.abort(reason);
+    expect(scope.aborted).toBe(true);
+    expect(scope.signal.aborted).toBe(true);
+    expect(scope.signal.reason).toBe(reason);
+  });
+
+  it("a signal built before the end aborts with the reason and runs its listeners once", () => {
+    const scope = new AbortScope();
+    const seen: unknown[] = [];
+    scope.signal.addEventListener("abort", () => seen.push(scope.signal.reason));
+    scope.abort("first");
+    scope.abort("second");
+    expect(seen).toEqual(["first"]);
+    expect(scope.reason).toBe("first");
+  });
+
+  it("end() builds its reason only when someone reads it, and only once", () => {
+    const scope = new AbortScope();
+    let built = 0;
+    scope.end(() => {
+      built++;
+      return { why: "released" };
+    });
+    expect(scope.aborted).toBe(true);
+    expect(built).toBe(0);
+    const a = scope.reason;
+    expect(scope.signal.reason).toBe(a);
+    expect(built).toBe(1);
+  });
+
+  it("onAbort callbacks run on abort, not after removal, and not for an ended scope", () => {
+    const scope = new AbortScope();
+    const calls: string[] = [];
+    scope.onAbort((r) => calls.push(`a:${String(r)}`));
+    const off = scope.onAbort(() => calls.push("b"));
+    off();
+    scope.abort("x");
+    scope.onAbort(() => calls.push("late"));
+    expect(calls).toEqual(["a:x"]);
+  });
+
+  it("follows an outside signal until disposed, and leaves no listener on it", () => {
+    const outer = new AbortController();
+    const followed = new AbortScope().follow(outer.signal);
+    const disposed = new AbortScope().follow(outer.signal);
+    disposed.dispose();
+    outer.abort("stop");
+    expect(followed.aborted).toBe(true);
+    expect(followed.reason).toBe("stop");
+    expect(disposed.aborted).toBe(false);
+    expect(new AbortScope().follow(outer.signal).reason).toBe("stop");
+  });
+
+  it("a KeyedMutex waiter leaves the queue when its scope aborts", async () => {
+    const mutex = new KeyedMutex();
+    const unlock = await mutex.lock("k");
+    const scope = new AbortScope();
+    const waiting = mutex.lock("k", scope);
+    scope.abort(new Error("cancelled"));
+    await expect(waiting).rejects.toThrow("cancelled");
+    unlock();
+    expect(mutex.isLocked("k")).toBe(false);
+  });
+});
+
+describe("Lock signal (built on demand)", () => {
+  it("read after release, it is aborted with a LockLostError whose reason is 'released'", async () => {
+    const coordinator = createCoordinator({ backend: new MemoryBackend(), ttlMs: 1_000 });
+    try {
+      const lock = await coordinator.acquire("on-demand");
+      expect(await lock.release()).toBe(true);
+      expect(lock.held).toBe(false);
+      expect(lock.signal.aborted).toBe(true);
+      expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+      expect(lock.lostReason).toBe("released");
+      expect(() => lock.throwIfLost()).toThrow(/released/);
+    } finally {
+      await coordinator.close();
+    }
+  });
+
+  it("read while held, it aborts on release and its listeners run", async () => {
+    const coordinator = createCoordinator({ backend: new MemoryBackend(), ttlMs: 1_000 });
+    try {
+      const lock = await coordinator.acquire("on-demand-live");
+      const reasons: unknown[] = [];
+      lock.signal.addEventListener("abort", () => reasons.push(lock.signal.reason));
+      expect(lock.signal.aborted).toBe(false);
+      await lock.release();
+      expect(reasons).toHaveLength(1);
+      expect((reasons[0] as LockLostError).reason).toBe("released");
+    } finally {
+      await coordinator.close();
+    }
+  });
+
+  it("withLock's context signal is the lock's signal", async () => {
+    const coordinator = createCoordinator({ backend: new MemoryBackend(), ttlMs: 1_000 });
+    try {
+      const after = await coordinator.withLock("ctx", ({ signal, lock }) => {
+        expect(signal).toBe(lock.signal);
+        expect(signal.aborted).toBe(false);
+        return signal;
+      });
+      expect(after.aborted).toBe(true);
+    } finally {
+      await coordinator.close();
+    }
+  });
+});
