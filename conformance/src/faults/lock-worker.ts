@@ -10,8 +10,10 @@ import {
   type Coordinator,
   createCoordinator,
   type Election,
+  enablePrometheus,
   installStepDown,
   type Lock,
+  type Partitions,
 } from "@baton/core";
 import type { WorkerCommand, WorkerEvent } from "./worker-protocol.js";
 
@@ -26,6 +28,9 @@ const coordinator: Coordinator = createCoordinator({
 });
 const locks = new Map<string, Lock>();
 const elections = new Map<string, Election>();
+const partitionSets = new Map<string, Partitions>();
+/** The worker's own prom-client registry, once `enable-metrics` ran. */
+let metricsRegistry: { metrics(): Promise<string> } | undefined;
 if (process.env.BATON_STEP_DOWN === "1") installStepDown();
 const tickers = new Map<string, NodeJS.Timeout>();
 
@@ -138,6 +143,61 @@ async function handle(command: WorkerCommand): Promise<void> {
         term: election?.term === undefined ? null : `${election.term}`,
         leader: leader ? `${leader.ownerId}@${leader.term}` : null,
       });
+      return;
+    }
+    case "observe": {
+      const name = command.name;
+      const election = elections.get(name);
+      if (election === undefined) throw new Error(`observe: no election "${name}" in this worker`);
+      void (async () => {
+        for await (const leader of election.observe()) {
+          emit({
+            event: "observed",
+            name,
+            leader: leader ? `${leader.ownerId}@${leader.term}` : null,
+            term: leader ? `${leader.term}` : null,
+          });
+        }
+      })().catch((error: unknown) => emit(errorEvent("observe", error)));
+      return;
+    }
+    case "close-election": {
+      await elections.get(command.name)?.close();
+      emit({ event: "election-closed", name: command.name });
+      return;
+    }
+    case "partitions": {
+      const name = command.name;
+      const set = coordinator.partitions(name, {
+        count: command.count,
+        onAssigned: (partition, { token }) => {
+          emit({ event: "assigned", name, partition, token: `${token}` });
+        },
+        onRevoked: (partition, { token, reason }) => {
+          emit({ event: "unassigned", name, partition, token: `${token}`, reason });
+        },
+      });
+      partitionSets.set(name, set);
+      return;
+    }
+    case "owned": {
+      const partitions = partitionSets.get(command.name)?.owned() ?? [];
+      emit({ event: "owned", name: command.name, partitions });
+      return;
+    }
+    case "enable-metrics": {
+      if (metricsRegistry === undefined) {
+        const prom = await import("prom-client");
+        const registry = new prom.Registry();
+        await enablePrometheus(coordinator, { registry });
+        metricsRegistry = registry;
+      }
+      emit({ event: "metrics-enabled" });
+      return;
+    }
+    case "metrics": {
+      if (metricsRegistry === undefined) throw new Error("metrics: send enable-metrics first");
+      emit({ event: "metrics", text: await metricsRegistry.metrics() });
       return;
     }
     case "exit": {

@@ -8,6 +8,12 @@ export type WorkerCommand =
   | { op: "elect"; name: string; value?: string }
   | { op: "resign"; name: string }
   | { op: "leader"; name: string }
+  | { op: "observe"; name: string }
+  | { op: "close-election"; name: string }
+  | { op: "partitions"; name: string; count: number }
+  | { op: "owned"; name: string }
+  | { op: "enable-metrics" }
+  | { op: "metrics" }
   | { op: "exit" };
 
 /** Events a lock worker writes on stdout (one JSON object per line). Tokens are decimal strings. */
@@ -25,4 +31,11 @@ export type WorkerEvent =
   | { event: "revoked"; name: string; term: string; reason: string }
   | { event: "resigned"; name: string }
   | { event: "leader"; name: string; isLeader: boolean; term: string | null; leader: string | null }
+  | { event: "observed"; name: string; leader: string | null; term: string | null }
+  | { event: "election-closed"; name: string }
+  | { event: "assigned"; name: string; partition: number; token: string }
+  | { event: "unassigned"; name: string; partition: number; token: string; reason: string }
+  | { event: "owned"; name: string; partitions: number[] }
+  | { event: "metrics-enabled" }
+  | { event: "metrics"; text: string }
   | { event: "exited" };

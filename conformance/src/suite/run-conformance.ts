@@ -7,6 +7,8 @@ import { exclusionGroup } from "./groups/exclusion.js";
 import { expiryGroup } from "./groups/expiry.js";
 import { fifoGroup } from "./groups/fifo.js";
 import { handoffGroup } from "./groups/handoff.js";
+import { metricsGroup } from "./groups/metrics.js";
+import { partitionsGroup } from "./groups/partitions.js";
 import { renewalGroup } from "./groups/renewal.js";
 import { tokensGroup } from "./groups/tokens.js";
 import { watchGroup } from "./groups/watch.js";
@@ -78,9 +80,12 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
           : url === undefined
             ? `${target.name}: no url given for worker processes`
             : undefined;
-    skipUnless(electionSkip === undefined, electionSkip ?? "", () =>
-      electionGroup(ctx, typeof url === "function" ? url : () => url ?? ""),
-    );
+    const workerUrl = typeof url === "function" ? url : () => url ?? "";
+    skipUnless(electionSkip === undefined, electionSkip ?? "", () => {
+      electionGroup(ctx, workerUrl);
+      partitionsGroup(ctx, workerUrl);
+      metricsGroup(ctx, workerUrl);
+    });
   });
 }
 

@@ -2,10 +2,18 @@ import { MemoryFence, StaleTokenError } from "@baton/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { type LockWorker, spawnLockWorker } from "../../faults/spawn-lock-worker.js";
 import type { WorkerEvent } from "../../faults/worker-protocol.js";
-import type { SuiteContext } from "../suite-context.js";
+import { delay, type SuiteContext } from "../suite-context.js";
+import { isElected, nextLeader, pollUntil } from "../worker-candidates.js";
 
-type Elected = Extract<WorkerEvent, { event: "elected" }>;
-const isElected = (e: WorkerEvent): e is Elected => e.event === "elected";
+type Observed = Extract<WorkerEvent, { event: "observed" }>;
+
+/** The leader a worker's `observe()` reported last (`owner@term`, or null), undefined if none yet. */
+function latestObserved(worker: LockWorker, name: string): string | null | undefined {
+  const seen = worker.events.filter(
+    (e): e is Observed => e.event === "observed" && e.name === name,
+  );
+  return seen.at(-1)?.leader;
+}
 
 /**
  * Leader election with every candidate in its own process, so SIGKILL, SIGSTOP and SIGTERM
@@ -33,17 +41,6 @@ export function electionGroup(ctx: SuiteContext, url: () => string): void {
       for (const [i, w] of started.entries())
         w.send({ op: "elect", name, value: `candidate-${i}` });
       return started;
-    };
-
-    /** Waits until exactly one of `candidates` reports a (new) term and returns it. */
-    const nextLeader = async (candidates: LockWorker[], afterTerm: bigint, timeoutMs: number) => {
-      const winner = await Promise.any(
-        candidates.map((w) =>
-          w.waitFor((e): e is Elected => isElected(e) && BigInt(e.term) > afterTerm, timeoutMs),
-        ),
-      );
-      const who = candidates.find((w) => w.events.includes(winner)) as LockWorker;
-      return { worker: who, term: BigInt(winner.term) };
     };
 
     const leaderViews = async (candidates: LockWorker[], name: string) =>
@@ -147,5 +144,97 @@ export function electionGroup(ctx: SuiteContext, url: () => string): void {
       const next = await nextLeader([other], first.term, 10_000);
       expect(next.term).toBeGreaterThan(first.term);
     });
+
+    it(
+      "observe(): after the first election and after a SIGKILL failover, every candidate last observed the elected leader, as leader() names it",
+      async () => {
+        const name = ctx.name("election-observe");
+        const candidates = await start(5, name);
+        for (const w of candidates) w.send({ op: "observe", name });
+        const ownerOf = (w: LockWorker) => `candidate-${candidates.indexOf(w)}`;
+        const failoverMs = ctx.target.ttlMs * 3 + 10_000;
+
+        const expectAgreement = async (alive: LockWorker[], elected: LockWorker, term: bigint) => {
+          const expected = `${ownerOf(elected)}@${term}`;
+          await pollUntil(
+            `every live candidate observes ${expected}`,
+            failoverMs,
+            async () => alive.map((w) => latestObserved(w, name)),
+            (seen) => seen.every((leader) => leader === expected),
+          );
+          const views = await leaderViews(alive, name);
+          for (const v of views) expect(v.leader).toBe(expected);
+          expect(views.map((v) => v.isLeader)).toEqual(alive.map((w) => w === elected));
+          // The observed sequence moves forward only: terms never go back.
+          for (const w of alive) {
+            const terms = w.events
+              .filter((e): e is Observed => e.event === "observed" && e.term !== null)
+              .map((e) => BigInt(e.term as string));
+            for (let i = 1; i < terms.length; i++)
+              expect(terms[i]).toBeGreaterThanOrEqual(terms[i - 1] as bigint);
+          }
+        };
+
+        const first = await nextLeader(candidates, 0n, 30_000);
+        await expectAgreement(candidates, first.worker, first.term);
+        await first.worker.kill();
+        const rest = candidates.filter((w) => w !== first.worker);
+        const next = await nextLeader(rest, first.term, failoverMs);
+        await expectAgreement(rest, next.worker, next.term);
+        // Exactly one term after the first: the survivors all saw the same failover.
+        expect(rest.flatMap((w) => w.events.filter(isElected))).toHaveLength(1);
+      },
+      ctx.target.ttlMs * 10 + 60_000,
+    );
+
+    it(
+      "close(): a closed follower never leads, a closed leader is replaced, and neither runs a callback after close resolves",
+      async () => {
+        const name = ctx.name("election-close");
+        const candidates = await start(3, name);
+        const first = await nextLeader(candidates, 0n, 30_000);
+        const [follower, survivor] = candidates.filter((w) => w !== first.worker) as [
+          LockWorker,
+          LockWorker,
+        ];
+        const isClosed = (e: WorkerEvent) => e.event === "election-closed" && e.name === name;
+        await follower.request({ op: "close-election", name }, isClosed);
+        const followerClosedAt = follower.events.length;
+
+        const beforeClose = first.worker.events.length;
+        const sentAt = performance.now();
+        await first.worker.request({ op: "close-election", name }, isClosed);
+        const leaderClosedAt = first.worker.events.length;
+        // The term ended (reason "closed") before close() resolved.
+        const ending = first.worker.events.slice(beforeClose);
+        const revokedAt = ending.findIndex(
+          (e) => e.event === "revoked" && e.name === name && e.reason === "closed",
+        );
+        expect(revokedAt).toBeGreaterThanOrEqual(0);
+        expect(revokedAt).toBeLessThan(ending.findIndex(isClosed));
+
+        const next = await nextLeader(
+          [survivor, follower],
+          first.term,
+          ctx.target.ttlMs * 3 + 10_000,
+        );
+        const takeoverMs = performance.now() - sentAt;
+        console.log(
+          `[baton conformance] ${ctx.target.name}: takeover after the leader's close() ${takeoverMs.toFixed(0)} ms (TTL ${ctx.target.ttlMs} ms)`,
+        );
+        expect(next.worker).toBe(survivor);
+
+        await delay(ctx.target.ttlMs * 2); // through a couple of TTLs: nothing may campaign
+        const late = (w: LockWorker, from: number) =>
+          w.events.slice(from).filter((e) => e.event === "elected" || e.event === "revoked");
+        expect(late(follower, followerClosedAt)).toEqual([]);
+        expect(late(first.worker, leaderClosedAt)).toEqual([]);
+        expect(follower.events.some(isElected)).toBe(false);
+        const [view] = await leaderViews([survivor], name);
+        expect(view?.isLeader).toBe(true);
+        expect(view?.leader).toBe(`candidate-${candidates.indexOf(survivor)}@${next.term}`);
+      },
+      ctx.target.ttlMs * 10 + 60_000,
+    );
   });
 }
