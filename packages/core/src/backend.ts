@@ -45,7 +45,11 @@ export interface BackendAcquireOptions {
   readonly value?: string;
   /**
    * Aborts a wait. The backend must then reject with `signal.reason` and leave nothing behind
-   * (no queue entry that would delay later acquirers).
+   * (no queue entry that would delay later acquirers). A single try (the first attempt, or
+   * `wait: false`) may ignore it: the coordinator checks it before the call and releases a
+   * grant that arrives after it gave up. The coordinator builds this signal only when it is
+   * first read (an `AbortController` costs microseconds on Node 20), so a backend that reads
+   * it only when it is about to wait keeps the uncontended path cheaper.
    */
   readonly signal: AbortSignal;
 }

@@ -115,8 +115,6 @@ export class RedisSession implements BackendSession {
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
-    const { signal } = options;
-    if (signal.aborted) throw signal.reason;
     if (this.#closed) throw new SessionLostError("this redis session is closed");
     const keys = lockKeys(this.#ctx.keyPrefix, name);
     const tail = payloadTail(this.ownerId, options.value);
@@ -124,10 +122,13 @@ export class RedisSession implements BackendSession {
     if (yieldUntil !== undefined) this.#yieldUntil.delete(name);
     const yieldMs = options.wait && yieldUntil !== undefined ? yieldUntil - performance.now() : 0;
     if (yieldMs <= 0) {
-      // The uncontended path is this one script call, waiting or not.
-      const first = await this.#try(name, keys, tail, signal);
+      // The uncontended path is this one script call, waiting or not. It leaves the signal
+      // alone (see BackendAcquireOptions.signal): reading it may build it.
+      const first = await this.#try(name, keys, tail, undefined);
       if (first.grant !== null || !options.wait) return first.grant;
     }
+    const { signal } = options;
+    if (signal.aborted) throw signal.reason;
     const link = linkedAbort(signal);
     const abort = link.controller.signal;
     this.#waits.add(link.controller);
@@ -155,7 +156,7 @@ export class RedisSession implements BackendSession {
     name: string,
     keys: LockKeys,
     tail: string,
-    signal: AbortSignal,
+    signal: AbortSignal | undefined,
   ): Promise<{ grant: Grant; pttl?: undefined } | { grant: null; pttl: number }> {
     this.#pending.set(name, keys);
     let reply: { token: bigint } | { pttl: number };
@@ -189,12 +190,12 @@ export class RedisSession implements BackendSession {
     } finally {
       this.#pending.delete(name);
     }
-    if (signal.aborted || this.#closed) {
+    if (signal?.aborted === true || this.#closed) {
       // The grant arrived, but the caller left (or the session closed) at the same moment.
       if ("token" in reply) {
         await this.#releaseQuietly(keys, grantPrefix(this.sessionId, reply.token));
       }
-      throw signal.aborted ? signal.reason : this.#closedError();
+      throw signal?.aborted === true ? signal.reason : this.#closedError();
     }
     if (!("token" in reply)) return { grant: null, pttl: reply.pttl };
     const token = reply.token;
