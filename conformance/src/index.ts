@@ -1,3 +1,19 @@
+export {
+  type AcquireOp,
+  type AcquireResult,
+  acquireFailure,
+  acquireFailureOf,
+  type CertainHold,
+  type CheckOptions,
+  certainHolds,
+  checkHistory,
+  History,
+  type HistoryEntry,
+  RecordedCoordinator,
+  RecordedWorker,
+  type Violation,
+  type ViolationKind,
+} from "./history/index.js";
 export { type DeclaredCapabilities, runConformance } from "./suite/run-conformance.js";
 export { delay, SuiteContext, settle } from "./suite/suite-context.js";
 export type { ConformanceTarget } from "./suite/target.js";

@@ -60,6 +60,84 @@ describe("TcpProxy", () => {
   });
 });
 
+/** An echo server that also records when each chunk arrived. */
+async function recordingEchoServer(): Promise<{
+  port: number;
+  received: { at: number; text: string }[];
+}> {
+  const received: { at: number; text: string }[] = [];
+  const server = createServer((socket) => {
+    socket.on("data", (data) => {
+      received.push({ at: performance.now(), text: data.toString() });
+      socket.write(data);
+    });
+    socket.on("error", () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  cleanups.push(() => new Promise((resolve) => server.close(() => resolve())));
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return { port: address.port, received };
+}
+
+describe("TcpProxy one-way faults", () => {
+  it("delayReplies: the request reaches the server at once, the reply comes late", async () => {
+    const { port, received } = await recordingEchoServer();
+    const proxy = await TcpProxy.start({ host: "127.0.0.1", port });
+    cleanups.push(() => proxy.close());
+    proxy.delayReplies(400);
+    const sent = performance.now();
+    const reply = await roundTrip(proxy.port, "late", 3_000);
+    const answered = performance.now();
+    expect(reply).toBe("late");
+    expect(received.map((r) => r.text)).toEqual(["late"]);
+    expect((received[0] as { at: number }).at - sent).toBeLessThan(300);
+    expect(answered - sent).toBeGreaterThanOrEqual(390);
+    // Back to forwarding: with nothing delayed on the way, a reply arrives at once.
+    proxy.forward();
+    const quick = performance.now();
+    expect(await roundTrip(proxy.port, "quick", 3_000)).toBe("quick");
+    expect(performance.now() - quick).toBeLessThan(300);
+  });
+
+  it("a reply forwarded after delayReplies ends never overtakes one still delayed", async () => {
+    const { port } = await recordingEchoServer();
+    const proxy = await TcpProxy.start({ host: "127.0.0.1", port });
+    cleanups.push(() => proxy.close());
+    const socket = connect(proxy.port, "127.0.0.1");
+    cleanups.push(async () => {
+      socket.destroy();
+    });
+    let text = "";
+    socket.on("data", (data) => {
+      text += data.toString();
+    });
+    await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+    proxy.delayReplies(300);
+    socket.write("first;");
+    await new Promise((r) => setTimeout(r, 100));
+    proxy.forward();
+    socket.write("second;");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(text).toBe(""); // the second reply waits behind the first
+    await new Promise((r) => setTimeout(r, 400));
+    expect(text).toBe("first;second;");
+  });
+
+  it("dropReplies: the server gets the request, the client never hears back", async () => {
+    const { port, received } = await recordingEchoServer();
+    const proxy = await TcpProxy.start({ host: "127.0.0.1", port });
+    cleanups.push(() => proxy.close());
+    expect(await roundTrip(proxy.port, "first", 2_000)).toBe("first");
+    proxy.dropReplies();
+    expect(proxy.mode).toBe("drop-replies");
+    await expect(roundTrip(proxy.port, "unanswered", 500)).rejects.toThrow("timeout");
+    expect(received.map((r) => r.text)).toEqual(["first", "unanswered"]);
+    proxy.forward();
+    expect(await roundTrip(proxy.port, "again", 2_000)).toBe("again");
+  });
+});
+
 describe("lock worker", () => {
   let worker: LockWorker | undefined;
   afterEach(async () => {

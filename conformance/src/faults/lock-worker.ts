@@ -90,8 +90,9 @@ async function handle(command: WorkerCommand): Promise<void> {
     }
     case "write": {
       // A write guarded the way users are told to: check the lock right before writing.
+      // `unchecked` skips the check: a user who does not look (the fence is then all there is).
       const g = guard(command.name);
-      if (g === undefined || !g.held) {
+      if (g === undefined || (!command.unchecked && !g.held)) {
         emit({ event: "refused", name: command.name });
         return;
       }
@@ -100,10 +101,11 @@ async function handle(command: WorkerCommand): Promise<void> {
     }
     case "tick": {
       // Writes every `everyMs` while the lock (or leadership) is held; stops once it is not.
+      // With `unchecked`, writes on regardless (until the worker exits).
       let seq = 0;
       const step = () => {
         const g = guard(command.name);
-        if (g === undefined || !g.held) {
+        if (g === undefined || (!command.unchecked && !g.held)) {
           emit({ event: "refused", name: command.name });
           tickers.delete(command.name);
           return;

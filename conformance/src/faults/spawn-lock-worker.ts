@@ -27,6 +27,7 @@ export class LockWorker {
   readonly events: WorkerEvent[] = [];
   readonly #child: ChildProcess;
   readonly #waiters = new Set<() => void>();
+  readonly #listeners = new Set<(event: WorkerEvent) => void>();
   #stderr = "";
 
   private constructor(child: ChildProcess) {
@@ -40,11 +41,15 @@ export class LockWorker {
         const line = buffer.slice(0, at);
         buffer = buffer.slice(at + 1);
         if (line.trim() === "") continue;
+        let event: WorkerEvent;
         try {
-          this.events.push(JSON.parse(line) as WorkerEvent);
+          event = JSON.parse(line) as WorkerEvent;
         } catch {
           this.#stderr += `[stdout] ${line}\n`;
+          continue;
         }
+        this.events.push(event);
+        for (const listener of this.#listeners) listener(event);
         for (const wake of this.#waiters) wake();
       }
     });
@@ -82,6 +87,15 @@ export class LockWorker {
   /** True once the process has exited. */
   get exited(): boolean {
     return this.#child.exitCode !== null || this.#child.signalCode !== null;
+  }
+
+  /**
+   * Calls `listener` with every event from now on, synchronously as it is received (so a
+   * listener that reads the clock timestamps the event on receipt). Returns the unsubscribe.
+   */
+  onEvent(listener: (event: WorkerEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** Sends a command. */

@@ -1,13 +1,72 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 
-/** What a {@link TcpProxy} does with traffic. */
-export type ProxyMode = "forward" | "blackhole" | "cut";
+/**
+ * What a {@link TcpProxy} does with traffic: `forward` (optionally late), `blackhole` (drop
+ * everything), `cut` (reset and refuse), `drop-replies` (requests reach the server, its
+ * replies never reach the client).
+ */
+export type ProxyMode = "forward" | "blackhole" | "cut" | "drop-replies";
+
+/** Bytes bound one way on one connection, delivered in order, each no earlier than `at`. */
+class Lane {
+  readonly #to: Socket;
+  readonly #queue: { at: number; chunk: Buffer }[] = [];
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(to: Socket) {
+    this.#to = to;
+  }
+
+  push(chunk: Buffer, delayMs: number): void {
+    if (delayMs === 0 && this.#queue.length === 0) {
+      this.#to.write(chunk);
+      return;
+    }
+    this.#queue.push({ at: performance.now() + delayMs, chunk });
+    this.#schedule();
+  }
+
+  clear(): void {
+    this.#queue.length = 0;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #schedule(): void {
+    if (this.#timer !== undefined) return;
+    const head = this.#queue[0];
+    if (head === undefined) return;
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        const now = performance.now();
+        // Later chunks never overtake earlier ones, whatever delay they were sent with.
+        while (this.#queue.length > 0 && (this.#queue[0] as { at: number }).at <= now + 1) {
+          const { chunk } = this.#queue.shift() as { chunk: Buffer };
+          if (!this.#to.destroyed) this.#to.write(chunk);
+        }
+        this.#schedule();
+      },
+      Math.max(0, head.at - performance.now()),
+    );
+  }
+}
+
+interface Pair {
+  readonly client: Socket;
+  readonly upstream: Socket;
+  /** Client to server. */
+  readonly requests: Lane;
+  /** Server to client. */
+  readonly replies: Lane;
+}
 
 /**
  * A TCP proxy on loopback for fault tests: put it between a client and one server, then
  * `blackhole()` (connections stay open, every byte is dropped: a partition as the client sees
- * it), `cut()` (every connection is reset and new ones are refused), `delay(ms)`, or
- * `forward()` again.
+ * it), `cut()` (every connection is reset and new ones are refused), `delay(ms)` (both ways),
+ * `delayReplies(ms)` (the server's answers only), `dropReplies()` (requests still reach the
+ * server, which acts on them, but no answer comes back), or `forward()` again.
  *
  * @example
  * const proxy = await TcpProxy.start({ host: "127.0.0.1", port: 6379 });
@@ -21,9 +80,10 @@ export class TcpProxy {
   readonly port: number;
   readonly #server: Server;
   readonly #target: { host: string; port: number };
-  readonly #pairs = new Set<{ client: Socket; upstream: Socket }>();
+  readonly #pairs = new Set<Pair>();
   #mode: ProxyMode = "forward";
   #delayMs = 0;
+  #replyDelayMs = 0;
 
   private constructor(server: Server, port: number, target: { host: string; port: number }) {
     this.#server = server;
@@ -58,23 +118,47 @@ export class TcpProxy {
   forward(): void {
     this.#mode = "forward";
     this.#delayMs = 0;
+    this.#replyDelayMs = 0;
   }
 
-  /** Forwards traffic, each chunk `ms` late. */
+  /** Forwards traffic both ways, each chunk `ms` late. */
   delay(ms: number): void {
     this.#mode = "forward";
     this.#delayMs = ms;
+    this.#replyDelayMs = ms;
+  }
+
+  /** Forwards requests at once and every reply `ms` late (in order). */
+  delayReplies(ms: number): void {
+    this.#mode = "forward";
+    this.#delayMs = 0;
+    this.#replyDelayMs = ms;
+  }
+
+  /**
+   * Forwards requests, drops every reply (also replies still waiting out a delay): the server
+   * acts on what the client sends, and the client never hears back.
+   */
+  dropReplies(): void {
+    this.#mode = "drop-replies";
+    for (const pair of this.#pairs) pair.replies.clear();
   }
 
   /** Keeps connections open but drops every byte both ways; new connections hang too. */
   blackhole(): void {
     this.#mode = "blackhole";
+    for (const pair of this.#pairs) {
+      pair.requests.clear();
+      pair.replies.clear();
+    }
   }
 
   /** Resets every connection and refuses new ones until `forward()`. */
   cut(): void {
     this.#mode = "cut";
     for (const pair of this.#pairs) {
+      pair.requests.clear();
+      pair.replies.clear();
       pair.client.destroy();
       pair.upstream.destroy();
     }
@@ -93,10 +177,17 @@ export class TcpProxy {
       return;
     }
     const upstream = connect(this.#target.port, this.#target.host);
-    const pair = { client, upstream };
+    const pair: Pair = {
+      client,
+      upstream,
+      requests: new Lane(upstream),
+      replies: new Lane(client),
+    };
     this.#pairs.add(pair);
     const end = () => {
       this.#pairs.delete(pair);
+      pair.requests.clear();
+      pair.replies.clear();
       client.destroy();
       upstream.destroy();
     };
@@ -104,18 +195,12 @@ export class TcpProxy {
     upstream.on("error", end);
     client.on("close", end);
     upstream.on("close", end);
-    client.on("data", (chunk) => this.#pass(chunk, upstream));
-    upstream.on("data", (chunk) => this.#pass(chunk, client));
-  }
-
-  #pass(chunk: Buffer, to: Socket): void {
-    if (this.#mode !== "forward") return;
-    if (this.#delayMs === 0) {
-      to.write(chunk);
-      return;
-    }
-    setTimeout(() => {
-      if (this.#mode === "forward" && !to.destroyed) to.write(chunk);
-    }, this.#delayMs);
+    client.on("data", (chunk: Buffer) => {
+      if (this.#mode === "forward" || this.#mode === "drop-replies")
+        pair.requests.push(chunk, this.#delayMs);
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      if (this.#mode === "forward") pair.replies.push(chunk, this.#replyDelayMs);
+    });
   }
 }

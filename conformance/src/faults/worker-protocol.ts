@@ -3,8 +3,10 @@ export type WorkerCommand =
   | { op: "acquire"; name: string; waitMs?: number; value?: string }
   | { op: "release"; name: string }
   | { op: "held"; name: string }
-  | { op: "write"; name: string; seq?: number }
-  | { op: "tick"; name: string; everyMs: number }
+  /** `unchecked`: write without checking the lock first (a careless user; the fence must stop it). */
+  | { op: "write"; name: string; seq?: number; unchecked?: boolean }
+  /** `unchecked`: keep writing whether or not the lock is held (a careless user). */
+  | { op: "tick"; name: string; everyMs: number; unchecked?: boolean }
   | { op: "elect"; name: string; value?: string }
   | { op: "resign"; name: string }
   | { op: "leader"; name: string }

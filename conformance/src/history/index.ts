@@ -1,0 +1,28 @@
+export { acquireFailure, acquireFailureOf } from "./acquire-outcome.js";
+export { type CertainHold, certainHolds, type HoldEnd } from "./certain-holds.js";
+export {
+  type CheckOptions,
+  checkHistory,
+  type Violation,
+  type ViolationKind,
+} from "./check-history.js";
+export {
+  type AcquireHandle,
+  type AcquireOp,
+  type AcquireResult,
+  describeEntry,
+  formatTime,
+  History,
+  type HistoryEntry,
+  type LostEvent,
+  type ProcessEvent,
+  type ReadOp,
+  type ReleaseHandle,
+  type ReleaseOp,
+  type ReleaseResult,
+  type RenewEvent,
+  type WriteHandle,
+  type WriteOp,
+} from "./history.js";
+export { RecordedCoordinator } from "./recorded-coordinator.js";
+export { RecordedWorker, type RecordedWorkerOptions, type WroteEvent } from "./recorded-worker.js";
