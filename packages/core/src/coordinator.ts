@@ -450,14 +450,16 @@ class CoordinatorImpl implements Coordinator {
     let unlockLocal: (() => void) | undefined;
     try {
       if (!waiting && this.#local.isLocked(name)) return null;
-      unlockLocal = await this.#local.lock(name, scope);
+      // Uncontended in this process: no promise, no turn of the event loop.
+      unlockLocal = this.#local.tryLock(name) ?? (await this.#local.lock(name, scope));
       for (let attempt = 0; ; attempt++) {
         this.#assertOpen();
         let session: ManagedSession | undefined;
         let grant: Grant | null;
         try {
           at.phase = "session";
-          session = await this.#currentSession(scope);
+          const live = this.#session;
+          session = live?.isValid() ? live : await this.#currentSession(scope);
           at.phase = "backend";
           grant = await this.#backendAcquire(session, name, waiting, opts.value, scope);
         } catch (error) {

@@ -34,6 +34,13 @@ export class KeyedMutex {
     });
   }
 
+  /** The `unlock` of `key` when it is free now (taking it), else `undefined`. Synchronous. */
+  tryLock(key: string): (() => void) | undefined {
+    if (this.#queues.has(key)) return undefined;
+    this.#queues.set(key, []);
+    return this.#unlocker(key);
+  }
+
   /** True when `key` is locked in this process. */
   isLocked(key: string): boolean {
     return this.#queues.has(key);

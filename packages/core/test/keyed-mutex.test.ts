@@ -67,3 +67,19 @@ describe("KeyedMutex", () => {
     expect(mutex.isLocked("k")).toBe(false);
   });
 });
+
+describe("KeyedMutex.tryLock", () => {
+  it("takes a free key at once, refuses a taken one, and queued waiters still go first", async () => {
+    const mutex = new KeyedMutex();
+    const unlock = mutex.tryLock("k");
+    expect(unlock).toBeTypeOf("function");
+    expect(mutex.tryLock("k")).toBeUndefined();
+    const waiter = mutex.lock("k");
+    unlock?.();
+    // The key went to the waiter, so a try still fails.
+    expect(mutex.tryLock("k")).toBeUndefined();
+    (await waiter)();
+    expect(mutex.isLocked("k")).toBe(false);
+    expect(mutex.tryLock("k")).toBeTypeOf("function");
+  });
+});
