@@ -9,96 +9,142 @@
  *    - etcd3: `lock(name).acquire()` + `release()` (a lease per lock, try-only).
  * 2. Handoff with 8 waiters: time from `release()` to the next holder's grant, for Baton
  *    (predecessor watch) and for etcd3's lock retried every 10 ms (it cannot wait).
+ * 3. Takeover after a graceful release and after SIGKILL of the holder (TTL 2 s, etcd's least).
+ * 4. Throughput: 16 coordinators over 1,000 keys.
+ * 5. 10,000 locks held by one coordinator: LeaseKeepAlive messages counted by the members'
+ *    /metrics, CPU and memory.
  */
 import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { EtcdBackend } from "@baton/etcd";
 import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
+import { BackendRun } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
-import { coordinatorContenders, measureHandoff, sleep } from "./lib/handoff.js";
-import { formatTable, interleave } from "./lib/interleave.js";
-import type { Summary } from "./lib/stats.js";
+import { coordinatorContenders, handoffSection, measureHandoffs, sleep } from "./lib/handoff.js";
+import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { interleave, latencySection, type Variant } from "./lib/interleave.js";
+import { type BackendResult, floorRow, type LatencySection, type Row } from "./lib/results.js";
+import { measureTakeover } from "./lib/takeover.js";
+import { measureThroughput } from "./lib/throughput.js";
 
 const WAITERS = 8;
 const HANDOFFS = 200;
 
-export async function run(): Promise<void> {
+export async function run(): Promise<BackendResult> {
+  const out = new BackendRun("etcd");
   const servers = await startServers({ backends: ["etcd"] });
   const url = servers.servers.etcd;
-  if (url === undefined) throw new Error("bench etcd: no server");
-  const hosts = url.replace(/^etcd:\/\//, "").split(",");
   try {
-    await uncontended(hosts);
-    await handoff(hosts);
+    if (url === undefined) throw new Error("bench etcd: no server");
+    const hosts = url.replace(/^etcd:\/\//, "").split(",");
+    out.server = await serverVersion(hosts);
+    const unc = await out.step("uncontended", () => uncontended(hosts));
+    if (unc) out.add(unc);
+    const handoff = await out.step("handoff", () =>
+      handoffs(url, hosts, unc ? floorRow(unc) : undefined),
+    );
+    if (handoff) out.add(handoff);
+    const takeover = await out.step("takeover", () =>
+      measureTakeover({ url, ttlMs: 2_000, prefix: "bench-takeover" }),
+    );
+    if (takeover) out.add(takeover);
+    const throughput = await out.step("throughput", () =>
+      measureThroughput({
+        client: () => createCoordinator({ url, ttlMs: 15_000 }),
+        prefix: "bench-throughput",
+        connections: "each coordinator has its own EtcdBackend (its own etcd3 client)",
+      }),
+    );
+    if (throughput) out.add(throughput);
+    const held = await out.step("held locks", () => heldLocks(hosts));
+    if (held) out.addHeld(held);
   } finally {
     await servers.stop();
   }
+  return out.result();
 }
 
-async function uncontended(hosts: string[]): Promise<void> {
+async function serverVersion(hosts: readonly string[]): Promise<string> {
+  const reply = (await (await fetch(`http://${hosts[0]}/version`)).json()) as {
+    etcdserver?: string;
+  };
+  return `etcd ${reply.etcdserver ?? "unknown"}, ${hosts.length} members`;
+}
+
+async function uncontended(hosts: string[]): Promise<LatencySection> {
   const raw = new Etcd3({ hosts });
   const backend = new EtcdBackend({ hosts });
   const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
   const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
-  const _signal = new AbortController().signal;
   const peer = new Etcd3({ hosts });
   let leaseId = "0";
   const rawKey = Buffer.from("bench-raw/lock");
   try {
-    const results = await interleave(
+    const variants: Variant[] = [
+      {
+        name: "raw txn create+guarded delete",
+        role: "floor",
+        setup: async () => {
+          leaseId = (await raw.leaseClient.leaseGrant({ TTL: 60 })).ID;
+        },
+        op: async () => {
+          const created = await raw.kv.txn({
+            compare: [
+              {
+                key: rawKey,
+                target: CompareTarget.Create,
+                result: CompareResult.Equal,
+                create_revision: 0,
+              },
+            ],
+            success: [{ request_put: { key: rawKey, value: Buffer.from(""), lease: leaseId } }],
+          });
+          if (!created.succeeded) throw new Error("bench: raw key exists");
+          await raw.kv.txn({
+            compare: [
+              {
+                key: rawKey,
+                target: CompareTarget.Create,
+                result: CompareResult.Equal,
+                create_revision: created.header.revision,
+              },
+            ],
+            success: [{ request_delete_range: { key: rawKey } }],
+          });
+        },
+        teardown: async () => {
+          await raw.leaseClient.leaseRevoke({ ID: leaseId }).catch(() => undefined);
+        },
+      },
+      ...batonVariants(session, coordinator, {
+        sessionLock: "bench-session",
+        coordinatorLock: "bench-coordinator",
+        wait: true,
+      }),
+      {
+        name: "etcd3 lock().acquire+release",
+        role: "peer",
+        op: async () => {
+          const lock = peer.lock("bench-etcd3");
+          await lock.acquire();
+          await lock.release();
+        },
+      },
+    ];
+    const results = await interleave(variants, {
+      warmup: 50,
+      rounds: 6,
+      perRound: 100,
+      maxMs: 60_000,
+    });
+    return latencySection(
+      "uncontended",
+      "uncontended acquire + release (3 members)",
+      variants,
+      results,
       [
-        {
-          name: "raw txn create+guarded delete",
-          setup: async () => {
-            leaseId = (await raw.leaseClient.leaseGrant({ TTL: 60 })).ID;
-          },
-          op: async () => {
-            const created = await raw.kv.txn({
-              compare: [
-                {
-                  key: rawKey,
-                  target: CompareTarget.Create,
-                  result: CompareResult.Equal,
-                  create_revision: 0,
-                },
-              ],
-              success: [{ request_put: { key: rawKey, value: Buffer.from(""), lease: leaseId } }],
-            });
-            if (!created.succeeded) throw new Error("bench: raw key exists");
-            await raw.kv.txn({
-              compare: [
-                {
-                  key: rawKey,
-                  target: CompareTarget.Create,
-                  result: CompareResult.Equal,
-                  create_revision: created.header.revision,
-                },
-              ],
-              success: [{ request_delete_range: { key: rawKey } }],
-            });
-          },
-          teardown: async () => {
-            await raw.leaseClient.leaseRevoke({ ID: leaseId }).catch(() => undefined);
-          },
-        },
-        ...batonVariants(session, coordinator, {
-          sessionLock: "bench-session",
-          coordinatorLock: "bench-coordinator",
-          wait: true,
-        }),
-        {
-          name: "etcd3 lock().acquire+release",
-          op: async () => {
-            const lock = peer.lock("bench-etcd3");
-            await lock.acquire();
-            await lock.release();
-          },
-        },
+        "each variant on its own etcd3 client over all members; Baton's session and coordinator share one EtcdBackend",
       ],
-      { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
-    );
-    console.log(
-      formatTable("etcd: uncontended acquire + release", results, "raw txn create+guarded delete"),
     );
   } finally {
     await session.close();
@@ -109,57 +155,102 @@ async function uncontended(hosts: string[]): Promise<void> {
   }
 }
 
-/**
- * `WAITERS` contenders loop on one lock: hold 2 ms, release, pause 5 ms, wait again; so each
- * release finds the others waiting. Records release-start to next-grant.
- */
-async function handoff(hosts: string[]): Promise<void> {
-  const results = new Map<string, Summary>();
-  const backend = new EtcdBackend({ hosts });
-  const coordinators: Coordinator[] = Array.from({ length: WAITERS }, () =>
-    createCoordinator({ backend, ttlMs: 15_000 }),
+async function handoffs(
+  url: string,
+  hosts: string[],
+  floor: Row | undefined,
+): Promise<LatencySection> {
+  const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
+    createCoordinator({ url, ttlMs: 15_000, ownerId: `handoff-${i}` }),
   );
+  const clients = Array.from({ length: WAITERS + 1 }, () => new Etcd3({ hosts }));
   try {
-    results.set(
-      "baton acquire (wait)",
-      await measureHandoff(coordinatorContenders(coordinators, "bench-handoff"), HANDOFFS),
+    const rows = await measureHandoffs(
+      [
+        {
+          name: "baton coordinator acquire (wait)",
+          role: "coordinator",
+          contenders: coordinatorContenders(coordinators, "bench-handoff"),
+        },
+        {
+          name: "etcd3 lock, retry every 10 ms",
+          role: "peer",
+          contenders: clients.map((client) => ({
+            acquire: async () => {
+              for (;;) {
+                const lock = client.lock("bench-etcd3-handoff");
+                try {
+                  await lock.acquire();
+                  return async () => {
+                    await lock.release();
+                  };
+                } catch (error) {
+                  if (!(error instanceof EtcdLockFailedError)) throw error;
+                  await sleep(10);
+                }
+              }
+            },
+          })),
+        },
+      ],
+      { handoffs: HANDOFFS },
     );
+    return handoffSection(WAITERS, rows, floor, [
+      `${WAITERS + 1} contenders, each its own coordinator (own EtcdBackend) or etcd3 client; Baton waits on its predecessor's key, etcd3's lock cannot wait so it retries`,
+    ]);
   } finally {
     await Promise.all(coordinators.map((c) => c.close()));
-    await backend.close();
-  }
-  const clients = Array.from({ length: WAITERS }, () => new Etcd3({ hosts }));
-  try {
-    results.set(
-      "etcd3 lock, retry every 10 ms",
-      await measureHandoff(
-        clients.map((client) => ({
-          acquire: async () => {
-            for (;;) {
-              const lock = client.lock("bench-etcd3-handoff");
-              try {
-                await lock.acquire();
-                return async () => {
-                  await lock.release();
-                };
-              } catch (error) {
-                if (!(error instanceof EtcdLockFailedError)) throw error;
-                await sleep(10);
-              }
-            }
-          },
-        })),
-        HANDOFFS,
-      ),
-    );
-  } finally {
     for (const c of clients) c.close();
   }
-  console.log(
-    formatTable(
-      `etcd: handoff to the next of ${WAITERS} waiters, ${HANDOFFS} handoffs (release -> next grant; ops/s = handoffs/s incl. 7 ms hold+pause)`,
-      results,
-      "baton acquire (wait)",
-    ),
-  );
+}
+
+/** Sum over every member of a /metrics counter (series whose labels match `labels`). */
+function metricCounter(
+  hosts: readonly string[],
+  source: string,
+  name: string,
+  labels: RegExp,
+): ServerCounter {
+  return {
+    source,
+    async read() {
+      let total = 0;
+      for (const host of hosts) {
+        const text = await (await fetch(`http://${host}/metrics`)).text();
+        for (const line of text.split("\n")) {
+          if (!line.startsWith(`${name}{`) || !labels.test(line)) continue;
+          total += Number(line.slice(line.lastIndexOf(" ") + 1));
+        }
+      }
+      return total;
+    },
+  };
+}
+
+async function heldLocks(hosts: string[]) {
+  const backend = new EtcdBackend({ hosts });
+  try {
+    return await measureHeldLocks({
+      backend,
+      ttlMs: 3_000,
+      prefix: "held",
+      server: [
+        metricCounter(
+          hosts,
+          "server: members' /metrics, LeaseKeepAlive messages received",
+          "grpc_server_msg_received_total",
+          /grpc_method="LeaseKeepAlive"/,
+        ),
+        metricCounter(
+          hosts,
+          "server: members' /metrics, every gRPC message received",
+          "grpc_server_msg_received_total",
+          /./,
+        ),
+      ],
+      notes: ["every lock of the session is on one lease: one keepalive renews them all"],
+    });
+  } finally {
+    await backend.close();
+  }
 }

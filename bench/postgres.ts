@@ -8,17 +8,25 @@
  *    - Baton coordinator: `acquire()` + `release()` through core;
  *    - advisory-lock: `tryLock()` + unlock (it opens a connection per lock).
  * 2. Handoff with 8 waiters: time from `release()` to the next holder's grant, for Baton and
- *    for raw blocking `pg_advisory_lock` on 8 connections.
+ *    for raw blocking `pg_advisory_lock` on 9 connections.
+ * 3. Takeover after a graceful release and after SIGKILL of the holder (TTL 1 s).
+ * 4. Throughput: 16 coordinators over 1,000 keys.
+ * 5. 10,000 locks held by one coordinator: statements sent counted client side (pg's
+ *    statistics reach pg_stat_database late), CPU and memory.
  */
 import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { PostgresBackend } from "@baton/postgres";
 import advisoryLockModule from "advisory-lock";
 import pg from "pg";
+import { BackendRun } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
-import { coordinatorContenders, measureHandoff } from "./lib/handoff.js";
-import { formatTable, interleave } from "./lib/interleave.js";
-import type { Summary } from "./lib/stats.js";
+import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
+import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { interleave, latencySection, type Variant } from "./lib/interleave.js";
+import { type BackendResult, floorRow, type LatencySection, type Row } from "./lib/results.js";
+import { measureTakeover } from "./lib/takeover.js";
+import { measureThroughput } from "./lib/throughput.js";
 
 /** The part of advisory-lock's API the bench uses. */
 type CreateMutex = (
@@ -31,57 +39,93 @@ const createMutex = ((advisoryLockModule as unknown as { default?: unknown }).de
 const WAITERS = 8;
 const HANDOFFS = 300;
 
-export async function run(): Promise<void> {
+export async function run(): Promise<BackendResult> {
+  const out = new BackendRun("postgres");
   const servers = await startServers({ backends: ["postgres"] });
   const url = servers.servers.postgres;
-  if (url === undefined) throw new Error("bench postgres: no server");
   try {
-    await uncontended(url);
-    await handoff(url);
+    if (url === undefined) throw new Error("bench postgres: no server");
+    out.server = await serverVersion(url);
+    const unc = await out.step("uncontended", () => uncontended(url));
+    if (unc) out.add(unc);
+    const handoff = await out.step("handoff", () => handoffs(url, unc ? floorRow(unc) : undefined));
+    if (handoff) out.add(handoff);
+    const takeover = await out.step("takeover", () =>
+      measureTakeover({ url, ttlMs: 1_000, prefix: "bench-takeover" }),
+    );
+    if (takeover) out.add(takeover);
+    const throughput = await out.step("throughput", () =>
+      measureThroughput({
+        client: () => createCoordinator({ url, ttlMs: 15_000 }),
+        prefix: "bench-throughput",
+        connections:
+          "each coordinator has its own PostgresBackend (a session connection, plus waiter connections while it waits)",
+      }),
+    );
+    if (throughput) out.add(throughput);
+    const held = await out.step("held locks", () => heldLocks(url));
+    if (held) out.addHeld(held);
   } finally {
     await servers.stop();
   }
+  return out.result();
 }
 
-async function uncontended(url: string): Promise<void> {
+async function serverVersion(url: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  client.on("error", () => undefined);
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ server_version: string }>("SHOW server_version");
+    return `PostgreSQL ${rows[0]?.server_version ?? "unknown"}, one server`;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function uncontended(url: string): Promise<LatencySection> {
   const raw = new pg.Client({ connectionString: url });
   raw.on("error", () => undefined);
   const backend = new PostgresBackend({ url });
   const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
   const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
-  const _signal = new AbortController().signal;
   const mutex = createMutex(url)("bench-advisory-lock");
   try {
-    const results = await interleave(
-      [
-        {
-          name: "raw try_lock+unlock",
-          setup: async () => {
-            await raw.connect();
-          },
-          op: async () => {
-            await raw.query("SELECT pg_try_advisory_lock($1::bigint)", ["42"]);
-            await raw.query("SELECT pg_advisory_unlock($1::bigint)", ["42"]);
-          },
+    const variants: Variant[] = [
+      {
+        name: "raw try_lock+unlock",
+        role: "floor",
+        setup: async () => {
+          await raw.connect();
         },
-        ...batonVariants(session, coordinator, {
-          sessionLock: "bench-session",
-          coordinatorLock: "bench-coordinator",
-        }),
-        {
-          name: "advisory-lock tryLock+unlock",
-          op: async () => {
-            const unlock = await mutex.tryLock();
-            if (unlock === undefined) throw new Error("bench: advisory-lock held");
-            await unlock();
-          },
+        op: async () => {
+          await raw.query("SELECT pg_try_advisory_lock($1::bigint)", ["42"]);
+          await raw.query("SELECT pg_advisory_unlock($1::bigint)", ["42"]);
         },
-      ],
-      { warmup: 100, rounds: 6, perRound: 250, maxMs: 60_000 },
-    );
-    console.log(
-      formatTable("postgres: uncontended acquire + release", results, "raw try_lock+unlock"),
-    );
+      },
+      ...batonVariants(session, coordinator, {
+        sessionLock: "bench-session",
+        coordinatorLock: "bench-coordinator",
+      }),
+      {
+        name: "advisory-lock tryLock+unlock",
+        role: "peer",
+        op: async () => {
+          const unlock = await mutex.tryLock();
+          if (unlock === undefined) throw new Error("bench: advisory-lock held");
+          await unlock();
+        },
+      },
+    ];
+    const results = await interleave(variants, {
+      warmup: 100,
+      rounds: 6,
+      perRound: 250,
+      maxMs: 60_000,
+    });
+    return latencySection("uncontended", "uncontended acquire + release", variants, results, [
+      "Baton's acquire also takes a fencing token (a sequence) and writes a holder row in the same statement; advisory-lock opens a connection per lock",
+    ]);
   } finally {
     await session.close();
     await coordinator.close();
@@ -90,57 +134,88 @@ async function uncontended(url: string): Promise<void> {
   }
 }
 
-/**
- * `WAITERS` contenders loop on one lock: hold 2 ms, release, pause 5 ms, wait again; so each
- * release finds the others waiting. Records release-start to next-grant.
- */
-async function handoff(url: string): Promise<void> {
-  const results = new Map<string, Summary>();
-  // Raw floor: blocking pg_advisory_lock on one connection per contender (PostgreSQL's queue).
+async function handoffs(url: string, floor: Row | undefined): Promise<LatencySection> {
+  // Raw: blocking pg_advisory_lock on one connection per contender (PostgreSQL's own queue).
   const clients = await Promise.all(
-    Array.from({ length: WAITERS }, async () => {
+    Array.from({ length: WAITERS + 1 }, async () => {
       const c = new pg.Client({ connectionString: url });
       c.on("error", () => undefined);
       await c.connect();
       return c;
     }),
   );
-  try {
-    results.set(
-      "raw blocking pg_advisory_lock",
-      await measureHandoff(
-        clients.map((c) => ({
-          acquire: async () => {
-            await c.query("SELECT pg_advisory_lock(7)");
-            return async () => {
-              await c.query("SELECT pg_advisory_unlock(7)");
-            };
-          },
-        })),
-        HANDOFFS,
-      ),
-    );
-  } finally {
-    await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
-  }
-  const backend = new PostgresBackend({ url });
-  const coordinators: Coordinator[] = Array.from({ length: WAITERS }, () =>
-    createCoordinator({ backend, ttlMs: 15_000 }),
+  const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
+    createCoordinator({ url, ttlMs: 15_000, ownerId: `handoff-${i}` }),
   );
   try {
-    results.set(
-      "baton acquire (wait)",
-      await measureHandoff(coordinatorContenders(coordinators, "bench-handoff"), HANDOFFS),
+    const rows = await measureHandoffs(
+      [
+        {
+          name: "raw blocking pg_advisory_lock",
+          role: "reference",
+          contenders: clients.map((c) => ({
+            acquire: async () => {
+              await c.query("SELECT pg_advisory_lock(7)");
+              return async () => {
+                await c.query("SELECT pg_advisory_unlock(7)");
+              };
+            },
+          })),
+        },
+        {
+          name: "baton coordinator acquire (wait)",
+          role: "coordinator",
+          contenders: coordinatorContenders(coordinators, "bench-handoff"),
+        },
+      ],
+      { handoffs: HANDOFFS },
     );
+    return handoffSection(WAITERS, rows, floor, [
+      `${WAITERS + 1} contenders, each its own coordinator (own PostgresBackend) or raw connection`,
+    ]);
   } finally {
     await Promise.all(coordinators.map((c) => c.close()));
+    await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
+  }
+}
+
+/**
+ * Statements sent by every pg client of this process (`pg.Client.prototype.query` calls),
+ * counted while the bench holds its locks: the held-locks coordinator is the only pg user then.
+ */
+function statementCounter(): ServerCounter & { stop(): void } {
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  let calls = 0;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    calls++;
+    return original.apply(this, args);
+  };
+  return {
+    source: "client: statements sent (pg Client.query calls)",
+    read: async () => calls,
+    stop: () => {
+      proto.query = original;
+    },
+  };
+}
+
+async function heldLocks(url: string) {
+  const backend = new PostgresBackend({ url });
+  const statements = statementCounter();
+  try {
+    return await measureHeldLocks({
+      backend,
+      ttlMs: 3_000,
+      prefix: "held",
+      server: [statements],
+      notes: [
+        "client-side count: pg_stat_database reaches the counters late (backends flush their statistics at most once a second), so statements are counted where they are sent",
+        "the locks are session-level advisory locks on the session's one connection; the renewal is one statement over the held keys",
+      ],
+    });
+  } finally {
+    statements.stop();
     await backend.close();
   }
-  console.log(
-    formatTable(
-      `postgres: handoff to the next of ${WAITERS} waiters, ${HANDOFFS} handoffs (release -> next grant; ops/s = handoffs/s incl. 7 ms hold+pause)`,
-      results,
-      "raw blocking pg_advisory_lock",
-    ),
-  );
 }

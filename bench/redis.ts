@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- redis`: Baton's Redis backend against the raw ioredis floor and the peer
- * libraries, from one run on one private redis-server started here (about a minute).
+ * libraries, on one private redis-server started here.
  *
  * 1. Uncontended acquire + release, interleaved (A B ... B A) so machine noise hits all alike:
  *    - raw floor: `SET key value NX PX ttl` + a Lua owner-checked delete, on one connection;
@@ -8,8 +8,11 @@
  *      script with its publish);
  *    - Baton coordinator: `acquire()` + `release()` through core (what users call);
  *    - redlock@4 and @sesamecare-oss/redlock on one node, redis-semaphore's Mutex.
- * 2. Handoff: a waiter is waiting; time from the holder's `release()` call to the waiter
- *    holding the lock. Baton (woken by the release message) and redis-semaphore (polls).
+ * 2. Handoff with 8 waiters: Baton (woken by the release message) and redis-semaphore (polls).
+ * 3. Takeover after a graceful release and after SIGKILL of the holder (TTL 1 s).
+ * 4. Throughput: 16 coordinators over 1,000 keys.
+ * 5. 10,000 locks held by one coordinator: renewal calls counted by the server (INFO
+ *    commandstats), CPU and memory.
  */
 import { randomUUID } from "node:crypto";
 import { startServers } from "@baton/conformance/harness";
@@ -18,9 +21,14 @@ import { RedisBackend } from "@baton/redis";
 import { Redlock as SesameRedlock } from "@sesamecare-oss/redlock";
 import { Redis } from "ioredis";
 import { Mutex } from "redis-semaphore";
+import { BackendRun } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
-import { formatTable, interleave } from "./lib/interleave.js";
-import { type Summary, summarise } from "./lib/stats.js";
+import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
+import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { interleave, latencySection } from "./lib/interleave.js";
+import { type BackendResult, floorRow, type LatencySection, type Row } from "./lib/results.js";
+import { measureTakeover } from "./lib/takeover.js";
+import { measureThroughput } from "./lib/throughput.js";
 
 /** The part of redlock@4 (which ships no types) used here. */
 interface Redlock4 {
@@ -36,22 +44,55 @@ async function loadRedlock4(): Promise<Redlock4Constructor> {
 }
 
 const TTL_MS = 15_000;
+const WAITERS = 8;
 const HANDOFFS = 300;
 const DELETE_IF_OWNER = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
-export async function run(): Promise<void> {
+export async function run(): Promise<BackendResult> {
+  const out = new BackendRun("redis");
   const servers = await startServers({ backends: ["redis"] });
   const url = servers.servers.redis;
-  if (url === undefined) throw new Error("bench redis: no server");
   try {
-    await uncontended(url);
-    await handoff(url);
+    if (url === undefined) throw new Error("bench redis: no server");
+    out.server = await serverVersion(url);
+    const unc = await out.step("uncontended", () => uncontended(url));
+    if (unc) out.add(unc);
+    const floor = unc ? floorRow(unc) : undefined;
+    const handoff = await out.step("handoff", () => handoffs(url, floor));
+    if (handoff) out.add(handoff);
+    const takeover = await out.step("takeover", () =>
+      measureTakeover({ url, ttlMs: 1_000, prefix: "bench-takeover" }),
+    );
+    if (takeover) out.add(takeover);
+    const throughput = await out.step("throughput", () =>
+      measureThroughput({
+        client: () => createCoordinator({ url, ttlMs: TTL_MS }),
+        prefix: "bench-throughput",
+        connections:
+          "each coordinator has its own RedisBackend (a command connection, plus a subscriber connection once it waits)",
+      }),
+    );
+    if (throughput) out.add(throughput);
+    const held = await out.step("held locks", () => heldLocks(url));
+    if (held) out.addHeld(held);
   } finally {
     await servers.stop();
   }
+  return out.result();
 }
 
-async function uncontended(url: string): Promise<void> {
+async function serverVersion(url: string): Promise<string> {
+  const client = new Redis(url);
+  try {
+    const info = (await client.info("server")) as string;
+    const version = /redis_version:(\S+)/.exec(info)?.[1] ?? "unknown";
+    return `redis-server ${version}, one node`;
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function uncontended(url: string): Promise<LatencySection> {
   const clients: Redis[] = [];
   const client = () => {
     const c = new Redis(url);
@@ -63,53 +104,59 @@ async function uncontended(url: string): Promise<void> {
   const backend = new RedisBackend({ url, keyPrefix: "bench:" });
   const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
   const coordinator = createCoordinator({ backend, ttlMs: TTL_MS });
-  const _signal = new AbortController().signal;
   const Redlock = await loadRedlock4();
   const redlock = new Redlock([client()], { retryCount: 0 });
   const sesame = new SesameRedlock([client()], { retryCount: 0 });
   const mutex = new Mutex(client(), "bench-semaphore", { lockTimeout: TTL_MS });
   try {
-    const results = await interleave(
-      [
-        {
-          name: "raw SET NX PX + Lua del",
-          op: async () => {
-            const value = randomUUID();
-            await raw.set("bench-raw", value, "PX", TTL_MS, "NX");
-            await raw.evalsha(deleteSha, 1, "bench-raw", value);
-          },
+    const variants = [
+      {
+        name: "raw SET NX PX + Lua del",
+        role: "floor" as const,
+        op: async () => {
+          const value = randomUUID();
+          await raw.set("bench-raw", value, "PX", TTL_MS, "NX");
+          await raw.evalsha(deleteSha, 1, "bench-raw", value);
         },
-        ...batonVariants(session, coordinator, {
-          sessionLock: "bench-session",
-          coordinatorLock: "bench-coordinator",
-        }),
-        {
-          name: "redlock@4 (1 node)",
-          op: async () => {
-            const lock = await redlock.lock("bench-redlock4", TTL_MS);
-            await lock.unlock();
-          },
+      },
+      ...batonVariants(session, coordinator, {
+        sessionLock: "bench-session",
+        coordinatorLock: "bench-coordinator",
+      }),
+      {
+        name: "redlock@4 (1 node)",
+        role: "peer" as const,
+        op: async () => {
+          const lock = await redlock.lock("bench-redlock4", TTL_MS);
+          await lock.unlock();
         },
-        {
-          name: "@sesamecare-oss/redlock",
-          op: async () => {
-            const lock = await sesame.acquire(["bench-sesame"], TTL_MS);
-            await lock.release();
-          },
+      },
+      {
+        name: "@sesamecare-oss/redlock",
+        role: "peer" as const,
+        op: async () => {
+          const lock = await sesame.acquire(["bench-sesame"], TTL_MS);
+          await lock.release();
         },
-        {
-          name: "redis-semaphore Mutex",
-          op: async () => {
-            await mutex.acquire();
-            await mutex.release();
-          },
+      },
+      {
+        name: "redis-semaphore Mutex",
+        role: "peer" as const,
+        op: async () => {
+          await mutex.acquire();
+          await mutex.release();
         },
-      ],
-      { warmup: 300, rounds: 6, perRound: 1_000, maxMs: 60_000 },
-    );
-    console.log(
-      formatTable("redis: uncontended acquire + release", results, "raw SET NX PX + Lua del"),
-    );
+      },
+    ];
+    const results = await interleave(variants, {
+      warmup: 300,
+      rounds: 6,
+      perRound: 1_000,
+      maxMs: 60_000,
+    });
+    return latencySection("uncontended", "uncontended acquire + release", variants, results, [
+      "each variant on its own connection; Baton's session and coordinator share one RedisBackend",
+    ]);
   } finally {
     await session.close();
     await coordinator.close();
@@ -118,68 +165,83 @@ async function uncontended(url: string): Promise<void> {
   }
 }
 
-async function handoff(url: string): Promise<void> {
-  const results = new Map<string, Summary>();
-  results.set("baton", await batonHandoff(url));
-  results.set("redis-semaphore Mutex", await semaphoreHandoff(url));
-  console.log(
-    formatTable("redis: handoff, release() to the waiter holding the lock", results, "baton"),
+async function handoffs(url: string, floor: Row | undefined): Promise<LatencySection> {
+  const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
+    createCoordinator({ url, ttlMs: TTL_MS, ownerId: `handoff-${i}` }),
   );
+  const connections = Array.from({ length: WAITERS + 1 }, () => new Redis(url));
+  const mutexes = connections.map(
+    (c) => new Mutex(c, "bench-semaphore-handoff", { lockTimeout: TTL_MS }),
+  );
+  try {
+    const rows = await measureHandoffs(
+      [
+        {
+          name: "baton coordinator acquire (wait)",
+          role: "coordinator",
+          contenders: coordinatorContenders(coordinators, "bench-handoff"),
+        },
+        {
+          name: "redis-semaphore Mutex (polls)",
+          role: "peer",
+          contenders: mutexes.map((m) => ({
+            acquire: async () => {
+              await m.acquire();
+              return async () => {
+                await m.release();
+              };
+            },
+          })),
+        },
+      ],
+      { handoffs: HANDOFFS },
+    );
+    return handoffSection(WAITERS, rows, floor, [
+      `${WAITERS + 1} contenders, each its own coordinator (own RedisBackend) or Mutex (own connection)`,
+    ]);
+  } finally {
+    await Promise.all(coordinators.map((c) => c.close()));
+    for (const c of connections) c.disconnect();
+  }
 }
 
-async function batonHandoff(url: string): Promise<Summary> {
-  const backend = new RedisBackend({ url, keyPrefix: "bench-handoff:" });
-  const coordinators: Coordinator[] = [
-    createCoordinator({ backend, ttlMs: TTL_MS, ownerId: "a" }),
-    createCoordinator({ backend, ttlMs: TTL_MS, ownerId: "b" }),
-  ];
-  const samples: number[] = [];
-  const started = performance.now();
+/**
+ * INFO commandstats calls of the given commands. (Commands a script runs count too, so the
+ * script calls themselves are what to count: EVAL/EVALSHA come only from clients.)
+ */
+function commandCounter(client: Redis, source: string, commands: readonly string[]): ServerCounter {
+  return {
+    source,
+    async read() {
+      const info = (await client.info("commandstats")) as string;
+      let total = 0;
+      for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+        if (commands.includes(m[1] as string)) total += Number(m[2]);
+      }
+      return total;
+    },
+  };
+}
+
+async function heldLocks(url: string) {
+  const backend = new RedisBackend({ url, keyPrefix: "bench-held:" });
+  // One connection for the counters, open before the window (a new connection sends commands).
+  const stats = new Redis(url);
   try {
-    let held = await (coordinators[0] as Coordinator).acquire("handoff");
-    for (let i = 0; i < HANDOFFS + 20; i++) {
-      const waiter = coordinators[(i + 1) % 2] as Coordinator;
-      const waiting = waiter.acquire("handoff", { waitMs: 10_000 });
-      // Let the waiter subscribe and find the lock held.
-      await new Promise((r) => setTimeout(r, 3));
-      const t0 = performance.now();
-      await held.release();
-      held = await waiting;
-      if (i >= 20) samples.push(performance.now() - t0);
-    }
-    await held.release();
+    await stats.ping();
+    return await measureHeldLocks({
+      backend,
+      ttlMs: 3_000,
+      prefix: "held",
+      server: [
+        commandCounter(stats, "server: INFO commandstats, evalsha+eval calls", ["evalsha", "eval"]),
+      ],
+      notes: [
+        "the renewal is one script call over every held key (its inner commands run on the server, one per key)",
+      ],
+    });
   } finally {
-    for (const c of coordinators) await c.close();
     await backend.close();
+    stats.disconnect();
   }
-  return summarise(samples, performance.now() - started);
-}
-
-async function semaphoreHandoff(url: string): Promise<Summary> {
-  const a = new Redis(url);
-  const b = new Redis(url);
-  const mutexes = [
-    new Mutex(a, "bench-semaphore-handoff", { lockTimeout: TTL_MS }),
-    new Mutex(b, "bench-semaphore-handoff", { lockTimeout: TTL_MS }),
-  ];
-  const samples: number[] = [];
-  const started = performance.now();
-  try {
-    await (mutexes[0] as Mutex).acquire();
-    for (let i = 0; i < HANDOFFS + 20; i++) {
-      const holder = mutexes[i % 2] as Mutex;
-      const waiter = mutexes[(i + 1) % 2] as Mutex;
-      const waiting = waiter.acquire();
-      await new Promise((r) => setTimeout(r, 3));
-      const t0 = performance.now();
-      await holder.release();
-      await waiting;
-      if (i >= 20) samples.push(performance.now() - t0);
-    }
-    await (mutexes[HANDOFFS % 2 === 0 ? 0 : 1] as Mutex).release().catch(() => undefined);
-  } finally {
-    a.disconnect();
-    b.disconnect();
-  }
-  return summarise(samples, performance.now() - started);
 }

@@ -1,25 +1,74 @@
 /**
  * `npm run bench [-- backend...]`: runs each backend's benchmark (bench/<backend>.ts, which
- * exports `run()` and starts its own servers through the conformance harness).
+ * exports `run()`, starts its own servers through the conformance harness and returns its
+ * results), prints the tables as it goes, and writes the report:
+ *
+ * - every backend (plain `npm run bench`): bench/RESULTS.md and bench/latency.svg;
+ * - some backends (`npm run bench -- redis`): bench/RESULTS-partial.md and
+ *   bench/latency-partial.svg (git-ignored), so a quick run never replaces the full report.
+ *
+ * `npm run bench` runs node with `--expose-gc` for the memory-per-lock figure. Exit code 1 when a
+ * part of the bench failed (the report then lists the error), 2 for an unknown backend.
  */
-import { existsSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { latencyChart } from "./lib/latency-chart.js";
+import { machineInfo } from "./lib/machine.js";
+import { reportMarkdown } from "./lib/report-markdown.js";
+import type { BackendResult } from "./lib/results.js";
+import { checkTargets } from "./lib/targets.js";
 
 const ALL = ["redis", "etcd", "zookeeper", "postgres"] as const;
-const asked = process.argv.slice(2);
-const chosen = asked.length > 0 ? asked : [...ALL];
+const asked = process.argv.slice(2).filter((a) => a !== "--");
+const chosen = asked.length > 0 ? [...new Set(asked)] : [...ALL];
 for (const name of chosen) {
   if (!(ALL as readonly string[]).includes(name)) {
     console.error(`bench: unknown backend "${name}"; choose from ${ALL.join(", ")}`);
     process.exit(2);
   }
 }
-for (const name of chosen) {
-  const file = fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
-  if (!existsSync(file)) {
-    console.log(`bench: ${name}: no benchmark yet (bench/${name}.ts)`);
-    continue;
+// In the order of ALL, whatever order they were asked in.
+const backends = ALL.filter((b) => chosen.includes(b));
+const full = backends.length === ALL.length;
+
+const machine = machineInfo();
+const started = performance.now();
+const results: BackendResult[] = [];
+for (const name of backends) {
+  const t0 = performance.now();
+  try {
+    const mod = (await import(`./${name}.ts`)) as { run: () => Promise<BackendResult> };
+    results.push(await mod.run());
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`\nbench ${name} failed: ${message}`);
+    results.push({
+      backend: name,
+      server: "did not start",
+      sections: [],
+      errors: [`bench failed: ${message.split("\n")[0]}`],
+      elapsedMs: performance.now() - t0,
+    });
   }
-  const mod = (await import(file)) as { run: () => Promise<void> };
-  await mod.run();
+  console.log(`\n[bench] ${name}: ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
+const totalMs = performance.now() - started;
+
+const targets = results.flatMap(checkTargets);
+console.log("\ntargets (issue #10):");
+for (const t of targets) {
+  const met = t.met === undefined ? "n/a " : t.met ? "met " : "MISS";
+  console.log(`  ${met}  ${t.backend}: ${t.target}: ${t.measured}`);
+}
+
+const suffix = full ? "" : "-partial";
+const chart = `latency${suffix}.svg`;
+const reportFile = fileURLToPath(new URL(`./RESULTS${suffix}.md`, import.meta.url));
+const chartFile = fileURLToPath(new URL(`./${chart}`, import.meta.url));
+const subtitle = `${machine.date.slice(0, 10)}, ${machine.cpu} (${machine.cores} cores), Node ${machine.node}; bars: p50 ms, each backend on its own scale; labels: p50 and ratio to the floor`;
+writeFileSync(chartFile, latencyChart(results, subtitle));
+writeFileSync(reportFile, reportMarkdown({ machine, results, targets, all: ALL, totalMs, chart }));
+console.log(
+  `\n[bench] ${backends.join(", ")} in ${(totalMs / 1000).toFixed(0)} s; wrote ${reportFile} and ${chartFile}`,
+);
+if (results.some((r) => r.errors.length > 0)) process.exitCode = 1;

@@ -9,35 +9,94 @@
  *    - Baton session: the adapter alone;
  *    - Baton coordinator: `acquire()` + `release()` through core.
  * 2. Handoff with 8 queued waiters: time from `release()` to the next holder's grant.
+ * 3. Takeover after a graceful release and after SIGKILL of the holder (session timeout 2 s).
+ * 4. Throughput: 16 coordinators over 1,000 keys.
+ * 5. 10,000 locks held by one coordinator: packets counted by the members (`mntr`), CPU and
+ *    memory.
  *
  * All clients use the same ensemble member, so every variant pays the same hops.
  */
 import { randomUUID } from "node:crypto";
+import { connect as tcpConnect } from "node:net";
 import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { ZookeeperBackend } from "@baton/zookeeper";
 import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
+import { BackendRun } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
-import { formatTable, interleave } from "./lib/interleave.js";
-import { type Summary, summarise } from "./lib/stats.js";
+import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
+import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { interleave, latencySection, type Variant } from "./lib/interleave.js";
+import { type BackendResult, floorRow, type LatencySection, type Row } from "./lib/results.js";
+import { measureTakeover } from "./lib/takeover.js";
+import { measureThroughput } from "./lib/throughput.js";
 
 const WAITERS = 8;
 const HANDOFFS = 200;
 
-export async function run(): Promise<void> {
+export async function run(): Promise<BackendResult> {
+  const out = new BackendRun("zookeeper");
   const servers = await startServers({ backends: ["zookeeper"] });
   const url = servers.servers.zookeeper;
-  if (url === undefined) throw new Error("bench zookeeper: no server");
-  // Every client talks to the same member: a write through a follower costs one more hop
-  // than through the leader, and the client picks a member at random from a list.
-  const oneMember = url.split(",")[0] as string;
   try {
-    await uncontended(oneMember);
-    await handoff(oneMember);
+    if (url === undefined) throw new Error("bench zookeeper: no server");
+    // Every client talks to the same member: a write through a follower costs one more hop
+    // than through the leader, and the client picks a member at random from a list.
+    const oneMember = url.split(",")[0] as string;
+    const members = url.replace(/^zookeeper:\/\//, "").split(",");
+    out.server = await serverVersion(members);
+    const unc = await out.step("uncontended", () => uncontended(oneMember));
+    if (unc) out.add(unc);
+    const handoff = await out.step("handoff", () =>
+      handoffs(oneMember, unc ? floorRow(unc) : undefined),
+    );
+    if (handoff) out.add(handoff);
+    const takeover = await out.step("takeover", () =>
+      measureTakeover({ url: oneMember, ttlMs: 2_000, prefix: "bench-takeover" }),
+    );
+    if (takeover) out.add(takeover);
+    const throughput = await out.step("throughput", () =>
+      measureThroughput({
+        client: () => createCoordinator({ url: oneMember, ttlMs: 10_000 }),
+        prefix: "bench-throughput",
+        connections:
+          "each coordinator has its own ZookeeperBackend (its own ZooKeeper session), all on one member",
+      }),
+    );
+    if (throughput) out.add(throughput);
+    const held = await out.step("held locks", () => heldLocks(oneMember, members));
+    if (held) out.addHeld(held);
   } finally {
     await servers.stop();
   }
+  return out.result();
+}
+
+/** Sends a four-letter word to `host:port` and returns the reply. */
+function fourLetterWord(member: string, word: string): Promise<string> {
+  const [host, port] = member.split(":");
+  return new Promise((resolve, reject) => {
+    let reply = "";
+    const socket = tcpConnect({ host: host as string, port: Number(port) });
+    const timer = setTimeout(() => socket.destroy(new Error(`zookeeper ${word}: no reply`)), 5_000);
+    socket.setEncoding("utf8");
+    socket.on("connect", () => socket.write(word));
+    socket.on("data", (chunk: string) => {
+      reply += chunk;
+    });
+    socket.on("error", reject);
+    socket.on("close", () => {
+      clearTimeout(timer);
+      resolve(reply);
+    });
+  });
+}
+
+async function serverVersion(members: readonly string[]): Promise<string> {
+  const mntr = await fourLetterWord(members[0] as string, "mntr");
+  const version = /^zk_version\s+([^\s,-]+)/m.exec(mntr)?.[1] ?? "unknown";
+  return `ZooKeeper ${version}, ${members.length} nodes`;
 }
 
 function connect(url: string): Promise<Client> {
@@ -64,7 +123,7 @@ const removeNode = (client: Client, path: string): Promise<void> =>
     client.remove(path, -1, (error) => (error ? reject(error) : resolve())),
   );
 
-async function uncontended(url: string): Promise<void> {
+async function uncontended(url: string): Promise<LatencySection> {
   const raw = await connect(url);
   const dir = `/bench-raw-${randomUUID().slice(0, 8)}`;
   await call((cb) => raw.mkdirp(dir, cb));
@@ -73,43 +132,49 @@ async function uncontended(url: string): Promise<void> {
   const backend = ZookeeperBackend.fromUrl(url, { prefix: "bench" });
   const coordinator = createCoordinator({ backend, ttlMs: 10_000 });
   const session = await backend.openSession({ ttlMs: 10_000, ownerId: "bench-session" });
-  const _signal = new AbortController().signal;
   try {
-    const results = await interleave(
+    const variants: Variant[] = [
+      {
+        name: "raw create+(children|exists)+delete",
+        role: "floor",
+        op: async () => {
+          const path = await call<string>((cb) => raw.create(`${dir}/n-`, data, mode, cb));
+          await Promise.all([
+            call((cb) => raw.getChildren(dir, cb)),
+            call((cb) => raw.exists(path, cb)),
+          ]);
+          await removeNode(raw, path);
+        },
+      },
+      {
+        name: "raw 4 sequential calls",
+        role: "reference",
+        op: async () => {
+          const path = await call<string>((cb) => raw.create(`${dir}/n-`, data, mode, cb));
+          await call((cb) => raw.getChildren(dir, cb));
+          await call((cb) => raw.exists(path, cb));
+          await removeNode(raw, path);
+        },
+      },
+      ...batonVariants(session, coordinator, {
+        sessionLock: "bench/session",
+        coordinatorLock: "bench/coordinator",
+      }),
+    ];
+    const results = await interleave(variants, {
+      warmup: 200,
+      rounds: 6,
+      perRound: 300,
+      maxMs: 50_000,
+    });
+    return latencySection(
+      "uncontended",
+      "uncontended acquire + release (3 nodes)",
+      variants,
+      results,
       [
-        {
-          name: "raw create+(children|exists)+delete",
-          op: async () => {
-            const path = await call<string>((cb) => raw.create(`${dir}/n-`, data, mode, cb));
-            await Promise.all([
-              call((cb) => raw.getChildren(dir, cb)),
-              call((cb) => raw.exists(path, cb)),
-            ]);
-            await removeNode(raw, path);
-          },
-        },
-        {
-          name: "raw 4 sequential calls",
-          op: async () => {
-            const path = await call<string>((cb) => raw.create(`${dir}/n-`, data, mode, cb));
-            await call((cb) => raw.getChildren(dir, cb));
-            await call((cb) => raw.exists(path, cb));
-            await removeNode(raw, path);
-          },
-        },
-        ...batonVariants(session, coordinator, {
-          sessionLock: "bench/session",
-          coordinatorLock: "bench/coordinator",
-        }),
+        "every client on the same member; the floor pipelines getChildren and exists as the recipe allows",
       ],
-      { warmup: 200, rounds: 6, perRound: 300, maxMs: 50_000 },
-    );
-    console.log(
-      formatTable(
-        "zookeeper: uncontended acquire + release (3-node ensemble)",
-        results,
-        "raw create+(children|exists)+delete",
-      ),
     );
   } finally {
     await session.close();
@@ -119,38 +184,75 @@ async function uncontended(url: string): Promise<void> {
   }
 }
 
-async function handoff(url: string): Promise<void> {
-  const backend = ZookeeperBackend.fromUrl(url, { prefix: "bench" });
+async function handoffs(url: string, floor: Row | undefined): Promise<LatencySection> {
   const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
-    createCoordinator({ backend, ttlMs: 10_000, ownerId: `handoff-${i}` }),
+    createCoordinator({ url, ttlMs: 10_000, ownerId: `handoff-${i}` }),
   );
-  const name = `bench/handoff-${randomUUID().slice(0, 8)}`;
-  const samples: number[] = [];
-  let releasedAt = 0;
-  let done = 0;
-  const started = performance.now();
   try {
-    // Every coordinator loops: acquire (queued behind the others), note the handoff, release.
-    await Promise.all(
-      coordinators.map(async (c) => {
-        while (done < HANDOFFS) {
-          const lock = await c.acquire(name, { waitMs: 60_000 });
-          if (releasedAt > 0) samples.push(performance.now() - releasedAt);
-          done++;
-          // Hold briefly so the others are queued when we let go.
-          await new Promise((r) => setTimeout(r, 2));
-          releasedAt = performance.now();
-          await lock.release();
-        }
-      }),
+    const rows = await measureHandoffs(
+      [
+        {
+          name: "baton coordinator acquire (wait)",
+          role: "coordinator",
+          contenders: coordinatorContenders(
+            coordinators,
+            `bench/handoff-${randomUUID().slice(0, 8)}`,
+          ),
+        },
+      ],
+      { handoffs: HANDOFFS },
     );
+    return handoffSection(WAITERS, rows, floor, [
+      `${WAITERS + 1} contenders, each its own coordinator (own ZooKeeper session); each waits on its predecessor's node`,
+      "no peer library measured",
+    ]);
   } finally {
     await Promise.all(coordinators.map((c) => c.close()));
+  }
+}
+
+/**
+ * Sum of `zk_packets_received` over every member. What one `mntr` adds is measured (two
+ * reads back to back) and taken off each read.
+ */
+function packetCounter(members: readonly string[]): ServerCounter {
+  const sum = async () => {
+    let total = 0;
+    for (const m of members) {
+      const mntr = await fourLetterWord(m, "mntr");
+      total += Number(/^zk_packets_received\s+(\d+)/m.exec(mntr)?.[1] ?? Number.NaN);
+    }
+    return total;
+  };
+  let selfCost: number | undefined;
+  let reads = 0;
+  return {
+    source: "server: members' mntr, zk_packets_received",
+    async read() {
+      if (selfCost === undefined) {
+        const a = await sum();
+        const b = await sum();
+        selfCost = b - a;
+      }
+      reads++;
+      return (await sum()) - selfCost * reads;
+    },
+  };
+}
+
+async function heldLocks(oneMember: string, members: readonly string[]) {
+  const backend = ZookeeperBackend.fromUrl(oneMember, { prefix: "bench-held" });
+  try {
+    return await measureHeldLocks({
+      backend,
+      ttlMs: 3_000,
+      prefix: "held",
+      server: [packetCounter(members)],
+      notes: [
+        "all locks are ephemeral nodes of one ZooKeeper session: the renewal is one session check (and the client library's own pings, counted too)",
+      ],
+    });
+  } finally {
     await backend.close();
   }
-  const summary: Summary = summarise(samples, performance.now() - started);
-  console.log(
-    `\nzookeeper: handoff with ${WAITERS} queued waiters (release() to next grant), ${summary.count} handoffs\n` +
-      `p50 ${summary.p50.toFixed(3)} ms  p99 ${summary.p99.toFixed(3)} ms  mean ${summary.mean.toFixed(3)} ms`,
-  );
 }

@@ -14,6 +14,7 @@ export function batonVariants(
   return [
     {
       name: "baton session acquire+release",
+      role: "session",
       op: async () => {
         const grant = await session.acquire(options.sessionLock, {
           wait: options.wait ?? false,
@@ -25,6 +26,7 @@ export function batonVariants(
     },
     {
       name: "baton coordinator acquire+release",
+      role: "coordinator",
       op: async () => {
         const lock = await coordinator.acquire(options.coordinatorLock);
         await lock.release();

@@ -1,22 +1,88 @@
-import { type Summary, summarise } from "./stats.js";
+import { type LatencySection, type Role, type Row, row } from "./results.js";
+import { summarise } from "./stats.js";
 
 /** Something that can take the contended lock and hands back its release. */
 export interface Contender {
   acquire(): Promise<() => Promise<void>>;
 }
 
+/** Options of {@link measureHandoffs}. */
+export interface HandoffOptions {
+  /** Handoffs measured per group, split over the blocks. */
+  readonly handoffs: number;
+  /** Blocks per group, run alternately (A B B A ...). Default 4. */
+  readonly blocks?: number;
+  /** How long each holder holds, so the others are queued when it lets go. Default 2 ms. */
+  readonly holdMs?: number;
+  /** Pause of a releaser before it waits again. Default 1 ms. */
+  readonly pauseMs?: number;
+}
+
+/** Contenders of one variant; each group gets its own lock. */
+export interface HandoffGroup {
+  readonly name: string;
+  readonly role: Role;
+  readonly contenders: readonly Contender[];
+}
+
 /**
- * Handoff latency with every contender queued on one lock: each loops acquire, hold 2 ms,
- * release, pause 5 ms; a sample is the time from one release to the next grant.
+ * Handoff latency with every contender queued on one lock: each loops acquire, hold, release,
+ * pause; a sample is the time from one `release()` call to the next grant. With n contenders,
+ * up to n - 1 wait at each release. Groups run in alternating blocks so machine drift hits
+ * each alike. Rows' ops/s are handoffs per second including the hold.
  */
-export async function measureHandoff(
+export async function measureHandoffs(
+  groups: readonly HandoffGroup[],
+  options: HandoffOptions,
+): Promise<Row[]> {
+  const blocks = options.blocks ?? 4;
+  const perBlock = Math.ceil(options.handoffs / blocks);
+  const samples = new Map<string, number[]>(groups.map((g) => [g.name, []]));
+  const elapsed = new Map<string, number>(groups.map((g) => [g.name, 0]));
+  for (let block = 0; block < blocks; block++) {
+    const order = block % 2 === 0 ? groups : [...groups].reverse();
+    for (const g of order) {
+      const t0 = performance.now();
+      const got = await handoffBlock(g.contenders, perBlock, options);
+      elapsed.set(g.name, (elapsed.get(g.name) as number) + performance.now() - t0);
+      (samples.get(g.name) as number[]).push(...got);
+    }
+  }
+  return groups.map((g) =>
+    row(g.name, g.role, summarise(samples.get(g.name) as number[], elapsed.get(g.name) as number)),
+  );
+}
+
+/**
+ * The handoff section: rows against the floor's uncontended acquire + release p50 (the
+ * target is a handoff within 2 of those).
+ */
+export function handoffSection(
+  waiters: number,
+  rows: readonly Row[],
+  floor: Row | undefined,
+  notes: readonly string[],
+): LatencySection {
+  return {
+    figure: "handoff",
+    title: `handoff to the next of ${waiters} waiters (release() -> next holder)`,
+    ...(floor ? { floor: { label: `${floor.variant}, uncontended`, p50: floor.p50 } } : {}),
+    opsLabel: "handoffs/s",
+    rows,
+    notes: [...notes, "handoffs/s include the 2 ms hold of each holder"],
+  };
+}
+
+async function handoffBlock(
   contenders: readonly Contender[],
   handoffs: number,
-): Promise<Summary> {
+  options: HandoffOptions,
+): Promise<number[]> {
+  const holdMs = options.holdMs ?? 2;
+  const pauseMs = options.pauseMs ?? 1;
   const samples: number[] = [];
   let releasedAt: number | undefined;
   let done = false;
-  const started = performance.now();
   await Promise.all(
     contenders.map(async (c) => {
       while (!done) {
@@ -24,14 +90,14 @@ export async function measureHandoff(
         const now = performance.now();
         if (releasedAt !== undefined) samples.push(now - releasedAt);
         if (samples.length >= handoffs) done = true;
-        await sleep(2);
+        await sleep(holdMs);
         releasedAt = performance.now();
         await release();
-        await sleep(5);
+        await sleep(pauseMs);
       }
     }),
   );
-  return summarise(samples, performance.now() - started);
+  return samples.slice(0, handoffs);
 }
 
 /** Coordinators as contenders for lock `name` (each waits up to a minute). */

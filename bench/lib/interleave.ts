@@ -1,8 +1,11 @@
+import { type Figure, type LatencySection, type Role, row } from "./results.js";
 import { type Summary, summarise } from "./stats.js";
 
 /** One thing to measure: `op` is timed; `setup`/`teardown` are not. */
 export interface Variant {
   readonly name: string;
+  /** What the row stands for in the report; default "reference". */
+  readonly role?: Role;
   setup?(): Promise<void>;
   op(): Promise<void>;
   teardown?(): Promise<void>;
@@ -63,33 +66,28 @@ export async function interleave(
   );
 }
 
-/** Formats summaries as a table, with each variant's p50 and ops/s as a ratio to `floor`. */
-export function formatTable(title: string, results: Map<string, Summary>, floor: string): string {
-  const base = results.get(floor);
-  const rows = [...results].map(([name, s]) => {
-    const ratio = base ? (s.p50 / base.p50).toFixed(2) : "-";
-    const opsRatio = base ? (base.opsPerSec / s.opsPerSec).toFixed(2) : "-";
-    return [
-      name,
-      s.opsPerSec.toFixed(0),
-      s.p50.toFixed(3),
-      s.p99.toFixed(3),
-      `${ratio}x`,
-      `${opsRatio}x`,
-    ];
-  });
-  const header = ["variant", "ops/s", "p50 ms", "p99 ms", "p50 vs floor", "time/op vs floor"];
-  const widths = header.map((h, i) =>
-    Math.max(h.length, ...rows.map((r) => (r[i] as string).length)),
+/**
+ * A section from interleaved results: each variant's row in the order given, the `floor` role
+ * as the ratio base (ops alike, so time per op is compared too).
+ */
+export function latencySection(
+  figure: Figure,
+  title: string,
+  variants: readonly Variant[],
+  results: Map<string, Summary>,
+  notes: readonly string[],
+): LatencySection {
+  const rows = variants.map((v) =>
+    row(v.name, v.role ?? "reference", results.get(v.name) as Summary),
   );
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
-      .join("  ");
-  return [
-    `\n${title} (floor: ${floor})`,
-    line(header),
-    line(widths.map((w) => "-".repeat(w))),
-    ...rows.map(line),
-  ].join("\n");
+  const floor = rows.find((r) => r.role === "floor");
+  return {
+    figure,
+    title,
+    ...(floor
+      ? { floor: { label: floor.variant, p50: floor.p50, opsPerSec: floor.opsPerSec } }
+      : {}),
+    rows,
+    notes,
+  };
 }

@@ -1,0 +1,85 @@
+import type { HeldLocksResult, LatencySection } from "./results.js";
+
+/** `n` with `digits` decimals, or "-" for NaN / undefined. */
+export function fixed(n: number | undefined, digits: number): string {
+  return n === undefined || !Number.isFinite(n) ? "-" : n.toFixed(digits);
+}
+
+/** A ratio as "1.23x", or "-". */
+export function times(n: number | undefined): string {
+  return n === undefined || !Number.isFinite(n) ? "-" : `${n.toFixed(2)}x`;
+}
+
+/** The cells of a section: header then rows (shared by the console and Markdown). */
+export function sectionCells(section: LatencySection): string[][] {
+  const floor = section.floor;
+  const opsAlike = floor?.opsPerSec !== undefined;
+  const header = [
+    "variant",
+    section.opsLabel ?? "ops/s",
+    "p50 ms",
+    section.p99Label ?? "p99 ms",
+    ...(floor ? ["p50 vs floor"] : []),
+    ...(opsAlike ? ["time/op vs floor"] : []),
+  ];
+  const rows = section.rows.map((r) => [
+    r.variant,
+    fixed(r.opsPerSec, 0),
+    fixed(r.p50, 3),
+    fixed(r.p99, 3),
+    ...(floor ? [times(r.p50 / floor.p50)] : []),
+    ...(opsAlike ? [times((floor.opsPerSec as number) / r.opsPerSec)] : []),
+  ]);
+  return [header, ...rows];
+}
+
+/** A plain-text table of a section, for the console. */
+export function formatSection(backend: string, section: LatencySection): string {
+  const [header, ...rows] = sectionCells(section) as [string[], ...string[][]];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
+      .join("  ");
+  const floor = section.floor ? ` (floor: ${section.floor.label})` : "";
+  return [
+    `\n${backend}: ${section.title}${floor}`,
+    line(header),
+    line(widths.map((w) => "-".repeat(w))),
+    ...rows.map(line),
+    ...section.notes.map((n) => `  ${n}`),
+  ].join("\n");
+}
+
+/** The held-locks figures as label/value pairs (shared by the console and Markdown). */
+export function heldCells(h: HeldLocksResult): [string, string][] {
+  return [
+    ["locks held (one coordinator, one session)", `${h.locks}`],
+    ["TTL / renewal interval", `${h.ttlMs} ms / ${h.intervalMs} ms`],
+    [
+      `acquire / release all (${h.parallelism} in flight)`,
+      `${fixed(h.acquireMs / 1000, 1)} s (${fixed((h.locks * 1000) / h.acquireMs, 0)}/s) / ${fixed(h.releaseMs / 1000, 1)} s`,
+    ],
+    ...h.renewals.map((r): [string, string] => [
+      `renewal requests (${r.source})`,
+      `${fixed(r.perRenewal, 2)} per renewal, ${fixed(r.perInterval, 2)} per interval (${r.total} in ${fixed(h.windowMs / 1000, 2)} s)`,
+    ]),
+    ["CPU while holding", `${fixed(h.cpuMsPerSec, 1)} ms per s`],
+    [
+      h.gcExposed ? "memory per held lock (heap+external, after GC)" : "memory per held lock",
+      h.gcExposed ? `${fixed(h.heapBytesPerLock, 0)} B` : "- (run with node --expose-gc)",
+    ],
+    ["RSS growth per held lock (coarse)", `${fixed(h.rssBytesPerLock, 0)} B`],
+  ];
+}
+
+/** A plain-text block of the held-locks figures, for the console. */
+export function formatHeld(backend: string, h: HeldLocksResult): string {
+  const cells = heldCells(h);
+  const width = Math.max(...cells.map(([k]) => k.length));
+  return [
+    `\n${backend}: holding ${h.locks} locks in one process`,
+    ...cells.map(([k, v]) => `${k.padEnd(width)}  ${v}`),
+    ...h.notes.map((n) => `  ${n}`),
+  ].join("\n");
+}

@@ -1,0 +1,156 @@
+import { createCoordinator, type Lock, type LockBackend } from "@baton/core";
+import { CountingBackend } from "./counting-backend.js";
+import type { HeldLocksResult, RenewalCount } from "./results.js";
+
+/** A cumulative request counter read from the store (for renewal traffic, server side). */
+export interface ServerCounter {
+  /** e.g. "server: INFO commandstats, evalsha+eval calls". */
+  readonly source: string;
+  /** The counter now. */
+  read(): Promise<number>;
+  /** Requests each `read()` itself adds to the counter (subtracted once per window). */
+  readonly selfCost?: number;
+}
+
+/** Options of {@link measureHeldLocks}. */
+export interface HeldLocksOptions {
+  /** The backend (the caller closes it). */
+  readonly backend: LockBackend;
+  readonly ttlMs: number;
+  readonly prefix: string;
+  /** Default 10,000. */
+  readonly locks?: number;
+  /** Acquires and releases in flight at once. Default 64. */
+  readonly parallelism?: number;
+  /** Renewal intervals measured. Default 5. */
+  readonly windowIntervals?: number;
+  /** Server-side counters of the session's requests, headline first. */
+  readonly server?: readonly ServerCounter[];
+  readonly notes?: readonly string[];
+}
+
+/** `global.gc` when node runs with `--expose-gc`. */
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function memory(): { heap: number; rss: number } {
+  if (gc) {
+    gc();
+    gc();
+  }
+  const m = process.memoryUsage();
+  return { heap: m.heapUsed + m.external, rss: m.rss };
+}
+
+/** `promise`, or a rejection after `ms`. */
+async function withTimeout(promise: Promise<void>, ms: number, what: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`held locks: ${what} within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs `task(i)` for i in [0, n) with at most `parallelism` in flight. */
+async function pool(n: number, parallelism: number, task: (i: number) => Promise<void>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(parallelism, n) }, async () => {
+      while (next < n) await task(next++);
+    }),
+  );
+}
+
+/**
+ * Holds `locks` locks through one coordinator (one session), then over `windowIntervals`
+ * renewal intervals counts renewal requests (client side: `keepAlive()` calls; server side:
+ * the given counters), process CPU, and memory per lock (heap growth after a full GC from
+ * just before the acquires to just after, divided by the locks).
+ */
+export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldLocksResult> {
+  const count = options.locks ?? 10_000;
+  const parallelism = options.parallelism ?? 64;
+  const windowIntervals = options.windowIntervals ?? 5;
+  const counting = new CountingBackend(options.backend);
+  const coordinator = createCoordinator({
+    backend: counting,
+    ttlMs: options.ttlMs,
+    ownerId: "bench-held",
+  });
+  const locks: Lock[] = new Array(count);
+  try {
+    // Opens the session and warms every code path before the baseline.
+    await (await coordinator.acquire(`${options.prefix}/warm`)).release();
+    const before = memory();
+    const t0 = performance.now();
+    await pool(count, parallelism, async (i) => {
+      locks[i] = await coordinator.acquire(`${options.prefix}/h${i}`, { waitMs: 30_000 });
+    });
+    const acquireMs = performance.now() - t0;
+    const after = memory();
+    // The window runs from just after one renewal settled to just after the `windowIntervals`th
+    // next one settled, so the server counters see whole renewals only.
+    const intervalMs = Math.max(1, Math.floor(options.ttlMs / 3));
+    await withTimeout(counting.nextSettled(), intervalMs * 3, "no renewal");
+    const server = options.server ?? [];
+    const s0 = await Promise.all(server.map((s) => s.read()));
+    const k0 = counting.settled;
+    const cpu0 = process.cpuUsage();
+    const w0 = performance.now();
+    while (counting.settled < k0 + windowIntervals) {
+      await withTimeout(counting.nextSettled(), intervalMs * 3, "renewals stopped");
+    }
+    const cpu = process.cpuUsage(cpu0);
+    const windowMs = performance.now() - w0;
+    const k1 = counting.settled;
+    const s1 = await Promise.all(server.map((s) => s.read()));
+    const intervals = windowMs / intervalMs;
+    const renewed = k1 - k0;
+    const counted = (source: string, total: number): RenewalCount => ({
+      source,
+      total,
+      perRenewal: total / renewed,
+      perInterval: total / intervals / counting.sessions,
+    });
+    const renewals: RenewalCount[] = [
+      ...server.map((s, i) =>
+        counted(s.source, Math.max(0, (s1[i] as number) - (s0[i] as number) - (s.selfCost ?? 0))),
+      ),
+      counted("client: keepAlive() calls core made", renewed),
+    ];
+    const stillHeld = locks.filter((l) => l.held).length;
+    const t1 = performance.now();
+    await pool(count, parallelism, async (i) => {
+      await (locks[i] as Lock).release();
+    });
+    const releaseMs = performance.now() - t1;
+    return {
+      locks: count,
+      ttlMs: options.ttlMs,
+      intervalMs,
+      sessions: counting.sessions,
+      acquireMs,
+      releaseMs,
+      parallelism,
+      windowMs,
+      renewalsInWindow: renewed,
+      renewals,
+      cpuMsPerSec: (cpu.user + cpu.system) / 1000 / (windowMs / 1000),
+      heapBytesPerLock: gc ? (after.heap - before.heap) / count : Number.NaN,
+      rssBytesPerLock: (after.rss - before.rss) / count,
+      gcExposed: gc !== undefined,
+      notes: [
+        `${stillHeld} of ${count} locks still held at the end of the window`,
+        `window: from one settled renewal to the ${windowIntervals}th next (${renewed} renewals by core in ${(windowMs / 1000).toFixed(2)} s, nominal interval ${intervalMs} ms); per interval = count / (window / interval) / sessions`,
+        ...(options.notes ?? []),
+      ],
+    };
+  } finally {
+    await coordinator.close().catch(() => undefined);
+  }
+}

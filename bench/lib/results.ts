@@ -1,0 +1,108 @@
+import type { Summary } from "./stats.js";
+
+/** What a measured row stands for; the chart and the target checks go by it. */
+export type Role =
+  /** The raw client doing the same round trips: the floor every ratio is taken against. */
+  | "floor"
+  /** Another raw or reference measurement shown for context (not a ratio base). */
+  | "reference"
+  /** The Baton adapter alone (a `BackendSession`, no core). */
+  | "session"
+  /** Baton through `createCoordinator` (what users call). */
+  | "coordinator"
+  /** A peer library doing the same operation. */
+  | "peer";
+
+/** One measured variant. Latencies in ms; NaN where a column does not apply. */
+export interface Row {
+  readonly variant: string;
+  readonly role: Role;
+  /** Samples behind p50/p99. */
+  readonly count: number;
+  readonly opsPerSec: number;
+  readonly p50: number;
+  readonly p99: number;
+}
+
+/** The figures issue #10 asks for, one section each. */
+export type Figure = "uncontended" | "handoff" | "takeover" | "throughput";
+
+/** A table of latency rows for one figure of one backend. */
+export interface LatencySection {
+  readonly figure: Figure;
+  readonly title: string;
+  /** Ratio base: p50 (and ops/s, when the ops are alike) every row is compared with. */
+  readonly floor?: { readonly label: string; readonly p50: number; readonly opsPerSec?: number };
+  /** Header of the p99 column (e.g. "max ms" for a handful of samples). */
+  readonly p99Label?: string;
+  /** Header of the ops/s column (e.g. "handoffs/s"). */
+  readonly opsLabel?: string;
+  readonly rows: readonly Row[];
+  /** How it was measured, one sentence each. */
+  readonly notes: readonly string[];
+}
+
+/** A renewal-request count over the measuring window, and where it was counted. */
+export interface RenewalCount {
+  /** e.g. "server: INFO commandstats, evalsha+eval calls" or "client: keepAlive() calls". */
+  readonly source: string;
+  /** The count over the window. */
+  readonly total: number;
+  /** Requests per renewal core made, per session (the target is at most 1). */
+  readonly perRenewal: number;
+  /** Requests per nominal renewal interval (TTL / 3), per session. */
+  readonly perInterval: number;
+}
+
+/** Holding many locks in one process: renewal traffic, CPU and memory. */
+export interface HeldLocksResult {
+  readonly locks: number;
+  readonly ttlMs: number;
+  /** The session's renewal interval (core: a third of the TTL). */
+  readonly intervalMs: number;
+  /** Sessions holding the locks (one coordinator: 1). */
+  readonly sessions: number;
+  readonly acquireMs: number;
+  readonly releaseMs: number;
+  readonly parallelism: number;
+  readonly windowMs: number;
+  /** Renewals core made in the window (keepAlive() calls that settled). */
+  readonly renewalsInWindow: number;
+  /** Renewal requests per interval; the first is the headline (server side when available). */
+  readonly renewals: readonly RenewalCount[];
+  /** Process CPU (user + system) in ms per second of wall time, while only holding. */
+  readonly cpuMsPerSec: number;
+  /** Heap (+ external) growth per held lock after a full GC, in bytes; NaN without `--expose-gc`. */
+  readonly heapBytesPerLock: number;
+  /** RSS growth per held lock, in bytes (coarse: the allocator keeps pages). */
+  readonly rssBytesPerLock: number;
+  readonly gcExposed: boolean;
+  readonly notes: readonly string[];
+}
+
+/** Everything one backend's bench produced. */
+export interface BackendResult {
+  readonly backend: string;
+  /** Server software, version and topology, e.g. "redis-server 7.2.4, one node". */
+  readonly server: string;
+  readonly sections: readonly LatencySection[];
+  readonly held?: HeldLocksResult;
+  /** Parts that failed, with the error; the rest of the report still stands. */
+  readonly errors: readonly string[];
+  readonly elapsedMs: number;
+}
+
+/** A row from a summary. */
+export function row(variant: string, role: Role, s: Summary): Row {
+  return { variant, role, count: s.count, opsPerSec: s.opsPerSec, p50: s.p50, p99: s.p99 };
+}
+
+/** The section's floor row, if one is marked. */
+export function floorRow(section: LatencySection): Row | undefined {
+  return section.rows.find((r) => r.role === "floor");
+}
+
+/** The first section for `figure`, if measured. */
+export function sectionOf(result: BackendResult, figure: Figure): LatencySection | undefined {
+  return result.sections.find((s) => s.figure === figure);
+}
