@@ -9,6 +9,16 @@ import { createHash } from "node:crypto";
  * other, they never both hold it.
  */
 export function advisoryKey(namespace: string, name: string): bigint {
-  const digest = createHash("sha256").update(namespace).update("\u0000").update(name).digest();
-  return digest.readBigInt64BE(0);
+  // A hash costs several microseconds; the same few names are locked over and over.
+  const id = `${namespace}\u0000${name}`;
+  const known = recent.get(id);
+  if (known !== undefined) return known;
+  const key = createHash("sha256").update(id).digest().readBigInt64BE(0);
+  if (recent.size >= RECENT_MAX) recent.clear();
+  recent.set(id, key);
+  return key;
 }
+
+/** Keys computed lately (a deterministic function, so a plain bounded memo is safe). */
+const recent = new Map<string, bigint>();
+const RECENT_MAX = 4_096;
