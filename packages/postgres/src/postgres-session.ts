@@ -195,8 +195,6 @@ export class PostgresSession implements BackendSession {
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
-    const { signal } = options;
-    if (signal.aborted) throw signal.reason;
     this.#assertAlive();
     const key = advisoryKey(this.#context.namespace, name);
     const clash = this.#names.get(key);
@@ -210,12 +208,15 @@ export class PostgresSession implements BackendSession {
     try {
       for (;;) {
         const grant = await this.#tryAcquire(name, key, options.value);
+        // The first try leaves the signal alone (see BackendAcquireOptions.signal): reading
+        // it may build it. After a wait, a grant that comes after an abort is given back.
         if (grant !== null) {
-          if (!signal.aborted) return grant;
+          if (ticket === undefined || !options.signal.aborted) return grant;
           await this.release(grant).catch(() => undefined);
-          throw signal.reason;
+          throw options.signal.reason;
         }
         if (!options.wait) return null;
+        const { signal } = options;
         if (signal.aborted) throw signal.reason;
         // Wake when the lock is free (released, or its holder's connection ended), then race.
         ticket ??= this.#context.waits.join(key);
