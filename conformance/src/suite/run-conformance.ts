@@ -10,6 +10,7 @@ import { handoffGroup } from "./groups/handoff.js";
 import { metricsGroup } from "./groups/metrics.js";
 import { partitionsGroup } from "./groups/partitions.js";
 import { renewalGroup } from "./groups/renewal.js";
+import { scenariosGroup } from "./groups/scenarios.js";
 import { tokensGroup } from "./groups/tokens.js";
 import { watchGroup } from "./groups/watch.js";
 import { withLockGroup } from "./groups/with-lock.js";
@@ -86,6 +87,15 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
       partitionsGroup(ctx, workerUrl);
       metricsGroup(ctx, workerUrl);
     });
+    const scenariosSkip =
+      declared.crossProcess !== true
+        ? `${target.name} is not cross-process (fault scenarios freeze holders in worker processes)`
+        : url === undefined
+          ? `${target.name}: no url given for worker processes`
+          : undefined;
+    skipUnless(scenariosSkip === undefined, scenariosSkip ?? "", () =>
+      scenariosGroup(ctx, workerUrl, declared),
+    );
   });
 }
 
