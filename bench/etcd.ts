@@ -231,6 +231,7 @@ async function heldLocks(hosts: string[]) {
   const backend = new EtcdBackend({ hosts });
   try {
     return await measureHeldLocks({
+      adapterAlone: true,
       backend,
       ttlMs: 3_000,
       prefix: "held",

@@ -205,6 +205,7 @@ async function heldLocks(url: string) {
   const statements = statementCounter();
   try {
     return await measureHeldLocks({
+      adapterAlone: true,
       backend,
       ttlMs: 3_000,
       prefix: "held",

@@ -230,6 +230,7 @@ async function heldLocks(url: string) {
   try {
     await stats.ping();
     return await measureHeldLocks({
+      adapterAlone: true,
       backend,
       ttlMs: 3_000,
       prefix: "held",

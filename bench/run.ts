@@ -7,7 +7,9 @@
  * - some backends (`npm run bench -- redis`): bench/RESULTS-partial.md and
  *   bench/latency-partial.svg (git-ignored), so a quick run never replaces the full report.
  *
- * `npm run bench` runs node with `--expose-gc` for the memory-per-lock figure. Exit code 1 when a
+ * `npm run bench` runs node with `--expose-gc` (for the memory-per-lock figure) and
+ * `--import ./bench/lib/register-ts.mjs` (TypeScript's own transpiler instead of tsx, whose
+ * keepNames wrapping would add to Baton's memory and CPU; see that file). Exit code 1 when a
  * part of the bench failed (the report then lists the error), 2 for an unknown backend.
  */
 import { writeFileSync } from "node:fs";

@@ -244,6 +244,7 @@ async function heldLocks(oneMember: string, members: readonly string[]) {
   const backend = ZookeeperBackend.fromUrl(oneMember, { prefix: "bench-held" });
   try {
     return await measureHeldLocks({
+      adapterAlone: true,
       backend,
       ttlMs: 3_000,
       prefix: "held",

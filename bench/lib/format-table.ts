@@ -69,6 +69,14 @@ export function heldCells(h: HeldLocksResult): [string, string][] {
       h.gcExposed ? "memory per held lock (heap+external, after GC)" : "memory per held lock",
       h.gcExposed ? `${fixed(h.heapBytesPerLock, 0)} B` : "- (run with node --expose-gc)",
     ],
+    ...(h.adapterHeapBytesPerLock === undefined
+      ? []
+      : [
+          [
+            "of which the adapter alone (a bare backend session, same measure)",
+            `${fixed(h.adapterHeapBytesPerLock, 0)} B (core and the Lock objects: ${fixed(h.heapBytesPerLock - h.adapterHeapBytesPerLock, 0)} B)`,
+          ] as [string, string],
+        ]),
     ["RSS growth per held lock (coarse)", `${fixed(h.rssBytesPerLock, 0)} B`],
   ];
 }

@@ -24,6 +24,11 @@ export interface HeldLocksOptions {
   readonly parallelism?: number;
   /** Renewal intervals measured. Default 5. */
   readonly windowIntervals?: number;
+  /**
+   * Also hold `locks` locks through a bare backend session (no core) first and report its
+   * memory per lock, so the report can split the figure into the adapter's and core's share.
+   */
+  readonly adapterAlone?: boolean;
   /** Server-side counters of the session's requests, headline first. */
   readonly server?: readonly ServerCounter[];
   readonly notes?: readonly string[];
@@ -82,6 +87,9 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
     ttlMs: options.ttlMs,
     ownerId: "bench-held",
   });
+  const adapterBytes = options.adapterAlone
+    ? await adapterMemory(options, count, parallelism)
+    : undefined;
   const locks: Lock[] = new Array(count);
   try {
     // Opens the session and warms every code path before the baseline.
@@ -142,6 +150,7 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
       renewals,
       cpuMsPerSec: (cpu.user + cpu.system) / 1000 / (windowMs / 1000),
       heapBytesPerLock: gc ? (after.heap - before.heap) / count : Number.NaN,
+      ...(adapterBytes !== undefined && gc ? { adapterHeapBytesPerLock: adapterBytes } : {}),
       rssBytesPerLock: (after.rss - before.rss) / count,
       gcExposed: gc !== undefined,
       notes: [
@@ -152,5 +161,37 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
     };
   } finally {
     await coordinator.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Heap (+ external) growth per lock held through a bare backend session (the adapter alone),
+ * after a full GC; the session is closed afterwards, which frees its locks.
+ */
+async function adapterMemory(
+  options: HeldLocksOptions,
+  count: number,
+  parallelism: number,
+): Promise<number> {
+  // A long TTL: nothing renews a bare session while its locks are taken (memory does not
+  // depend on the TTL).
+  const session = await options.backend.openSession({
+    ttlMs: 60_000,
+    ownerId: "bench-held-adapter",
+  });
+  const signal = new AbortController().signal;
+  const grants: unknown[] = new Array(count);
+  try {
+    const warm = await session.acquire(`${options.prefix}-adapter/warm`, { wait: false, signal });
+    if (warm) await session.release(warm);
+    const before = memory();
+    await pool(count, parallelism, async (i) => {
+      grants[i] = await session.acquire(`${options.prefix}-adapter/h${i}`, { wait: true, signal });
+    });
+    const after = memory();
+    return (after.heap - before.heap) / count;
+  } finally {
+    // No keepalive runs on a bare session: close it long before its TTL ends.
+    await session.close();
   }
 }

@@ -83,7 +83,9 @@ function summaryRow(r: BackendResult): string[] {
     thr ? `${fixed(thr.opsPerSec, 0)}/s (p99 ${fixed(thr.p99, 1)} ms)` : "-",
     held?.renewals[0] ? fixed(held.renewals[0].perRenewal, 2) : "-",
     held ? fixed(held.cpuMsPerSec, 1) : "-",
-    held ? `${fixed(held.gcExposed ? held.heapBytesPerLock : held.rssBytesPerLock, 0)} B` : "-",
+    held
+      ? `${fixed(held.gcExposed ? held.heapBytesPerLock : held.rssBytesPerLock, 0)} B${held.adapterHeapBytesPerLock === undefined ? "" : ` (adapter ${fixed(held.adapterHeapBytesPerLock, 0)} B)`}`
+      : "-",
   ];
 }
 
@@ -118,6 +120,8 @@ export function reportMarkdown(input: ReportInput): string {
     `Packages: ${Object.entries(m.packages)
       .map(([k, v]) => `${k} ${v}`)
       .join(", ")}.`,
+    "",
+    "The bench runs the TypeScript sources through TypeScript's own transpiler (bench/lib/register-ts.mjs), as `tsc` emits them for the published packages; not through tsx, whose esbuild `keepNames` adds an `Object.defineProperty` per closure created (measured: about 1.8 KB more per held lock, and a slower acquire).",
     "",
     `![p50 latency per backend against its floor](${input.chart})`,
     "",
@@ -172,7 +176,7 @@ export function reportMarkdown(input: ReportInput): string {
     push(
       `## Holding ${first?.locks.toLocaleString("en-US")} locks in one process`,
       "",
-      "One coordinator (one session) acquires the locks with bounded parallelism, then holds them over several renewal intervals: renewal requests per interval (server side where the store counts them, and core's `keepAlive()` calls), process CPU, and memory per lock (heap and external growth after a full GC, the bench's array of lock references included).",
+      "One coordinator (one session) acquires the locks with bounded parallelism, then holds them over several renewal intervals: renewal requests (server side where the store counts them, and core's `keepAlive()` calls), process CPU, and memory per lock (heap and external growth after a full GC, the bench's array of lock references included). Before that, the same number of locks is taken through a bare backend session (no core) to split the memory into the adapter's share and core's.",
       "",
     );
     for (const r of held) {

@@ -74,6 +74,8 @@ export interface HeldLocksResult {
   readonly cpuMsPerSec: number;
   /** Heap (+ external) growth per held lock after a full GC, in bytes; NaN without `--expose-gc`. */
   readonly heapBytesPerLock: number;
+  /** The same through a bare backend session (no core), when measured. */
+  readonly adapterHeapBytesPerLock?: number;
   /** RSS growth per held lock, in bytes (coarse: the allocator keeps pages). */
   readonly rssBytesPerLock: number;
   readonly gcExposed: boolean;
