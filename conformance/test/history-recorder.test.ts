@@ -44,10 +44,11 @@ describe("RecordedCoordinator", () => {
 
     await expect(b.acquire("k", { waitMs: 0 })).rejects.toThrow();
     await expect(b.acquire("k", { waitMs: 50 })).rejects.toThrow();
+    expect(await b.tryAcquire("k")).toBeNull();
     const statuses = history.entries
       .filter((e): e is AcquireOp => e.type === "acquire" && e.process === "b")
       .map((e) => e.result?.status);
-    expect(statuses).toEqual(["fail", "unknown"]);
+    expect(statuses).toEqual(["fail", "unknown", "fail"]);
 
     await new Promise((r) => setTimeout(r, 350)); // through renewals
     const renewals = history.entries.filter((e) => e.type === "renew" && e.process === "a");

@@ -1,4 +1,10 @@
-import type { AcquireOptions, Coordinator, Lock, LockLostError } from "@baton/core";
+import type {
+  AcquireOptions,
+  Coordinator,
+  Lock,
+  LockLostError,
+  TryAcquireOptions,
+} from "@baton/core";
 import { acquireFailureOf } from "./acquire-outcome.js";
 import type { History } from "./history.js";
 
@@ -48,21 +54,15 @@ export class RecordedCoordinator {
 
   /** Acquires through the coordinator, recording the call and its outcome; rethrows errors. */
   async acquire(name: string, options?: AcquireOptions): Promise<Lock> {
-    const handle = this.history.invokeAcquire(this.process, name);
-    let lock: Lock;
-    try {
-      lock = await this.coordinator.acquire(name, options);
-    } catch (error) {
-      const failure = acquireFailureOf(error);
-      if (failure.status === "fail") handle.fail(failure.reason);
-      else handle.unknown(failure.reason);
-      throw error;
-    }
-    const now = this.history.now();
-    const deadline = now + lock.remainingMs();
-    handle.ok(lock.token, { deadline, at: now });
-    this.#track(lock, deadline);
-    return lock;
+    return (await this.#record(name, () => this.coordinator.acquire(name, options))) as Lock;
+  }
+
+  /**
+   * Tries once through the coordinator: a lock (recorded `ok`), or `null` when someone else
+   * holds it (recorded `fail`); errors are recorded as `unknown` and rethrown.
+   */
+  tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lock | null> {
+    return this.#record(name, () => this.coordinator.tryAcquire(name, options));
   }
 
   /** Releases `lock`, recording the call and whether it was still held. */
@@ -87,6 +87,28 @@ export class RecordedCoordinator {
   async close(): Promise<void> {
     this.detach();
     await this.coordinator.close();
+  }
+
+  async #record(name: string, call: () => Promise<Lock | null>): Promise<Lock | null> {
+    const handle = this.history.invokeAcquire(this.process, name);
+    let lock: Lock | null;
+    try {
+      lock = await call();
+    } catch (error) {
+      const failure = acquireFailureOf(error);
+      if (failure.status === "fail") handle.fail(failure.reason);
+      else handle.unknown(failure.reason);
+      throw error;
+    }
+    if (lock === null) {
+      handle.fail("held by someone else (tryAcquire returned null)");
+      return null;
+    }
+    const now = this.history.now();
+    const deadline = now + lock.remainingMs();
+    handle.ok(lock.token, { deadline, at: now });
+    this.#track(lock, deadline);
+    return lock;
   }
 
   #track(lock: Lock, deadline: number): void {

@@ -5,6 +5,7 @@ import {
   type StartedServers,
   startServers,
 } from "@baton/conformance/harness";
+import { checkHistory, History, RecordedCoordinator } from "@baton/conformance/history";
 import { createCoordinator } from "@baton/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdBackend } from "../src/index.js";
@@ -46,10 +47,13 @@ describeBackend("etcd", () => {
       // next write: a 10 s lease rides that out.
       const holder = createCoordinator({ backend, ttlMs: 10_000, ownerId: "holder" });
       const rival = createCoordinator({ backend: other, ttlMs: 10_000, ownerId: "rival" });
+      const history = new History();
+      const h = new RecordedCoordinator(history, "holder", holder);
+      const r = new RecordedCoordinator(history, "rival", rival);
       try {
-        const lock = await holder.acquire("leader-kill");
-        const before = await rival.acquire("leader-kill-other");
-        await before.release();
+        const lock = await h.acquire("leader-kill");
+        const before = await r.acquire("leader-kill-other");
+        await r.release(before);
         expect(lock.token).toBeLessThan(before.token);
 
         let renewedAfterKill = 0;
@@ -73,13 +77,15 @@ describeBackend("etcd", () => {
         });
         expect(await rival.tryAcquire("leader-kill")).toBeNull();
 
-        const after = await rival.acquire("leader-kill-other", { waitMs: 20_000 });
+        const after = await r.acquire("leader-kill-other", { waitMs: 20_000 });
         expect(after.token).toBeGreaterThan(before.token);
-        await after.release();
-        expect(await lock.release()).toBe(true);
-        const next = await rival.acquire("leader-kill", { waitMs: 20_000 });
+        await r.release(after);
+        expect(await h.release(lock)).toBe(true);
+        const next = await r.acquire("leader-kill", { waitMs: 20_000 });
         expect(next.token).toBeGreaterThan(after.token);
-        await next.release();
+        await r.release(next);
+        // The whole history, renewals through the leader change included: no violation.
+        expect(checkHistory(history, { fencing: true }).map((v) => v.message)).toEqual([]);
       } finally {
         await Promise.allSettled([holder.close(), rival.close()]);
         await Promise.allSettled([backend.close(), other.close()]);

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type LockWorker, spawnLockWorker, TcpProxy } from "@baton/conformance/faults";
 import { describeBackend, type StartedServers, startServers } from "@baton/conformance/harness";
+import { checkHistory, History, RecordedCoordinator } from "@baton/conformance/history";
 import {
   type Coordinator,
   createCoordinator,
@@ -157,8 +158,9 @@ describeBackend("postgres", (url) => {
     it("pg_terminate_backend of the holder's connection aborts its signal and lets a waiter in", async () => {
       const ttlMs = 10_000;
       const name = `terminate-${randomUUID()}`;
-      const a = coordinator(ttlMs);
-      const b = coordinator(ttlMs);
+      const history = new History();
+      const a = new RecordedCoordinator(history, "a", coordinator(ttlMs));
+      const b = new RecordedCoordinator(history, "b", coordinator(ttlMs));
       const lock = await a.acquire(name);
       const waiting = b.acquire(name, { waitMs: 20_000 });
       await delay(200);
@@ -176,7 +178,13 @@ describeBackend("postgres", (url) => {
       // Far below the 10 s TTL: the server freed the lock when it ended the connection.
       expect(performance.now() - killedAt).toBeLessThan(3_000);
       expect(next.token).toBeGreaterThan(lock.token);
-      expect(await b.holder(name)).toMatchObject({ ownerId: b.ownerId, token: next.token });
+      expect(await b.coordinator.holder(name)).toMatchObject({
+        ownerId: b.coordinator.ownerId,
+        token: next.token,
+      });
+      // The holder learned of the loss before the waiter's grant arrived: no overlap.
+      expect(await b.release(next)).toBe(true);
+      expect(checkHistory(history, { fencing: true }).map((v) => v.message)).toEqual([]);
     });
   });
 });

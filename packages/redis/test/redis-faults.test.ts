@@ -1,5 +1,11 @@
 import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend, type StartedServers, startServers } from "@baton/conformance/harness";
+import {
+  certainHolds,
+  checkHistory,
+  History,
+  RecordedCoordinator,
+} from "@baton/conformance/history";
 import { createCoordinator, LockLostError } from "@baton/core";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -118,16 +124,19 @@ describeBackend("redis", () => {
     it("a restart without persistence loses the keys: held locks abort, waiters get the lock, tokens start again", async () => {
       const holder = createCoordinator({ backend: new RedisBackend({ url }), ttlMs: 1_000 });
       const waiter = createCoordinator({ backend: new RedisBackend({ url }), ttlMs: 1_000 });
+      const history = new History();
+      const h = new RecordedCoordinator(history, "holder", holder);
+      const w = new RecordedCoordinator(history, "waiter", waiter);
       try {
         const name = "restart";
         const before: bigint[] = [];
         for (let i = 0; i < 3; i++) {
-          const l = await holder.acquire(name);
+          const l = await h.acquire(name);
           before.push(l.token);
-          await l.release();
+          await h.release(l);
         }
-        const lock = await holder.acquire(name);
-        const waiting = waiter.acquire(name, { waitMs: 15_000 });
+        const lock = await h.acquire(name);
+        const waiting = w.acquire(name, { waitMs: 15_000 });
         await new Promise((r) => setTimeout(r, 200));
         await started.groups.redis?.restart(0);
         const lost = await new Promise<LockLostError>((resolve) =>
@@ -140,7 +149,18 @@ describeBackend("redis", () => {
         const next = await waiting;
         // The counter went with the data: "single-node" fencing, declared as such.
         expect(next.token).toBeLessThanOrEqual(lock.token);
-        await next.release();
+        await w.release(next);
+        // The history checker sees what "single-node" admits: the counter started again...
+        const tokenChecked = checkHistory(history, { fencing: true });
+        expect(tokenChecked.some((v) => v.kind === "token-order")).toBe(true);
+        // ...and two holders at once until the old one's next renewal finds its key gone: any
+        // violation is that overlap, shorter than half a TTL (renewals run every third).
+        for (const v of checkHistory(history, { fencing: false })) expect(v.kind).toBe("overlap");
+        const holds = certainHolds(history.entries);
+        const old = holds.find((x) => x.process === "holder" && x.token === lock.token);
+        const taken = holds.find((x) => x.process === "waiter");
+        expect(["lost", "deadline"]).toContain(old?.endedBy);
+        expect((old?.end ?? 0) - (taken?.start ?? 0)).toBeLessThan(500);
       } finally {
         await holder.close();
         await waiter.close();

@@ -1,5 +1,11 @@
 import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend, type ServerGroup, startServers } from "@baton/conformance/harness";
+import {
+  type AcquireOp,
+  checkHistory,
+  History,
+  RecordedCoordinator,
+} from "@baton/conformance/history";
 import { BackendUnavailableError, createCoordinator, LockLostError } from "@baton/core";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -66,12 +72,17 @@ describeBackend("redlock", (sharedUrl) => {
       await group.kill(0);
       await group.kill(3);
       const c = createCoordinator({ url: `${url}?prefix=kill:`, ttlMs: 1_000 });
+      const history = new History();
+      const rc = new RecordedCoordinator(history, "c", c);
       try {
-        const lock = await c.acquire("two-down", { waitMs: 5_000 });
+        const lock = await rc.acquire("two-down", { waitMs: 5_000 });
         await new Promise((r) => setTimeout(r, 3_000));
         expect(lock.held).toBe(true);
         expect(await c.holder("two-down")).toMatchObject({ ownerId: c.ownerId, token: 0n });
-        expect(await lock.release()).toBe(true);
+        expect(await rc.release(lock)).toBe(true);
+        // One hold, renewed on the quorum throughout, ended by the release.
+        expect(checkHistory(history, { fencing: false })).toEqual([]);
+        expect(history.entries.filter((e) => e.type === "lost")).toEqual([]);
       } finally {
         await c.close();
       }
@@ -81,18 +92,21 @@ describeBackend("redlock", (sharedUrl) => {
     it("3 of 5 nodes killed: BackendUnavailableError within the wait, no key left on the survivors, the holder's signal aborts", async () => {
       const holder = createCoordinator({ url: `${url}?prefix=kill:`, ttlMs: 1_000 });
       const c = createCoordinator({ url: `${url}?prefix=kill:`, ttlMs: 1_000 });
+      const history = new History();
+      const rh = new RecordedCoordinator(history, "holder", holder);
+      const rc = new RecordedCoordinator(history, "c", c);
       try {
-        const held = await holder.acquire("held-before");
+        const held = await rh.acquire("held-before");
         // Open c's session while every node is up, so the failure below is the acquire's.
         expect(await c.tryAcquire("warm-up")).not.toBeNull();
         await group.kill(0);
         await group.kill(2);
         await group.kill(4);
         const started = performance.now();
-        const error = await c.acquire("three-down", { waitMs: 1_500 }).catch((e: unknown) => e);
+        const error = await rc.acquire("three-down", { waitMs: 1_500 }).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(BackendUnavailableError);
         expect(performance.now() - started).toBeLessThan(1_500 + 1_000);
-        const tried = await c.tryAcquire("three-down-try").catch((e: unknown) => e);
+        const tried = await rc.tryAcquire("three-down-try").catch((e: unknown) => e);
         expect(tried).toBeInstanceOf(BackendUnavailableError);
         // The holder can no longer renew on a quorum: its signal aborts at its local deadline.
         await new Promise<void>((resolve) => {
@@ -105,6 +119,14 @@ describeBackend("redlock", (sharedUrl) => {
           const keys = await lockKeysOn(m);
           expect(keys.filter((k) => k.includes("three-down"))).toEqual([]);
         }
+        // No quorum is "unknown" in the history, never "failed"; the holder's hold ended with
+        // its loss; nothing overlaps.
+        const outcomes = history.entries
+          .filter((e): e is AcquireOp => e.type === "acquire" && e.key.startsWith("three-down"))
+          .map((e) => e.result?.status);
+        expect(outcomes).toEqual(["unknown", "unknown"]);
+        expect(history.entries.some((e) => e.type === "lost" && e.process === "holder")).toBe(true);
+        expect(checkHistory(history, { fencing: false })).toEqual([]);
       } finally {
         await holder.close();
         await c.close();

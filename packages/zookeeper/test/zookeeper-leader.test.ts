@@ -5,6 +5,7 @@ import {
   startServers,
   zookeeperMode,
 } from "@baton/conformance/harness";
+import { checkHistory, History, RecordedCoordinator } from "@baton/conformance/history";
 import { type Coordinator, createCoordinator, type LockLostError } from "@baton/core";
 import zookeeper from "node-zookeeper-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -91,11 +92,13 @@ describeBackend("zookeeper", () => {
         ttl,
       );
       const b = coordinator(ZookeeperBackend.fromUrl(group.url), ttl);
+      const history = new History();
+      const ra = new RecordedCoordinator(history, "a", a);
       const lost: unknown[] = [];
       a.on("lost", (e) => {
         lost.push(e);
       });
-      const lock = await a.acquire("failover");
+      const lock = await ra.acquire("failover");
       const leader = await leaderIndex(group);
       const killedAt = performance.now();
       await group.kill(leader);
@@ -107,7 +110,9 @@ describeBackend("zookeeper", () => {
       expect(lost).toEqual([]);
       expect(await b.holder("failover")).toMatchObject({ ownerId: a.ownerId, token: lock.token });
       expect(await b.tryAcquire("failover")).toBeNull();
-      expect(await lock.release()).toBe(true);
+      expect(await ra.release(lock)).toBe(true);
+      // Renewals through the leader change kept one unbroken hold: no violation.
+      expect(checkHistory(history, { fencing: true }).map((v) => v.message)).toEqual([]);
     }, 60_000);
 
     it("killing the leader while the holder cannot reach the ensemble past the session timeout reports the lock lost", async () => {
@@ -119,22 +124,27 @@ describeBackend("zookeeper", () => {
         ttl,
       );
       const b = coordinator(ZookeeperBackend.fromUrl(group.url), ttl);
-      const lock = await a.acquire("failover-expired");
+      const history = new History();
+      const ra = new RecordedCoordinator(history, "a", a);
+      const rb = new RecordedCoordinator(history, "b", b);
+      const lock = await ra.acquire("failover-expired");
       const leader = await leaderIndex(group);
       proxied.blackholeAll();
       const cutAt = performance.now();
       await group.kill(leader);
       cleanups.push(() => group.restart(leader));
-      const next = await b.acquire("failover-expired", { waitMs: 30_000 });
+      const next = await rb.acquire("failover-expired", { waitMs: 30_000 });
       expect(lock.signal.aborted).toBe(true);
       expect(["deadline", "session-lost"]).toContain((lock.signal.reason as LockLostError).reason);
       expect(performance.now() - cutAt).toBeGreaterThan(ttl);
       expect(next.token).toBeGreaterThan(lock.token);
       proxied.forwardAll();
-      await next.release();
-      const again = await a.acquire("failover-expired", { waitMs: 30_000 });
+      await rb.release(next);
+      const again = await ra.acquire("failover-expired", { waitMs: 30_000 });
       expect(again.token).toBeGreaterThan(next.token);
-      await again.release();
+      await ra.release(again);
+      // The cut-off holder stopped trusting its lock before b got it; tokens rose: no violation.
+      expect(checkHistory(history, { fencing: true }).map((v) => v.message)).toEqual([]);
     }, 60_000);
   });
 });
