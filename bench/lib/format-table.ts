@@ -14,9 +14,11 @@ export function times(n: number | undefined): string {
 export function sectionCells(section: LatencySection): string[][] {
   const floor = section.floor;
   const opsAlike = floor?.opsPerSec !== undefined;
+  // Takeover has no rate: drop the column when no row has one.
+  const hasOps = section.rows.some((r) => Number.isFinite(r.opsPerSec));
   const header = [
     "variant",
-    section.opsLabel ?? "ops/s",
+    ...(hasOps ? [section.opsLabel ?? "ops/s"] : []),
     "p50 ms",
     section.p99Label ?? "p99 ms",
     ...(floor ? ["p50 vs floor"] : []),
@@ -24,7 +26,7 @@ export function sectionCells(section: LatencySection): string[][] {
   ];
   const rows = section.rows.map((r) => [
     r.variant,
-    fixed(r.opsPerSec, 0),
+    ...(hasOps ? [fixed(r.opsPerSec, 0)] : []),
     fixed(r.p50, 3),
     fixed(r.p99, 3),
     ...(floor ? [times(r.p50 / floor.p50)] : []),

@@ -74,7 +74,6 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Latency
     figure: "takeover",
     title: `takeover by a waiting coordinator (TTL ${options.ttlMs} ms, ${reps} runs each)`,
     p99Label: "max ms",
-    opsLabel: "-",
     rows: [
       rowOf("after a graceful release (command to the worker -> held here)", graceful),
       rowOf("after SIGKILL of the holder (kill -> held here)", killed),
@@ -82,6 +81,7 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Latency
     notes: [
       "holder: a lock worker process (spawnLockWorker); waiter: a coordinator in the bench process, queued before the holder goes",
       "p50 is the median of the runs; the graceful case includes one pipe write to the worker process",
+      "after SIGKILL the store frees the lock when the holder's lease or session ends; the holder renewed it up to a third of the TTL before the kill, so expect 2/3 to 1 TTL plus detection (PostgreSQL: the server sees the connection close at once)",
     ],
   };
 }
