@@ -131,11 +131,16 @@ export class RedlockSession implements BackendSession {
         {
           timeoutMs: this.#ctx.nodeTimeoutMs,
           what: `redlock acquire of "${name}"`,
-          // Decided once a quorum said yes, or once a quorum can no longer say yes.
+          // Decided once a quorum said yes; once too many said "held" for a quorum of yes
+          // (held); or once too many failed for a quorum to answer at all (unavailable).
+          // Failures alone never end the round early while the rest could still say "held":
+          // "held" and "unreachable" must not be confused.
           enough: (a) => {
             const yes = count(a, (x) => x.state === "ok" && x.value === 1);
-            const no = nodes.length - yes - count(a, (x) => x.state === "pending");
-            return yes >= quorum || no > nodes.length - quorum;
+            const held = count(a, (x) => x.state === "ok" && x.value <= 0);
+            const failed = count(a, (x) => x.state === "failed");
+            const spare = nodes.length - quorum;
+            return yes >= quorum || held > spare || failed > spare;
           },
         },
       );

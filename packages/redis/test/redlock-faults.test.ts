@@ -6,7 +6,12 @@ import {
   History,
   RecordedCoordinator,
 } from "@baton/conformance/history";
-import { BackendUnavailableError, createCoordinator, LockLostError } from "@baton/core";
+import {
+  BackendUnavailableError,
+  createCoordinator,
+  LockLostError,
+  LockTimeoutError,
+} from "@baton/core";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RedlockBackend } from "../src/index.js";
@@ -76,6 +81,15 @@ describeBackend("redlock", (sharedUrl) => {
       const rc = new RecordedCoordinator(history, "c", c);
       try {
         const lock = await rc.acquire("two-down", { waitMs: 5_000 });
+        // Two nodes refuse at once, three say "held": that is "held", never "unreachable".
+        const other = createCoordinator({ url: `${url}?prefix=kill:`, ttlMs: 1_000 });
+        try {
+          for (let i = 0; i < 5; i++) expect(await other.tryAcquire("two-down")).toBeNull();
+          const waited = await other.acquire("two-down", { waitMs: 300 }).catch((e: unknown) => e);
+          expect(waited).toBeInstanceOf(LockTimeoutError);
+        } finally {
+          await other.close();
+        }
         await new Promise((r) => setTimeout(r, 3_000));
         expect(lock.held).toBe(true);
         expect(await c.holder("two-down")).toMatchObject({ ownerId: c.ownerId, token: 0n });
