@@ -169,11 +169,20 @@ export class RedisSession implements BackendSession {
             [sessionPrefix(this.sessionId), this.ttlMs, tail, keys.channel],
           ),
           {
-            timeoutMs: this.#ctx.commandTimeoutMs,
+            // Like a renewal: an answer later than half the TTL is not worth waiting for.
+            timeoutMs: Math.max(
+              1,
+              Math.min(this.#ctx.commandTimeoutMs, Math.floor(this.ttlMs / 2)),
+            ),
             what: `redis acquire of "${name}"`,
             signal,
-            // Given up while in flight: a late grant is released, never left behind.
+            // Given up while in flight: the server may have granted it and only the reply be
+            // lost. Delete any grant of this session on the key now (the next command on this
+            // connection, so never a later grant), and a late grant again when it arrives.
             onAbandoned: (late) => {
+              if (!this.#held.has(name)) {
+                void this.#releaseQuietly(keys, sessionPrefix(this.sessionId));
+              }
               late.then(
                 (r) => {
                   const got = acquireReply(r);
