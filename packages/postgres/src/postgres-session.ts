@@ -87,6 +87,8 @@ export class PostgresSession implements BackendSession {
   readonly #onClose: ((session: PostgresSession) => void) | undefined;
   #renewal: Promise<KeepAliveResult | undefined> | undefined;
   #closing: Promise<void> | undefined;
+  /** Settles when the last statement sent on the connection has finished (see #send). */
+  #turn: Promise<unknown> = Promise.resolve();
 
   private constructor(
     client: pg.Client,
@@ -245,9 +247,10 @@ export class PostgresSession implements BackendSession {
     } catch (error) {
       // A session advisory lock outlives a failed statement: give it back if we got it.
       if (!this.#lost.signal.aborted) {
-        await this.#client
-          .query("SELECT pg_advisory_unlock($1::bigint)", [key.toString()])
-          .catch(() => undefined);
+        await this.#send({
+          text: "SELECT pg_advisory_unlock($1::bigint)",
+          values: [key.toString()],
+        }).catch(() => undefined);
       }
       throw error;
     }
@@ -323,7 +326,7 @@ export class PostgresSession implements BackendSession {
       this.#released = [];
       if (rows.length > 0 && !this.#lost.signal.aborted) {
         // Tidy this session's holder rows; bounded, since the connection ends either way.
-        const tidy = this.#client.query({
+        const tidy = this.#send({
           ...this.#context.statements.renew,
           values: [[], rows.map((r) => r.key.toString()), rows.map((r) => r.token.toString())],
         });
@@ -361,9 +364,20 @@ export class PostgresSession implements BackendSession {
     );
   }
 
+  /**
+   * Runs `config` on the session's connection once the statements sent before it have
+   * finished: a connection runs one at a time, and pg deprecates queueing them for us
+   * (a warning now, an error in pg 9) when acquires, renewals and releases overlap.
+   */
+  #send(config: pg.QueryConfig): Promise<pg.QueryResult> {
+    const run = this.#turn.then(() => this.#client.query(config));
+    this.#turn = run.then(noop, noop);
+    return run;
+  }
+
   async #query(statement: Statement, values: unknown[]): Promise<Record<string, unknown>[]> {
     try {
-      const result = await this.#client.query({ ...statement, values });
+      const result = await this.#send({ ...statement, values });
       return result.rows as Record<string, unknown>[];
     } catch (error) {
       if (this.#lost.signal.aborted || this.#closing !== undefined) {
@@ -382,3 +396,5 @@ export class PostgresSession implements BackendSession {
     }
   }
 }
+
+function noop(): void {}
