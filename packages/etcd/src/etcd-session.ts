@@ -20,9 +20,13 @@ import { readHolder } from "./read-holder.js";
 import { waitForDelete } from "./wait-for-delete.js";
 import { watchHolder } from "./watch-holder.js";
 
-/** What an etcd grant carries to release exactly itself. */
+/**
+ * What an etcd grant carries to release exactly itself: the lease (shared by the session)
+ * and the key's create revision. The key is rebuilt on release: a small Buffer kept per lock
+ * would pin a whole 8 KB pool block for every few locks held.
+ */
 interface GrantHandle {
-  readonly key: Buffer;
+  readonly leaseHex: string;
   readonly revision: bigint;
 }
 
@@ -113,12 +117,11 @@ export class EtcdSession implements BackendSession {
 
   async release(grant: Grant): Promise<boolean> {
     const handle = grant.handle as GrantHandle | undefined;
-    if (handle === undefined || !(handle.key instanceof Buffer)) return false;
     // Owner check by session: only this lease's queue key of that name is ours to delete.
+    if (handle === undefined || handle.leaseHex !== this.#init.leaseHex) return false;
     const mine = queueKey(lockPrefix(this.#init.prefix, grant.key), this.#init.leaseHex);
-    if (!handle.key.equals(mine)) return false;
     const response = await this.#kv.txn(
-      guardedDelete(handle.key, handle.revision),
+      guardedDelete(mine, handle.revision),
       `could not release "${grant.key}"`,
     );
     return response.succeeded;
@@ -182,7 +185,7 @@ export class EtcdSession implements BackendSession {
       await this.#cleanup(name, key, revision);
       throw signal.reason;
     }
-    return this.#grant(name, key, revision);
+    return this.#grant(name, revision);
   }
 
   /** A try when nested lock names share the prefix: join the queue, leave it unless first. */
@@ -333,11 +336,11 @@ export class EtcdSession implements BackendSession {
       await this.#cleanup(name, key, revision);
       throw signal.reason;
     }
-    return this.#grant(name, key, revision);
+    return this.#grant(name, revision);
   }
 
-  #grant(name: string, key: Buffer, revision: bigint): Grant {
-    const handle: GrantHandle = { key, revision };
+  #grant(name: string, revision: bigint): Grant {
+    const handle: GrantHandle = { leaseHex: this.#init.leaseHex, revision };
     return { key: name, ownerId: this.ownerId, token: revision, handle };
   }
 
