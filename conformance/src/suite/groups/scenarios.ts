@@ -207,8 +207,15 @@ export function scenariosGroup(
       expectClean(history);
     });
 
-    /** One proxy per host of the URL, and the URL through them; or why that cannot work. */
-    const proxied = async (): Promise<{ url: string; proxies: TcpProxy[] } | { skip: string }> => {
+    /**
+     * One proxy per host of the URL, and the URL through them; or why that cannot work.
+     * `firstHostOnly`: one proxy, to the first host only, so a client that has been used once
+     * is connected to every host it will use (a client connecting to another member through a
+     * proxy that drops replies never finishes its handshake, and its request is never sent).
+     */
+    const proxied = async (
+      options: { firstHostOnly?: boolean } = {},
+    ): Promise<{ url: string; proxies: TcpProxy[] } | { skip: string }> => {
       const direct = url();
       const parsed = parseBackendUrl(direct);
       if (parsed.scheme === "redis" && parsed.hosts.length > 1) {
@@ -222,8 +229,9 @@ export function scenariosGroup(
           skip: `${ctx.target.name}: the URL names no host:port to put a proxy in front of`,
         };
       }
+      const hostsToProxy = options.firstHostOnly ? parsed.hosts.slice(0, 1) : parsed.hosts;
       const proxies = await Promise.all(
-        parsed.hosts.map((h) => TcpProxy.start({ host: h.host, port: h.port as number })),
+        hostsToProxy.map((h) => TcpProxy.start({ host: h.host, port: h.port as number })),
       );
       cleanups.push(() => Promise.all(proxies.map((p) => p.close())));
       const hosts = proxies.map((p) => `${p.host}:${p.port}`).join(",");
@@ -290,7 +298,7 @@ export function scenariosGroup(
     });
 
     it("acquire reply dropped after the server granted: the orphan is gone within one TTL", async (t) => {
-      const px = await proxied();
+      const px = await proxied({ firstHostOnly: true });
       if ("skip" in px) return skipWith(t, px.skip);
       const history = new History();
       const name = ctx.name("dropped-reply");
