@@ -209,7 +209,7 @@ export function scenariosGroup(
 
     /**
      * One proxy per host of the URL, and the URL through them; or why that cannot work.
-     * `firstHostOnly`: one proxy, to the first host only, so a client that has been used once
+     * `firstHostOnly` (clusters, not Redlock): one proxy, to the first host only, so a client that has been used once
      * is connected to every host it will use (a client connecting to another member through a
      * proxy that drops replies never finishes its handshake, and its request is never sent).
      */
@@ -229,7 +229,9 @@ export function scenariosGroup(
           skip: `${ctx.target.name}: the URL names no host:port to put a proxy in front of`,
         };
       }
-      const hostsToProxy = options.firstHostOnly ? parsed.hosts.slice(0, 1) : parsed.hosts;
+      // Redlock needs every node; the members of one etcd or ZooKeeper cluster stand for it.
+      const one = options.firstHostOnly === true && parsed.scheme !== "redlock";
+      const hostsToProxy = one ? parsed.hosts.slice(0, 1) : parsed.hosts;
       const proxies = await Promise.all(
         hostsToProxy.map((h) => TcpProxy.start({ host: h.host, port: h.port as number })),
       );
