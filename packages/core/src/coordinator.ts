@@ -1,5 +1,5 @@
 import { type Abortable, AbortScope, listenAbort } from "./abort-scope.js";
-import type { Grant, Holder, LockBackend } from "./backend.js";
+import type { BackendAcquireOptions, Grant, Holder, LockBackend } from "./backend.js";
 import type { BackendUrl } from "./backend-url.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
 import {
@@ -203,14 +203,7 @@ class CoordinatorImpl implements Coordinator {
     const lock = await this.acquire(name, options);
     let result: T;
     try {
-      // The signal is built only if `fn` reads it.
-      result = await fn({
-        get signal() {
-          return lock.signal;
-        },
-        token: lock.token,
-        lock,
-      });
+      result = await fn(new LockContextOf(lock));
     } catch (error) {
       await lock.release().catch((releaseError: unknown) => {
         this.#events.emit("backgroundError", {
@@ -536,14 +529,7 @@ class CoordinatorImpl implements Coordinator {
     scope: AbortScope,
   ): Promise<Grant | null> {
     const backendSession = session.backendSession;
-    // The signal is built only when the backend reads it.
-    const pending = backendSession.acquire(name, {
-      wait,
-      value,
-      get signal() {
-        return scope.signal;
-      },
-    });
+    const pending = backendSession.acquire(name, new ScopedAcquireOptions(wait, value, scope));
     return raceSignal(pending, scope, (late) => {
       void late
         .then((grant) => (grant === null ? false : backendSession.release(grant)))
@@ -644,6 +630,41 @@ class CoordinatorImpl implements Coordinator {
     session.register(entry);
     this.#locks.set(lock, markLost);
     return lock;
+  }
+}
+
+/** A `withLock` context whose `signal` is built only if `fn` reads it (see Lock.signal). */
+class LockContextOf implements LockContext {
+  readonly token: bigint;
+  readonly lock: Lock;
+
+  constructor(lock: Lock) {
+    this.token = lock.token;
+    this.lock = lock;
+  }
+
+  get signal(): AbortSignal {
+    return this.lock.signal;
+  }
+}
+
+/**
+ * A backend's acquire options whose `signal` is built only when the backend reads it. A class
+ * with a prototype getter: an object literal with a getter costs microseconds to create.
+ */
+class ScopedAcquireOptions implements BackendAcquireOptions {
+  readonly wait: boolean;
+  readonly value: string | undefined;
+  readonly #scope: AbortScope;
+
+  constructor(wait: boolean, value: string | undefined, scope: AbortScope) {
+    this.wait = wait;
+    this.value = value;
+    this.#scope = scope;
+  }
+
+  get signal(): AbortSignal {
+    return this.#scope.signal;
   }
 }
 
