@@ -6,6 +6,7 @@ import {
   type Grant,
   type Holder,
   type KeepAliveResult,
+  linkSignals,
   SessionLostError,
 } from "@baton/core";
 import pg from "pg";
@@ -222,7 +223,14 @@ export class PostgresSession implements BackendSession {
         if (signal.aborted) throw signal.reason;
         // Wake when the lock is free (released, or its holder's connection ended), then race.
         ticket ??= this.#context.waits.join(key);
-        await ticket.turn(AbortSignal.any([signal, this.#lost.signal]));
+        // linkSignals, not AbortSignal.any: on Node 20 every AbortSignal.any on the long-lived
+        // lost signal stays registered with it, and a session waits many times.
+        const link = linkSignals([signal, this.#lost.signal]);
+        try {
+          await ticket.turn(link.signal);
+        } finally {
+          link.dispose();
+        }
         if (signal.aborted) throw signal.reason;
         this.#assertAlive();
       }
@@ -306,13 +314,15 @@ export class PostgresSession implements BackendSession {
         yield holder;
         if (signal.aborted) return;
       }
-      const waiting = AbortSignal.any([signal, this.#lost.signal]);
+      const waiting = linkSignals([signal, this.#lost.signal]);
       try {
-        if (holder !== null) await this.#context.waiters.waitUntilFree(key, waiting);
-        else await abortableSleep(pollMs, waiting);
+        if (holder !== null) await this.#context.waiters.waitUntilFree(key, waiting.signal);
+        else await abortableSleep(pollMs, waiting.signal);
       } catch (error) {
         if (signal.aborted) return;
         throw error;
+      } finally {
+        waiting.dispose();
       }
     }
   }
