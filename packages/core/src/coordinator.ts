@@ -442,6 +442,7 @@ class CoordinatorImpl implements Coordinator {
     let lastFailure: unknown;
     let unlockLocal: (() => void) | undefined;
     try {
+      if (scope.aborted) throw scope.reason; // an already-aborted signal: no round trip at all
       if (!waiting && this.#local.isLocked(name)) return null;
       // Uncontended in this process: no promise, no turn of the event loop.
       unlockLocal = this.#local.tryLock(name) ?? (await this.#local.lock(name, scope));

@@ -61,6 +61,18 @@ describe("cancelling an acquire with a signal", () => {
     expect(await coordinator.tryAcquire("jobs")).not.toBeNull();
   });
 
+  it("an already aborted signal rejects before any backend acquire on an open session too", async () => {
+    const { backend, coordinator } = setup();
+    await (await coordinator.acquire("warm")).release(); // the session is open now
+    const before = backend.calls.acquire;
+    const reason = new Error("too late");
+    const error = await rejectionOf(
+      coordinator.acquire("jobs", { signal: AbortSignal.abort(reason) }),
+    );
+    expect(error).toBe(reason);
+    expect(backend.calls.acquire).toBe(before);
+  });
+
   it("cancels a wait queued behind the same coordinator's own holder", async () => {
     const { coordinator } = setup();
     const first = await coordinator.acquire("jobs", { waitMs: 0 });
