@@ -91,7 +91,7 @@ class MemorySession implements BackendSession {
       key,
       options.wait,
       options.value,
-      options.signal,
+      options, // its signal is read only if the call waits
     );
     return got === null ? null : { key, ownerId: this.ownerId, token: got.token };
   }

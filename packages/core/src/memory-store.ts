@@ -67,15 +67,20 @@ export class MemoryStore {
     session.expiresAt = this.clock.now() + session.ttlMs;
   }
 
-  /** Grants `key` to `session` now, queues it (`wait`), or resolves `null` when held. */
+  /**
+   * Grants `key` to `session` now, queues it (`wait`), or resolves `null` when held. `signalOf`
+   * is a signal, or something whose `signal` is read only when the call is about to wait (the
+   * coordinator builds it on first read; see BackendAcquireOptions.signal).
+   */
   acquire(
     session: SessionState,
     key: string,
     wait: boolean,
     value: string | undefined,
-    signal: AbortSignal,
+    signalOf: AbortSignal | { readonly signal: AbortSignal },
   ): Promise<MemoryGrant | null> {
-    if (signal.aborted) return Promise.reject(signal.reason);
+    const given = signalOf instanceof AbortSignal ? signalOf : undefined;
+    if (given?.aborted) return Promise.reject(given.reason);
     if (!this.#alive(session)) {
       this.closeSession(session);
       return Promise.reject(new SessionLostError(`memory session of "${session.ownerId}" expired`));
@@ -90,6 +95,8 @@ export class MemoryStore {
       return Promise.resolve({ token: this.#grant(key, state, session, value) });
     }
     if (!wait) return Promise.resolve(null);
+    const signal = given ?? (signalOf as { readonly signal: AbortSignal }).signal;
+    if (signal.aborted) return Promise.reject(signal.reason);
     return new Promise<MemoryGrant | null>((resolve, reject) => {
       const onAbort = () => {
         const at = state.waiters.indexOf(waiter);
