@@ -18,7 +18,7 @@ import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { EtcdBackend } from "@baton/etcd";
 import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
-import { BackendRun } from "./lib/backend-run.js";
+import { runBackendBench } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs, sleep } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
@@ -30,38 +30,18 @@ import { measureThroughput } from "./lib/throughput.js";
 const WAITERS = 8;
 const HANDOFFS = 200;
 
-export async function run(): Promise<BackendResult> {
-  const out = new BackendRun("etcd");
-  const servers = await startServers({ backends: ["etcd"] });
-  const url = servers.servers.etcd;
-  try {
-    if (url === undefined) throw new Error("bench etcd: no server");
-    const hosts = url.replace(/^etcd:\/\//, "").split(",");
-    out.server = await serverVersion(hosts);
-    const unc = await out.step("uncontended", () => uncontended(hosts));
-    if (unc) out.add(unc);
-    const handoff = await out.step("handoff", () =>
-      handoffs(url, hosts, unc ? floorRow(unc) : undefined),
-    );
-    if (handoff) out.add(handoff);
-    const takeover = await out.step("takeover", () =>
-      measureTakeover({ url, ttlMs: 2_000, prefix: "bench-takeover" }),
-    );
-    if (takeover) out.add(takeover);
-    const throughput = await out.step("throughput", () =>
-      measureThroughput({
-        client: () => createCoordinator({ url, ttlMs: 15_000 }),
-        prefix: "bench-throughput",
-        connections: "each coordinator has its own EtcdBackend (its own etcd3 client)",
-      }),
-    );
-    if (throughput) out.add(throughput);
-    const held = await out.step("held locks", () => heldLocks(hosts));
-    if (held) out.addHeld(held);
-  } finally {
-    await servers.stop();
-  }
-  return out.result();
+export function run(): Promise<BackendResult> {
+  const hostsOf = (url: string) => url.replace(/^etcd:\/\//, "").split(",");
+  return runBackendBench({
+    backend: "etcd",
+    serverVersion: (url) => serverVersion(hostsOf(url)),
+    uncontended: (url) => uncontended(hostsOf(url)),
+    handoffs: (url, floor) => handoffs(url, hostsOf(url), floor),
+    heldLocks: (url) => heldLocks(hostsOf(url)),
+    takeoverTtlMs: 2_000,
+    throughputTtlMs: 15_000,
+    connections: "each coordinator has its own EtcdBackend (its own etcd3 client)",
+  });
 }
 
 async function serverVersion(hosts: readonly string[]): Promise<string> {

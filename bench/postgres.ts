@@ -19,7 +19,7 @@ import { type Coordinator, createCoordinator } from "@baton/core";
 import { PostgresBackend } from "@baton/postgres";
 import advisoryLockModule from "advisory-lock";
 import pg from "pg";
-import { BackendRun } from "./lib/backend-run.js";
+import { runBackendBench } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
@@ -39,36 +39,18 @@ const createMutex = ((advisoryLockModule as unknown as { default?: unknown }).de
 const WAITERS = 8;
 const HANDOFFS = 300;
 
-export async function run(): Promise<BackendResult> {
-  const out = new BackendRun("postgres");
-  const servers = await startServers({ backends: ["postgres"] });
-  const url = servers.servers.postgres;
-  try {
-    if (url === undefined) throw new Error("bench postgres: no server");
-    out.server = await serverVersion(url);
-    const unc = await out.step("uncontended", () => uncontended(url));
-    if (unc) out.add(unc);
-    const handoff = await out.step("handoff", () => handoffs(url, unc ? floorRow(unc) : undefined));
-    if (handoff) out.add(handoff);
-    const takeover = await out.step("takeover", () =>
-      measureTakeover({ url, ttlMs: 1_000, prefix: "bench-takeover" }),
-    );
-    if (takeover) out.add(takeover);
-    const throughput = await out.step("throughput", () =>
-      measureThroughput({
-        client: () => createCoordinator({ url, ttlMs: 15_000 }),
-        prefix: "bench-throughput",
-        connections:
-          "each coordinator has its own PostgresBackend (a session connection, plus waiter connections while it waits)",
-      }),
-    );
-    if (throughput) out.add(throughput);
-    const held = await out.step("held locks", () => heldLocks(url));
-    if (held) out.addHeld(held);
-  } finally {
-    await servers.stop();
-  }
-  return out.result();
+export function run(): Promise<BackendResult> {
+  return runBackendBench({
+    backend: "postgres",
+    serverVersion,
+    uncontended,
+    handoffs,
+    heldLocks,
+    takeoverTtlMs: 1_000,
+    throughputTtlMs: 15_000,
+    connections:
+      "each coordinator has its own PostgresBackend (a session connection, plus waiter connections while it waits)",
+  });
 }
 
 async function serverVersion(url: string): Promise<string> {

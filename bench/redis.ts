@@ -21,7 +21,7 @@ import { RedisBackend } from "@baton/redis";
 import { Redlock as SesameRedlock } from "@sesamecare-oss/redlock";
 import { Redis } from "ioredis";
 import { Mutex } from "redis-semaphore";
-import { BackendRun } from "./lib/backend-run.js";
+import { runBackendBench } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
@@ -48,37 +48,18 @@ const WAITERS = 8;
 const HANDOFFS = 300;
 const DELETE_IF_OWNER = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
-export async function run(): Promise<BackendResult> {
-  const out = new BackendRun("redis");
-  const servers = await startServers({ backends: ["redis"] });
-  const url = servers.servers.redis;
-  try {
-    if (url === undefined) throw new Error("bench redis: no server");
-    out.server = await serverVersion(url);
-    const unc = await out.step("uncontended", () => uncontended(url));
-    if (unc) out.add(unc);
-    const floor = unc ? floorRow(unc) : undefined;
-    const handoff = await out.step("handoff", () => handoffs(url, floor));
-    if (handoff) out.add(handoff);
-    const takeover = await out.step("takeover", () =>
-      measureTakeover({ url, ttlMs: 1_000, prefix: "bench-takeover" }),
-    );
-    if (takeover) out.add(takeover);
-    const throughput = await out.step("throughput", () =>
-      measureThroughput({
-        client: () => createCoordinator({ url, ttlMs: TTL_MS }),
-        prefix: "bench-throughput",
-        connections:
-          "each coordinator has its own RedisBackend (a command connection, plus a subscriber connection once it waits)",
-      }),
-    );
-    if (throughput) out.add(throughput);
-    const held = await out.step("held locks", () => heldLocks(url));
-    if (held) out.addHeld(held);
-  } finally {
-    await servers.stop();
-  }
-  return out.result();
+export function run(): Promise<BackendResult> {
+  return runBackendBench({
+    backend: "redis",
+    serverVersion,
+    uncontended,
+    handoffs,
+    heldLocks,
+    takeoverTtlMs: 1_000,
+    throughputTtlMs: TTL_MS,
+    connections:
+      "each coordinator has its own RedisBackend (a command connection, plus a subscriber connection once it waits)",
+  });
 }
 
 async function serverVersion(url: string): Promise<string> {

@@ -23,7 +23,7 @@ import { type Coordinator, createCoordinator } from "@baton/core";
 import { ZookeeperBackend } from "@baton/zookeeper";
 import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
-import { BackendRun } from "./lib/backend-run.js";
+import { runBackendBench } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
@@ -35,42 +35,23 @@ import { measureThroughput } from "./lib/throughput.js";
 const WAITERS = 8;
 const HANDOFFS = 200;
 
-export async function run(): Promise<BackendResult> {
-  const out = new BackendRun("zookeeper");
-  const servers = await startServers({ backends: ["zookeeper"] });
-  const url = servers.servers.zookeeper;
-  try {
-    if (url === undefined) throw new Error("bench zookeeper: no server");
-    // Every client talks to the same member: a write through a follower costs one more hop
-    // than through the leader, and the client picks a member at random from a list.
-    const oneMember = url.split(",")[0] as string;
-    const members = url.replace(/^zookeeper:\/\//, "").split(",");
-    out.server = await serverVersion(members);
-    const unc = await out.step("uncontended", () => uncontended(oneMember));
-    if (unc) out.add(unc);
-    const handoff = await out.step("handoff", () =>
-      handoffs(oneMember, unc ? floorRow(unc) : undefined),
-    );
-    if (handoff) out.add(handoff);
-    const takeover = await out.step("takeover", () =>
-      measureTakeover({ url: oneMember, ttlMs: 2_000, prefix: "bench-takeover" }),
-    );
-    if (takeover) out.add(takeover);
-    const throughput = await out.step("throughput", () =>
-      measureThroughput({
-        client: () => createCoordinator({ url: oneMember, ttlMs: 10_000 }),
-        prefix: "bench-throughput",
-        connections:
-          "each coordinator has its own ZookeeperBackend (its own ZooKeeper session), all on one member",
-      }),
-    );
-    if (throughput) out.add(throughput);
-    const held = await out.step("held locks", () => heldLocks(oneMember, members));
-    if (held) out.addHeld(held);
-  } finally {
-    await servers.stop();
-  }
-  return out.result();
+export function run(): Promise<BackendResult> {
+  // Every client talks to the same member: a write through a follower costs one more hop
+  // than through the leader, and the client picks a member at random from a list.
+  const oneMember = (url: string) => url.split(",")[0] as string;
+  const members = (url: string) => url.replace(/^zookeeper:\/\//, "").split(",");
+  return runBackendBench({
+    backend: "zookeeper",
+    clientUrl: oneMember,
+    serverVersion: (url) => serverVersion(members(url)),
+    uncontended: (url) => uncontended(oneMember(url)),
+    handoffs: (url, floor) => handoffs(oneMember(url), floor),
+    heldLocks: (url) => heldLocks(oneMember(url), members(url)),
+    takeoverTtlMs: 2_000,
+    throughputTtlMs: 10_000,
+    connections:
+      "each coordinator has its own ZookeeperBackend (its own ZooKeeper session), all on one member",
+  });
 }
 
 /** Sends a four-letter word to `host:port` and returns the reply. */

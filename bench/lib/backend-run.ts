@@ -1,5 +1,15 @@
+import { startServers } from "@baton/conformance/harness";
+import { createCoordinator } from "@baton/core";
 import { formatHeld, formatSection } from "./format-table.js";
-import type { BackendResult, HeldLocksResult, LatencySection } from "./results.js";
+import {
+  type BackendResult,
+  floorRow,
+  type HeldLocksResult,
+  type LatencySection,
+  type Row,
+} from "./results.js";
+import { measureTakeover } from "./takeover.js";
+import { measureThroughput } from "./throughput.js";
 
 /**
  * Collects one backend's results as its bench goes: prints each section when it is measured,
@@ -66,4 +76,60 @@ export class BackendRun {
       elapsedMs: performance.now() - this.#started,
     };
   }
+}
+
+/** What one backend's bench supplies to {@link runBackendBench}; every URL is the harness's. */
+export interface BackendBench {
+  readonly backend: "redis" | "etcd" | "zookeeper" | "postgres";
+  /** The URL coordinators use (default: the harness's URL as it is). */
+  readonly clientUrl?: (url: string) => string;
+  serverVersion(url: string): Promise<string>;
+  uncontended(url: string): Promise<LatencySection>;
+  handoffs(url: string, floor: Row | undefined): Promise<LatencySection>;
+  heldLocks(url: string): Promise<HeldLocksResult>;
+  /** TTL of the takeover runs (the backend's least sensible one). */
+  readonly takeoverTtlMs: number;
+  /** TTL of the throughput clients. */
+  readonly throughputTtlMs: number;
+  /** How the throughput clients connect, for the report. */
+  readonly connections: string;
+}
+
+/**
+ * One backend's whole bench, in the same order for every backend: private servers from the
+ * conformance harness, then uncontended, handoff, takeover, throughput and held locks. A part
+ * that fails is an error line of the report; the servers are stopped in every case.
+ */
+export async function runBackendBench(bench: BackendBench): Promise<BackendResult> {
+  const out = new BackendRun(bench.backend);
+  const servers = await startServers({ backends: [bench.backend] });
+  const url = servers.servers[bench.backend];
+  try {
+    if (url === undefined) throw new Error(`bench ${bench.backend}: no server`);
+    const clientUrl = bench.clientUrl?.(url) ?? url;
+    out.server = await bench.serverVersion(url);
+    const unc = await out.step("uncontended", () => bench.uncontended(url));
+    if (unc) out.add(unc);
+    const handoff = await out.step("handoff", () =>
+      bench.handoffs(url, unc ? floorRow(unc) : undefined),
+    );
+    if (handoff) out.add(handoff);
+    const takeover = await out.step("takeover", () =>
+      measureTakeover({ url: clientUrl, ttlMs: bench.takeoverTtlMs, prefix: "bench-takeover" }),
+    );
+    if (takeover) out.add(takeover);
+    const throughput = await out.step("throughput", () =>
+      measureThroughput({
+        client: () => createCoordinator({ url: clientUrl, ttlMs: bench.throughputTtlMs }),
+        prefix: "bench-throughput",
+        connections: bench.connections,
+      }),
+    );
+    if (throughput) out.add(throughput);
+    const held = await out.step("held locks", () => bench.heldLocks(url));
+    if (held) out.addHeld(held);
+  } finally {
+    await servers.stop();
+  }
+  return out.result();
 }
