@@ -1,20 +1,3 @@
-/**
- * `npm run bench -- etcd`: Baton's etcd backend against the raw floor and the `etcd3` package's
- * own lock, on a private 3-member cluster started here.
- *
- * 1. Uncontended acquire + release, interleaved:
- *    - raw floor: one txn creating the key on a long-lived lease + one revision-guarded delete;
- *    - Baton session: the adapter alone (one-txn acquire, guarded delete);
- *    - Baton coordinator: `acquire()` + `release()` through core;
- *    - etcd3: `lock(name).acquire()` + `release()` (a lease per lock, try-only).
- * 2. Handoff with 8 waiters: time from `release()` to the next holder's grant, for Baton
- *    (predecessor watch) and for etcd3's lock retried every 10 ms (it cannot wait).
- * 3. Takeover after a graceful release and after SIGKILL of the holder (TTL 2 s, etcd's least).
- * 4. Throughput: 16 coordinators over 1,000 keys.
- * 5. 10,000 locks held by one coordinator: LeaseKeepAlive messages counted by the members'
- *    /metrics, CPU and memory.
- */
-import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { EtcdBackend } from "@baton/etcd";
 import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
@@ -23,9 +6,7 @@ import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs, sleep } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection, type Variant } from "./lib/interleave.js";
-import { type BackendResult, floorRow, type LatencySection, type Row } from "./lib/results.js";
-import { measureTakeover } from "./lib/takeover.js";
-import { measureThroughput } from "./lib/throughput.js";
+import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 
 const WAITERS = 8;
 const HANDOFFS = 200;

@@ -1,20 +1,3 @@
-/**
- * `npm run bench -- postgres`: Baton's PostgreSQL backend against the raw floor and the
- * `advisory-lock` npm package, on a private server started here.
- *
- * 1. Uncontended acquire + release, interleaved:
- *    - raw floor: `pg_try_advisory_lock` + `pg_advisory_unlock` on one connection;
- *    - Baton session: the adapter alone (one-statement acquire with token + holder row, release);
- *    - Baton coordinator: `acquire()` + `release()` through core;
- *    - advisory-lock: `tryLock()` + unlock (it opens a connection per lock).
- * 2. Handoff with 8 waiters: time from `release()` to the next holder's grant, for Baton and
- *    for raw blocking `pg_advisory_lock` on 9 connections.
- * 3. Takeover after a graceful release and after SIGKILL of the holder (TTL 1 s).
- * 4. Throughput: 16 coordinators over 1,000 keys.
- * 5. 10,000 locks held by one coordinator: statements sent counted client side (pg's
- *    statistics reach pg_stat_database late), CPU and memory.
- */
-import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { PostgresBackend } from "@baton/postgres";
 import advisoryLockModule from "advisory-lock";
@@ -24,9 +7,7 @@ import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection, type Variant } from "./lib/interleave.js";
-import { type BackendResult, floorRow, type LatencySection, type Row } from "./lib/results.js";
-import { measureTakeover } from "./lib/takeover.js";
-import { measureThroughput } from "./lib/throughput.js";
+import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 
 /** The part of advisory-lock's API the bench uses. */
 type CreateMutex = (

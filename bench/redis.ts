@@ -15,7 +15,6 @@
  *    commandstats), CPU and memory.
  */
 import { randomUUID } from "node:crypto";
-import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { RedisBackend } from "@baton/redis";
 import { Redlock as SesameRedlock } from "@sesamecare-oss/redlock";
@@ -26,9 +25,7 @@ import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection } from "./lib/interleave.js";
-import { type BackendResult, floorRow, type LatencySection, type Row } from "./lib/results.js";
-import { measureTakeover } from "./lib/takeover.js";
-import { measureThroughput } from "./lib/throughput.js";
+import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 
 /** The part of redlock@4 (which ships no types) used here. */
 interface Redlock4 {

@@ -18,7 +18,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { connect as tcpConnect } from "node:net";
-import { startServers } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { ZookeeperBackend } from "@baton/zookeeper";
 import type { Client } from "node-zookeeper-client";
@@ -28,9 +27,7 @@ import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection, type Variant } from "./lib/interleave.js";
-import { type BackendResult, floorRow, type LatencySection, type Row } from "./lib/results.js";
-import { measureTakeover } from "./lib/takeover.js";
-import { measureThroughput } from "./lib/throughput.js";
+import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 
 const WAITERS = 8;
 const HANDOFFS = 200;
