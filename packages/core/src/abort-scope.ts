@@ -17,8 +17,8 @@ export class AbortScope {
   #lazyReason: (() => unknown) | undefined;
   #controller: AbortController | undefined;
   #callbacks: Array<(reason: unknown) => void> | undefined;
-  #followed: AbortSignal | undefined;
-  #onFollowedAbort: (() => void) | undefined;
+  /** Outside signals this scope follows, each with its listener (see follow, dispose). */
+  #followed: Array<{ signal: AbortSignal; listener: () => void }> | undefined;
 
   /** True once the scope has ended. */
   get aborted(): boolean {
@@ -79,26 +79,29 @@ export class AbortScope {
     };
   }
 
-  /** Ends this scope when `signal` aborts (with its reason). One followed signal at a time. */
+  /** Ends this scope when `signal` aborts, with its reason. May be called for several. */
   follow(signal: AbortSignal | undefined): this {
-    if (signal === undefined) return this;
+    if (signal === undefined || this.#aborted) return this;
     if (signal.aborted) {
       this.abort(signal.reason);
       return this;
     }
-    const onAbort = () => this.abort(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    this.#followed = signal;
-    this.#onFollowedAbort = onAbort;
+    const listener = () => this.abort(signal.reason);
+    signal.addEventListener("abort", listener, { once: true });
+    this.#followed ??= [];
+    this.#followed.push({ signal, listener });
     return this;
   }
 
-  /** Stops following the outside signal. The scope itself stays as it is. */
+  /**
+   * Stops following the outside signals, so a long-lived one keeps no reference to this
+   * scope. The scope itself stays as it is. Ending the scope disposes it too.
+   */
   dispose(): void {
-    if (this.#followed !== undefined && this.#onFollowedAbort !== undefined)
-      this.#followed.removeEventListener("abort", this.#onFollowedAbort);
+    const followed = this.#followed;
     this.#followed = undefined;
-    this.#onFollowedAbort = undefined;
+    if (followed === undefined) return;
+    for (const { signal, listener } of followed) signal.removeEventListener("abort", listener);
   }
 
   #finish(): void {

@@ -1,7 +1,10 @@
+import { AbortScope } from "./abort-scope.js";
+
 /**
  * An AbortSignal that aborts when any of `signals` does (with that signal's reason), and a
- * `dispose()` that unhooks it. Cheaper than `AbortSignal.any` on Node 20 for short-lived use
- * on the acquire path, and it leaves no listener behind on long-lived signals.
+ * `dispose()` that unhooks it. Cheaper than `AbortSignal.any` on Node 20 for short-lived use,
+ * and it leaves no listener behind on long-lived signals. (An {@link AbortScope} whose signal
+ * is built at once; use a scope directly where the signal may never be needed.)
  */
 export function linkSignals(signals: readonly (AbortSignal | undefined)[]): {
   signal: AbortSignal;
@@ -9,29 +12,11 @@ export function linkSignals(signals: readonly (AbortSignal | undefined)[]): {
   abort: (reason: unknown) => void;
   dispose: () => void;
 } {
-  const controller = new AbortController();
-  const hooked: AbortSignal[] = [];
-  const onAbort = function (this: AbortSignal) {
-    dispose();
-    controller.abort(this.reason);
+  const scope = new AbortScope();
+  for (const s of signals) scope.follow(s);
+  return {
+    signal: scope.signal,
+    abort: (reason) => scope.abort(reason),
+    dispose: () => scope.dispose(),
   };
-  const dispose = () => {
-    for (const s of hooked) s.removeEventListener("abort", onAbort);
-    hooked.length = 0;
-  };
-  for (const s of signals) {
-    if (s === undefined) continue;
-    if (s.aborted) {
-      dispose();
-      controller.abort(s.reason);
-      break;
-    }
-    s.addEventListener("abort", onAbort);
-    hooked.push(s);
-  }
-  const abort = (reason: unknown) => {
-    dispose();
-    controller.abort(reason);
-  };
-  return { signal: controller.signal, abort, dispose };
 }

@@ -117,3 +117,23 @@ describe("Lock signal (built on demand)", () => {
     }
   });
 });
+
+describe("linkSignals (a scope following several signals)", () => {
+  it("aborts with the first source's reason and unhooks every source", async () => {
+    const { linkSignals } = await import("../src/link-signals.js");
+    const a = new AbortController();
+    const b = new AbortController();
+    const link = linkSignals([a.signal, undefined, b.signal]);
+    b.abort("b went first");
+    a.abort("a later");
+    expect(link.signal.aborted).toBe(true);
+    expect(link.signal.reason).toBe("b went first");
+    const c = new AbortController();
+    const disposed = linkSignals([c.signal]);
+    disposed.dispose();
+    c.abort("after dispose");
+    expect(disposed.signal.aborted).toBe(false);
+    const early = linkSignals([AbortSignal.abort("already")]);
+    expect(early.signal.reason).toBe("already");
+  });
+});

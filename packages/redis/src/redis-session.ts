@@ -6,10 +6,9 @@ import type {
   Holder,
   KeepAliveResult,
 } from "@baton/core";
-import { SessionLostError } from "@baton/core";
+import { linkSignals, SessionLostError } from "@baton/core";
 import { boundedCall } from "./bounded-call.js";
 import { type LockKeys, lockKeys } from "./key-names.js";
-import { linkedAbort } from "./linked-abort.js";
 import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
 import type { RedisClient } from "./lua-script.js";
 import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js";
@@ -64,7 +63,7 @@ export class RedisSession implements BackendSession {
   /** Keys this session released to a waiter: its next wait lets them go first until then. */
   readonly #yieldUntil = new Map<string, number>();
   /** Waits in progress: a closing session aborts them. */
-  readonly #waits = new Set<AbortController>();
+  readonly #waits = new Set<{ abort(reason: unknown): void }>();
   #closed = false;
 
   constructor(ctx: RedisSessionContext, ownerId: string, ttlMs: number) {
@@ -129,9 +128,9 @@ export class RedisSession implements BackendSession {
     }
     const { signal } = options;
     if (signal.aborted) throw signal.reason;
-    const link = linkedAbort(signal);
-    const abort = link.controller.signal;
-    this.#waits.add(link.controller);
+    const link = linkSignals([signal]);
+    const abort = link.signal;
+    this.#waits.add(link);
     let subscription: ReleaseSubscription | undefined;
     try {
       // Subscribed before the next try, so a release after that try cannot go unheard.
@@ -146,8 +145,8 @@ export class RedisSession implements BackendSession {
       }
     } finally {
       subscription?.close();
-      link.unlink();
-      this.#waits.delete(link.controller);
+      link.dispose();
+      this.#waits.delete(link);
     }
   }
 

@@ -6,11 +6,15 @@ import type {
   Holder,
   KeepAliveResult,
 } from "@baton/core";
-import { BackendUnavailableError, defaultDriftMs, SessionLostError } from "@baton/core";
+import {
+  BackendUnavailableError,
+  defaultDriftMs,
+  linkSignals,
+  SessionLostError,
+} from "@baton/core";
 import type { Redis } from "ioredis";
 import { askNodes, count, type NodeAnswer } from "./ask-nodes.js";
 import { type LockKeys, lockKeys } from "./key-names.js";
-import { linkedAbort } from "./linked-abort.js";
 import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
 import { ACQUIRE_NO_TOKEN, RELEASE_ONE, RENEW, releaseOneReply } from "./scripts.js";
 
@@ -52,7 +56,7 @@ export class RedlockSession implements BackendSession {
   readonly #held = new Map<string, HeldKey>();
   readonly #pending = new Map<string, LockKeys>();
   /** Acquires in progress: a closing session aborts them. */
-  readonly #waits = new Set<AbortController>();
+  readonly #waits = new Set<{ abort(reason: unknown): void }>();
   #grants = 0;
   #closed = false;
 
@@ -68,13 +72,13 @@ export class RedlockSession implements BackendSession {
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
     if (options.signal.aborted) throw options.signal.reason;
     if (this.#closed) throw new SessionLostError("this redlock session is closed");
-    const link = linkedAbort(options.signal);
-    this.#waits.add(link.controller);
+    const link = linkSignals([options.signal]);
+    this.#waits.add(link);
     try {
-      return await this.#acquire(name, options, link.controller.signal);
+      return await this.#acquire(name, options, link.signal);
     } finally {
-      link.unlink();
-      this.#waits.delete(link.controller);
+      link.dispose();
+      this.#waits.delete(link);
     }
   }
 
