@@ -14,6 +14,7 @@ import { scenariosGroup } from "./groups/scenarios.js";
 import { tokensGroup } from "./groups/tokens.js";
 import { watchGroup } from "./groups/watch.js";
 import { withLockGroup } from "./groups/with-lock.js";
+import { skipUnless } from "./skip-unless.js";
 import { SuiteContext } from "./suite-context.js";
 import type { ConformanceTarget } from "./target.js";
 
@@ -97,15 +98,6 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
       scenariosGroup(ctx, workerUrl, declared),
     );
   });
-}
-
-function skipUnless(condition: boolean, why: string, register: () => void): void {
-  if (condition) {
-    register();
-    return;
-  }
-  console.warn(`[baton conformance] SKIPPED by declared guarantees: ${why}`);
-  describe.skip(`skipped: ${why}`, register);
 }
 
 async function probeWatch(ctx: SuiteContext): Promise<boolean> {
