@@ -1,4 +1,4 @@
-import { TcpProxy } from "@baton/conformance/faults";
+import { proxyHosts } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
 import { BackendUnavailableError, createCoordinator, LockLostError } from "@baton/core";
 import { afterEach, describe, expect, it } from "vitest";
@@ -15,14 +15,9 @@ describeBackend("etcd", (url) => {
     it.each(["cut", "blackhole"] as const)(
       "%s: the holder's signal aborts no later than its local deadline, before anyone else gets the lock",
       async (fault) => {
-        const proxies = await Promise.all(
-          hostsOf(url).map((hp) => {
-            const [host, port] = hp.split(":");
-            return TcpProxy.start({ host: host as string, port: Number(port) });
-          }),
-        );
-        cleanups.push(() => Promise.all(proxies.map((p) => p.close())));
-        const proxied = new EtcdBackend({ hosts: proxies.map((p) => `127.0.0.1:${p.port}`) });
+        const { proxies, hosts, close } = await proxyHosts(url);
+        cleanups.push(close);
+        const proxied = new EtcdBackend({ hosts: [...hosts] });
         cleanups.push(() => proxied.close());
         const direct = new EtcdBackend({ hosts: hostsOf(url) });
         cleanups.push(() => direct.close());
@@ -58,14 +53,9 @@ describeBackend("etcd", (url) => {
     );
 
     it("keepAlive throws BackendUnavailableError, in bounded time, when no member answers", async () => {
-      const proxies = await Promise.all(
-        hostsOf(url).map((hp) => {
-          const [host, port] = hp.split(":");
-          return TcpProxy.start({ host: host as string, port: Number(port) });
-        }),
-      );
-      cleanups.push(() => Promise.all(proxies.map((p) => p.close())));
-      const proxied = new EtcdBackend({ hosts: proxies.map((p) => `127.0.0.1:${p.port}`) });
+      const { proxies, hosts, close } = await proxyHosts(url);
+      cleanups.push(close);
+      const proxied = new EtcdBackend({ hosts: [...hosts] });
       cleanups.push(() => proxied.close());
       const session = await proxied.openSession({ ttlMs: 3_000, ownerId: "ka" });
       await session.keepAlive();

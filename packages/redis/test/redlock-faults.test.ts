@@ -1,4 +1,4 @@
-import { TcpProxy } from "@baton/conformance/faults";
+import { proxyHosts } from "@baton/conformance/faults";
 import { describeBackend, type ServerGroup, startServers } from "@baton/conformance/harness";
 import {
   type AcquireOp,
@@ -19,15 +19,9 @@ import { RedlockBackend } from "../src/index.js";
 describeBackend("redlock", (sharedUrl) => {
   describe("redlock validity", () => {
     it("a quorum that answers only after the validity ran out is a failure, never a lock", async () => {
-      const hosts = sharedUrl.replace(/^redlock:\/\//, "").split(",");
-      const proxies = await Promise.all(
-        hosts.map((h) => {
-          const [host, port] = h.split(":");
-          return TcpProxy.start({ host: host as string, port: Number(port) });
-        }),
-      );
+      const { proxies, url: proxiedUrl } = await proxyHosts(sharedUrl);
       const backend = new RedlockBackend({
-        url: `redlock://${proxies.map((p) => `127.0.0.1:${p.port}`).join(",")}?prefix=validity:`,
+        url: `${proxiedUrl}?prefix=validity:`,
         nodeTimeoutMs: 3_000,
       });
       const session = await backend.openSession({ ttlMs: 300, ownerId: "slow" });

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { createCoordinator, MemoryFence, parseBackendUrl, StaleTokenError } from "@baton/core";
 import { afterEach, describe, expect, it } from "vitest";
+import { proxyHosts } from "../../faults/proxy-hosts.js";
 import { spawnLockWorker } from "../../faults/spawn-lock-worker.js";
-import { TcpProxy } from "../../faults/tcp-proxy.js";
+import type { TcpProxy } from "../../faults/tcp-proxy.js";
 import type { WorkerEvent } from "../../faults/worker-protocol.js";
 import { checkHistory, type Violation } from "../../history/check-history.js";
 import { History } from "../../history/history.js";
@@ -220,21 +221,16 @@ export function scenariosGroup(
           skip: `${ctx.target.name}: a Redis Cluster client reaches every node at the address it announces, around any proxy`,
         };
       }
-      const m = /^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)([^@/?#]*@)?([^/?#]*)(.*)$/.exec(direct);
-      if (m === null || parsed.hosts.some((h) => h.port === undefined)) {
+      if (parsed.hosts.some((h) => h.port === undefined)) {
         return {
           skip: `${ctx.target.name}: the URL names no host:port to put a proxy in front of`,
         };
       }
       // Redlock needs every node; the members of one etcd or ZooKeeper cluster stand for it.
-      const one = options.firstHostOnly === true && parsed.scheme !== "redlock";
-      const hostsToProxy = one ? parsed.hosts.slice(0, 1) : parsed.hosts;
-      const proxies = await Promise.all(
-        hostsToProxy.map((h) => TcpProxy.start({ host: h.host, port: h.port as number })),
-      );
-      cleanups.push(() => Promise.all(proxies.map((p) => p.close())));
-      const hosts = proxies.map((p) => `${p.host}:${p.port}`).join(",");
-      return { url: `${m[1]}${m[2] ?? ""}${hosts}${m[4]}`, proxies };
+      const firstHostOnly = options.firstHostOnly === true && parsed.scheme !== "redlock";
+      const px = await proxyHosts(direct, { firstHostOnly });
+      cleanups.push(() => px.close());
+      return { url: px.url, proxies: [...px.proxies] };
     };
     /** Skips the running test, with the reason printed. */
     const skipWith = (t: { skip: (note?: string) => never }, why: string): never => {
