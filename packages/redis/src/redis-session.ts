@@ -73,6 +73,15 @@ export class RedisSession implements BackendSession {
     this.sessionId = randomBytes(12).toString("hex");
   }
 
+  /**
+   * Bound of a renewal or an acquire try: the command timeout, but at most half the TTL. A
+   * renewal must fail before the local deadline comes near, and an acquire answered later
+   * than that is not worth waiting for (its possible grant is deleted instead).
+   */
+  get #leaseCallTimeoutMs(): number {
+    return Math.max(1, Math.min(this.#ctx.commandTimeoutMs, Math.floor(this.ttlMs / 2)));
+  }
+
   async keepAlive(): Promise<KeepAliveResult | undefined> {
     if (this.#closed) throw new SessionLostError("this redis session is closed");
     const held = [...this.#held.entries()];
@@ -82,9 +91,10 @@ export class RedisSession implements BackendSession {
     }));
     const items = [...held.map(([, h]) => h), ...pending];
     if (items.length === 0) return undefined;
-    // A renewal that does not answer in time must fail before the local deadline comes near.
-    const timeoutMs = Math.max(1, Math.min(this.#ctx.commandTimeoutMs, Math.floor(this.ttlMs / 2)));
-    const renewed = await boundedCall(this.#renew(items), { timeoutMs, what: "redis renewal" });
+    const renewed = await boundedCall(this.#renew(items), {
+      timeoutMs: this.#leaseCallTimeoutMs,
+      what: "redis renewal",
+    });
     const lostKeys: string[] = [];
     held.forEach(([name, h], i) => {
       if (renewed[i] === true) return;
@@ -168,11 +178,7 @@ export class RedisSession implements BackendSession {
             [sessionPrefix(this.sessionId), this.ttlMs, tail, keys.channel],
           ),
           {
-            // Like a renewal: an answer later than half the TTL is not worth waiting for.
-            timeoutMs: Math.max(
-              1,
-              Math.min(this.#ctx.commandTimeoutMs, Math.floor(this.ttlMs / 2)),
-            ),
+            timeoutMs: this.#leaseCallTimeoutMs,
             what: `redis acquire of "${name}"`,
             signal,
             // Given up while in flight: the server may have granted it and only the reply be
