@@ -22,3 +22,14 @@ export function advisoryKey(namespace: string, name: string): bigint {
 /** Keys computed lately (a deterministic function, so a plain bounded memo is safe). */
 const recent = new Map<string, bigint>();
 const RECENT_MAX = 4_096;
+
+/**
+ * The queue key of advisory key `key`: the same 64 bits as the two 32-bit halves of
+ * PostgreSQL's two-integer advisory form (`pg_advisory_lock(int, int)`), a key space of its
+ * own (`objsubid` 2 in `pg_locks`). So a queue key never collides with any lock key, and two
+ * names share a queue exactly when they share a lock. Waiter connections hold it only to take
+ * turns (see key-waits.ts); it never decides who holds a lock.
+ */
+export function queueKey(key: bigint): readonly [number, number] {
+  return [Number(BigInt.asIntN(32, key >> 32n)), Number(BigInt.asIntN(32, key))];
+}

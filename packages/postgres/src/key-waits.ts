@@ -1,10 +1,24 @@
-import type { WaiterPool } from "./waiter-pool.js";
+import { queueKey } from "./advisory-key.js";
+import { QUEUE_WAIT, WAIT_UNTIL_FREE } from "./statements.js";
+import type { Waiter, WaiterPool, WaitOutcome } from "./waiter-pool.js";
 
 /**
- * One server-side wait per key per backend: the local waiters of a key queue here in arrival
- * order, one waiter connection waits in the server until the key is free, and only the head
- * is woken to race for it. So a release wakes one local waiter, not all of them (no herd), and
- * waiters of one process take turns in FIFO order. Waiters in other processes still race.
+ * One server-side wait per key per backend, and one backend's turn at a time per key: the
+ * local waiters of a key queue here in arrival order, and one waiter connection waits in the
+ * server for them. It first takes the key's queue key (see {@link queueKey}), which
+ * PostgreSQL grants to one connection at a time, first come first served across processes;
+ * holding it, it waits until the lock is free and wakes only the local head, which then tries.
+ * So a release wakes one waiter in all the processes, not all of them (no herd). After a local
+ * grant the connection goes to the back of the queue key's line if more local waiters remain,
+ * so processes take turns.
+ *
+ * The queue key only decides who tries first; the lock is still only the session's advisory
+ * lock, and a try without waiting (or by anyone else) can barge in. A queue key held by a
+ * process that froze, or by something else, stops nobody for long: the wait for it is bounded
+ * by the TTL (then the waiter waits for the lock without it, as one of a herd, once), and the
+ * holder's connection, idle, is ended by the server after the TTL. A killed holder's connection
+ * ends at once; an abandoned wait is cancelled and its queue key dropped before the connection
+ * is reused.
  */
 export class KeyWaits {
   readonly #pool: WaiterPool;
@@ -14,14 +28,17 @@ export class KeyWaits {
     this.#pool = pool;
   }
 
-  /** Joins the queue of `key`. Call `leave()` on the ticket when done, in every case. */
-  join(key: bigint): WaitTicket {
+  /**
+   * Joins the queue of `key` for a session of TTL `ttlMs`. Call `leave()` on the ticket when
+   * done, in every case.
+   */
+  join(key: bigint, ttlMs: number): WaitTicket {
     let queue = this.#queues.get(key);
     if (queue === undefined) {
       queue = new KeyQueue(key, this.#pool, () => this.#queues.delete(key));
       this.#queues.set(key, queue);
     }
-    return queue.join();
+    return queue.join(ttlMs);
   }
 }
 
@@ -38,20 +55,25 @@ export interface WaitTicket {
 
 class Ticket implements WaitTicket {
   readonly #queue: KeyQueue;
+  readonly ttlMs: number;
   /** Woken while not waiting: the next `turn()` returns at once. */
   free = false;
   error: unknown;
   left = false;
   wake: ((error?: unknown) => void) | undefined;
-  /** Set by the queue after a wake: called when the head has tried (next turn) or left. */
-  acted: (() => void) | undefined;
+  /**
+   * Set by the queue after a wake: called when the head has tried and failed (next turn,
+   * `false`) or left (`true`).
+   */
+  acted: ((left: boolean) => void) | undefined;
 
-  constructor(queue: KeyQueue) {
+  constructor(queue: KeyQueue, ttlMs: number) {
     this.#queue = queue;
+    this.ttlMs = ttlMs;
   }
 
   turn(signal: AbortSignal): Promise<void> {
-    this.#acted();
+    this.#acted(false);
     if (signal.aborted) return Promise.reject(signal.reason);
     if (this.error !== undefined) return Promise.reject(this.error);
     if (this.free) {
@@ -76,19 +98,20 @@ class Ticket implements WaitTicket {
   leave(): void {
     if (this.left) return;
     this.left = true;
-    this.#acted();
+    this.#acted(true);
     this.#queue.remove(this);
   }
 
-  #acted(): void {
+  #acted(left: boolean): void {
     const acted = this.acted;
     this.acted = undefined;
-    acted?.();
+    acted?.(left);
   }
 }
 
 class KeyQueue {
   readonly #key: bigint;
+  readonly #queueKey: readonly [number, number];
   readonly #pool: WaiterPool;
   readonly #onEmpty: () => void;
   readonly #tickets: Ticket[] = [];
@@ -96,12 +119,13 @@ class KeyQueue {
 
   constructor(key: bigint, pool: WaiterPool, onEmpty: () => void) {
     this.#key = key;
+    this.#queueKey = queueKey(key);
     this.#pool = pool;
     this.#onEmpty = onEmpty;
   }
 
-  join(): Ticket {
-    const ticket = new Ticket(this);
+  join(ttlMs: number): Ticket {
+    const ticket = new Ticket(this, ttlMs);
     this.#tickets.push(ticket);
     if (this.#running === undefined) {
       const controller = new AbortController();
@@ -115,7 +139,7 @@ class KeyQueue {
     const at = this.#tickets.indexOf(ticket);
     if (at >= 0) this.#tickets.splice(at, 1);
     if (this.#tickets.length === 0) {
-      // Nobody waits: cancel the server-side wait so nothing stays queued there.
+      // Nobody waits: cancel the server-side wait and drop the queue key.
       this.#running?.abort();
       this.#running = undefined;
       this.#onEmpty();
@@ -123,28 +147,80 @@ class KeyQueue {
   }
 
   async #run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted && this.#tickets.length > 0) {
-      try {
-        await this.#pool.waitUntilFree(this.#key, signal);
-      } catch (error) {
-        if (signal.aborted) return;
-        // The wait failed (server unreachable): every waiter learns it and leaves (core retries);
-        // a waiter joining later starts a new wait.
-        for (const t of [...this.#tickets]) {
-          t.error = error;
-          t.wake?.(error);
-        }
-        if (this.#running?.signal === signal) this.#running = undefined;
-        return;
-      }
-      const head = this.#tickets[0];
-      if (head === undefined) return;
-      const acted = new Promise<void>((resolve) => {
-        head.acted = resolve;
-      });
-      if (head.wake !== undefined) head.wake();
-      else head.free = true;
-      await acted;
+    let waiter: Waiter;
+    try {
+      waiter = await this.#pool.take(signal);
+    } catch (error) {
+      if (!signal.aborted) this.#fail(error, signal);
+      return;
     }
+    const key = this.#key.toString();
+    /** Whether this connection holds the queue key. */
+    let queued = false;
+    /** Whether it may hold it (then it must drop it before it is reused). */
+    let queuedOnce = false;
+    /** Whether it must go to the back of the queue key's line (a local waiter was served). */
+    let requeue = false;
+    try {
+      while (!signal.aborted && this.#tickets.length > 0) {
+        if (queued) {
+          await this.#pool.run(waiter, WAIT_UNTIL_FREE, [key], signal);
+        } else {
+          queuedOnce = true;
+          const outcome = await this.#queueWait(waiter, requeue, signal);
+          requeue = false;
+          if (outcome === "done") queued = true;
+          else if (outcome === "lock-timeout") {
+            // The queue key's holder is slow, frozen or foreign: wait without it this once.
+            await this.#pool.run(waiter, WAIT_UNTIL_FREE, [key], signal);
+          }
+          // "cancelled" (a role's or an administrator's): the queue key may or may not be held;
+          // the head tries and the next round unlocks it first.
+          else requeue = true;
+        }
+        const head = this.#tickets[0];
+        if (head === undefined || signal.aborted) return;
+        const acted = new Promise<boolean>((resolve) => {
+          head.acted = resolve;
+        });
+        if (head.wake !== undefined) head.wake();
+        else head.free = true;
+        const left = await acted;
+        if (left && queued) {
+          // Served: let the next process try first at the next release, then come back.
+          queued = false;
+          requeue = true;
+        }
+      }
+    } catch (error) {
+      if (!signal.aborted) this.#fail(error, signal);
+    } finally {
+      this.#pool.give(waiter, queuedOnce);
+    }
+  }
+
+  #queueWait(waiter: Waiter, requeue: boolean, signal: AbortSignal): Promise<WaitOutcome> {
+    let ttlMs = Number.POSITIVE_INFINITY;
+    for (const t of this.#tickets) ttlMs = Math.min(ttlMs, t.ttlMs);
+    const bound = String(Math.max(1, Math.floor(ttlMs)));
+    const [high, low] = this.#queueKey;
+    return this.#pool.run(
+      waiter,
+      QUEUE_WAIT,
+      [high, low, this.#key.toString(), bound, bound, requeue],
+      signal,
+    );
+  }
+
+  /**
+   * The wait failed (server unreachable): every waiter learns it and leaves (core retries); a
+   * waiter joining later starts a new wait.
+   */
+  #fail(error: unknown, signal: AbortSignal): void {
+    for (const t of [...this.#tickets]) {
+      t.error = error;
+      t.wake?.(error);
+    }
+    if (this.#running?.signal === signal) this.#running = undefined;
   }
 }

@@ -222,7 +222,7 @@ export class PostgresSession implements BackendSession {
         const { signal } = options;
         if (signal.aborted) throw signal.reason;
         // Wake when the lock is free (released, or its holder's connection ended), then race.
-        ticket ??= this.#context.waits.join(key);
+        ticket ??= this.#context.waits.join(key, this.ttlMs);
         // linkSignals, not AbortSignal.any: on Node 20 every AbortSignal.any on the long-lived
         // lost signal stays registered with it, and a session waits many times.
         const link = linkSignals([signal, this.#lost.signal]);

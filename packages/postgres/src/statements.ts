@@ -81,3 +81,32 @@ export const WAIT_UNTIL_FREE: Statement = statement(
   "wait",
   "SELECT pg_advisory_xact_lock_shared($1::bigint)",
 );
+
+/**
+ * Takes a turn in the queue of a key, then waits like {@link WAIT_UNTIL_FREE}. In order:
+ * if `$6`, unlocks queue key (`$1`, `$2`) (to go to the back of its queue); takes it
+ * (session-level, on this waiter connection; PostgreSQL grants it first come, first served
+ * across connections), waiting at most `$4` ms (`lock_timeout`: then the statement fails with
+ * 55P03 and the queue key is not held); sets `idle_session_timeout` to `$5` ms, so a connection
+ * whose process froze while holding the queue key is ended by the server; then waits until
+ * nobody holds lock key `$3` exclusively. Each step reads the row of the one before it, so
+ * they run in this order.
+ */
+export const QUEUE_WAIT: Statement = statement(
+  "queue_wait",
+  `WITH u AS MATERIALIZED (SELECT CASE WHEN $6::boolean THEN pg_advisory_unlock($1::int, $2::int) END AS unlocked),
+b AS MATERIALIZED (SELECT set_config('lock_timeout', $4::text, true) AS bound FROM u),
+q AS MATERIALIZED (SELECT pg_advisory_lock($1::int, $2::int) AS queued FROM b),
+i AS MATERIALIZED (SELECT set_config('lock_timeout', '0', true),
+  set_config('idle_session_timeout', $5::text, false) AS idle FROM q)
+SELECT pg_advisory_xact_lock_shared($3::bigint) FROM i`,
+);
+
+/**
+ * Gives up this waiter connection's turn: drops every session-level advisory lock it holds
+ * (only ever a queue key) and lets it idle without a timeout again.
+ */
+export const QUEUE_LEAVE: Statement = statement(
+  "queue_leave",
+  "SELECT pg_advisory_unlock_all(), set_config('idle_session_timeout', '0', false)",
+);

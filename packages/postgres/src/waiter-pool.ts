@@ -1,12 +1,20 @@
 import { BackendUnavailableError } from "@baton/core";
 import pg from "pg";
-import { WAIT_UNTIL_FREE } from "./statements.js";
+import { QUEUE_LEAVE, type Statement, WAIT_UNTIL_FREE } from "./statements.js";
 
-interface Waiter {
+/** A waiter connection, taken from a {@link WaiterPool} and given back to it. */
+export interface Waiter {
   readonly client: pg.Client;
   readonly pid: number;
   broken: boolean;
+  /** Settles when the last statement run on it, and any cancel of it, has finished. */
+  settled: Promise<void>;
 }
+
+/** How a statement on a waiter connection ended (see {@link WaiterPool.run}). */
+export type WaitOutcome = "done" | "lock-timeout" | "cancelled";
+
+function noop(): void {}
 
 /** How many idle waiter connections are kept for reuse. */
 const MAX_IDLE = 4;
@@ -15,7 +23,8 @@ const MAX_IDLE = 4;
  * Connections that wait in the server until an advisory lock is free. A wait never runs on a
  * session's own connection (its renewals would queue behind it). A cancelled wait is
  * cancelled in the server (`pg_cancel_backend`), so it leaves no queued lock request behind;
- * a waiter connection is reused only after its cancel has landed.
+ * a waiter connection is reused only after its cancel has landed, and after it has dropped the
+ * queue key it may hold (else it is ended, which drops it too).
  */
 export class WaiterPool {
   readonly #connection: pg.ClientConfig;
@@ -38,12 +47,28 @@ export class WaiterPool {
    * for it). Rejects with `signal.reason` when aborted, leaving nothing queued in the server.
    */
   async waitUntilFree(key: bigint, signal: AbortSignal): Promise<void> {
-    const waiter = await this.#take(signal);
-    if (signal.aborted) {
-      this.#give(waiter);
-      throw signal.reason;
+    const waiter = await this.take(signal);
+    try {
+      await this.run(waiter, WAIT_UNTIL_FREE, [key.toString()], signal);
+    } finally {
+      this.give(waiter, false);
     }
-    return await new Promise<void>((resolve, reject) => {
+  }
+
+  /**
+   * Runs `statement` on `waiter`, a connection taken with {@link take}. Resolves `"done"`, or
+   * `"lock-timeout"` (55P03) or `"cancelled"` (57014, not by `signal`: a timeout set for the
+   * role, or an administrator). When `signal` aborts it rejects with its reason at once and
+   * cancels the statement in the server; {@link give} waits for that cancel to land.
+   */
+  run(
+    waiter: Waiter,
+    statement: Statement,
+    values: unknown[],
+    signal: AbortSignal,
+  ): Promise<WaitOutcome> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return new Promise<WaitOutcome>((resolve, reject) => {
       let settled = false;
       let cancelling: Promise<boolean> | undefined;
       const onAbort = () => {
@@ -56,32 +81,26 @@ export class WaiterPool {
         );
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      const finish = () => {
+      const query = waiter.client.query({ ...statement, values });
+      waiter.settled = query.then(noop, noop).then(async () => {
         signal.removeEventListener("abort", onAbort);
-        if (cancelling === undefined) this.#give(waiter);
-        else
-          void cancelling.then((cancelled) => {
-            // A cancel that may not have landed could still hit this connection's next wait.
-            if (!cancelled) waiter.broken = true;
-            this.#give(waiter);
-          });
-      };
-      waiter.client.query({ ...WAIT_UNTIL_FREE, values: [key.toString()] }).then(
+        // A cancel that may not have landed could still hit this connection's next statement.
+        if (cancelling !== undefined && !(await cancelling)) waiter.broken = true;
+      });
+      query.then(
         () => {
-          finish();
           if (settled) return;
           settled = true;
-          resolve();
+          resolve("done");
         },
         (error: unknown) => {
-          finish();
+          const state = (error as { code?: string }).code;
+          if (state !== "55P03" && state !== "57014") waiter.broken = true;
           if (settled) return;
           settled = true;
-          const state = (error as { code?: string }).code;
-          // A lock_timeout or statement_timeout set for the role: the caller just tries again.
-          if (state === "55P03" || state === "57014") resolve();
+          if (state === "55P03") resolve("lock-timeout");
+          else if (state === "57014") resolve("cancelled");
           else {
-            waiter.broken = true;
             reject(
               new BackendUnavailableError(
                 `waiting for a PostgreSQL advisory lock failed: ${(error as Error).message}`,
@@ -103,7 +122,8 @@ export class WaiterPool {
     await Promise.allSettled(all.map((w) => w.client.end()));
   }
 
-  async #take(signal: AbortSignal): Promise<Waiter> {
+  /** A waiter connection of its own, until {@link give} (in every case). */
+  async take(signal: AbortSignal): Promise<Waiter> {
     if (this.#closed) throw new BackendUnavailableError("this PostgreSQL backend is closed");
     const idle = this.#idle.pop();
     if (idle !== undefined) return idle;
@@ -111,7 +131,7 @@ export class WaiterPool {
       fallback_application_name: "baton-waiter",
       ...this.#connection,
     });
-    const waiter: Waiter = { client, pid: 0, broken: false };
+    const waiter: Waiter = { client, pid: 0, broken: false, settled: Promise.resolve() };
     client.on("error", () => {
       waiter.broken = true;
       this.#drop(waiter);
@@ -146,7 +166,23 @@ export class WaiterPool {
     return waiter;
   }
 
-  #give(waiter: Waiter): void {
+  /**
+   * Gives `waiter` back once its last statement (and any cancel of it) has finished. With
+   * `leave`, it first drops the queue key it may hold ({@link QUEUE_LEAVE}); a connection that
+   * cannot is ended, which frees it as well.
+   */
+  give(waiter: Waiter, leave: boolean): void {
+    void waiter.settled.then(async () => {
+      if (leave && !waiter.broken && !this.#closed) {
+        await waiter.client.query(QUEUE_LEAVE).catch(() => {
+          waiter.broken = true;
+        });
+      }
+      this.#keep(waiter);
+    });
+  }
+
+  #keep(waiter: Waiter): void {
     if (waiter.broken || this.#closed || this.#idle.length >= MAX_IDLE) {
       this.#drop(waiter);
       void waiter.client.end().catch(() => undefined);
