@@ -1,6 +1,6 @@
 import { queueKey } from "./advisory-key.js";
 import { QUEUE_WAIT, WAIT_UNTIL_FREE } from "./statements.js";
-import type { Waiter, WaiterPool, WaitOutcome } from "./waiter-pool.js";
+import { nextMacrotask, type Waiter, type WaiterPool, type WaitOutcome } from "./waiter-pool.js";
 
 /**
  * One server-side wait per key per backend, and one backend's turn at a time per key: the
@@ -187,9 +187,11 @@ class KeyQueue {
         else head.free = true;
         const left = await acted;
         if (left && queued) {
-          // Served: let the next process try first at the next release, then come back.
+          // Served: let the next process try first at the next release, then come back
+          // (after the grant has been handed out: see WaiterPool.give).
           queued = false;
           requeue = true;
+          await nextMacrotask();
         }
       }
     } catch (error) {

@@ -16,6 +16,11 @@ export type WaitOutcome = "done" | "lock-timeout" | "cancelled";
 
 function noop(): void {}
 
+/** Resolves after the pending promise callbacks (and I/O callbacks) have run. */
+export function nextMacrotask(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** How many idle waiter connections are kept for reuse. */
 const MAX_IDLE = 4;
 
@@ -174,6 +179,10 @@ export class WaiterPool {
   give(waiter: Waiter, leave: boolean): void {
     void waiter.settled.then(async () => {
       if (leave && !waiter.broken && !this.#closed) {
+        // Mostly called as a grant is being handed out: let that finish first (a write to a
+        // socket costs tens of microseconds), the next in line only needs to be queued again
+        // before the lock is released.
+        await nextMacrotask();
         await waiter.client.query(QUEUE_LEAVE).catch(() => {
           waiter.broken = true;
         });
