@@ -1,6 +1,6 @@
 import { queueKey } from "./advisory-key.js";
 import { QUEUE_WAIT, WAIT_UNTIL_FREE } from "./statements.js";
-import { nextMacrotask, type Waiter, type WaiterPool, type WaitOutcome } from "./waiter-pool.js";
+import { nextMacrotask, type Waiter, type WaiterPool } from "./waiter-pool.js";
 
 /**
  * One server-side wait per key per backend, and one backend's turn at a time per key: the
@@ -157,26 +157,33 @@ class KeyQueue {
     const key = this.#key.toString();
     /** Whether this connection holds the queue key. */
     let queued = false;
-    /** Whether it may hold it (then it must drop it before it is reused). */
+    /** Whether it may have (then it must drop it before it is reused). */
     let queuedOnce = false;
-    /** Whether it must go to the back of the queue key's line (a local waiter was served). */
-    let requeue = false;
     try {
       while (!signal.aborted && this.#tickets.length > 0) {
+        const ttlMs = this.#ttlMs();
+        // One wait in the server lasts at most a quarter of the shortest waiter's TTL.
+        const bound = String(Math.max(50, Math.floor(ttlMs / 4)));
         if (queued) {
-          await this.#pool.run(waiter, WAIT_UNTIL_FREE, [key], signal);
+          // Bounded too: a lock handed straight to a session waiting on its own connection
+          // does not end this wait; the head then tries (and can wait on its connection).
+          await this.#pool.run(waiter, WAIT_UNTIL_FREE, [key, bound], signal);
         } else {
           queuedOnce = true;
-          const outcome = await this.#queueWait(waiter, requeue, signal);
-          requeue = false;
+          const [high, low] = this.#queueKey;
+          const outcome = await this.#pool.run(
+            waiter,
+            QUEUE_WAIT,
+            [high, low, key, bound, String(ttlMs)],
+            signal,
+          );
           if (outcome === "done") queued = true;
           else if (outcome === "lock-timeout") {
-            // The queue key's holder is slow, frozen or foreign: wait without it this once.
-            await this.#pool.run(waiter, WAIT_UNTIL_FREE, [key], signal);
+            // The queue key's holder is slow, frozen or foreign (or the lock was not freed in
+            // time): wait for the lock without it this once.
+            await this.#pool.run(waiter, WAIT_UNTIL_FREE, [key, bound], signal);
           }
-          // "cancelled" (a role's or an administrator's): the queue key may or may not be held;
-          // the head tries and the next round unlocks it first.
-          else requeue = true;
+          // Else cancelled (by a role's timeout or an administrator): the head tries.
         }
         const head = this.#tickets[0];
         if (head === undefined || signal.aborted) return;
@@ -190,7 +197,6 @@ class KeyQueue {
           // Served: let the next process try first at the next release, then come back
           // (after the grant has been handed out: see WaiterPool.give).
           queued = false;
-          requeue = true;
           await nextMacrotask();
         }
       }
@@ -201,17 +207,11 @@ class KeyQueue {
     }
   }
 
-  #queueWait(waiter: Waiter, requeue: boolean, signal: AbortSignal): Promise<WaitOutcome> {
+  /** The shortest TTL of the waiters' sessions. */
+  #ttlMs(): number {
     let ttlMs = Number.POSITIVE_INFINITY;
     for (const t of this.#tickets) ttlMs = Math.min(ttlMs, t.ttlMs);
-    const bound = String(Math.max(1, Math.floor(ttlMs)));
-    const [high, low] = this.#queueKey;
-    return this.#pool.run(
-      waiter,
-      QUEUE_WAIT,
-      [high, low, this.#key.toString(), bound, bound, requeue],
-      signal,
-    );
+    return Math.max(1, Math.floor(ttlMs));
   }
 
   /**

@@ -58,6 +58,7 @@ export class PostgresBackend implements LockBackend {
       statements: statements(schemaNames(this.options.quotedSchema)),
       waits: new KeyWaits(this.#waiters),
       waiters: this.#waiters,
+      cancel: (pid) => this.#cancel(pid),
     };
   }
 

@@ -44,6 +44,17 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
 
 const UNLOCK_MANY = "SELECT pg_advisory_unlock(k) FROM unnest($1::bigint[]) AS k";
 
+/**
+ * How long one wait on the session's connection lasts at most before it is sent again: a
+ * bound in case a cancel is lost, well within the renewal's (TTL / 2).
+ */
+function waitSliceMs(ttlMs: number): number {
+  return Math.max(50, Math.floor(ttlMs / 4));
+}
+
+/** How long a cancel of a wait may take to land before it is sent again. */
+const CANCEL_AGAIN_MS = 25;
+
 /** What a session needs from its backend. */
 export interface SessionContext {
   readonly connection: pg.ClientConfig;
@@ -51,6 +62,14 @@ export interface SessionContext {
   readonly statements: Statements;
   readonly waits: KeyWaits;
   readonly waiters: WaiterPool;
+  /** Cancels the running statement of backend `pid` (`pg_cancel_backend`, another connection). */
+  readonly cancel: (pid: number) => Promise<void>;
+}
+
+/** The wait running on (or about to run on) the session's connection. */
+interface ConnectionWait {
+  /** Ends it soon: another statement needs the connection, or the wait was aborted. */
+  interrupt(): void;
 }
 
 interface Held {
@@ -90,6 +109,12 @@ export class PostgresSession implements BackendSession {
   #closing: Promise<void> | undefined;
   /** Settles when the last statement sent on the connection has finished (see #send). */
   #turn: Promise<unknown> = Promise.resolve();
+  /** Statements sent (#send) that have not started yet. */
+  #queued = 0;
+  /** The wait for a lock that occupies the connection, if any (see #waitAcquire). */
+  #waiting: ConnectionWait | undefined;
+  /** The server process of the connection (to cancel a wait). */
+  #pid = 0;
 
   private constructor(
     client: pg.Client,
@@ -130,7 +155,11 @@ export class PostgresSession implements BackendSession {
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
       await client.connect();
-      await client.query("SELECT set_config('idle_session_timeout', $1, false)", [String(ttlMs)]);
+      const { rows } = await client.query(
+        "SELECT set_config('idle_session_timeout', $1, false), pg_backend_pid() AS pid",
+        [String(ttlMs)],
+      );
+      session.#pid = (rows[0] as { pid: number }).pid;
     } catch (error) {
       void client.end().catch(() => undefined);
       if (signal?.aborted) throw signal.reason;
@@ -208,20 +237,32 @@ export class PostgresSession implements BackendSession {
       );
     }
     let ticket: WaitTicket | undefined;
+    let waited = false;
     try {
+      let grant = await this.#tryAcquire(name, key, options.value);
       for (;;) {
-        const grant = await this.#tryAcquire(name, key, options.value);
         // The first try leaves the signal alone (see BackendAcquireOptions.signal): reading
         // it may build it. After a wait, a grant that comes after an abort is given back.
         if (grant !== null) {
-          if (ticket === undefined || !options.signal.aborted) return grant;
+          if (!waited || !options.signal.aborted) return grant;
           await this.release(grant).catch(() => undefined);
           throw options.signal.reason;
         }
         if (!options.wait) return null;
         const { signal } = options;
         if (signal.aborted) throw signal.reason;
-        // Wake when the lock is free (released, or its holder's connection ended), then race.
+        this.#assertAlive();
+        waited = true;
+        if (this.#waiting === undefined) {
+          // Wait in PostgreSQL's own queue of the key, on this connection: a release hands the
+          // lock straight to the first waiter, and wakes nobody else.
+          ticket?.leave();
+          ticket = undefined;
+          grant = await this.#waitAcquire(name, key, options.value, signal);
+          continue;
+        }
+        // The connection already waits for another lock: wake when this one is free (released,
+        // or its holder's connection ended), then race.
         ticket ??= this.#context.waits.join(key, this.ttlMs);
         // linkSignals, not AbortSignal.any: on Node 20 every AbortSignal.any on the long-lived
         // lost signal stays registered with it, and a session waits many times.
@@ -233,9 +274,116 @@ export class PostgresSession implements BackendSession {
         }
         if (signal.aborted) throw signal.reason;
         this.#assertAlive();
+        grant = await this.#tryAcquire(name, key, options.value);
       }
     } finally {
       ticket?.leave();
+    }
+  }
+
+  /**
+   * Waits for `key` in the server on the session's own connection ({@link
+   * Statements.waitAcquire}) and takes it. Resolves `null` when the wait ended without it: a
+   * slice ran out, `signal` aborted, or another statement needed the connection (the wait is
+   * cancelled for it, and the caller waits again after it). Nothing is left held then.
+   */
+  async #waitAcquire(
+    name: string,
+    key: bigint,
+    value: string | undefined,
+    signal: AbortSignal,
+  ): Promise<Grant | null> {
+    let interrupted = false;
+    let running = false;
+    let finished = false;
+    const cancels: Promise<void>[] = [];
+    const cancel = () => {
+      cancels.push(
+        this.#context.cancel(this.#pid).then(
+          // A cancel that reaches the server before the statement is lost: send it again.
+          () => void setTimeout(() => !finished && cancel(), CANCEL_AGAIN_MS).unref(),
+          () => undefined,
+        ),
+      );
+    };
+    const wait: ConnectionWait = {
+      interrupt: () => {
+        if (interrupted) return;
+        interrupted = true;
+        if (running) cancel();
+      },
+    };
+    this.#waiting = wait;
+    signal.addEventListener("abort", wait.interrupt, { once: true });
+    // Take the connection's turn (statements sent from now on come after, and interrupt).
+    const before = this.#turn;
+    let done = noop;
+    this.#turn = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    try {
+      await before;
+      if (interrupted || this.#queued > 0 || signal.aborted) return null;
+      this.#assertAlive();
+      running = true;
+      let row: Record<string, unknown> | undefined;
+      let failure: unknown;
+      try {
+        const result = await this.#client.query({
+          ...this.#context.statements.waitAcquire,
+          values: [
+            key.toString(),
+            name,
+            this.ownerId,
+            value ?? null,
+            String(waitSliceMs(this.ttlMs)),
+          ],
+        });
+        row = result.rows[0] as Record<string, unknown> | undefined;
+      } catch (error) {
+        failure = error;
+      }
+      running = false;
+      finished = true;
+      if (cancels.length > 0) {
+        await Promise.all(cancels);
+        await this.#absorbCancel();
+      }
+      if (failure !== undefined) {
+        // The lock may have been granted before the statement failed (cancelled, or a later
+        // step timed out): session advisory locks outlive it. Give it back.
+        if (!this.#lost.signal.aborted && this.#closing === undefined) {
+          await this.#client
+            .query({ ...this.#context.statements.unlockIfHeld, values: [key.toString()] })
+            .catch(() => undefined);
+        }
+        const state = sqlState(failure);
+        if (state === "57014" || state === "55P03") return null;
+        throw this.#failure(failure);
+      }
+      if (row?.got !== true) return null;
+      return this.#granted(name, key, BigInt(row.token as string));
+    } finally {
+      finished = true;
+      signal.removeEventListener("abort", wait.interrupt);
+      if (this.#waiting === wait) this.#waiting = undefined;
+      done();
+    }
+  }
+
+  /**
+   * After a cancel of a wait: a cancel that arrived after the wait ended may still be pending
+   * in the server, and would fail the next statement. A statement that runs to its end shows
+   * that none is left.
+   */
+  async #absorbCancel(): Promise<void> {
+    for (let i = 0; i < 3 && !this.#lost.signal.aborted; i++) {
+      try {
+        await this.#client.query({ name: "baton_ping", text: "SELECT 1" });
+        return;
+      } catch (error) {
+        if (sqlState(error) !== "57014") return;
+      }
     }
   }
 
@@ -263,7 +411,10 @@ export class PostgresSession implements BackendSession {
       throw error;
     }
     if (row?.got !== true) return null;
-    const token = BigInt(row.token as string);
+    return this.#granted(name, key, BigInt(row.token as string));
+  }
+
+  #granted(name: string, key: bigint, token: bigint): Grant {
     this.#held.set(name, { name, key, token });
     this.#names.set(key, name);
     const handle: GrantHandle = { session: this, key };
@@ -300,7 +451,8 @@ export class PostgresSession implements BackendSession {
   /**
    * Pushes the holder of `name` now and after every change until `signal` aborts. A release,
    * or the end of the holder's connection, is seen at once (a server-side wait on a waiter
-   * connection); a new grant on a free lock within a third of the TTL (polled).
+   * connection); a new grant on a free lock, or a handoff to a waiting session, within a third
+   * of the TTL (at most 1 s; polled).
    */
   async *watch(name: string, signal: AbortSignal): AsyncGenerator<Holder | null> {
     const key = advisoryKey(this.#context.namespace, name);
@@ -316,7 +468,8 @@ export class PostgresSession implements BackendSession {
       }
       const waiting = linkSignals([signal, this.#lost.signal]);
       try {
-        if (holder !== null) await this.#context.waiters.waitUntilFree(key, waiting.signal);
+        // Bounded: a lock handed straight to a waiting session does not end the wait.
+        if (holder !== null) await this.#context.waiters.waitUntilFree(key, pollMs, waiting.signal);
         else await abortableSleep(pollMs, waiting.signal);
       } catch (error) {
         if (signal.aborted) return;
@@ -380,7 +533,13 @@ export class PostgresSession implements BackendSession {
    * (a warning now, an error in pg 9) when acquires, renewals and releases overlap.
    */
   #send(config: pg.QueryConfig): Promise<pg.QueryResult> {
-    const run = this.#turn.then(() => this.#client.query(config));
+    this.#queued++;
+    // A wait for a lock occupies the connection: cancel it, it is sent again after this.
+    this.#waiting?.interrupt();
+    const run = this.#turn.then(() => {
+      this.#queued--;
+      return this.#client.query(config);
+    });
     this.#turn = run.then(noop, noop);
     return run;
   }
@@ -390,20 +549,25 @@ export class PostgresSession implements BackendSession {
       const result = await this.#send({ ...statement, values });
       return result.rows as Record<string, unknown>[];
     } catch (error) {
-      if (this.#lost.signal.aborted || this.#closing !== undefined) {
-        throw new SessionLostError(
-          `the PostgreSQL session of "${this.ownerId}" was lost: ${(error as Error).message}`,
-          { cause: error },
-        );
-      }
-      const state = sqlState(error);
-      // The server ended this connection (admin command, idle timeout, crash, shutdown).
-      if (state?.startsWith("57P") === true || state === "08006" || state === "08003") {
-        this.#markLost(error as Error);
-        throw this.#lost.signal.reason;
-      }
-      throw asBatonError(error, "PostgreSQL query failed");
+      throw this.#failure(error);
     }
+  }
+
+  /** The error to throw for a failed statement. */
+  #failure(error: unknown): unknown {
+    if (this.#lost.signal.aborted || this.#closing !== undefined) {
+      return new SessionLostError(
+        `the PostgreSQL session of "${this.ownerId}" was lost: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+    const state = sqlState(error);
+    // The server ended this connection (admin command, idle timeout, crash, shutdown).
+    if (state?.startsWith("57P") === true || state === "08006" || state === "08003") {
+      this.#markLost(error as Error);
+      return this.#lost.signal.reason;
+    }
+    return asBatonError(error, "PostgreSQL query failed");
   }
 }
 

@@ -27,6 +27,15 @@ export interface Statements {
    * holder. `$1` key, `$2` name, `$3` owner, `$4` value. Returns `got`, `token`.
    */
   readonly acquire: Statement;
+  /**
+   * {@link acquire}, waiting: waits in the server (`pg_advisory_lock`, in PostgreSQL's queue of
+   * the key) at most `$5` ms (`lock_timeout`: then it fails with 55P03 and holds nothing), then
+   * takes the token and records the holder as `acquire` does. Returns `got` (true), `token`.
+   * Run on the session's own connection, which it occupies while it waits.
+   */
+  readonly waitAcquire: Statement;
+  /** Unlocks `$1` if this connection holds it (without a warning when it does not). */
+  readonly unlockIfHeld: Statement;
   /** Unlocks `$1`. Returns `unlocked`. The holder row is deleted later, by `renew`. */
   readonly release: Statement;
   /** The holder of key `$1`, only if its advisory lock is held right now. */
@@ -40,20 +49,37 @@ export interface Statements {
 
 /** Builds the statements for the schema objects `names`. */
 export function statements(names: SchemaNames): Statements {
+  const sequence = names.tokens.replaceAll("'", "''");
+  const record = (
+    from: string,
+  ) => `INSERT INTO ${names.holders} AS h (key, name, owner, token, value, pid)
+  SELECT $1::bigint, $2::text, $3::text, t.token, $4::text, pg_backend_pid() FROM ${from}
+  ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, owner = EXCLUDED.owner,
+    token = EXCLUDED.token, value = EXCLUDED.value, pid = EXCLUDED.pid
+  RETURNING h.token`;
   return {
+    waitAcquire: statement(
+      "wait_acquire",
+      `WITH b AS MATERIALIZED (SELECT set_config('lock_timeout', $5::text, true) AS bound),
+l AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) AS locked FROM b),
+t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l),
+u AS (${record("t")})
+SELECT true AS got, (SELECT u.token FROM u) AS token`,
+    ),
     acquire: statement(
       "acquire",
       `WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS got),
-t AS MATERIALIZED (SELECT nextval('${names.tokens.replaceAll("'", "''")}') AS token FROM l WHERE l.got),
+t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l WHERE l.got),
 u AS (
-  INSERT INTO ${names.holders} AS h (key, name, owner, token, value, pid)
-  SELECT $1::bigint, $2::text, $3::text, t.token, $4::text, pg_backend_pid() FROM t
-  ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, owner = EXCLUDED.owner,
-    token = EXCLUDED.token, value = EXCLUDED.value, pid = EXCLUDED.pid
-  RETURNING h.token)
+  ${record("t")})
 SELECT l.got, (SELECT u.token FROM u) AS token FROM l`,
     ),
     release: statement("release", "SELECT pg_advisory_unlock($1::bigint) AS unlocked"),
+    unlockIfHeld: statement(
+      "unlock_if_held",
+      `SELECT pg_advisory_unlock($1::bigint) FROM pg_locks l
+WHERE l.pid = pg_backend_pid() AND ${locksKey("$1::bigint")}`,
+    ),
     holder: statement(
       "holder",
       `SELECT h.owner, h.token, h.value FROM ${names.holders} h
@@ -72,33 +98,41 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${
 }
 
 /**
- * Waits in the server until nobody holds key `$1` exclusively. The shared lock is
- * transaction-scoped, so it is gone when this one-statement transaction ends, also when the
- * statement is cancelled (a session-level lock would survive a cancel that lands between lock
- * and unlock). Run on a waiter connection, never a session's.
+ * Waits in the server until nobody holds key `$1` exclusively, at most `$2` ms (`lock_timeout`,
+ * `0` for no bound; then it fails with 55P03). The shared lock is transaction-scoped, so it is
+ * gone when this one-statement transaction ends, also when the statement is cancelled (a
+ * session-level lock would survive a cancel that lands between lock and unlock). Run on a
+ * waiter connection, never a session's.
+ *
+ * PostgreSQL queues it behind exclusive requests that came first (sessions waiting on their
+ * own connections): a release that hands the lock straight to one of them does not end it.
+ * Hence the bound.
  */
 export const WAIT_UNTIL_FREE: Statement = statement(
   "wait",
-  "SELECT pg_advisory_xact_lock_shared($1::bigint)",
+  `WITH b AS MATERIALIZED (SELECT set_config('lock_timeout', $2::text, true) AS bound)
+SELECT pg_advisory_xact_lock_shared($1::bigint) FROM b`,
 );
 
 /**
- * Takes a turn in the queue of a key, then waits like {@link WAIT_UNTIL_FREE}. In order:
- * if `$6`, unlocks queue key (`$1`, `$2`) (to go to the back of its queue); takes it
- * (session-level, on this waiter connection; PostgreSQL grants it first come, first served
- * across connections), waiting at most `$4` ms (`lock_timeout`: then the statement fails with
- * 55P03 and the queue key is not held); sets `idle_session_timeout` to `$5` ms, so a connection
- * whose process froze while holding the queue key is ended by the server; then waits until
- * nobody holds lock key `$3` exclusively. Each step reads the row of the one before it, so
- * they run in this order.
+ * Takes a turn in the queue of a key, then waits like {@link WAIT_UNTIL_FREE}. In order: drops
+ * queue key (`$1`, `$2`) if this connection holds it (to go to the back of its line); takes it
+ * again (session-level, on this waiter connection; PostgreSQL grants it first come, first
+ * served across connections); sets `idle_session_timeout` to `$5` ms, so the server ends a
+ * connection whose process froze while holding it; then waits until nobody holds lock key `$3`
+ * exclusively. The two waits are bounded by `lock_timeout` = `$4` ms each: when one runs out
+ * the statement fails with 55P03 and the queue key may or may not be held (the next call drops
+ * it). Each step reads the row of the one before it, so they run in this order.
  */
 export const QUEUE_WAIT: Statement = statement(
   "queue_wait",
-  `WITH u AS MATERIALIZED (SELECT CASE WHEN $6::boolean THEN pg_advisory_unlock($1::int, $2::int) END AS unlocked),
+  `WITH u AS MATERIALIZED (SELECT count(pg_advisory_unlock($1::int, $2::int)) AS dropped
+  FROM pg_locks l WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory' AND l.objsubid = 2
+    AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND l.classid = ($1::int::bigint & 4294967295)::oid AND l.objid = ($2::int::bigint & 4294967295)::oid),
 b AS MATERIALIZED (SELECT set_config('lock_timeout', $4::text, true) AS bound FROM u),
 q AS MATERIALIZED (SELECT pg_advisory_lock($1::int, $2::int) AS queued FROM b),
-i AS MATERIALIZED (SELECT set_config('lock_timeout', '0', true),
-  set_config('idle_session_timeout', $5::text, false) AS idle FROM q)
+i AS MATERIALIZED (SELECT set_config('idle_session_timeout', $5::text, false) AS idle FROM q)
 SELECT pg_advisory_xact_lock_shared($3::bigint) FROM i`,
 );
 

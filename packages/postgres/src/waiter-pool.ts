@@ -49,12 +49,13 @@ export class WaiterPool {
 
   /**
    * Resolves once nobody holds `key` exclusively (at that instant: the caller must still race
-   * for it). Rejects with `signal.reason` when aborted, leaving nothing queued in the server.
+   * for it), or after `boundMs` at the latest. Rejects with `signal.reason` when aborted,
+   * leaving nothing queued in the server.
    */
-  async waitUntilFree(key: bigint, signal: AbortSignal): Promise<void> {
+  async waitUntilFree(key: bigint, boundMs: number, signal: AbortSignal): Promise<void> {
     const waiter = await this.take(signal);
     try {
-      await this.run(waiter, WAIT_UNTIL_FREE, [key.toString()], signal);
+      await this.run(waiter, WAIT_UNTIL_FREE, [key.toString(), String(boundMs)], signal);
     } finally {
       this.give(waiter, false);
     }
