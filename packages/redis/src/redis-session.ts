@@ -15,9 +15,10 @@ import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js
 import {
   ACQUIRE,
   acquireReply,
+  LEAVE_LINE,
   READ_HOLDER,
   RELEASE,
-  RELEASE_ONE,
+  RELEASE_TO_NEXT,
   RENEW,
   releaseOneReply,
 } from "./scripts.js";
@@ -32,8 +33,23 @@ export interface RedisSessionContext {
   readonly onClose: (session: RedisSession) => void;
 }
 
-/** Longest time a session that released to a waiter keeps out of that lock's race. */
-const YIELD_MAX_MS = 1_000;
+/**
+ * Bounds of the reservation a release makes for the waiter it names (a twentieth of the
+ * TTL): how long a named waiter that froze or died can keep the others out.
+ */
+const RESERVE_MIN_MS = 20;
+const RESERVE_MAX_MS = 250;
+
+/**
+ * A wait's place in the lock's line of waiters. `member` is the session id ("" for a try
+ * that does not wait); `score` is the place a release named it at (it rejoins there if its
+ * try fails), and `joined` whether a failed try of this wait put it in the line.
+ */
+interface LinePlace {
+  readonly member: string;
+  score: string;
+  joined: boolean;
+}
 
 interface HeldKey {
   readonly keys: LockKeys;
@@ -56,12 +72,12 @@ export class RedisSession implements BackendSession {
   readonly ttlMs: number;
   /** Random id of this session, the first part of every payload it writes. */
   readonly sessionId: string;
+  /** `<sessionId>:`, the owner-check prefix of any grant of this session. */
+  readonly #sessionPrefix: string;
   readonly #ctx: RedisSessionContext;
   readonly #held = new Map<string, HeldKey>();
   /** Keys with an acquire in flight: renewed by session prefix, since the token is unknown. */
   readonly #pending = new Map<string, LockKeys>();
-  /** Keys this session released to a waiter: its next wait lets them go first until then. */
-  readonly #yieldUntil = new Map<string, number>();
   /** Waits in progress: a closing session aborts them. */
   readonly #waits = new Set<{ abort(reason: unknown): void }>();
   #closed = false;
@@ -71,6 +87,7 @@ export class RedisSession implements BackendSession {
     this.ownerId = ownerId;
     this.ttlMs = ttlMs;
     this.sessionId = randomBytes(12).toString("hex");
+    this.#sessionPrefix = sessionPrefix(this.sessionId);
   }
 
   /**
@@ -87,7 +104,7 @@ export class RedisSession implements BackendSession {
     const held = [...this.#held.entries()];
     const pending = [...this.#pending.values()].map((keys) => ({
       keys,
-      prefix: sessionPrefix(this.sessionId),
+      prefix: this.#sessionPrefix,
     }));
     const items = [...held.map(([, h]) => h), ...pending];
     if (items.length === 0) return undefined;
@@ -127,37 +144,88 @@ export class RedisSession implements BackendSession {
     if (this.#closed) throw new SessionLostError("this redis session is closed");
     const keys = lockKeys(this.#ctx.keyPrefix, name);
     const tail = payloadTail(this.ownerId, options.value);
-    const yieldUntil = this.#yieldUntil.get(name);
-    if (yieldUntil !== undefined) this.#yieldUntil.delete(name);
-    const yieldMs = options.wait && yieldUntil !== undefined ? yieldUntil - performance.now() : 0;
-    if (yieldMs <= 0) {
-      // The uncontended path is this one script call, waiting or not. It leaves the signal
-      // alone (see BackendAcquireOptions.signal): reading it may build it.
-      const first = await this.#try(name, keys, tail, undefined);
-      if (first.grant !== null || !options.wait) return first.grant;
-    }
+    const line: LinePlace = {
+      member: options.wait ? this.sessionId : "",
+      score: "",
+      joined: false,
+    };
+    // The uncontended path is this one script call, waiting or not. It leaves the signal
+    // alone (see BackendAcquireOptions.signal): reading it may build it. A waiting try that
+    // fails joins the lock's line of waiters.
+    const first = await this.#try(name, keys, tail, undefined, line);
+    if (first.grant !== null || !options.wait) return first.grant;
     const { signal } = options;
-    if (signal.aborted) throw signal.reason;
+    if (signal.aborted) {
+      this.#leaveLine(keys, line);
+      throw signal.reason;
+    }
     const link = linkSignals([signal]);
     const abort = link.signal;
     this.#waits.add(link);
     let subscription: ReleaseSubscription | undefined;
+    let granted = false;
     try {
-      // Subscribed before the next try, so a release after that try cannot go unheard.
-      subscription = await this.#ctx.listener.subscribe(keys.channel, abort);
-      // This session just handed the lock to a waiter: no barging back in while it takes it.
-      if (yieldMs > 0) await subscription.next(yieldMs, abort);
+      // Subscribed before the next try, so a turn given after that try cannot go unheard.
+      subscription = await this.#ctx.listener.subscribe(keys.turnPrefix + line.member, abort);
       for (;;) {
-        const got = await this.#try(name, keys, tail, abort);
-        if (got.grant !== null) return got.grant;
-        // Sleep until the release message, or until the holder's lease runs out.
-        await subscription.next(got.pttl >= 0 ? got.pttl + 1 : this.ttlMs, abort);
+        const got = await this.#try(name, keys, tail, abort, line);
+        if (got.grant !== null) {
+          granted = true;
+          return got.grant;
+        }
+        await this.#awaitTurn(subscription, got.pttl >= 0 ? got.pttl + 1 : this.ttlMs, line, abort);
       }
     } finally {
       subscription?.close();
       link.dispose();
       this.#waits.delete(link);
+      if (!granted) this.#leaveLine(keys, line);
     }
+  }
+
+  /**
+   * Sleeps until this waiter should try again: a release names it ("r<score>": out of the
+   * line, and a failed try puts it back at that place), the holder's lease (or a reservation
+   * for another waiter) could have run out (`ms`), or the waiter ahead was named and its
+   * reservation ends ("b<ms>", should that one have frozen).
+   */
+  async #awaitTurn(
+    subscription: ReleaseSubscription,
+    ms: number,
+    line: LinePlace,
+    abort: AbortSignal,
+  ): Promise<void> {
+    let until = performance.now() + ms;
+    for (;;) {
+      const message = await subscription.next(until - performance.now(), abort);
+      if (message === undefined) return;
+      const kind = message.charCodeAt(0);
+      if (kind === 114) {
+        line.score = message.slice(1);
+        return;
+      }
+      const reservedMs = kind === 98 ? Number(message.slice(1)) : Number.NaN;
+      // Anything else ("" after a reconnect: messages may be lost) means look now.
+      if (!(reservedMs >= 0)) return;
+      until = performance.now() + reservedMs + 1;
+    }
+  }
+
+  /** How long a release keeps the lock for the waiter it names. */
+  get #reserveMs(): number {
+    return Math.min(RESERVE_MAX_MS, Math.max(RESERVE_MIN_MS, Math.floor(this.ttlMs / 20)));
+  }
+
+  /**
+   * A wait that ends without a grant leaves the line, and gives up a reservation made for it
+   * (best effort: line entries and reservations also expire).
+   */
+  #leaveLine(keys: LockKeys, line: LinePlace): void {
+    if (!line.joined || this.#closed) return;
+    line.joined = false;
+    LEAVE_LINE.run(this.#ctx.client, [keys.waiters, keys.next], [line.member]).catch(
+      () => undefined,
+    );
   }
 
   /** One acquire script call: the grant, or the holder's remaining lease. */
@@ -166,6 +234,7 @@ export class RedisSession implements BackendSession {
     keys: LockKeys,
     tail: string,
     signal: AbortSignal | undefined,
+    line: LinePlace,
   ): Promise<{ grant: Grant; pttl?: undefined } | { grant: null; pttl: number }> {
     this.#pending.set(name, keys);
     let reply: { token: bigint } | { pttl: number };
@@ -174,8 +243,18 @@ export class RedisSession implements BackendSession {
         await boundedCall(
           ACQUIRE.run(
             this.#ctx.client,
-            [keys.lock, keys.token],
-            [sessionPrefix(this.sessionId), this.ttlMs, tail, keys.channel],
+            [keys.lock, keys.token, keys.waiters, keys.next],
+            line.member === ""
+              ? [this.#sessionPrefix, this.ttlMs, tail, keys.channel]
+              : [
+                  this.#sessionPrefix,
+                  this.ttlMs,
+                  tail,
+                  keys.channel,
+                  line.member,
+                  line.score,
+                  line.joined ? "1" : "",
+                ],
           ),
           {
             timeoutMs: this.#leaseCallTimeoutMs,
@@ -186,7 +265,7 @@ export class RedisSession implements BackendSession {
             // connection, so never a later grant), and a late grant again when it arrives.
             onAbandoned: (late) => {
               if (!this.#held.has(name)) {
-                void this.#releaseQuietly(keys, sessionPrefix(this.sessionId));
+                void this.#releaseQuietly(keys, this.#sessionPrefix);
               }
               late.then(
                 (r) => {
@@ -211,7 +290,13 @@ export class RedisSession implements BackendSession {
       }
       throw signal?.aborted === true ? signal.reason : this.#closedError();
     }
-    if (!("token" in reply)) return { grant: null, pttl: reply.pttl };
+    if (!("token" in reply)) {
+      if (line.member !== "") {
+        line.joined = true;
+        line.score = "";
+      }
+      return { grant: null, pttl: reply.pttl };
+    }
     const token = reply.token;
     const handle: RedisGrantHandle = { sessionId: this.sessionId };
     const grant: Grant = { key: name, ownerId: this.ownerId, token, handle };
@@ -226,25 +311,22 @@ export class RedisSession implements BackendSession {
     const handle = grant.handle as RedisGrantHandle | undefined;
     if (handle?.sessionId !== this.sessionId) return false;
     const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
-    const { released, heard } = releaseOneReply(
-      await boundedCall(
-        RELEASE_ONE.run(
-          this.#ctx.client,
-          [keys.lock],
-          [grantPrefix(this.sessionId, grant.token), keys.channel],
-        ),
-        { timeoutMs: this.#ctx.commandTimeoutMs, what: `redis release of "${grant.key}"` },
-      ),
+    const { released } = releaseOneReply(
+      await boundedCall(this.#releaseToNext(keys, grantPrefix(this.sessionId, grant.token)), {
+        timeoutMs: this.#ctx.commandTimeoutMs,
+        what: `redis release of "${grant.key}"`,
+      }),
     );
-    // Someone was waiting: give them the first go before this session waits for it again.
-    if (released && heard > 0) {
-      const now = performance.now();
-      if (this.#yieldUntil.size > 1_000) {
-        for (const [k, until] of this.#yieldUntil) if (until <= now) this.#yieldUntil.delete(k);
-      }
-      this.#yieldUntil.set(grant.key, now + Math.min(this.ttlMs, YIELD_MAX_MS));
-    }
     return released;
+  }
+
+  /** Release of one grant (by owner prefix), to the first waiter in line if any. */
+  #releaseToNext(keys: LockKeys, prefix: string): Promise<unknown> {
+    return RELEASE_TO_NEXT.run(
+      this.#ctx.client,
+      [keys.lock, keys.waiters, keys.next],
+      [prefix, keys.channel, keys.turnPrefix, this.#reserveMs, this.#ctx.cluster ? "" : "1"],
+    );
   }
 
   async holder(name: string): Promise<Holder | null> {
@@ -305,12 +387,23 @@ export class RedisSession implements BackendSession {
     this.#ctx.onClose(this);
     if (held.length === 0) return;
     const client = this.#ctx.client;
+    // Keys of different locks live in different Cluster slots: there, one call per lock.
     const call = this.#ctx.cluster
-      ? Promise.all(held.map((h) => RELEASE.run(client, [h.keys.lock], [h.prefix, h.keys.channel])))
+      ? Promise.all(held.map((h) => this.#releaseToNext(h.keys, h.prefix)))
       : RELEASE.run(
           client,
-          held.map((h) => h.keys.lock),
-          [...held.map((h) => h.prefix), ...held.map((h) => h.keys.channel)],
+          [
+            ...held.map((h) => h.keys.lock),
+            ...held.map((h) => h.keys.waiters),
+            ...held.map((h) => h.keys.next),
+          ],
+          [
+            this.#reserveMs,
+            "1",
+            ...held.map((h) => h.prefix),
+            ...held.map((h) => h.keys.channel),
+            ...held.map((h) => h.keys.turnPrefix),
+          ],
         );
     await boundedCall(call, {
       timeoutMs: this.#ctx.commandTimeoutMs,
@@ -323,8 +416,6 @@ export class RedisSession implements BackendSession {
   }
 
   async #releaseQuietly(keys: LockKeys, prefix: string): Promise<void> {
-    await RELEASE_ONE.run(this.#ctx.client, [keys.lock], [prefix, keys.channel]).catch(
-      () => undefined,
-    );
+    await this.#releaseToNext(keys, prefix).catch(() => undefined);
   }
 }

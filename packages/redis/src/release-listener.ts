@@ -5,24 +5,30 @@ import type { RedisClient } from "./lua-script.js";
 /** One waiter's view of a release channel. */
 export interface ReleaseSubscription {
   /**
-   * Resolves when a release was announced since the last call (at once if one already was),
-   * or after `ms`, whichever is first. Rejects with `signal.reason` when `signal` aborts.
+   * The next announcement on the channel since the last call (at once if one is pending), or
+   * `undefined` after `ms` without one. `""` means "look again": the subscriber reconnected
+   * (messages may have been missed) or closed. Rejects with `signal.reason` when `signal`
+   * aborts.
    */
-  next(ms: number, signal: AbortSignal): Promise<void>;
+  next(ms: number, signal: AbortSignal): Promise<string | undefined>;
   /** Stops listening; the channel is unsubscribed when its last waiter leaves. */
   close(): void;
 }
 
+/** Announcements kept for a waiter that is not listening right now (the oldest go first). */
+const MAX_PENDING = 16;
+
 interface Waiter {
-  woken: boolean;
-  wake: (() => void) | undefined;
+  /** Announcements not yet taken by `next()`, oldest first. */
+  readonly pending: string[];
+  wake: ((message: string) => void) | undefined;
 }
 
 /**
  * The one subscriber connection of a backend, shared by every waiter of every session:
  * channels are subscribed while at least one waiter listens, and each release message wakes
- * the waiters of that lock. After a reconnect every waiter is woken, since messages may have
- * been missed while the connection was down.
+ * the waiters of that lock with its text. After a reconnect every waiter is woken with `""`,
+ * since messages may have been missed while the connection was down.
  */
 export class ReleaseListener {
   readonly #create: () => RedisClient;
@@ -31,6 +37,12 @@ export class ReleaseListener {
   readonly #channels = new Map<string, Set<Waiter>>();
   /** SUBSCRIBEs sent and not yet confirmed, by channel. */
   readonly #pending = new Map<string, Promise<void>>();
+  /**
+   * Channels whose last waiter left, unsubscribed together once the current turn of the event
+   * loop is over (not on the path of the grant that ended the wait); a waiter that comes back
+   * before then keeps the subscription.
+   */
+  readonly #leaving = new Set<string>();
   #closed = false;
 
   /** `create` makes the subscriber connection on first use (e.g. `client.duplicate()`). */
@@ -43,9 +55,10 @@ export class ReleaseListener {
   async subscribe(channel: string, signal: AbortSignal): Promise<ReleaseSubscription> {
     if (this.#closed) throw new BackendUnavailableError("the redis backend is closed");
     const subscriber = this.#connection();
-    const waiter: Waiter = { woken: false, wake: undefined };
+    const waiter: Waiter = { pending: [], wake: undefined };
     let waiters = this.#channels.get(channel);
-    const first = waiters === undefined;
+    // A channel about to be unsubscribed is still subscribed: keep it.
+    const first = waiters === undefined && !this.#leaving.delete(channel);
     if (waiters === undefined) {
       waiters = new Set();
       this.#channels.set(channel, waiters);
@@ -86,21 +99,22 @@ export class ReleaseListener {
     this.#closed = true;
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
-    for (const waiters of this.#channels.values()) for (const w of waiters) this.#wakeOne(w);
+    for (const waiters of this.#channels.values()) for (const w of waiters) this.#wakeOne(w, "");
     this.#channels.clear();
+    this.#leaving.clear();
     subscriber?.disconnect();
   }
 
   #connection(): RedisClient {
     if (this.#subscriber !== undefined) return this.#subscriber;
     const subscriber = this.#create();
-    subscriber.on("message", (channel: string) => {
+    subscriber.on("message", (channel: string, message: string) => {
       const waiters = this.#channels.get(channel);
-      if (waiters !== undefined) for (const w of waiters) this.#wakeOne(w);
+      if (waiters !== undefined) for (const w of waiters) this.#wakeOne(w, message);
     });
     // Messages may have been missed while disconnected: let every waiter look again.
     subscriber.on("ready", () => {
-      for (const waiters of this.#channels.values()) for (const w of waiters) this.#wakeOne(w);
+      for (const waiters of this.#channels.values()) for (const w of waiters) this.#wakeOne(w, "");
     });
     // Connection errors are retried by ioredis; waiters fall back to the holder's PTTL.
     subscriber.on("error", () => undefined);
@@ -108,39 +122,45 @@ export class ReleaseListener {
     return subscriber;
   }
 
-  #wakeOne(waiter: Waiter): void {
-    waiter.woken = true;
-    waiter.wake?.();
+  #wakeOne(waiter: Waiter, message: string): void {
+    const wake = waiter.wake;
+    if (wake !== undefined) {
+      wake(message);
+      return;
+    }
+    if (waiter.pending.length >= MAX_PENDING) waiter.pending.shift();
+    waiter.pending.push(message);
   }
 
-  #next(waiter: Waiter, ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  #next(waiter: Waiter, ms: number, signal: AbortSignal): Promise<string | undefined> {
+    return new Promise<string | undefined>((resolve, reject) => {
       if (signal.aborted) {
         reject(signal.reason);
         return;
       }
-      if (waiter.woken) {
-        waiter.woken = false;
-        resolve();
+      if (waiter.pending.length > 0) {
+        resolve(waiter.pending.shift());
         return;
       }
       const done = () => {
         clearTimeout(timer);
         signal.removeEventListener("abort", onAbort);
         waiter.wake = undefined;
-        waiter.woken = false;
       };
       const onAbort = () => {
         done();
         reject(signal.reason);
       };
-      const timer = setTimeout(() => {
+      const timer = setTimeout(
+        () => {
+          done();
+          resolve(undefined);
+        },
+        Math.max(0, ms),
+      );
+      waiter.wake = (message) => {
         done();
-        resolve();
-      }, ms);
-      waiter.wake = () => {
-        done();
-        resolve();
+        resolve(message);
       };
       signal.addEventListener("abort", onAbort, { once: true });
     });
@@ -151,6 +171,13 @@ export class ReleaseListener {
     if (waiters === undefined || !waiters.delete(waiter)) return;
     if (waiters.size > 0) return;
     this.#channels.delete(channel);
-    this.#subscriber?.unsubscribe(channel).catch(() => undefined);
+    if (this.#leaving.size === 0) setImmediate(() => this.#unsubscribeLeaving());
+    this.#leaving.add(channel);
+  }
+
+  #unsubscribeLeaving(): void {
+    const channels = [...this.#leaving];
+    this.#leaving.clear();
+    if (channels.length > 0) this.#subscriber?.unsubscribe(...channels).catch(() => undefined);
   }
 }

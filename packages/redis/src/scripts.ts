@@ -3,19 +3,46 @@ import { LuaScript } from "./lua-script.js";
 /**
  * Acquire on one node, in one call: `SET lock payload NX PX ttl`, and on success `INCR` of the
  * lock's token counter, whose new value is the fencing token stored inside the payload.
- * KEYS: lock, counter. ARGV: `<session id>:`, ttl ms, payload tail (`\n<owner>[\n<value>]`),
- * the lock's channel (a grant is announced there too, for watchers).
- * Returns the token (>= 1) when granted; when held, `-1 - pttl` (<= 0) with the holder's
- * remaining lease (`pttl` -1: a key without expiry, not Baton's).
+ *
+ * Waiters stand in a line (a sorted set by arrival). A release names the first of them and
+ * reserves the free lock for it a moment (the `next` key, with its own short expiry): while
+ * that reservation lasts, nobody else gets the lock, so the named waiter is the only one who
+ * needs to wake, and a holder that lets go cannot take it straight back.
+ *
+ * KEYS: lock, counter, waiters, next. ARGV: `<session id>:`, ttl ms, payload tail
+ * (`\n<owner>[\n<value>]`), the lock's watch channel, then for a waiting try: the waiter's
+ * member (its session id; empty for a try that does not wait), the score to rejoin the line
+ * with (empty: now, by the server's clock; a named waiter keeps its place), and `1` if it may
+ * be in the line (leave it on a grant). A waiting try that fails joins the line (the line
+ * expires 3 TTLs after the last join, so a crashed waiter's entry goes).
+ * A grant is announced on the watch channel as `g<ttl>`.
+ * Returns the token (>= 1) when granted; otherwise `-1 - pttl` (<= 0) with the remaining
+ * lease of the holder, or of the reservation (`pttl` -1: a key without expiry, not Baton's).
  */
 export const ACQUIRE = new LuaScript(`
+local member = ARGV[5] or ''
+local reservedFor = redis.call('GET', KEYS[4])
 local token = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
-if redis.call('SET', KEYS[1], ARGV[1] .. token .. ARGV[3], 'NX', 'PX', ARGV[2]) then
+if (not reservedFor or reservedFor == member) and
+    redis.call('SET', KEYS[1], ARGV[1] .. token .. ARGV[3], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
-  redis.call('PUBLISH', ARGV[4], 'g')
+  if reservedFor then redis.call('DEL', KEYS[4]) end
+  if ARGV[7] == '1' then redis.call('ZREM', KEYS[3], member) end
+  redis.call('PUBLISH', ARGV[4], 'g' .. ARGV[2])
   return token
 end
-return -1 - redis.call('PTTL', KEYS[1])
+if member ~= '' then
+  local score = ARGV[6]
+  if score == '' then
+    local t = redis.call('TIME')
+    score = t[1] * 1000000 + t[2]
+  end
+  redis.call('ZADD', KEYS[3], 'NX', score, member)
+  redis.call('PEXPIRE', KEYS[3], 3 * tonumber(ARGV[2]))
+end
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl == -2 and reservedFor then pttl = redis.call('PTTL', KEYS[4]) end
+return -1 - pttl
 `);
 
 /** Decodes an {@link ACQUIRE} reply: the token, or the holder's remaining lease. */
@@ -57,30 +84,85 @@ return out
 `);
 
 /**
- * Owner-checked release of one or more locks, each deletion announced on its channel.
- * KEYS: lock keys. ARGV: one owner prefix per key, then one channel per key.
- * Returns `{released, heard}`: how many keys were deleted, and how many subscribers (on this
- * node) heard the announcements, i.e. whether anyone was waiting.
+ * Owner-checked release of one or more locks (see {@link RELEASE_TO_NEXT}, done per key).
+ * KEYS: lock keys, then the waiters keys, then the next keys. ARGV: reservation ms,
+ * `1` to skip waiters who do not hear, then one owner prefix per key, one watch channel per
+ * key, one turn channel prefix per key. Returns how many keys were deleted.
  */
 export const RELEASE = new LuaScript(`
-local n = #KEYS
+local n = #KEYS / 3
 local released = 0
-local heard = 0
-for i, key in ipairs(KEYS) do
-  local prefix = ARGV[i]
-  local v = redis.call('GET', key)
+for i = 1, n do
+  local v = redis.call('GET', KEYS[i])
+  local prefix = ARGV[2 + i]
   if v and string.sub(v, 1, #prefix) == prefix then
-    redis.call('DEL', key)
-    heard = heard + redis.call('PUBLISH', ARGV[n + i], '1')
+    redis.call('DEL', KEYS[i])
+    while true do
+      local first = redis.call('ZPOPMIN', KEYS[n + i])
+      if not first[1] then break end
+      local heard = redis.call('PUBLISH', ARGV[2 + 2 * n + i] .. first[1], 'r' .. first[2])
+      if heard > 0 or ARGV[2] ~= '1' then
+        redis.call('SET', KEYS[2 * n + i], first[1], 'PX', ARGV[1])
+        local second = redis.call('ZRANGE', KEYS[n + i], 0, 0)
+        if second[1] then
+          redis.call('PUBLISH', ARGV[2 + 2 * n + i] .. second[1], 'b' .. ARGV[1])
+        end
+        break
+      end
+    end
+    redis.call('PUBLISH', ARGV[2 + n + i], 'r')
     released = released + 1
   end
 end
-return {released, heard}
+return released
 `);
 
 /**
- * Owner-checked release of one lock, announced on its channel: the hot path of
- * {@link RELEASE}, cheaper for one key. KEYS: lock. ARGV: owner prefix, channel.
+ * Owner-checked release of one lock that hands it to the first waiter in line: the waiter is
+ * taken out of the line, told on its own turn channel (`r<score>`, its place, to rejoin there
+ * should its try fail), and the lock is reserved for it for a moment. A waiter that does not
+ * hear (its process is gone) is skipped. The waiter behind it is told to try when the
+ * reservation ends (`b<ms>`), in case the named one froze. Watchers are told on the watch
+ * channel (`r`).
+ * KEYS: lock, waiters, next. ARGV: owner prefix, watch channel, turn channel prefix,
+ * reservation ms, `1` to skip waiters who do not hear (a PUBLISH count is per node: not on a
+ * Cluster). Returns 0 when the lock was not this grant's, 1 when released, 3 when released
+ * to a waiter who heard.
+ */
+export const RELEASE_TO_NEXT = new LuaScript(`
+local v = redis.call('GET', KEYS[1])
+if not v or string.sub(v, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+local out = 1
+while true do
+  local first = redis.call('ZPOPMIN', KEYS[2])
+  if not first[1] then break end
+  local heard = redis.call('PUBLISH', ARGV[3] .. first[1], 'r' .. first[2])
+  if heard > 0 or ARGV[5] ~= '1' then
+    redis.call('SET', KEYS[3], first[1], 'PX', ARGV[4])
+    if heard > 0 then out = 3 end
+    local second = redis.call('ZRANGE', KEYS[2], 0, 0)
+    if second[1] then redis.call('PUBLISH', ARGV[3] .. second[1], 'b' .. ARGV[4]) end
+    break
+  end
+end
+redis.call('PUBLISH', ARGV[2], 'r')
+return out
+`);
+
+/**
+ * A wait that ends without a grant leaves the line, and gives up a reservation made for it.
+ * KEYS: waiters, next. ARGV: member.
+ */
+export const LEAVE_LINE = new LuaScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1
+`);
+
+/**
+ * Owner-checked release of one lock, announced on its channel (Redlock: no line of waiters).
+ * KEYS: lock. ARGV: owner prefix, channel.
  * Returns 0 when the lock was not this grant's, else `1 + 2 * heard` (subscribers told).
  */
 export const RELEASE_ONE = new LuaScript(`
@@ -92,7 +174,7 @@ end
 return 0
 `);
 
-/** Decodes a {@link RELEASE_ONE} reply. */
+/** Decodes a {@link RELEASE_ONE} or {@link RELEASE_TO_NEXT} reply. */
 export function releaseOneReply(reply: unknown): { released: boolean; heard: number } {
   const n = Number(reply);
   return n >= 1 ? { released: true, heard: (n - 1) / 2 } : { released: false, heard: 0 };

@@ -7,6 +7,9 @@ import { lockKeys, RedisBackend } from "../src/index.js";
 
 const never = new AbortController().signal;
 
+/** The random id a Redis session stores in its grants and stands in a line with. */
+const sessionIdOf = (session: object): string => (session as { sessionId: string }).sessionId;
+
 describeBackend("redis", (url) => {
   describe("redis session", () => {
     let client: Redis;
@@ -136,40 +139,136 @@ describeBackend("redis", (url) => {
       expect(spy.mock.calls.length).toBeLessThanOrEqual(4);
     });
 
-    it("waiters of many sessions and locks share one subscriber connection, woken by the release", async () => {
+    it("waiters of many sessions and locks share one subscriber connection; a release wakes only the first in line", async () => {
       const holder = await open("holder", 20_000);
       const names = ["w-0", "w-1", "w-2", "w-3"];
       const grants = [];
       for (const n of names) grants.push(await holder.acquire(n, { wait: false, signal: never }));
-      // Two waiting sessions per lock.
+      // Two waiting sessions per lock; the first of each pair is in line first.
       const waiters = await Promise.all([...names, ...names].map((_, i) => open(`waiter-${i}`)));
-      const waits = [...names, ...names].map((n, i) =>
-        (waiters[i] as (typeof waiters)[number]).acquire(n, { wait: true, signal: never }),
-      );
+      const waits: Promise<unknown>[] = [];
+      for (const [i, n] of [...names, ...names].entries()) {
+        const w = waiters[i] as (typeof waiters)[number];
+        waits.push(w.acquire(n, { wait: true, signal: never }));
+        if (i === names.length - 1) await new Promise((r) => setTimeout(r, 100));
+      }
       await new Promise((r) => setTimeout(r, 300));
       const clients = (await raw.client("LIST")) as string;
       const ours = clients
         .split("\n")
         .filter((line) => line.includes(`name=baton-test-${id}`) && /\bsub=[1-9]/.test(line));
-      // One connection in subscriber mode, on the four channels.
+      // One connection in subscriber mode, on each waiter's own turn channel.
       expect(ours).toHaveLength(1);
-      expect(ours[0]).toMatch(/\bsub=4\b/);
-      const channels = (await raw.pubsub(
-        "NUMSUB",
-        ...names.map((n) => lockKeys(prefix, n).channel),
-      )) as (string | number)[];
-      for (let i = 1; i < channels.length; i += 2) expect(Number(channels[i])).toBe(1);
+      expect(ours[0]).toMatch(/\bsub=8\b/);
+      for (const n of names) expect(await raw.zcard(lockKeys(prefix, n).waiters)).toBe(2);
       const started = performance.now();
       for (const g of grants) if (g !== null) await holder.release(g);
-      // Per lock, the release wakes both waiters at once and one of them wins.
-      const settled = waits.map((w) => w.then(() => true));
-      const firstRound = await Promise.all(
-        names.map((_, i) => Promise.race([settled[i], settled[i + names.length]])),
-      );
-      expect(firstRound.every(Boolean)).toBe(true);
+      // Per lock, the release names the first waiter in line, and only it takes the lock.
+      const firsts = await Promise.all(waits.slice(0, names.length));
+      expect(firsts.every((g) => g !== null)).toBe(true);
       expect(performance.now() - started).toBeLessThan(3_000);
+      const state = waits
+        .slice(names.length)
+        .map((w) =>
+          Promise.race([
+            w.then(() => "settled"),
+            new Promise((r) => setTimeout(r, 300, "waiting")),
+          ]),
+        );
+      expect(await Promise.all(state)).toEqual(["waiting", "waiting", "waiting", "waiting"]);
+      for (const n of names) expect(await raw.zcard(lockKeys(prefix, n).waiters)).toBe(1);
       await Promise.all(waiters.map((w) => w.close()));
       await Promise.allSettled(waits);
+    });
+
+    it("waiters take the lock in the order they came (the line), one release each", async () => {
+      const holder = await open("line-holder", 20_000);
+      let grant = await holder.acquire("line", { wait: false, signal: never });
+      const order: number[] = [];
+      const sessions = await Promise.all([0, 1, 2, 3].map((i) => open(`line-${i}`, 20_000)));
+      const waits = [];
+      for (const [i, s] of sessions.entries()) {
+        waits.push(
+          s.acquire("line", { wait: true, signal: never }).then((g) => {
+            order.push(i);
+            return { s, g };
+          }),
+        );
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const evalsha = vi.spyOn(client, "evalsha");
+      if (grant !== null) await holder.release(grant);
+      for (let i = 0; i < sessions.length; i++) {
+        const next = await Promise.race(waits.filter((_, k) => !order.slice(0, i).includes(k)));
+        grant = next.g;
+        if (grant !== null) await next.s.release(grant);
+      }
+      await Promise.all(waits);
+      expect(order).toEqual([0, 1, 2, 3]);
+      // Releases (5) and the named waiters' tries (4): nobody else tried meanwhile.
+      expect(evalsha).toHaveBeenCalledTimes(9);
+    });
+
+    it("a named waiter that froze holds the others off only for the short reservation", async () => {
+      const holder = await open("frozen-named-holder", 20_000);
+      const keys = lockKeys(prefix, "frozen-named");
+      const grant = await holder.acquire("frozen-named", { wait: false, signal: never });
+      // A waiter in line that hears its turn but never acts (a frozen process).
+      const frozen = new Redis(url);
+      closers.push(async () => frozen.disconnect());
+      await frozen.subscribe(`${keys.turnPrefix}frozen`);
+      await raw.zadd(keys.waiters, 1, "frozen");
+      const live = await open("live-waiter", 20_000);
+      const waiting = live.acquire("frozen-named", { wait: true, signal: never });
+      await new Promise((r) => setTimeout(r, 100));
+      const started = performance.now();
+      if (grant !== null) await holder.release(grant);
+      // Reserved for the frozen waiter: nobody else takes it at once, not even a try.
+      const other = await open("barger", 20_000);
+      expect(await other.acquire("frozen-named", { wait: false, signal: never })).toBeNull();
+      expect(await raw.get(keys.next)).toBe("frozen");
+      expect(await waiting).not.toBeNull();
+      const waited = performance.now() - started;
+      // The reservation lasts a twentieth of the releaser's TTL, at most 250 ms.
+      expect(waited).toBeGreaterThan(150);
+      expect(waited).toBeLessThan(5_000);
+    });
+
+    it("a waiter that is gone (nobody hears its turn) is skipped at once", async () => {
+      const holder = await open("gone-named-holder", 20_000);
+      const keys = lockKeys(prefix, "gone-named");
+      const grant = await holder.acquire("gone-named", { wait: false, signal: never });
+      await raw.zadd(keys.waiters, 1, "gone");
+      const live = await open("live-waiter-2", 20_000);
+      const waiting = live.acquire("gone-named", { wait: true, signal: never });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await raw.zrange(keys.waiters, "0", "-1")).toEqual(["gone", sessionIdOf(live)]);
+      if (grant !== null) await holder.release(grant);
+      expect(await waiting).not.toBeNull();
+      expect(await raw.zcard(keys.waiters)).toBe(0);
+      expect(await raw.exists(keys.next)).toBe(0);
+    });
+
+    it("an aborted wait leaves the line and gives up a reservation made for it", async () => {
+      const holder = await open("abort-line-holder", 20_000);
+      const keys = lockKeys(prefix, "abort-line");
+      await holder.acquire("abort-line", { wait: false, signal: never });
+      const waiter = await open("abort-line-waiter", 20_000);
+      const controller = new AbortController();
+      const waiting = waiter.acquire("abort-line", { wait: true, signal: controller.signal });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await raw.zrange(keys.waiters, "0", "-1")).toEqual([sessionIdOf(waiter)]);
+      controller.abort(new Error("gave up"));
+      await expect(waiting).rejects.toThrow("gave up");
+      await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(0));
+      // Named by a release, then aborted: the reservation goes with it.
+      await raw.set(keys.next, sessionIdOf(waiter), "PX", 10_000);
+      const again = new AbortController();
+      const second = waiter.acquire("abort-line", { wait: true, signal: again.signal });
+      await new Promise((r) => setTimeout(r, 100));
+      again.abort(new Error("gave up again"));
+      await expect(second).rejects.toThrow("gave up again");
+      await vi.waitFor(async () => expect(await raw.exists(keys.next)).toBe(0));
     });
 
     it("a holder that releases to a waiter and asks again lets the waiter go first", async () => {
