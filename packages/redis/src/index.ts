@@ -8,7 +8,7 @@ import { registerBackend } from "@baton/core";
 import { RedisBackend } from "./redis-backend.js";
 import { RedlockBackend } from "./redlock-backend.js";
 
-export { type LockKeys, lockKeys } from "./key-names.js";
+export { LockKeys, lockKeys } from "./key-names.js";
 export { RedisBackend } from "./redis-backend.js";
 export {
   DEFAULT_COMMAND_TIMEOUT_MS,

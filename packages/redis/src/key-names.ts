@@ -1,36 +1,53 @@
-/** The Redis keys and channel of one lock. */
-export interface LockKeys {
+/**
+ * The Redis keys and channels of one lock: `<prefix>{<name>}:lock`, `:token`, `:waiters`,
+ * `:next`, channels `:released` and `:turn:<session id>`. The hash tag `{<name>}` puts every
+ * key of one lock in the same Redis Cluster slot, so the scripts touching them run on one
+ * node. Only the lock key is kept (renewals use it); the others are built when used, so a
+ * held lock costs two strings.
+ */
+export class LockKeys {
+  /** `<prefix>{<name>}`: what every key of this lock starts with. */
+  readonly base: string;
   /** The lock key: holds the grant's payload, with the lease as its PX expiry. */
   readonly lock: string;
+
+  constructor(base: string) {
+    this.base = base;
+    this.lock = `${base}:lock`;
+  }
+
   /** The fencing counter (INCR), never expires. */
-  readonly token: string;
+  get token(): string {
+    return `${this.base}:token`;
+  }
+
   /** The pub/sub channel every release and grant is announced on, for watchers. */
-  readonly channel: string;
+  get channel(): string {
+    return `${this.base}:released`;
+  }
+
   /** The waiters in line: a sorted set of session ids by arrival time. */
-  readonly waiters: string;
+  get waiters(): string {
+    return `${this.base}:waiters`;
+  }
+
   /** The session id a release reserved the free lock for, with a short expiry. */
-  readonly next: string;
+  get next(): string {
+    return `${this.base}:next`;
+  }
+
   /** Prefix of a waiter's own channel (plus its session id): "your turn" comes there. */
-  readonly turnPrefix: string;
+  get turnPrefix(): string {
+    return `${this.base}:turn:`;
+  }
 }
 
 /**
- * Key names of lock `name` under `prefix`: `<prefix>{<name>}:lock`, `<prefix>{<name>}:token`,
- * `<prefix>{<name>}:waiters`, `<prefix>{<name>}:next`, channels `<prefix>{<name>}:released`
- * and `<prefix>{<name>}:turn:<session id>`. The hash tag `{<name>}` puts every key of one lock in
- * the same Redis Cluster slot, so the scripts touching them run on one node. Braces and `%` in
- * the name are percent-encoded, so a name can never end the hash tag early (or empty it).
+ * The keys of lock `name` under `prefix` (see {@link LockKeys}). Braces and `%` in the name
+ * are percent-encoded, so a name can never end the hash tag early (or empty it).
  */
 export function lockKeys(prefix: string, name: string): LockKeys {
-  const base = `${prefix}{${escapeBraces(name)}}`;
-  return {
-    lock: `${base}:lock`,
-    token: `${base}:token`,
-    channel: `${base}:released`,
-    waiters: `${base}:waiters`,
-    next: `${base}:next`,
-    turnPrefix: `${base}:turn:`,
-  };
+  return new LockKeys(`${prefix}{${escapeBraces(name)}}`);
 }
 
 const SPECIAL = /[%{}]/;
