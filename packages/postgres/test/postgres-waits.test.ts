@@ -1,15 +1,69 @@
 import { randomUUID } from "node:crypto";
+import { type LockWorker, spawnLockWorker } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator, type Lock } from "@baton/core";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { PostgresBackend } from "../src/index.js";
+import { queueKey } from "../src/advisory-key.js";
+import { advisoryKey, PostgresBackend } from "../src/index.js";
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Counts the acquire statements (tries and waits) every pg client of this process sends. */
+function countAcquires(): { readonly count: number; stop(): void } {
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  let count = 0;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const name = (args[0] as { name?: unknown } | undefined)?.name;
+    if (typeof name === "string" && /^baton_(wait_)?acquire_/.test(name)) count++;
+    return original.apply(this, args);
+  };
+  return {
+    get count() {
+      return count;
+    },
+    stop: () => {
+      proto.query = original;
+    },
+  };
+}
+
+/** Polls `check` every 20 ms until it is true; throws after `ms`. */
+async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await delay(20);
+  }
+}
 
 describeBackend("postgres", (url) => {
   describe("postgres waits", () => {
     let admin: pg.Pool;
     let backend: PostgresBackend;
     const coordinators: Coordinator[] = [];
+    const backends: PostgresBackend[] = [];
+    const workers: LockWorker[] = [];
+    /** A coordinator on a backend of its own (as if in a process of its own). */
+    const separate = (ttlMs: number) => {
+      const own = new PostgresBackend({ url });
+      backends.push(own);
+      const c = createCoordinator({ backend: own, ttlMs });
+      coordinators.push(c);
+      return c;
+    };
+    /** Lock requests on lock `name` that wait in the server (not granted). */
+    const waitingOn = async (name: string) => {
+      const key = advisoryKey("baton", name);
+      const { rows } = await admin.query(
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+           AND objsubid = 1 AND classid = (($1::bigint >> 32) & 4294967295)::oid
+           AND objid = ($1::bigint & 4294967295)::oid`,
+        [key.toString()],
+      );
+      return rows[0].n as number;
+    };
     const coordinator = () => {
       const c = createCoordinator({ backend, ttlMs: 5_000 });
       coordinators.push(c);
@@ -22,7 +76,9 @@ describeBackend("postgres", (url) => {
       backend = new PostgresBackend({ url });
     });
     afterEach(async () => {
+      await Promise.allSettled(workers.splice(0).map((w) => w.kill()));
       await Promise.allSettled(coordinators.splice(0).map((c) => c.close()));
+      await Promise.allSettled(backends.splice(0).map((b) => b.close()));
     });
     afterAll(async () => {
       await backend?.close();
@@ -99,6 +155,164 @@ describeBackend("postgres", (url) => {
       await first.release();
       await Promise.all(waiters);
       expect(order).toEqual([0, 1, 2, 3, 4]);
+    });
+
+    it("waiters of separate processes are served in arrival order, and a release makes nobody try again", async () => {
+      const name = `fifo-${randomUUID()}`;
+      const holder = separate(20_000);
+      const first = await holder.acquire(name);
+      const order: number[] = [];
+      const waiters: Promise<void>[] = [];
+      for (let i = 0; i < 4; i++) {
+        const c = separate(20_000); // renewals (every TTL/3) stay out of the way
+        waiters.push(
+          c.withLock(
+            name,
+            async () => {
+              order.push(i);
+              await delay(30);
+            },
+            { waitMs: 10_000 },
+          ),
+        );
+        await until(async () => (await waitingOn(name)) === i + 1, 5_000, `waiter ${i} queued`);
+      }
+      const acquires = countAcquires();
+      try {
+        await first.release();
+        await Promise.all(waiters);
+      } finally {
+        acquires.stop();
+      }
+      expect(order).toEqual([0, 1, 2, 3]);
+      // Each waiter's one waiting statement was sent before the releases: none was woken to
+      // try again (with woken waiters racing, every release made each remaining one try).
+      expect(acquires.count).toBe(0);
+    });
+
+    it("a session waiting for a lock still renews, releases and takes other locks at once", async () => {
+      const ttlMs = 1_000; // a renewal every 333 ms interrupts the wait
+      const c = separate(ttlMs);
+      const failures: unknown[] = [];
+      c.on("renewFailed", (e) => failures.push(e.error));
+      c.on("lost", (e) => failures.push(e.error));
+      c.on("backgroundError", (e) => failures.push(e.error));
+      const wanted = `wanted-${randomUUID()}`;
+      const holder = separate(20_000);
+      const held = await holder.acquire(wanted);
+      const mine = await c.acquire(`mine-${randomUUID()}`);
+      const waiting = c.acquire(wanted, { waitMs: 20_000 });
+      await until(async () => (await waitingOn(wanted)) === 1, 5_000, "queued");
+      const started = performance.now();
+      let slowest = 0;
+      while (performance.now() - started < 2_500) {
+        const t = performance.now();
+        const other = await c.acquire(`other-${randomUUID()}`, { waitMs: 0 });
+        await other.release();
+        slowest = Math.max(slowest, performance.now() - t);
+      }
+      const t = performance.now();
+      expect(await mine.release()).toBe(true);
+      slowest = Math.max(slowest, performance.now() - t);
+      expect(slowest).toBeLessThan(ttlMs / 2);
+      const releasedAt = performance.now();
+      await held.release();
+      const lock = await waiting;
+      expect(performance.now() - releasedAt).toBeLessThan(1_000);
+      expect(lock.held).toBe(true);
+      await lock.release();
+      expect(failures).toEqual([]);
+    });
+
+    it("an aborted wait leaves no lock held or requested in the server, and the next waiter gets it", async () => {
+      const name = `abort-${randomUUID()}`;
+      const holder = separate(20_000);
+      const held = await holder.acquire(name);
+      const quitter = separate(20_000);
+      const controller = new AbortController();
+      const aborted = quitter
+        .acquire(name, { signal: controller.signal, waitMs: 20_000 })
+        .catch((e: unknown) => e);
+      await until(async () => (await waitingOn(name)) === 1, 5_000, "queued");
+      controller.abort(new Error("gave up"));
+      expect(await aborted).toMatchObject({ message: "gave up" });
+      // The coordinator rejects at once; the cancel lands in the server a moment later.
+      await until(async () => (await waitingOn(name)) === 0, 2_000, "the wait cancelled");
+      const next = separate(20_000);
+      const waiting = next.acquire(name, { waitMs: 5_000 });
+      await until(async () => (await waitingOn(name)) === 1, 5_000, "next queued");
+      await held.release();
+      await (await waiting).release();
+      const { rows } = await admin.query(
+        `SELECT count(*)::int AS n FROM pg_locks l WHERE l.locktype = 'advisory'
+           AND l.classid = (($1::bigint >> 32) & 4294967295)::oid
+           AND l.objid = ($1::bigint & 4294967295)::oid`,
+        [advisoryKey("baton", name).toString()],
+      );
+      expect(rows[0].n).toBe(0);
+    });
+
+    it("a frozen waiter (SIGSTOP) keeps a freed lock from the others for a TTL at most", async () => {
+      const ttlMs = 2_000;
+      const name = `frozen-waiter-${randomUUID()}`;
+      const holder = separate(20_000);
+      const held = await holder.acquire(name);
+      const worker = await spawnLockWorker({ url, ttlMs, ownerId: "frozen-waiter" });
+      workers.push(worker);
+      worker.send({ op: "acquire", name, waitMs: 60_000 });
+      await until(async () => (await waitingOn(name)) === 1, 10_000, "worker queued");
+      worker.pause();
+      const next = separate(ttlMs);
+      const waiting = next.acquire(name, { waitMs: ttlMs * 4 + 5_000 });
+      await until(async () => (await waitingOn(name)) >= 1, 5_000, "next queued");
+      const releasedAt = performance.now();
+      await held.release();
+      const lock = await waiting;
+      expect(performance.now() - releasedAt).toBeLessThan(ttlMs + 3_000);
+      expect(lock.held).toBe(true);
+      await lock.release();
+    });
+
+    it("a queue key held elsewhere forever delays a waiter that waits on a waiter connection by a bound only", async () => {
+      const ttlMs = 2_000;
+      const first = `first-${randomUUID()}`;
+      const second = `second-${randomUUID()}`;
+      const holder = separate(20_000);
+      const heldFirst = await holder.acquire(first);
+      const heldSecond = await holder.acquire(second);
+      // Something else holds the second lock's queue key, and never lets go.
+      const stranger = await admin.connect();
+      try {
+        const [high, low] = queueKey(advisoryKey("baton", second));
+        await stranger.query("SELECT pg_advisory_lock($1::int, $2::int)", [high, low]);
+        const c = separate(ttlMs);
+        // Its connection waits for the first lock, so it waits for the second on a waiter
+        // connection, whose turn comes through the (blocked) queue key.
+        const waitingFirst = c.acquire(first, { waitMs: 30_000 });
+        await until(async () => (await waitingOn(first)) === 1, 5_000, "first queued");
+        const waitingSecond = c.acquire(second, { waitMs: 30_000 });
+        await until(
+          async () => {
+            const { rows } = await admin.query(
+              `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+               WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND NOT l.granted
+                 AND a.application_name = 'baton-waiter'`,
+            );
+            return rows[0].n > 0;
+          },
+          5_000,
+          "a waiter connection queued for the queue key",
+        );
+        const releasedAt = performance.now();
+        await heldSecond.release();
+        const lock = await waitingSecond;
+        expect(performance.now() - releasedAt).toBeLessThan(ttlMs + 3_000);
+        await lock.release();
+        await heldFirst.release();
+        await (await waitingFirst).release();
+      } finally {
+        stranger.release(true);
+      }
     });
   });
 });
