@@ -15,6 +15,9 @@ export interface ReleaseSubscription {
   close(): void;
 }
 
+/** How long a channel stays subscribed after its last waiter left. */
+const LINGER_MS = 2_000;
+
 /** Announcements kept for a waiter that is not listening right now (the oldest go first). */
 const MAX_PENDING = 16;
 
@@ -38,11 +41,13 @@ export class ReleaseListener {
   /** SUBSCRIBEs sent and not yet confirmed, by channel. */
   readonly #pending = new Map<string, Promise<void>>();
   /**
-   * Channels whose last waiter left, unsubscribed together once the current turn of the event
-   * loop is over (not on the path of the grant that ended the wait); a waiter that comes back
-   * before then keeps the subscription.
+   * Channels whose last waiter left, by when it left. They stay subscribed a while
+   * ({@link LINGER_MS}): a waiter that comes back meanwhile (a session that waits for the same
+   * lock again and again) needs no SUBSCRIBE, and none is on the path of the grant that ended
+   * the wait. One unref'd timer unsubscribes them in batches.
    */
-  readonly #leaving = new Set<string>();
+  readonly #leaving = new Map<string, number>();
+  #sweep: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
 
   /** `create` makes the subscriber connection on first use (e.g. `client.duplicate()`). */
@@ -102,6 +107,8 @@ export class ReleaseListener {
     for (const waiters of this.#channels.values()) for (const w of waiters) this.#wakeOne(w, "");
     this.#channels.clear();
     this.#leaving.clear();
+    if (this.#sweep !== undefined) clearTimeout(this.#sweep);
+    this.#sweep = undefined;
     subscriber?.disconnect();
   }
 
@@ -171,13 +178,24 @@ export class ReleaseListener {
     if (waiters === undefined || !waiters.delete(waiter)) return;
     if (waiters.size > 0) return;
     this.#channels.delete(channel);
-    if (this.#leaving.size === 0) setImmediate(() => this.#unsubscribeLeaving());
-    this.#leaving.add(channel);
+    this.#leaving.set(channel, performance.now());
+    this.#scheduleSweep();
   }
 
-  #unsubscribeLeaving(): void {
-    const channels = [...this.#leaving];
-    this.#leaving.clear();
-    if (channels.length > 0) this.#subscriber?.unsubscribe(...channels).catch(() => undefined);
+  #scheduleSweep(): void {
+    if (this.#sweep !== undefined || this.#closed) return;
+    this.#sweep = setTimeout(() => {
+      this.#sweep = undefined;
+      const now = performance.now();
+      const channels: string[] = [];
+      for (const [channel, leftAt] of this.#leaving) {
+        if (now - leftAt < LINGER_MS) continue;
+        this.#leaving.delete(channel);
+        channels.push(channel);
+      }
+      if (channels.length > 0) this.#subscriber?.unsubscribe(...channels).catch(() => undefined);
+      if (this.#leaving.size > 0) this.#scheduleSweep();
+    }, LINGER_MS);
+    this.#sweep.unref();
   }
 }
