@@ -16,7 +16,8 @@ import { whenReady } from "./when-ready.js";
 const REDIS_GUARANTEES: Guarantees = {
   // INCR on the node that holds the lock: rises only while that node keeps its data.
   fencing: "single-node",
-  fifo: false,
+  // Waiters stand in a line by arrival; a release hands the lock to the first of them.
+  fifo: true,
   consensus: false,
   crossProcess: true,
 };

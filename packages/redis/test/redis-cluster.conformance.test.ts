@@ -36,7 +36,7 @@ describeBackend("redis", () => {
       url,
       createBackend: () => new RedisBackend({ url: url(), keyPrefix: "conf:" }),
     },
-    { fencing: "single-node", fifo: false, watch: true, crossProcess: true },
+    { fencing: "single-node", fifo: true, watch: true, crossProcess: true },
   );
 
   describe("redis cluster specifics", () => {
