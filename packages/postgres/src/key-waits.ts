@@ -3,6 +3,9 @@ import { QUEUE_WAIT, WAIT_UNTIL_FREE } from "./statements.js";
 import { nextMacrotask, type Waiter, type WaiterPool } from "./waiter-pool.js";
 
 /**
+ * Waits of sessions whose own connection already waits for another lock (see
+ * PostgresSession.acquire: a session waits for one lock at a time on its connection).
+ *
  * One server-side wait per key per backend, and one backend's turn at a time per key: the
  * local waiters of a key queue here in arrival order, and one waiter connection waits in the
  * server for them. It first takes the key's queue key (see {@link queueKey}), which
@@ -15,10 +18,12 @@ import { nextMacrotask, type Waiter, type WaiterPool } from "./waiter-pool.js";
  * The queue key only decides who tries first; the lock is still only the session's advisory
  * lock, and a try without waiting (or by anyone else) can barge in. A queue key held by a
  * process that froze, or by something else, stops nobody for long: the wait for it is bounded
- * by the TTL (then the waiter waits for the lock without it, as one of a herd, once), and the
- * holder's connection, idle, is ended by the server after the TTL. A killed holder's connection
- * ends at once; an abandoned wait is cancelled and its queue key dropped before the connection
- * is reused.
+ * by a quarter of the TTL (then the waiter waits for the lock without it, as one of a herd,
+ * once), and the holder's connection, idle, is ended by the server after the TTL. The wait
+ * for the lock is bounded alike: PostgreSQL queues it behind sessions waiting on their own
+ * connections, and a lock handed straight to one of them does not end it. A killed holder's
+ * connection ends at once; an abandoned wait is cancelled and its queue key dropped before the
+ * connection is reused.
  */
 export class KeyWaits {
   readonly #pool: WaiterPool;

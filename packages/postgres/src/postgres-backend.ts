@@ -21,8 +21,9 @@ import { WaiterPool } from "./waiter-pool.js";
 /**
  * What PostgreSQL locks promise. Tokens come from one sequence on one primary: strictly
  * increasing there, also across restarts; a failover to an asynchronous replica that missed
- * the newest `nextval` can repeat tokens. Waiting is not FIFO (waiters race when the lock
- * frees). Not consensus-backed.
+ * the newest `nextval` can repeat tokens. Waiting is not strictly FIFO (a waiter whose wait
+ * is interrupted, e.g. by its session's renewal, goes to the back; a try may barge in). Not
+ * consensus-backed.
  */
 export const POSTGRES_GUARANTEES: Guarantees = {
   fencing: "monotonic",
