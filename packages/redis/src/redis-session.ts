@@ -149,36 +149,43 @@ export class RedisSession implements BackendSession {
       score: "",
       joined: false,
     };
-    // The uncontended path is this one script call, waiting or not. It leaves the signal
-    // alone (see BackendAcquireOptions.signal): reading it may build it. A waiting try that
-    // fails joins the lock's line of waiters.
-    const first = await this.#try(name, keys, tail, undefined, line);
-    if (first.grant !== null || !options.wait) return first.grant;
-    const { signal } = options;
-    if (signal.aborted) {
-      this.#leaveLine(keys, line);
-      throw signal.reason;
-    }
-    const link = linkSignals([signal]);
-    const abort = link.signal;
-    this.#waits.add(link);
-    let subscription: ReleaseSubscription | undefined;
+    // A waiter whose turn channel is still subscribed (it waited for this lock a moment ago)
+    // listens from before its first try, so it needs no second one.
+    const turn = options.wait ? keys.turnPrefix + line.member : "";
+    let subscription = options.wait ? this.#ctx.listener.listening(turn) : undefined;
     let granted = false;
+    let link: ReturnType<typeof linkSignals> | undefined;
     try {
-      // Subscribed before the next try, so a turn given after that try cannot go unheard.
-      subscription = await this.#ctx.listener.subscribe(keys.turnPrefix + line.member, abort);
-      for (;;) {
-        const got = await this.#try(name, keys, tail, abort, line);
-        if (got.grant !== null) {
-          granted = true;
-          return got.grant;
-        }
-        await this.#awaitTurn(subscription, got.pttl >= 0 ? got.pttl + 1 : this.ttlMs, line, abort);
+      // The uncontended path is this one script call, waiting or not. It leaves the signal
+      // alone (see BackendAcquireOptions.signal): reading it may build it. A waiting try that
+      // fails joins the lock's line of waiters.
+      let got = await this.#try(name, keys, tail, undefined, line);
+      if (got.grant !== null || !options.wait) {
+        granted = got.grant !== null;
+        return got.grant;
       }
+      const { signal } = options;
+      if (signal.aborted) throw signal.reason;
+      link = linkSignals([signal]);
+      this.#waits.add(link);
+      const abort = link.signal;
+      if (subscription === undefined) {
+        // Subscribed before the next try, so a turn given after that try cannot go unheard.
+        subscription = await this.#ctx.listener.subscribe(turn, abort);
+        got = await this.#try(name, keys, tail, abort, line);
+      }
+      while (got.grant === null) {
+        await this.#awaitTurn(subscription, got.pttl >= 0 ? got.pttl + 1 : this.ttlMs, line, abort);
+        got = await this.#try(name, keys, tail, abort, line);
+      }
+      granted = true;
+      return got.grant;
     } finally {
       subscription?.close();
-      link.dispose();
-      this.#waits.delete(link);
+      if (link !== undefined) {
+        link.dispose();
+        this.#waits.delete(link);
+      }
       if (!granted) this.#leaveLine(keys, line);
     }
   }

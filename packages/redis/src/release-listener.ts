@@ -56,11 +56,34 @@ export class ReleaseListener {
     this.#timeoutMs = timeoutMs;
   }
 
+  /**
+   * A subscription to `channel` if it is subscribed and confirmed already (other waiters, or
+   * a recent one lingering), at no cost; otherwise `undefined` (use {@link subscribe}).
+   */
+  listening(channel: string): ReleaseSubscription | undefined {
+    if (this.#closed || this.#pending.has(channel)) return undefined;
+    let waiters = this.#channels.get(channel);
+    if (waiters === undefined) {
+      if (!this.#leaving.delete(channel)) return undefined;
+      waiters = new Set();
+      this.#channels.set(channel, waiters);
+    }
+    return this.#join(channel, waiters);
+  }
+
+  #join(channel: string, waiters: Set<Waiter>): ReleaseSubscription {
+    const waiter: Waiter = { pending: [], wake: undefined };
+    waiters.add(waiter);
+    return {
+      next: (ms, abort) => this.#next(waiter, ms, abort),
+      close: () => this.#leave(channel, waiter),
+    };
+  }
+
   /** Subscribes to `channel`; resolves once the server confirmed the subscription. */
   async subscribe(channel: string, signal: AbortSignal): Promise<ReleaseSubscription> {
     if (this.#closed) throw new BackendUnavailableError("the redis backend is closed");
     const subscriber = this.#connection();
-    const waiter: Waiter = { pending: [], wake: undefined };
     let waiters = this.#channels.get(channel);
     // A channel about to be unsubscribed is still subscribed: keep it.
     const first = waiters === undefined && !this.#leaving.delete(channel);
@@ -68,11 +91,7 @@ export class ReleaseListener {
       waiters = new Set();
       this.#channels.set(channel, waiters);
     }
-    waiters.add(waiter);
-    const subscription: ReleaseSubscription = {
-      next: (ms, abort) => this.#next(waiter, ms, abort),
-      close: () => this.#leave(channel, waiter),
-    };
+    const subscription = this.#join(channel, waiters);
     if (!first && this.#pending.get(channel) === undefined) return subscription;
     try {
       let confirming = this.#pending.get(channel);
@@ -94,7 +113,7 @@ export class ReleaseListener {
     } catch (error) {
       // A SUBSCRIBE that never answered must not block every later waiter of this channel.
       if (!signal.aborted) this.#pending.delete(channel);
-      this.#leave(channel, waiter);
+      subscription.close();
       throw signal.aborted ? signal.reason : asUnavailable(error, `subscribing to ${channel}`);
     }
   }

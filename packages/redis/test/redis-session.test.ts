@@ -213,6 +213,25 @@ describeBackend("redis", (url) => {
       expect(evalsha).toHaveBeenCalledTimes(9);
     });
 
+    it("a session that waits for the same lock again soon is still subscribed: one try, then it sleeps", async () => {
+      const holder = await open("again-holder", 20_000);
+      const waiter = await open("again-waiter", 20_000);
+      const keys = lockKeys(prefix, "again");
+      for (let round = 0; round < 2; round++) {
+        const held = await holder.acquire("again", { wait: false, signal: never });
+        const evalsha = vi.spyOn(client, "evalsha");
+        const waiting = waiter.acquire("again", { wait: true, signal: never });
+        await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(1));
+        await new Promise((r) => setTimeout(r, 100));
+        // First wait: a try, SUBSCRIBE, a try again. Second: the turn channel lingers.
+        expect(evalsha).toHaveBeenCalledTimes(round === 0 ? 2 : 1);
+        evalsha.mockRestore();
+        if (held !== null) await holder.release(held);
+        const grant = await waiting;
+        if (grant !== null) await waiter.release(grant);
+      }
+    });
+
     it("a named waiter that froze holds the others off only for the short reservation", async () => {
       const holder = await open("frozen-named-holder", 20_000);
       const keys = lockKeys(prefix, "frozen-named");
