@@ -61,6 +61,8 @@ export class ReleaseListener {
    * a recent one lingering), at no cost; otherwise `undefined` (use {@link subscribe}).
    */
   listening(channel: string): ReleaseSubscription | undefined {
+    // Nobody waits and nothing lingers: the common case of an uncontended acquire.
+    if (this.#channels.size === 0 && this.#leaving.size === 0) return undefined;
     if (this.#closed || this.#pending.has(channel)) return undefined;
     let waiters = this.#channels.get(channel);
     if (waiters === undefined) {
