@@ -325,6 +325,20 @@ export class PostgresSession implements BackendSession {
       await before;
       if (interrupted || this.#queued > 0 || signal.aborted) return null;
       this.#assertAlive();
+      if (this.#orphans.has(key)) {
+        // A lock this connection may still hold from a failed statement: not to be mistaken
+        // for the one this wait takes (the next renewal would unlock that one).
+        try {
+          await this.#client.query({
+            name: "baton_unlock_many",
+            text: UNLOCK_MANY,
+            values: [[key.toString()]],
+          });
+        } catch (error) {
+          throw this.#failure(error);
+        }
+        this.#orphans.delete(key);
+      }
       running = true;
       let row: Record<string, unknown> | undefined;
       let failure: unknown;
@@ -345,17 +359,23 @@ export class PostgresSession implements BackendSession {
       }
       running = false;
       finished = true;
-      if (cancels.length > 0) {
-        await Promise.all(cancels);
+      const alive = () => !this.#lost.signal.aborted && this.#closing === undefined;
+      if (cancels.length > 0 && alive()) {
+        // Bounded: a cancel that cannot reach the server (its connection cannot be opened)
+        // must not hold up the session's statements.
+        await Promise.race([Promise.all(cancels), sleep(waitSliceMs(this.ttlMs))]);
         await this.#absorbCancel();
       }
       if (failure !== undefined) {
         // The lock may have been granted before the statement failed (cancelled, or a later
-        // step timed out): session advisory locks outlive it. Give it back.
-        if (!this.#lost.signal.aborted && this.#closing === undefined) {
+        // step timed out): session advisory locks outlive it. Give it back, or have the next
+        // renewal (or try) do it.
+        if (alive()) {
           await this.#client
             .query({ ...this.#context.statements.unlockIfHeld, values: [key.toString()] })
-            .catch(() => undefined);
+            .catch(() => {
+              if (alive()) this.#orphans.add(key);
+            });
         }
         const state = sqlState(failure);
         if (state === "57014" || state === "55P03") return null;
