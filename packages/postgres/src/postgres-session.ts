@@ -378,7 +378,10 @@ export class PostgresSession implements BackendSession {
             });
         }
         const state = sqlState(failure);
-        if (state === "57014" || state === "55P03") return null;
+        // Cancelled (interrupted or aborted), a slice ran out, or PostgreSQL broke a cycle of
+        // sessions waiting for each other's locks (which Baton, like any lock, lets callers
+        // build: their waits then run out as they would anyway).
+        if (state === "57014" || state === "55P03" || state === "40P01") return null;
         throw this.#failure(failure);
       }
       if (row?.got !== true) return null;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type LockWorker, spawnLockWorker } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
-import { type Coordinator, createCoordinator, type Lock } from "@baton/core";
+import { type Coordinator, createCoordinator, type Lock, LockTimeoutError } from "@baton/core";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { queueKey } from "../src/advisory-key.js";
@@ -313,6 +313,27 @@ describeBackend("postgres", (url) => {
       } finally {
         stranger.release(true);
       }
+    });
+
+    it("two sessions waiting for each other's locks both run out of time, as with any lock", async () => {
+      const a = `cycle-a-${randomUUID()}`;
+      const b = `cycle-b-${randomUUID()}`;
+      const one = separate(20_000);
+      const two = separate(20_000);
+      const heldA = await one.acquire(a);
+      const heldB = await two.acquire(b);
+      // PostgreSQL's deadlock detector (after deadlock_timeout, 1 s) fails one of the two waits;
+      // that wait is sent again, so both end as waits that ran out.
+      const started = performance.now();
+      const outcomes = await Promise.all([
+        one.acquire(b, { waitMs: 2_500 }).catch((e: unknown) => e),
+        two.acquire(a, { waitMs: 2_500 }).catch((e: unknown) => e),
+      ]);
+      expect(outcomes[0]).toBeInstanceOf(LockTimeoutError);
+      expect(outcomes[1]).toBeInstanceOf(LockTimeoutError);
+      expect(performance.now() - started).toBeLessThan(2_500 + 2_000);
+      await heldA.release();
+      await heldB.release();
     });
   });
 });
