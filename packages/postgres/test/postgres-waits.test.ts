@@ -6,6 +6,7 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { queueKey } from "../src/advisory-key.js";
 import { advisoryKey, PostgresBackend } from "../src/index.js";
+import { QUEUE_LEAVE, QUEUE_WAIT } from "../src/statements.js";
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -334,6 +335,31 @@ describeBackend("postgres", (url) => {
       expect(performance.now() - started).toBeLessThan(2_500 + 2_000);
       await heldA.release();
       await heldB.release();
+    });
+
+    it("a waiter connection that takes its turn again holds the queue key once, and leaves it", async () => {
+      const key = advisoryKey("baton", `turns-${randomUUID()}`);
+      const [high, low] = queueKey(key);
+      const client = await admin.connect();
+      try {
+        for (let i = 0; i < 3; i++) {
+          await client.query({
+            ...QUEUE_WAIT,
+            values: [high, low, key.toString(), "1000", "5000"],
+          });
+        }
+        // Held once: one unlock frees it (a second finds nothing to unlock).
+        const unlock = "SELECT pg_advisory_unlock($1::int, $2::int) AS unlocked";
+        expect((await client.query(unlock, [high, low])).rows[0].unlocked).toBe(true);
+        expect((await client.query(unlock, [high, low])).rows[0].unlocked).toBe(false);
+        await client.query({ ...QUEUE_WAIT, values: [high, low, key.toString(), "1000", "5000"] });
+        await client.query(QUEUE_LEAVE);
+        expect((await client.query(unlock, [high, low])).rows[0].unlocked).toBe(false);
+        const { rows } = await client.query("SHOW idle_session_timeout");
+        expect(rows[0].idle_session_timeout).toBe("0");
+      } finally {
+        client.release(true);
+      }
     });
   });
 });
