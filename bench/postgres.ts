@@ -30,7 +30,7 @@ export function run(): Promise<BackendResult> {
     takeoverTtlMs: 1_000,
     throughputTtlMs: 15_000,
     connections:
-      "each coordinator has its own PostgresBackend (a session connection, plus waiter connections while it waits)",
+      "each coordinator has its own PostgresBackend (a session connection, on which it also waits)",
   });
 }
 
