@@ -42,11 +42,11 @@ const RESERVE_MAX_MS = 250;
 
 /**
  * A wait's place in the lock's line of waiters. `member` is the session id ("" for a try
- * that does not wait); `score` is the place a release named it at (it rejoins there if its
+ * that does not join the line); `score` is the place a release named it at (it rejoins there if its
  * try fails), and `joined` whether a failed try of this wait put it in the line.
  */
 interface LinePlace {
-  readonly member: string;
+  member: string;
   score: string;
   joined: boolean;
 }
@@ -144,15 +144,20 @@ export class RedisSession implements BackendSession {
     if (this.#closed) throw new SessionLostError("this redis session is closed");
     const keys = lockKeys(this.#ctx.keyPrefix, name);
     const tail = payloadTail(this.ownerId, options.value);
+    // A waiter whose turn channel is still subscribed (it waited for this lock a moment ago)
+    // listens from before its first try, so that try may join the line and it needs no second
+    // one. Otherwise the first try is the plain one (the uncontended path), and the try after
+    // subscribing joins the line.
+    const listener = this.#ctx.listener;
+    let subscription =
+      options.wait && !listener.idle
+        ? listener.listening(keys.turnPrefix + this.sessionId)
+        : undefined;
     const line: LinePlace = {
-      member: options.wait ? this.sessionId : "",
+      member: subscription === undefined ? "" : this.sessionId,
       score: "",
       joined: false,
     };
-    // A waiter whose turn channel is still subscribed (it waited for this lock a moment ago)
-    // listens from before its first try, so it needs no second one.
-    const turn = options.wait ? keys.turnPrefix + line.member : "";
-    let subscription = options.wait ? this.#ctx.listener.listening(turn) : undefined;
     let granted = false;
     let link: ReturnType<typeof linkSignals> | undefined;
     try {
@@ -171,7 +176,8 @@ export class RedisSession implements BackendSession {
       const abort = link.signal;
       if (subscription === undefined) {
         // Subscribed before the next try, so a turn given after that try cannot go unheard.
-        subscription = await this.#ctx.listener.subscribe(turn, abort);
+        subscription = await listener.subscribe(keys.turnPrefix + this.sessionId, abort);
+        line.member = this.sessionId;
         got = await this.#try(name, keys, tail, abort, line);
       }
       while (got.grant === null) {

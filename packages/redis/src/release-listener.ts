@@ -56,14 +56,17 @@ export class ReleaseListener {
     this.#timeoutMs = timeoutMs;
   }
 
+  /** Nobody listens and no channel lingers (then {@link listening} is always `undefined`). */
+  get idle(): boolean {
+    return this.#channels.size === 0 && this.#leaving.size === 0;
+  }
+
   /**
    * A subscription to `channel` if it is subscribed and confirmed already (other waiters, or
    * a recent one lingering), at no cost; otherwise `undefined` (use {@link subscribe}).
    */
   listening(channel: string): ReleaseSubscription | undefined {
-    // Nobody waits and nothing lingers: the common case of an uncontended acquire.
-    if (this.#channels.size === 0 && this.#leaving.size === 0) return undefined;
-    if (this.#closed || this.#pending.has(channel)) return undefined;
+    if (this.idle || this.#closed || this.#pending.has(channel)) return undefined;
     let waiters = this.#channels.get(channel);
     if (waiters === undefined) {
       if (!this.#leaving.delete(channel)) return undefined;
