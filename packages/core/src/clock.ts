@@ -1,3 +1,5 @@
+import { TimerLists } from "./timer-lists.js";
+
 /**
  * Time as Baton sees it. Every lease deadline is computed on a monotonic clock
  * (`performance.now()` in production), never on wall-clock time.
@@ -25,13 +27,16 @@ export interface Timer {
   cancel(): void;
 }
 
-/** The production clock: `performance.now()` and Node's timers. */
+const timers = new TimerLists();
+
+/**
+ * The production clock: `performance.now()`, and timers grouped by delay on shared Node.js
+ * timers ({@link TimerLists}: setting and cancelling one costs no Node.js timer).
+ */
 export const systemClock: Clock = {
   now: () => performance.now(),
   setTimer(callback, delayMs, options) {
-    const handle = setTimeout(callback, Math.max(0, delayMs));
-    if (options?.keepAlive !== true) handle.unref();
-    return { cancel: () => clearTimeout(handle) };
+    return timers.set(callback, delayMs, options?.keepAlive === true);
   },
 };
 
