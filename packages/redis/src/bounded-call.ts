@@ -1,4 +1,4 @@
-import { BackendUnavailableError, BatonError } from "@baton/core";
+import { BackendUnavailableError, BatonError, systemClock } from "@baton/core";
 
 /**
  * Races a store call against a timeout and an optional abort signal.
@@ -26,7 +26,7 @@ export function boundedCall<T>(
     const finish = (): boolean => {
       if (settled) return false;
       settled = true;
-      clearTimeout(timer);
+      timer.cancel();
       signal?.removeEventListener("abort", onAbort);
       return true;
     };
@@ -36,9 +36,11 @@ export function boundedCall<T>(
       reject(error);
     };
     const onAbort = () => abandon(signal?.reason);
-    const timer = setTimeout(
+    // Core's timers: one shared Node.js timer per delay, not one created per call.
+    const timer = systemClock.setTimer(
       () => abandon(new BackendUnavailableError(`${what}: no answer within ${timeoutMs} ms`)),
       timeoutMs,
+      { keepAlive: true },
     );
     if (signal?.aborted) {
       abandon(signal.reason);
