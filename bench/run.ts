@@ -71,15 +71,18 @@ const chartFile = fileURLToPath(new URL(`./${chart}`, import.meta.url));
 const subtitle = `${machine.date.slice(0, 10)}, ${machine.cpu} (${machine.cores} cores), Node ${machine.node}; bars: p50 ms, each backend on its own scale; labels: p50 and ratio to the floor`;
 writeFileSync(chartFile, latencyChart(results, subtitle));
 writeFileSync(reportFile, reportMarkdown({ machine, results, targets, all: ALL, totalMs, chart }));
-// The repository's formatter aligns the tables, so `npm run lint` passes on a fresh report.
-try {
-  execFileSync(
-    fileURLToPath(new URL("../node_modules/.bin/biome", import.meta.url)),
-    ["format", "--write", reportFile],
-    { stdio: "ignore" },
-  );
-} catch {
-  console.warn(`[bench] could not format ${reportFile} (npx biome format --write it)`);
+// The repository's formatter aligns the tables, so `npm run lint` passes on a fresh report
+// (a partial report is git-ignored, and so is left alone by the formatter).
+if (suffix === "") {
+  try {
+    execFileSync(
+      fileURLToPath(new URL("../node_modules/.bin/biome", import.meta.url)),
+      ["format", "--write", reportFile],
+      { stdio: "ignore" },
+    );
+  } catch {
+    console.warn(`[bench] could not format ${reportFile} (npx biome format --write it)`);
+  }
 }
 console.log(
   `\n[bench] ${backends.join(", ")} in ${(totalMs / 1000).toFixed(0)} s; wrote ${reportFile} and ${chartFile}`,
