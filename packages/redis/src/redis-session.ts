@@ -234,7 +234,8 @@ export class RedisSession implements BackendSession {
    * (best effort: line entries and reservations also expire).
    */
   #leaveLine(keys: LockKeys, line: LinePlace): void {
-    if (!line.joined || this.#closed) return;
+    // Also after close(): the client is the backend's, and a closed session's waits leave too.
+    if (!line.joined) return;
     line.joined = false;
     LEAVE_LINE.run(this.#ctx.client, [keys.waiters, keys.next], [line.member]).catch(
       () => undefined,

@@ -374,6 +374,18 @@ describeBackend("redis", (url) => {
       expect(await raw.exists(lockKeys(prefix, "close-1").lock)).toBe(0);
     });
 
+    it("a session closed while it waits leaves the line", async () => {
+      const holder = await open("close-line-holder", 20_000);
+      const keys = lockKeys(prefix, "close-line");
+      await holder.acquire("close-line", { wait: false, signal: never });
+      const waiter = await backend.openSession({ ttlMs: 20_000, ownerId: "close-line-waiter" });
+      const wait = waiter.acquire("close-line", { wait: true, signal: never });
+      await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(1));
+      await waiter.close();
+      await expect(wait).rejects.toThrow();
+      await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(0));
+    });
+
     it("lock names with braces keep every key of one lock under one hash tag", () => {
       for (const name of ["a}b", "{x}", "}", "%7B", "plain"]) {
         const keys = lockKeys("p:", name);
