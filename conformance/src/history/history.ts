@@ -168,6 +168,18 @@ export class History {
     return full;
   }
 
+  /** Completes `op` once: its result, and when (now by default); later calls are ignored. */
+  #completer<R>(op: {
+    result: R | undefined;
+    completeAt: number | undefined;
+  }): (result: R, when: number | undefined) => void {
+    return (result, when) => {
+      if (op.result !== undefined) return;
+      op.result = result;
+      op.completeAt = when ?? this.now();
+    };
+  }
+
   /** Records the start of an acquire; complete it with the handle. */
   invokeAcquire(process: string, key: string, at = this.now()): AcquireHandle {
     const op = this.#add<AcquireOp>({
@@ -178,11 +190,7 @@ export class History {
       completeAt: undefined,
       result: undefined,
     });
-    const complete = (result: AcquireResult, when: number | undefined) => {
-      if (op.result !== undefined) return;
-      op.result = result;
-      op.completeAt = when ?? this.now();
-    };
+    const complete = this.#completer(op);
     return {
       op,
       ok: (token, options = {}) =>
@@ -209,11 +217,7 @@ export class History {
       completeAt: undefined,
       result: undefined,
     });
-    const complete = (result: ReleaseResult, when: number | undefined) => {
-      if (op.result !== undefined) return;
-      op.result = result;
-      op.completeAt = when ?? this.now();
-    };
+    const complete = this.#completer(op);
     return {
       op,
       done: (wasHeld, when) => complete({ status: "ok", wasHeld }, when),
@@ -239,11 +243,7 @@ export class History {
       completeAt: undefined,
       result: undefined,
     });
-    const complete = (result: "accepted" | "rejected", when: number | undefined) => {
-      if (op.result !== undefined) return;
-      op.result = result;
-      op.completeAt = when ?? this.now();
-    };
+    const complete = this.#completer(op);
     return {
       op,
       accepted: (when) => complete("accepted", when),
