@@ -18,9 +18,8 @@ import {
   LEAVE_LINE,
   READ_HOLDER,
   RELEASE,
-  RELEASE_TO_NEXT,
   RENEW,
-  releaseOneReply,
+  releasedOne,
 } from "./scripts.js";
 
 /** What a {@link RedisSession} needs from its backend. */
@@ -325,21 +324,33 @@ export class RedisSession implements BackendSession {
     const handle = grant.handle as RedisGrantHandle | undefined;
     if (handle?.sessionId !== this.sessionId) return false;
     const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
-    const { released } = releaseOneReply(
-      await boundedCall(this.#releaseToNext(keys, grantPrefix(this.sessionId, grant.token)), {
-        timeoutMs: this.#ctx.commandTimeoutMs,
-        what: `redis release of "${grant.key}"`,
-      }),
+    const reply = await boundedCall(
+      this.#releaseToNext([{ keys, prefix: grantPrefix(this.sessionId, grant.token) }]),
+      { timeoutMs: this.#ctx.commandTimeoutMs, what: `redis release of "${grant.key}"` },
     );
-    return released;
+    return releasedOne(reply);
   }
 
-  /** Release of one grant (by owner prefix), to the first waiter in line if any. */
-  #releaseToNext(keys: LockKeys, prefix: string): Promise<unknown> {
-    return RELEASE_TO_NEXT.run(
+  /**
+   * One {@link RELEASE} call for grants (by owner prefix): each lock goes to the first waiter
+   * in its line, if any. On a Cluster the keys of different locks live in different slots, so
+   * pass one grant per call there.
+   */
+  #releaseToNext(grants: readonly { keys: LockKeys; prefix: string }[]): Promise<unknown> {
+    return RELEASE.run(
       this.#ctx.client,
-      [keys.lock, keys.waiters, keys.next],
-      [prefix, keys.channel, keys.turnPrefix, this.#reserveMs, this.#ctx.cluster ? "" : "1"],
+      [
+        ...grants.map((g) => g.keys.lock),
+        ...grants.map((g) => g.keys.waiters),
+        ...grants.map((g) => g.keys.next),
+      ],
+      [
+        this.#reserveMs,
+        this.#ctx.cluster ? "" : "1",
+        ...grants.map((g) => g.prefix),
+        ...grants.map((g) => g.keys.channel),
+        ...grants.map((g) => g.keys.turnPrefix),
+      ],
     );
   }
 
@@ -400,25 +411,10 @@ export class RedisSession implements BackendSession {
     this.#held.clear();
     this.#ctx.onClose(this);
     if (held.length === 0) return;
-    const client = this.#ctx.client;
     // Keys of different locks live in different Cluster slots: there, one call per lock.
     const call = this.#ctx.cluster
-      ? Promise.all(held.map((h) => this.#releaseToNext(h.keys, h.prefix)))
-      : RELEASE.run(
-          client,
-          [
-            ...held.map((h) => h.keys.lock),
-            ...held.map((h) => h.keys.waiters),
-            ...held.map((h) => h.keys.next),
-          ],
-          [
-            this.#reserveMs,
-            "1",
-            ...held.map((h) => h.prefix),
-            ...held.map((h) => h.keys.channel),
-            ...held.map((h) => h.keys.turnPrefix),
-          ],
-        );
+      ? Promise.all(held.map((h) => this.#releaseToNext([h])))
+      : this.#releaseToNext(held);
     await boundedCall(call, {
       timeoutMs: this.#ctx.commandTimeoutMs,
       what: "redis release of a closing session's locks",
@@ -430,6 +426,6 @@ export class RedisSession implements BackendSession {
   }
 
   async #releaseQuietly(keys: LockKeys, prefix: string): Promise<void> {
-    await this.#releaseToNext(keys, prefix).catch(() => undefined);
+    await this.#releaseToNext([{ keys, prefix }]).catch(() => undefined);
   }
 }

@@ -16,7 +16,7 @@ import type { Redis } from "ioredis";
 import { askNodes, count, type NodeAnswer } from "./ask-nodes.js";
 import { type LockKeys, lockKeys } from "./key-names.js";
 import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
-import { ACQUIRE_NO_TOKEN, RELEASE_ONE, RENEW, releaseOneReply } from "./scripts.js";
+import { ACQUIRE_NO_TOKEN, RELEASE_ONE, RENEW, releasedOne } from "./scripts.js";
 
 /** What a {@link RedlockSession} needs from its backend. */
 export interface RedlockSessionContext {
@@ -236,7 +236,7 @@ export class RedlockSession implements BackendSession {
       { timeoutMs: this.#ctx.nodeTimeoutMs, what: `redlock release of "${grant.key}"` },
     );
     const answered = answers.filter((a) => a.state === "ok") as { value: unknown }[];
-    const released = answered.filter((a) => releaseOneReply(a.value).released).length;
+    const released = answered.filter((a) => releasedOne(a.value)).length;
     if (released >= this.quorum) return true;
     if (answered.length < this.quorum) {
       throw new BackendUnavailableError(

@@ -84,10 +84,16 @@ return out
 `);
 
 /**
- * Owner-checked release of one or more locks (see {@link RELEASE_TO_NEXT}, done per key).
- * KEYS: lock keys, then the waiters keys, then the next keys. ARGV: reservation ms,
- * `1` to skip waiters who do not hear, then one owner prefix per key, one watch channel per
- * key, one turn channel prefix per key. Returns how many keys were deleted.
+ * Owner-checked release of one or more locks, each handed to the first waiter in its line:
+ * the waiter is taken out of the line, told on its own turn channel (`r<score>`, its place,
+ * to rejoin there should its try fail), and the lock is reserved for it for a moment. A
+ * waiter that does not hear (its process is gone) is skipped. The waiter behind it is told to
+ * try when the reservation ends (`b<ms>`), in case the named one froze. Watchers are told on
+ * the watch channel (`r`).
+ * KEYS: lock keys, then the waiters keys, then the next keys. ARGV: reservation ms, `1` to
+ * skip waiters who do not hear (a PUBLISH count is per node: not on a Cluster), then one owner
+ * prefix per key, one watch channel per key, one turn channel prefix per key.
+ * Returns how many keys were this session's grants and are released.
  */
 export const RELEASE = new LuaScript(`
 local n = #KEYS / 3
@@ -97,16 +103,15 @@ for i = 1, n do
   local prefix = ARGV[2 + i]
   if v and string.sub(v, 1, #prefix) == prefix then
     redis.call('DEL', KEYS[i])
+    local turn = ARGV[2 + 2 * n + i]
     while true do
       local first = redis.call('ZPOPMIN', KEYS[n + i])
       if not first[1] then break end
-      local heard = redis.call('PUBLISH', ARGV[2 + 2 * n + i] .. first[1], 'r' .. first[2])
+      local heard = redis.call('PUBLISH', turn .. first[1], 'r' .. first[2])
       if heard > 0 or ARGV[2] ~= '1' then
         redis.call('SET', KEYS[2 * n + i], first[1], 'PX', ARGV[1])
         local second = redis.call('ZRANGE', KEYS[n + i], 0, 0)
-        if second[1] then
-          redis.call('PUBLISH', ARGV[2 + 2 * n + i] .. second[1], 'b' .. ARGV[1])
-        end
+        if second[1] then redis.call('PUBLISH', turn .. second[1], 'b' .. ARGV[1]) end
         break
       end
     end
@@ -115,39 +120,6 @@ for i = 1, n do
   end
 end
 return released
-`);
-
-/**
- * Owner-checked release of one lock that hands it to the first waiter in line: the waiter is
- * taken out of the line, told on its own turn channel (`r<score>`, its place, to rejoin there
- * should its try fail), and the lock is reserved for it for a moment. A waiter that does not
- * hear (its process is gone) is skipped. The waiter behind it is told to try when the
- * reservation ends (`b<ms>`), in case the named one froze. Watchers are told on the watch
- * channel (`r`).
- * KEYS: lock, waiters, next. ARGV: owner prefix, watch channel, turn channel prefix,
- * reservation ms, `1` to skip waiters who do not hear (a PUBLISH count is per node: not on a
- * Cluster). Returns 0 when the lock was not this grant's, 1 when released, 3 when released
- * to a waiter who heard.
- */
-export const RELEASE_TO_NEXT = new LuaScript(`
-local v = redis.call('GET', KEYS[1])
-if not v or string.sub(v, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-local out = 1
-while true do
-  local first = redis.call('ZPOPMIN', KEYS[2])
-  if not first[1] then break end
-  local heard = redis.call('PUBLISH', ARGV[3] .. first[1], 'r' .. first[2])
-  if heard > 0 or ARGV[5] ~= '1' then
-    redis.call('SET', KEYS[3], first[1], 'PX', ARGV[4])
-    if heard > 0 then out = 3 end
-    local second = redis.call('ZRANGE', KEYS[2], 0, 0)
-    if second[1] then redis.call('PUBLISH', ARGV[3] .. second[1], 'b' .. ARGV[4]) end
-    break
-  end
-end
-redis.call('PUBLISH', ARGV[2], 'r')
-return out
 `);
 
 /**
@@ -162,22 +134,21 @@ return 1
 
 /**
  * Owner-checked release of one lock, announced on its channel (Redlock: no line of waiters).
- * KEYS: lock. ARGV: owner prefix, channel.
- * Returns 0 when the lock was not this grant's, else `1 + 2 * heard` (subscribers told).
+ * KEYS: lock. ARGV: owner prefix, channel. Returns 1 when released, 0 when not this grant's.
  */
 export const RELEASE_ONE = new LuaScript(`
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  return 1 + 2 * redis.call('PUBLISH', ARGV[2], '1')
+  redis.call('PUBLISH', ARGV[2], '1')
+  return 1
 end
 return 0
 `);
 
-/** Decodes a {@link RELEASE_ONE} or {@link RELEASE_TO_NEXT} reply. */
-export function releaseOneReply(reply: unknown): { released: boolean; heard: number } {
-  const n = Number(reply);
-  return n >= 1 ? { released: true, heard: (n - 1) / 2 } : { released: false, heard: 0 };
+/** Whether a {@link RELEASE} of one key or a {@link RELEASE_ONE} released the lock. */
+export function releasedOne(reply: unknown): boolean {
+  return Number(reply) === 1;
 }
 
 /**
