@@ -48,8 +48,6 @@ class TimerList {
   /** Pending timers that keep the process alive. */
   #keepAlive = 0;
   #node: ReturnType<typeof setTimeout> | undefined;
-  /** When the Node.js timer fires (monotonic ms), if armed. */
-  #armedFor = Number.POSITIVE_INFINITY;
   /** Running due callbacks (see #fire). */
   #firing = false;
 
@@ -86,14 +84,12 @@ class TimerList {
 
   #arm(deadline: number): void {
     const delay = Math.min(MAX_NODE_DELAY_MS, Math.max(0, Math.ceil(deadline - performance.now())));
-    this.#armedFor = deadline;
     this.#node = setTimeout(() => this.#fire(), delay);
     if (this.#keepAlive === 0) this.#node.unref();
   }
 
   #fire(): void {
     this.#node = undefined;
-    this.#armedFor = Number.POSITIVE_INFINITY;
     // Only timers set before this turn, and due now: one set by a callback runs on a later turn.
     const now = performance.now();
     const last = this.#tail;
@@ -116,15 +112,11 @@ class TimerList {
     }
   }
 
-  /** For tests: when the shared Node.js timer fires, and whether it keeps the process alive. */
-  get state(): { armedFor: number; keepsAlive: boolean; pending: number } {
+  /** For tests: whether the shared Node.js timer keeps the process alive, and pending timers. */
+  get state(): { keepsAlive: boolean; pending: number } {
     let pending = 0;
     for (let e = this.#head; e !== undefined; e = e.next) pending++;
-    return {
-      armedFor: this.#armedFor,
-      keepsAlive: this.#node?.hasRef() ?? false,
-      pending,
-    };
+    return { keepsAlive: this.#node?.hasRef() ?? false, pending };
   }
 }
 
@@ -153,7 +145,7 @@ export class TimerLists {
   }
 
   /** For tests: the groups by delay. */
-  state(delayMs: number): { armedFor: number; keepsAlive: boolean; pending: number } | undefined {
+  state(delayMs: number): { keepsAlive: boolean; pending: number } | undefined {
     return this.#lists.get(delayMs)?.state;
   }
 }
