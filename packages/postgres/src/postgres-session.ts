@@ -325,20 +325,7 @@ export class PostgresSession implements BackendSession {
       await before;
       if (interrupted || this.#queued > 0 || signal.aborted) return null;
       this.#assertAlive();
-      if (this.#orphans.has(key)) {
-        // A lock this connection may still hold from a failed statement: not to be mistaken
-        // for the one this wait takes (the next renewal would unlock that one).
-        try {
-          await this.#client.query({
-            name: "baton_unlock_many",
-            text: UNLOCK_MANY,
-            values: [[key.toString()]],
-          });
-        } catch (error) {
-          throw this.#failure(error);
-        }
-        this.#orphans.delete(key);
-      }
+      await this.#unlockOrphan(key, this.#direct);
       running = true;
       let row: Record<string, unknown> | undefined;
       let failure: unknown;
@@ -370,13 +357,7 @@ export class PostgresSession implements BackendSession {
         // The lock may have been granted before the statement failed (cancelled, or a later
         // step timed out): session advisory locks outlive it. Give it back, or have the next
         // renewal (or try) do it.
-        if (alive()) {
-          await this.#client
-            .query({ ...this.#context.statements.unlockIfHeld, values: [key.toString()] })
-            .catch(() => {
-              if (alive()) this.#orphans.add(key);
-            });
-        }
+        await this.#giveBack(key, this.#direct);
         const state = sqlState(failure);
         // Cancelled (interrupted or aborted), a slice ran out, or PostgreSQL broke a cycle of
         // sessions waiting for each other's locks (which Baton, like any lock, lets callers
@@ -411,10 +392,7 @@ export class PostgresSession implements BackendSession {
   }
 
   async #tryAcquire(name: string, key: bigint, value: string | undefined): Promise<Grant | null> {
-    if (this.#orphans.has(key)) {
-      await this.#query({ name: "baton_unlock_many", text: UNLOCK_MANY }, [[key.toString()]]);
-      this.#orphans.delete(key);
-    }
+    await this.#unlockOrphan(key, this.#inTurn);
     let row: Record<string, unknown> | undefined;
     try {
       [row] = await this.#query(this.#context.statements.acquire, [
@@ -425,16 +403,42 @@ export class PostgresSession implements BackendSession {
       ]);
     } catch (error) {
       // A session advisory lock outlives a failed statement: give it back if we got it.
-      if (!this.#lost.signal.aborted) {
-        await this.#send({
-          text: "SELECT pg_advisory_unlock($1::bigint)",
-          values: [key.toString()],
-        }).catch(() => undefined);
-      }
+      await this.#giveBack(key, this.#inTurn);
       throw error;
     }
     if (row?.got !== true) return null;
     return this.#granted(name, key, BigInt(row.token as string));
+  }
+
+  /** Runs a statement on the connection now (the caller holds its turn: see #waitAcquire). */
+  readonly #direct = (config: pg.QueryConfig): Promise<unknown> => this.#client.query(config);
+  /** Runs a statement in the connection's turn (see #send). */
+  readonly #inTurn = (config: pg.QueryConfig): Promise<unknown> => this.#send(config);
+
+  /**
+   * A lock this connection may still hold from a failed statement ({@link #orphans}) is
+   * unlocked before `key` is taken again, so it is not mistaken for the new grant.
+   */
+  async #unlockOrphan(key: bigint, run: (config: pg.QueryConfig) => Promise<unknown>) {
+    if (!this.#orphans.has(key)) return;
+    try {
+      await run({ name: "baton_unlock_many", text: UNLOCK_MANY, values: [[key.toString()]] });
+    } catch (error) {
+      throw this.#failure(error);
+    }
+    this.#orphans.delete(key);
+  }
+
+  /**
+   * After a statement that may have taken `key` failed (session advisory locks outlive it):
+   * unlock it if held; if that fails too, it is an orphan the next renewal (or try) unlocks.
+   */
+  async #giveBack(key: bigint, run: (config: pg.QueryConfig) => Promise<unknown>) {
+    const alive = () => !this.#lost.signal.aborted && this.#closing === undefined;
+    if (!alive()) return;
+    await run({ ...this.#context.statements.unlockIfHeld, values: [key.toString()] }).catch(() => {
+      if (alive()) this.#orphans.add(key);
+    });
   }
 
   #granted(name: string, key: bigint, token: bigint): Grant {
