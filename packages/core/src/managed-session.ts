@@ -189,6 +189,16 @@ export class ManagedSession {
     if (this.#dead) return;
     const clock = this.#settings.clock;
     const started = clock.now();
+    // After a pause (SIGSTOP, a long GC) the renewal timer can run before the deadline timer.
+    // Past the deadline the locks were untrusted during the pause: they are lost for that
+    // reason, and a renewal that happened to succeed must not make them trusted again.
+    if (started >= this.#deadline) {
+      this.lose(
+        "deadline",
+        new SessionLostError("no renewal was confirmed before the local deadline"),
+      );
+      return;
+    }
     try {
       // Never two renewals in flight: the next one starts only after this one settled. The
       // contract asks backends to bound keepAlive(); the deadline fires regardless.

@@ -17,6 +17,19 @@ describe("a lock read right after a pause", () => {
     expect(() => lock.throwIfLost()).toThrow(LockLostError);
   });
 
+  it("when the renewal timer runs first after the pause, the loss is still the deadline and nothing renews", async () => {
+    const { clock, backend, coordinator, ttlMs } = setup({ ttlMs: 1_000 });
+    const lock = await coordinator.acquire("invoices", { waitMs: 0 });
+    const renewalsBefore = backend.calls.keepAlive;
+    // Frozen past the deadline; on waking, timers run in due order: the renewal comes first.
+    clock.jump(2 * ttlMs);
+    await clock.advance(0);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.lostReason).toBe("deadline");
+    // A renewal sent now could succeed (nobody took the key) and make the lock trusted again.
+    expect(backend.calls.keepAlive).toBe(renewalsBefore);
+  });
+
   it("a pause shorter than the deadline leaves the lock held", async () => {
     const { clock, coordinator } = setup({ ttlMs: 1_000 });
     const lock = await coordinator.acquire("invoices", { waitMs: 0 });
