@@ -26,10 +26,12 @@ const RECENT_MAX = 4_096;
 /**
  * The queue key of advisory key `key`: the same 64 bits as the two 32-bit halves of
  * PostgreSQL's two-integer advisory form (`pg_advisory_lock(int, int)`), a key space of its
- * own (`objsubid` 2 in `pg_locks`). So a queue key never collides with any lock key, and two
- * names share a queue exactly when they share a lock. Waiter connections hold it only to take
- * turns (see key-waits.ts); it never decides who holds a lock.
+ * own (`objsubid` 2 in `pg_locks`), with the sign bit of the first half set. So a queue key
+ * never collides with any lock key, nor with a token lock (whose first half is never
+ * negative: see token-locks.ts); two names share a queue when they share a lock (or differ in
+ * the key's top bit only). Waiter connections hold it only to take turns (see key-waits.ts);
+ * it never decides who holds a lock.
  */
 export function queueKey(key: bigint): readonly [number, number] {
-  return [Number(BigInt.asIntN(32, key >> 32n)), Number(BigInt.asIntN(32, key))];
+  return [Number(BigInt.asIntN(32, (key >> 32n) | 0x80000000n)), Number(BigInt.asIntN(32, key))];
 }

@@ -14,6 +14,7 @@ import { advisoryKey } from "./advisory-key.js";
 import type { KeyWaits, WaitTicket } from "./key-waits.js";
 import { asBatonError, sqlState } from "./pg-errors.js";
 import type { Statement, Statements } from "./statements.js";
+import type { TokenTags } from "./token-locks.js";
 import type { WaiterPool } from "./waiter-pool.js";
 
 /** Holder rows awaiting deletion at most (beyond, they stay until their key is taken again). */
@@ -42,8 +43,6 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-const UNLOCK_MANY = "SELECT pg_advisory_unlock(k) FROM unnest($1::bigint[]) AS k";
-
 /**
  * How long one wait on the session's connection lasts at most before it is sent again: a
  * bound in case a cancel is lost, well within the renewal's (TTL / 2).
@@ -64,6 +63,8 @@ export interface SessionContext {
   readonly waiters: WaiterPool;
   /** Cancels the running statement of backend `pid` (`pg_cancel_backend`, another connection). */
   readonly cancel: (pid: number) => Promise<void>;
+  /** The token-lock tags of a key (`tokenTags`; a test may make keys share them). */
+  readonly tags: (key: bigint) => TokenTags;
 }
 
 /** The wait running on (or about to run on) the session's connection. */
@@ -72,10 +73,32 @@ interface ConnectionWait {
   interrupt(): void;
 }
 
-interface Held {
-  readonly name: string;
+/** A key's use of its two token-lock tags (counted in `#tagUses` until it ends, once). */
+interface TagUse {
+  readonly tags: TokenTags;
+  ended: boolean;
+}
+
+/** A key this connection may still hold after a failed statement. */
+interface Orphan {
   readonly key: bigint;
+  /** It may hold token locks of the key too (unlocked by tag). */
+  readonly fenced: boolean;
+  readonly use: TagUse;
+}
+
+interface Held extends Orphan {
+  readonly name: string;
   readonly token: bigint;
+  /** True: the token is in token locks (no holder row); false: in the holder row. */
+  readonly fenced: boolean;
+}
+
+/** Values of {@link Statements.unlockHeld} for `orphans`. */
+function unlockValues(orphans: readonly Orphan[]): [string[], string[]] {
+  const tags: string[] = [];
+  for (const o of orphans) if (o.fenced) tags.push(String(o.use.tags[0]), String(o.use.tags[1]));
+  return [orphans.map((o) => o.key.toString()), tags];
 }
 
 /** Private part of a grant: which session and key it belongs to. */
@@ -102,8 +125,18 @@ export class PostgresSession implements BackendSession {
   readonly #names = new Map<bigint, string>();
   /** Released grants whose holder rows are deleted by the next renewal (off the hot path). */
   #released: Held[] = [];
-  /** Keys whose release failed while the connection lived: unlocked with the next renewal. */
-  readonly #orphans = new Set<bigint>();
+  /**
+   * Keys whose release (or acquire) failed while the connection lived: unlocked, with their
+   * token locks, by the next renewal or before the key is taken again.
+   */
+  readonly #orphans = new Map<bigint, Orphan>();
+  /**
+   * How many keys use each token-lock tag: held, being acquired, or orphans. A key takes token
+   * locks only when both its tags are unused, so this connection's token locks of a tag belong
+   * to one key, and a key recorded in a row is never followed by a later token-lock grant
+   * that shares its tags (holder() takes the newer token of the two; see statements.holder).
+   */
+  readonly #tagUses = new Map<number, number>();
   readonly #onClose: ((session: PostgresSession) => void) | undefined;
   #renewal: Promise<KeepAliveResult | undefined> | undefined;
   #closing: Promise<void> | undefined;
@@ -155,10 +188,10 @@ export class PostgresSession implements BackendSession {
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
       await client.connect();
-      const { rows } = await client.query(
-        "SELECT set_config('idle_session_timeout', $1, false), pg_backend_pid() AS pid",
-        [String(ttlMs)],
-      );
+      const { rows } = await client.query({
+        ...context.statements.register,
+        values: [String(ttlMs), ownerId],
+      });
       session.#pid = (rows[0] as { pid: number }).pid;
     } catch (error) {
       void client.end().catch(() => undefined);
@@ -196,11 +229,9 @@ export class PostgresSession implements BackendSession {
 
   async #renew(): Promise<KeepAliveResult | undefined> {
     if (this.#orphans.size > 0) {
-      const keys = [...this.#orphans];
-      await this.#query({ name: "baton_unlock_many", text: UNLOCK_MANY }, [
-        keys.map((k) => k.toString()),
-      ]);
-      for (const k of keys) this.#orphans.delete(k);
+      const orphans = [...this.#orphans.values()];
+      await this.#query(this.#context.statements.unlockHeld, unlockValues(orphans));
+      for (const orphan of orphans) this.#unorphan(orphan);
     }
     const held = [...this.#held.values()];
     const released = this.#released;
@@ -220,8 +251,11 @@ export class PostgresSession implements BackendSession {
       const key = BigInt(row.key as string);
       const name = this.#names.get(key);
       if (name === undefined) continue;
+      const lost = this.#held.get(name);
       lostKeys.push(name);
       this.#forget(name);
+      // Whatever of it may be left (its token locks) is unlocked with the orphans.
+      if (lost !== undefined) this.#orphan(lost);
     }
     return { lostKeys };
   }
@@ -315,6 +349,13 @@ export class PostgresSession implements BackendSession {
     };
     this.#waiting = wait;
     signal.addEventListener("abort", wait.interrupt, { once: true });
+    // Chosen in the order the statements run (token locks only when no other key uses the
+    // tags): as the turn is taken.
+    const tags = this.#context.tags(key);
+    const fenced = value === undefined && this.#unused(tags);
+    const use = this.#use(tags);
+    /** Whether `use` went to a grant or an orphan (else it ends here). */
+    let handed = false;
     // Take the connection's turn (statements sent from now on come after, and interrupt).
     const before = this.#turn;
     let done = noop;
@@ -330,16 +371,16 @@ export class PostgresSession implements BackendSession {
       let row: Record<string, unknown> | undefined;
       let failure: unknown;
       try {
-        const result = await this.#client.query({
-          ...this.#context.statements.waitAcquire,
-          values: [
-            key.toString(),
-            name,
-            this.ownerId,
-            value ?? null,
-            String(waitSliceMs(this.ttlMs)),
-          ],
-        });
+        const slice = String(waitSliceMs(this.ttlMs));
+        const { statements } = this.#context;
+        const result = await this.#client.query(
+          fenced
+            ? { ...statements.waitAcquireFenced, values: [key.toString(), tags[0], tags[1], slice] }
+            : {
+                ...statements.waitAcquire,
+                values: [key.toString(), name, this.ownerId, value ?? null, slice],
+              },
+        );
         row = result.rows[0] as Record<string, unknown> | undefined;
       } catch (error) {
         failure = error;
@@ -357,7 +398,8 @@ export class PostgresSession implements BackendSession {
         // The lock may have been granted before the statement failed (cancelled, or a later
         // step timed out): session advisory locks outlive it. Give it back, or have the next
         // renewal (or try) do it.
-        await this.#giveBack(key, this.#direct);
+        handed = true;
+        await this.#giveBack(key, fenced, use, this.#direct);
         const state = sqlState(failure);
         // Cancelled (interrupted or aborted), a slice ran out, or PostgreSQL broke a cycle of
         // sessions waiting for each other's locks (which Baton, like any lock, lets callers
@@ -366,8 +408,10 @@ export class PostgresSession implements BackendSession {
         throw this.#failure(failure);
       }
       if (row?.got !== true) return null;
-      return this.#granted(name, key, BigInt(row.token as string));
+      handed = true;
+      return await this.#settle(name, key, value, row, fenced, use, this.#direct);
     } finally {
+      if (!handed) this.#endUse(use);
       finished = true;
       signal.removeEventListener("abort", wait.interrupt);
       if (this.#waiting === wait) this.#waiting = undefined;
@@ -393,21 +437,60 @@ export class PostgresSession implements BackendSession {
 
   async #tryAcquire(name: string, key: bigint, value: string | undefined): Promise<Grant | null> {
     await this.#unlockOrphan(key, this.#inTurn);
+    // Chosen as the statement is sent, so in the order the statements run.
+    const tags = this.#context.tags(key);
+    const fenced = value === undefined && this.#unused(tags);
+    const use = this.#use(tags);
+    const { statements } = this.#context;
     let row: Record<string, unknown> | undefined;
     try {
-      [row] = await this.#query(this.#context.statements.acquire, [
-        key.toString(),
-        name,
-        this.ownerId,
-        value ?? null,
-      ]);
+      [row] = fenced
+        ? await this.#query(statements.acquireFenced, [key.toString(), tags[0], tags[1]])
+        : await this.#query(statements.acquire, [
+            key.toString(),
+            name,
+            this.ownerId,
+            value ?? null,
+          ]);
     } catch (error) {
       // A session advisory lock outlives a failed statement: give it back if we got it.
-      await this.#giveBack(key, this.#inTurn);
+      await this.#giveBack(key, fenced, use, this.#inTurn);
       throw error;
     }
-    if (row?.got !== true) return null;
-    return this.#granted(name, key, BigInt(row.token as string));
+    if (row?.got !== true) {
+      this.#endUse(use);
+      return null;
+    }
+    return this.#settle(name, key, value, row, fenced, use, this.#inTurn);
+  }
+
+  /**
+   * The grant of an acquire statement's `row` (got). When its token locks were not taken
+   * (another connection holds one of the two pairs exclusively, or the token is too large for
+   * them), the holder row is recorded first, by a second statement; if that fails the lock is
+   * given back. `use` is the grant's (or the orphan's) from here on.
+   */
+  async #settle(
+    name: string,
+    key: bigint,
+    value: string | undefined,
+    row: Record<string, unknown>,
+    fenced: boolean,
+    use: TagUse,
+    run: (config: pg.QueryConfig) => Promise<unknown>,
+  ): Promise<Grant> {
+    const token = BigInt(row.token as string);
+    if (!fenced || row.fenced === true) return this.#granted(name, key, token, fenced, use);
+    try {
+      await run({
+        ...this.#context.statements.record,
+        values: [key.toString(), name, this.ownerId, value ?? null, token.toString()],
+      });
+    } catch (error) {
+      await this.#giveBack(key, false, use, run);
+      throw this.#failure(error);
+    }
+    return this.#granted(name, key, token, false, use);
   }
 
   /** Runs a statement on the connection now (the caller holds its turn: see #waitAcquire). */
@@ -420,29 +503,81 @@ export class PostgresSession implements BackendSession {
    * unlocked before `key` is taken again, so it is not mistaken for the new grant.
    */
   async #unlockOrphan(key: bigint, run: (config: pg.QueryConfig) => Promise<unknown>) {
-    if (!this.#orphans.has(key)) return;
+    const orphan = this.#orphans.get(key);
+    if (orphan === undefined) return;
     try {
-      await run({ name: "baton_unlock_many", text: UNLOCK_MANY, values: [[key.toString()]] });
+      await run({ ...this.#context.statements.unlockHeld, values: unlockValues([orphan]) });
     } catch (error) {
       throw this.#failure(error);
     }
-    this.#orphans.delete(key);
+    this.#unorphan(orphan);
   }
 
   /**
-   * After a statement that may have taken `key` failed (session advisory locks outlive it):
-   * unlock it if held; if that fails too, it is an orphan the next renewal (or try) unlocks.
+   * After a statement that may have taken `key` (and, when `fenced`, its token locks) failed
+   * (session advisory locks outlive it): unlock what is held; if that fails too, it is an
+   * orphan the next renewal (or try) unlocks. Takes over `use`.
    */
-  async #giveBack(key: bigint, run: (config: pg.QueryConfig) => Promise<unknown>) {
+  async #giveBack(
+    key: bigint,
+    fenced: boolean,
+    use: TagUse,
+    run: (config: pg.QueryConfig) => Promise<unknown>,
+  ) {
     const alive = () => !this.#lost.signal.aborted && this.#closing === undefined;
     if (!alive()) return;
-    await run({ ...this.#context.statements.unlockIfHeld, values: [key.toString()] }).catch(() => {
-      if (alive()) this.#orphans.add(key);
-    });
+    const orphan: Orphan = { key, fenced, use };
+    try {
+      await run({ ...this.#context.statements.unlockHeld, values: unlockValues([orphan]) });
+      this.#endUse(use);
+    } catch {
+      if (alive()) this.#orphan(orphan);
+    }
   }
 
-  #granted(name: string, key: bigint, token: bigint): Grant {
-    this.#held.set(name, { name, key, token });
+  /** Keeps `orphan` (and its use of its tags) until it is unlocked. */
+  #orphan(orphan: Orphan): void {
+    const known = this.#orphans.get(orphan.key);
+    if (known === undefined) {
+      this.#orphans.set(orphan.key, { key: orphan.key, fenced: orphan.fenced, use: orphan.use });
+      return;
+    }
+    // The same key twice: one entry, one use.
+    this.#endUse(orphan.use);
+    if (orphan.fenced && !known.fenced) {
+      this.#orphans.set(orphan.key, { key: orphan.key, fenced: true, use: known.use });
+    }
+  }
+
+  /** `orphan` was unlocked: forget it, unless it was replaced since (then it is unlocked again). */
+  #unorphan(orphan: Orphan): void {
+    if (this.#orphans.get(orphan.key) !== orphan) return;
+    this.#orphans.delete(orphan.key);
+    this.#endUse(orphan.use);
+  }
+
+  /** Whether no key of this session uses either of `tags`. */
+  #unused(tags: TokenTags): boolean {
+    return !this.#tagUses.has(tags[0]) && !this.#tagUses.has(tags[1]);
+  }
+
+  #use(tags: TokenTags): TagUse {
+    for (const tag of tags) this.#tagUses.set(tag, (this.#tagUses.get(tag) ?? 0) + 1);
+    return { tags, ended: false };
+  }
+
+  #endUse(use: TagUse): void {
+    if (use.ended) return;
+    use.ended = true;
+    for (const tag of use.tags) {
+      const n = (this.#tagUses.get(tag) ?? 0) - 1;
+      if (n > 0) this.#tagUses.set(tag, n);
+      else this.#tagUses.delete(tag);
+    }
+  }
+
+  #granted(name: string, key: bigint, token: bigint, fenced: boolean, use: TagUse): Grant {
+    this.#held.set(name, { name, key, token, fenced, use });
     this.#names.set(key, name);
     const handle: GrantHandle = { session: this, key };
     return { key: name, ownerId: this.ownerId, token, handle };
@@ -455,13 +590,23 @@ export class PostgresSession implements BackendSession {
     this.#forget(grant.key);
     // A dead connection has already freed everything it held.
     if (this.#lost.signal.aborted) return false;
+    const { statements } = this.#context;
+    const key = held.key.toString();
     try {
-      const [row] = await this.#query(this.#context.statements.release, [held.key.toString()]);
-      if (this.#released.length < MAX_RELEASED) this.#released.push(held);
+      const [row] = held.fenced
+        ? await this.#query(statements.releaseFenced, [
+            key,
+            held.token.toString(),
+            held.use.tags[0],
+            held.use.tags[1],
+          ])
+        : await this.#query(statements.release, [key]);
+      if (!held.fenced && this.#released.length < MAX_RELEASED) this.#released.push(held);
+      this.#endUse(held.use);
       return row?.unlocked === true;
     } catch (error) {
       // Never renewed again; the next renewal unlocks it if the connection lives on.
-      if (!this.#lost.signal.aborted) this.#orphans.add(held.key);
+      if (!this.#lost.signal.aborted) this.#orphan(held);
       throw error;
     }
   }
@@ -469,7 +614,8 @@ export class PostgresSession implements BackendSession {
   async holder(name: string): Promise<Holder | null> {
     this.#assertAlive();
     const key = advisoryKey(this.#context.namespace, name);
-    const [row] = await this.#query(this.#context.statements.holder, [key.toString()]);
+    const [tagA, tagB] = this.#context.tags(key);
+    const [row] = await this.#query(this.#context.statements.holder, [key.toString(), tagA, tagB]);
     if (row === undefined) return null;
     const holder: Holder = { ownerId: row.owner as string, token: BigInt(row.token as string) };
     return row.value === null ? holder : { ...holder, value: row.value as string };
@@ -510,15 +656,16 @@ export class PostgresSession implements BackendSession {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#onClose?.(this);
-      const rows = [...this.#held.values(), ...this.#released];
+      const rows = [...this.#held.values(), ...this.#released].filter((h) => !h.fenced);
       this.#held.clear();
       this.#names.clear();
       this.#released = [];
-      if (rows.length > 0 && !this.#lost.signal.aborted) {
-        // Tidy this session's holder rows; bounded, since the connection ends either way.
+      if (!this.#lost.signal.aborted) {
+        // Tidy this session's holder rows and registration; bounded, since the connection ends
+        // either way (and a later connection with its pid replaces the registration).
         const tidy = this.#send({
-          ...this.#context.statements.renew,
-          values: [[], rows.map((r) => r.key.toString()), rows.map((r) => r.token.toString())],
+          ...this.#context.statements.unregister,
+          values: [rows.map((r) => r.key.toString()), rows.map((r) => r.token.toString())],
         });
         await Promise.race([tidy.catch(() => undefined), sleep(CLOSE_TIDY_MS)]);
       }

@@ -15,6 +15,8 @@ const MIGRATION_KEY = "6965977949498628371";
 export interface SchemaNames {
   readonly schema: string;
   readonly holders: string;
+  /** Owner of each connection that runs a Baton session, by backend pid (see holder()). */
+  readonly sessions: string;
   readonly tokens: string;
 }
 
@@ -23,6 +25,7 @@ export function schemaNames(quotedSchema: string): SchemaNames {
   return {
     schema: quotedSchema,
     holders: `${quotedSchema}."holders"`,
+    sessions: `${quotedSchema}."sessions"`,
     tokens: `${quotedSchema}."token_seq"`,
   };
 }
@@ -41,6 +44,10 @@ function ddl(names: SchemaNames): string {
       value text,
       pid integer NOT NULL
     )`,
+    `CREATE UNLOGGED TABLE IF NOT EXISTS ${names.sessions} (
+      pid integer PRIMARY KEY,
+      owner text NOT NULL
+    )`,
     "COMMIT",
   ].join(";\n");
 }
@@ -52,10 +59,10 @@ export interface MigrateOptions {
 }
 
 /**
- * Creates Baton's schema, holder table and token sequence when missing. Idempotent and safe to
- * run concurrently. Run it with a role that may create schemas when the application's role
- * may not (then grant the application's role USAGE on the schema, SELECT, INSERT, UPDATE on
- * the table and USAGE on the sequence).
+ * Creates Baton's schema, its tables (`holders`, `sessions`) and token sequence when missing.
+ * Idempotent and safe to run concurrently. Run it with a role that may create schemas when the
+ * application's role may not (then grant the application's role USAGE on the schema; SELECT,
+ * INSERT, UPDATE, DELETE on both tables; USAGE on the sequence).
  */
 export async function migrate(db: Queryable, options: MigrateOptions = {}): Promise<void> {
   const names = schemaNames(quoteIdentifier(options.schema ?? "baton", "schema"));
@@ -76,8 +83,9 @@ export async function ensureSchema(
   try {
     const probe = await db.query(
       `SELECT current_user AS "user", current_database() AS database,
-        to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready`,
-      [names.holders, names.tokens],
+        to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL
+          AND to_regclass($3) IS NOT NULL AS ready`,
+      [names.holders, names.tokens, names.sessions],
     );
     const row = probe.rows[0] as { user: string; database: string; ready: boolean };
     if (row.ready) return;

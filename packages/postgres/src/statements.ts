@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { SchemaNames } from "./schema.js";
+import { TOKEN_LOCK_LIMIT } from "./token-locks.js";
 
 /** A prepared statement: `name` is unique per text, so one connection may hold many. */
 export interface Statement {
@@ -20,13 +21,42 @@ function locksKey(key: string): string {
     AND l.objid = (${key} & 4294967295)::oid`;
 }
 
+/** Matches this connection's token locks (see token-locks.ts) whose tag is in `tags`. */
+function ownTokenLocks(tags: string): string {
+  return `l.pid = pg_backend_pid() AND l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
+    AND l.mode = 'ShareLock'
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND l.objid::bigint = ANY(${tags})`;
+}
+
+/**
+ * Takes the token locks of token `t.token` with tags `$tagA`, `$tagB` (SQL parameters): true
+ * when both were granted; false (and neither held) when either was not (someone holds that
+ * pair exclusively) or the token does not fit. CASE fixes the order of the calls.
+ */
+function takeTokenLocks(tagA: string, tagB: string): string {
+  return `CASE WHEN t.token NOT BETWEEN 0 AND ${TOKEN_LOCK_LIMIT - 1n} THEN false
+  WHEN pg_try_advisory_lock_shared((t.token >> 31)::int, ${tagA}::int) THEN
+    CASE WHEN pg_try_advisory_lock_shared((t.token & 2147483647)::int, ${tagB}::int) THEN true
+    ELSE NOT pg_advisory_unlock_shared((t.token >> 31)::int, ${tagA}::int) END
+  ELSE false END`;
+}
+
 /** The SQL Baton's sessions run, for one schema. */
 export interface Statements {
   /**
    * One statement: try the advisory lock; only if granted, take the next token and record the
-   * holder. `$1` key, `$2` name, `$3` owner, `$4` value. Returns `got`, `token`.
+   * holder row. `$1` key, `$2` name, `$3` owner, `$4` value. Returns `got`, `token`. For a grant
+   * with a value, or whose token locks could clash (see token-locks.ts).
    */
   readonly acquire: Statement;
+  /**
+   * One statement: try the advisory lock; only if granted, take the next token and its token
+   * locks (no row is written). `$1` key, `$2` tagA, `$3` tagB. Returns `got`, `token`, and
+   * `fenced`: false when the token locks were not taken (then record the holder with
+   * {@link record}).
+   */
+  readonly acquireFenced: Statement;
   /**
    * {@link acquire}, waiting: waits in the server (`pg_advisory_lock`, in PostgreSQL's queue of
    * the key) at most `$5` ms (`lock_timeout`: then it fails with 55P03 and holds nothing), then
@@ -34,29 +64,61 @@ export interface Statements {
    * Run on the session's own connection, which it occupies while it waits.
    */
   readonly waitAcquire: Statement;
-  /** Unlocks `$1` if this connection holds it (without a warning when it does not). */
-  readonly unlockIfHeld: Statement;
+  /**
+   * {@link acquireFenced}, waiting as {@link waitAcquire} does: `$1` key, `$2` tagA, `$3` tagB,
+   * `$4` ms. Returns `got` (true), `token`, `fenced`.
+   */
+  readonly waitAcquireFenced: Statement;
+  /**
+   * Records the holder row of a grant whose token locks were not taken: `$1` key, `$2` name,
+   * `$3` owner, `$4` value, `$5` token.
+   */
+  readonly record: Statement;
+  /**
+   * Unlocks those of keys `$1` (bigint[]) this connection holds, and its token locks whose tag
+   * is in `$2` (bigint[]), without a warning for what it does not hold.
+   */
+  readonly unlockHeld: Statement;
   /** Unlocks `$1`. Returns `unlocked`. The holder row is deleted later, by `renew`. */
   readonly release: Statement;
-  /** The holder of key `$1`, only if its advisory lock is held right now. */
+  /** Unlocks `$1` and the token locks of token `$2` with tags `$3`, `$4`. Returns `unlocked`. */
+  readonly releaseFenced: Statement;
+  /**
+   * The holder of key `$1` (tags `$2`, `$3`), only if its advisory lock is held right now:
+   * `owner`, `token`, `value`.
+   */
   readonly holder: Statement;
   /**
    * The renewal: returns which of keys `$1` (bigint[]) this connection no longer holds (rows of
    * `key`), and deletes this connection's holder rows of released keys `$2` with tokens `$3`.
    */
   readonly renew: Statement;
+  /**
+   * Run once as a session opens: sets `idle_session_timeout` to `$1` ms and registers this
+   * connection's owner `$2` (replacing what an earlier connection with the same pid left).
+   * Returns `pid`.
+   */
+  readonly register: Statement;
+  /**
+   * Run as a session closes: deletes its holder rows of keys `$1` (bigint[]) with tokens `$2`,
+   * and its registration.
+   */
+  readonly unregister: Statement;
 }
 
 /** Builds the statements for the schema objects `names`. */
 export function statements(names: SchemaNames): Statements {
   const sequence = names.tokens.replaceAll("'", "''");
+  const upsert = `ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, owner = EXCLUDED.owner,
+    token = EXCLUDED.token, value = EXCLUDED.value, pid = EXCLUDED.pid`;
   const record = (
     from: string,
   ) => `INSERT INTO ${names.holders} AS h (key, name, owner, token, value, pid)
   SELECT $1::bigint, $2::text, $3::text, t.token, $4::text, pg_backend_pid() FROM ${from}
-  ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, owner = EXCLUDED.owner,
-    token = EXCLUDED.token, value = EXCLUDED.value, pid = EXCLUDED.pid
+  ${upsert}
   RETURNING h.token`;
+  const gc = `DELETE FROM ${names.holders} h USING unnest($2::bigint[], $3::bigint[]) AS r(key, token)
+  WHERE h.key = r.key AND h.token = r.token AND h.pid = pg_backend_pid()`;
   return {
     waitAcquire: statement(
       "wait_acquire",
@@ -66,6 +128,13 @@ t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l),
 u AS (${record("t")})
 SELECT true AS got, (SELECT u.token FROM u) AS token`,
     ),
+    waitAcquireFenced: statement(
+      "wait_acquire_fenced",
+      `WITH b AS MATERIALIZED (SELECT set_config('lock_timeout', $4::text, true) AS bound),
+l AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) AS locked FROM b),
+t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l)
+SELECT true AS got, t.token, ${takeTokenLocks("$2", "$3")} AS fenced FROM t`,
+    ),
     acquire: statement(
       "acquire",
       `WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS got),
@@ -74,25 +143,73 @@ u AS (
   ${record("t")})
 SELECT l.got, (SELECT u.token FROM u) AS token FROM l`,
     ),
+    acquireFenced: statement(
+      "acquire_fenced",
+      `WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS got),
+t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l WHERE l.got),
+m AS MATERIALIZED (SELECT t.token, ${takeTokenLocks("$2", "$3")} AS fenced FROM t)
+SELECT l.got, m.token, m.fenced FROM l LEFT JOIN m ON true`,
+    ),
+    record: statement(
+      "record",
+      `INSERT INTO ${names.holders} AS h (key, name, owner, token, value, pid)
+VALUES ($1::bigint, $2::text, $3::text, $5::bigint, $4::text, pg_backend_pid())
+${upsert}`,
+    ),
     release: statement("release", "SELECT pg_advisory_unlock($1::bigint) AS unlocked"),
-    unlockIfHeld: statement(
-      "unlock_if_held",
-      `SELECT pg_advisory_unlock($1::bigint) FROM pg_locks l
-WHERE l.pid = pg_backend_pid() AND ${locksKey("$1::bigint")}`,
+    releaseFenced: statement(
+      "release_fenced",
+      `SELECT pg_advisory_unlock($1::bigint) AS unlocked,
+  pg_advisory_unlock_shared(($2::bigint >> 31)::int, $3::int) AS a,
+  pg_advisory_unlock_shared(($2::bigint & 2147483647)::int, $4::int) AS b`,
+    ),
+    unlockHeld: statement(
+      "unlock_held",
+      `WITH k AS MATERIALIZED (SELECT count(pg_advisory_unlock(k.key)) AS n
+  FROM unnest($1::bigint[]) AS k(key) JOIN pg_locks l
+    ON l.pid = pg_backend_pid() AND l.mode = 'ExclusiveLock' AND ${locksKey("k.key")}),
+t AS MATERIALIZED (SELECT count(pg_advisory_unlock_shared(l.classid::bigint::int, l.objid::bigint::int)) AS n
+  FROM pg_locks l WHERE ${ownTokenLocks("$2::bigint[]")})
+SELECT k.n AS keys, t.n AS tokens FROM k, t`,
     ),
     holder: statement(
       "holder",
-      `SELECT h.owner, h.token, h.value FROM ${names.holders} h
-WHERE h.key = $1::bigint
-  AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = h.pid AND ${locksKey("h.key")})`,
+      `WITH l AS MATERIALIZED (SELECT l.pid, l.objsubid, l.objid, l.classid FROM pg_locks l
+  WHERE l.locktype = 'advisory' AND l.granted
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND ((l.objsubid = 1 AND l.mode = 'ExclusiveLock'
+        AND l.classid = (($1::bigint >> 32) & 4294967295)::oid
+        AND l.objid = ($1::bigint & 4294967295)::oid)
+      OR (l.objsubid = 2 AND l.mode = 'ShareLock' AND l.objid IN ($2::bigint::oid, $3::bigint::oid)))),
+p AS (SELECT l.pid FROM l WHERE l.objsubid = 1),
+c AS (
+  SELECT h.owner, h.token, h.value FROM p JOIN ${names.holders} h ON h.key = $1::bigint AND h.pid = p.pid
+  UNION ALL
+  SELECT s.owner, (a.classid::bigint << 31) | b.classid::bigint, NULL
+  FROM p JOIN l a ON a.pid = p.pid AND a.objsubid = 2 AND a.objid = $2::bigint::oid
+    JOIN l b ON b.pid = p.pid AND b.objsubid = 2 AND b.objid = $3::bigint::oid
+    JOIN ${names.sessions} s ON s.pid = p.pid)
+SELECT c.owner, c.token, c.value FROM c ORDER BY c.token DESC LIMIT 1`,
     ),
     renew: statement(
       "renew",
       `WITH gc AS (
-  DELETE FROM ${names.holders} h USING unnest($2::bigint[], $3::bigint[]) AS r(key, token)
-  WHERE h.key = r.key AND h.token = r.token AND h.pid = pg_backend_pid())
+  ${gc})
 SELECT k::text AS key FROM unnest($1::bigint[]) AS k
 WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${locksKey("k")})`,
+    ),
+    register: statement(
+      "register",
+      `WITH r AS (INSERT INTO ${names.sessions} AS s (pid, owner) VALUES (pg_backend_pid(), $2::text)
+  ON CONFLICT (pid) DO UPDATE SET owner = EXCLUDED.owner)
+SELECT set_config('idle_session_timeout', $1::text, false), pg_backend_pid() AS pid`,
+    ),
+    unregister: statement(
+      "unregister",
+      `WITH gc AS (
+  ${gc.replaceAll("$2", "$1").replaceAll("$3", "$2")}),
+s AS (DELETE FROM ${names.sessions} WHERE pid = pg_backend_pid())
+SELECT 1`,
     ),
   };
 }

@@ -113,8 +113,10 @@ describeBackend("postgres", (url) => {
         expect((noTable as ConfigError).field).toBe("privileges");
         expect((noTable as ConfigError).message).toMatch(/permission denied for (table|sequence)/);
 
-        // 4. The table but not the sequence: the lock taken before nextval failed is given back.
-        await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.holders TO ${role}`);
+        // 4. The tables but not the sequence: the lock taken before nextval failed is given back.
+        await admin.query(
+          `GRANT SELECT, INSERT, UPDATE, DELETE ON ${schema}.holders, ${schema}.sessions TO ${role}`,
+        );
         const noSequence = await c.acquire("job").catch((e: unknown) => e);
         expect(noSequence).toBeInstanceOf(ConfigError);
         expect((noSequence as ConfigError).message).toContain("sequence");

@@ -165,9 +165,13 @@ describeBackend("postgres", (url) => {
       const waiting = b.acquire(name, { waitMs: 20_000 });
       await delay(200);
       const key = advisoryKey("baton", name);
-      const { rows } = await admin.query("SELECT pid FROM baton.holders WHERE key = $1", [
-        key.toString(),
-      ]);
+      // The connection that holds the lock (no holder row: its token is in token locks).
+      const { rows } = await admin.query(
+        `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+           AND mode = 'ExclusiveLock' AND classid = (($1::bigint >> 32) & 4294967295)::oid
+           AND objid = ($1::bigint & 4294967295)::oid`,
+        [key.toString()],
+      );
       expect(rows).toHaveLength(1);
       const killedAt = performance.now();
       await admin.query("SELECT pg_terminate_backend($1)", [rows[0].pid]);
