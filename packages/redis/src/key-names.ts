@@ -1,6 +1,6 @@
 /**
  * The Redis keys and channels of one lock: `<prefix>{<name>}:lock`, `:token`, `:waiters`,
- * `:next`, channels `:released` and `:turn:<session id>`. The hash tag `{<name>}` puts every
+ * channels `:released` and `:turn:<session id>`. The hash tag `{<name>}` puts every
  * key of one lock in the same Redis Cluster slot, so the scripts touching them run on one
  * node. Only the lock key is kept (renewals use it); the others are built when used, so a
  * held lock costs two strings.
@@ -26,17 +26,12 @@ export class LockKeys {
     return `${this.base}:released`;
   }
 
-  /** The waiters in line: a sorted set of session ids by arrival time. */
+  /** The waiters in line: a sorted set of line entries (see lineEntry) by arrival time. */
   get waiters(): string {
     return `${this.base}:waiters`;
   }
 
-  /** The session id a release reserved the free lock for, with a short expiry. */
-  get next(): string {
-    return `${this.base}:next`;
-  }
-
-  /** Prefix of a waiter's own channel (plus its session id): "your turn" comes there. */
+  /** Prefix of a waiter's own channel (plus its session id): its grant comes there. */
   get turnPrefix(): string {
     return `${this.base}:turn:`;
   }

@@ -15,7 +15,7 @@ import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js
 import {
   ACQUIRE,
   acquireReply,
-  LEAVE_LINE,
+  lineEntry,
   READ_HOLDER,
   RELEASE,
   RENEW,
@@ -33,20 +33,14 @@ export interface RedisSessionContext {
 }
 
 /**
- * Bounds of the reservation a release makes for the waiter it names (a twentieth of the
- * TTL): how long a named waiter that froze or died can keep the others out.
+ * One wait for a lock: its id `<session id>.<n>` (unique per session), the grant prefix of any
+ * grant made to it (`<id>:`), its entry in the lock's line, and whether a failed try of this
+ * wait put it in the line.
  */
-const RESERVE_MIN_MS = 20;
-const RESERVE_MAX_MS = 250;
-
-/**
- * A wait's place in the lock's line of waiters. `member` is the session id ("" for a try
- * that does not join the line); `score` is the place a release named it at (it rejoins there if its
- * try fails), and `joined` whether a failed try of this wait put it in the line.
- */
-interface LinePlace {
-  member: string;
-  score: string;
+interface Wait {
+  readonly id: string;
+  readonly prefix: string;
+  readonly entry: string;
   joined: boolean;
 }
 
@@ -59,6 +53,13 @@ interface HeldKey {
 /** The private part of a Redis grant: what release needs to find exactly this grant. */
 interface RedisGrantHandle {
   readonly sessionId: string;
+  /** The grant's owner id in the payload: the session id, or the id of the wait it was handed to. */
+  readonly grantOwner: string;
+}
+
+interface PendingKey {
+  readonly keys: LockKeys;
+  readonly prefix: string;
 }
 
 /**
@@ -75,8 +76,13 @@ export class RedisSession implements BackendSession {
   readonly #sessionPrefix: string;
   readonly #ctx: RedisSessionContext;
   readonly #held = new Map<string, HeldKey>();
-  /** Keys with an acquire in flight: renewed by session prefix, since the token is unknown. */
-  readonly #pending = new Map<string, LockKeys>();
+  /**
+   * Keys with an acquire in flight, or a wait (a release may hand the lock to it before it
+   * hears): renewed by grant prefix without the token, which is not known yet.
+   */
+  readonly #pending = new Map<string, PendingKey>();
+  /** Waits started by this session: numbers them. */
+  #waitCount = 0;
   /** Waits in progress: a closing session aborts them. */
   readonly #waits = new Set<{ abort(reason: unknown): void }>();
   #closed = false;
@@ -101,11 +107,8 @@ export class RedisSession implements BackendSession {
   async keepAlive(): Promise<KeepAliveResult | undefined> {
     if (this.#closed) throw new SessionLostError("this redis session is closed");
     const held = [...this.#held.entries()];
-    const pending = [...this.#pending.values()].map((keys) => ({
-      keys,
-      prefix: this.#sessionPrefix,
-    }));
-    const items = [...held.map(([, h]) => h), ...pending];
+    const items: { keys: LockKeys; prefix: string }[] = held.map(([, h]) => h);
+    for (const p of this.#pending.values()) items.push(p);
     if (items.length === 0) return undefined;
     const renewed = await boundedCall(this.#renew(items), {
       timeoutMs: this.#leaseCallTimeoutMs,
@@ -152,18 +155,14 @@ export class RedisSession implements BackendSession {
       options.wait && !listener.idle
         ? listener.listening(keys.turnPrefix + this.sessionId)
         : undefined;
-    const line: LinePlace = {
-      member: subscription === undefined ? "" : this.sessionId,
-      score: "",
-      joined: false,
-    };
+    let wait = subscription === undefined ? undefined : this.#startWait(name, keys, tail);
     let granted = false;
     let link: ReturnType<typeof linkSignals> | undefined;
     try {
       // The uncontended path is this one script call, waiting or not. It leaves the signal
       // alone (see BackendAcquireOptions.signal): reading it may build it. A waiting try that
       // fails joins the lock's line of waiters.
-      let got = await this.#try(name, keys, tail, undefined, line);
+      let got = await this.#try(name, keys, tail, undefined, wait);
       if (got.grant !== null || !options.wait) {
         granted = got.grant !== null;
         return got.grant;
@@ -173,72 +172,94 @@ export class RedisSession implements BackendSession {
       link = linkSignals([signal]);
       this.#waits.add(link);
       const abort = link.signal;
-      if (subscription === undefined) {
-        // Subscribed before the next try, so a turn given after that try cannot go unheard.
+      if (subscription === undefined || wait === undefined) {
+        // Subscribed before the next try, so a grant made after that try cannot go unheard.
         subscription = await listener.subscribe(keys.turnPrefix + this.sessionId, abort);
-        line.member = this.sessionId;
-        got = await this.#try(name, keys, tail, abort, line);
+        wait = this.#startWait(name, keys, tail);
+        got = await this.#try(name, keys, tail, abort, wait);
       }
       while (got.grant === null) {
-        await this.#awaitTurn(subscription, got.pttl >= 0 ? got.pttl + 1 : this.ttlMs, line, abort);
-        got = await this.#try(name, keys, tail, abort, line);
+        const ms = got.pttl >= 0 ? got.pttl + 1 : this.ttlMs;
+        const token = await this.#awaitTurn(subscription, ms, wait, abort);
+        got =
+          token === undefined
+            ? await this.#try(name, keys, tail, abort, wait)
+            : { grant: this.#hold(name, keys, wait.id, token) };
       }
       granted = true;
       return got.grant;
     } finally {
+      if (wait !== undefined) {
+        this.#pending.delete(name);
+        if (!granted) this.#leaveLine(keys, wait);
+      }
       subscription?.close();
       if (link !== undefined) {
         link.dispose();
         this.#waits.delete(link);
       }
-      if (!granted) this.#leaveLine(keys, line);
     }
   }
 
   /**
-   * Sleeps until this waiter should try again: a release names it ("r<score>": out of the
-   * line, and a failed try puts it back at that place), the holder's lease (or a reservation
-   * for another waiter) could have run out (`ms`), or the waiter ahead was named and its
-   * reservation ends ("b<ms>", should that one have frozen).
+   * A new wait for `name`. From now until it ends its lock key is renewed by the wait's prefix,
+   * so a grant a release hands to it is covered before the waiter has heard of it.
+   */
+  #startWait(name: string, keys: LockKeys, tail: string): Wait {
+    const id = `${this.sessionId}.${++this.#waitCount}`;
+    const wait: Wait = {
+      id,
+      prefix: `${id}:`,
+      entry: lineEntry(id, this.ttlMs, tail),
+      joined: false,
+    };
+    this.#pending.set(name, { keys, prefix: wait.prefix });
+    return wait;
+  }
+
+  /**
+   * Sleeps until this waiter should act: a release handed the lock to this wait
+   * (`g<wait>:<token>`: resolves the token), the holder's lease could have run out (`ms`), or
+   * the waiter ahead was handed the lock (`b<ms>`: its lease, should that one have frozen).
+   * Resolves `undefined` when it should try.
    */
   async #awaitTurn(
     subscription: ReleaseSubscription,
     ms: number,
-    line: LinePlace,
+    wait: Wait,
     abort: AbortSignal,
-  ): Promise<void> {
+  ): Promise<bigint | undefined> {
     let until = performance.now() + ms;
     for (;;) {
       const message = await subscription.next(until - performance.now(), abort);
-      if (message === undefined) return;
+      if (message === undefined) return undefined;
       const kind = message.charCodeAt(0);
-      if (kind === 114) {
-        line.score = message.slice(1);
-        return;
+      if (kind === 103) {
+        // Grants to an earlier wait of this session (it gave them back) are not this one's.
+        const colon = message.indexOf(":");
+        if (message.slice(1, colon) !== wait.id.slice(this.sessionId.length + 1)) continue;
+        const token = message.slice(colon + 1);
+        if (/^\d+$/.test(token)) return BigInt(token);
+        return undefined;
       }
-      const reservedMs = kind === 98 ? Number(message.slice(1)) : Number.NaN;
+      const leaseMs = kind === 98 ? Number(message.slice(1)) : Number.NaN;
       // Anything else ("" after a reconnect: messages may be lost) means look now.
-      if (!(reservedMs >= 0)) return;
-      until = performance.now() + reservedMs + 1;
+      if (!(leaseMs >= 0)) return undefined;
+      until = performance.now() + leaseMs + 1;
     }
   }
 
-  /** How long a release keeps the lock for the waiter it names. */
-  get #reserveMs(): number {
-    return Math.min(RESERVE_MAX_MS, Math.max(RESERVE_MIN_MS, Math.floor(this.ttlMs / 20)));
-  }
-
   /**
-   * A wait that ends without a grant leaves the line, and gives up a reservation made for it
-   * (best effort: line entries and reservations also expire).
+   * A wait that ends without taking the lock leaves the line, and gives back a grant a
+   * release handed to it meanwhile (to the next in line): two commands in one round trip,
+   * best effort (line entries expire, and so does a grant nobody renews).
    */
-  #leaveLine(keys: LockKeys, line: LinePlace): void {
+  #leaveLine(keys: LockKeys, wait: Wait): void {
     // Also after close(): the client is the backend's, and a closed session's waits leave too.
-    if (!line.joined) return;
-    line.joined = false;
-    LEAVE_LINE.run(this.#ctx.client, [keys.waiters, keys.next], [line.member]).catch(
-      () => undefined,
-    );
+    if (!wait.joined) return;
+    wait.joined = false;
+    this.#ctx.client.zrem(keys.waiters, wait.entry).catch(() => undefined);
+    void this.#releaseQuietly(keys, wait.prefix);
   }
 
   /** One acquire script call: the grant, or the holder's remaining lease. */
@@ -247,44 +268,37 @@ export class RedisSession implements BackendSession {
     keys: LockKeys,
     tail: string,
     signal: AbortSignal | undefined,
-    line: LinePlace,
+    wait: Wait | undefined,
   ): Promise<{ grant: Grant; pttl?: undefined } | { grant: null; pttl: number }> {
-    this.#pending.set(name, keys);
+    const owner = wait === undefined ? this.sessionId : wait.id;
+    const prefix = wait === undefined ? this.#sessionPrefix : wait.prefix;
+    // A wait's key is pending for the whole wait (see #startWait).
+    if (wait === undefined) this.#pending.set(name, { keys, prefix });
     let reply: { token: bigint } | { pttl: number };
     try {
       reply = acquireReply(
         await boundedCall(
           ACQUIRE.run(
             this.#ctx.client,
-            [keys.lock, keys.token, keys.waiters, keys.next],
-            line.member === ""
-              ? [this.#sessionPrefix, this.ttlMs, tail, keys.channel]
-              : [
-                  this.#sessionPrefix,
-                  this.ttlMs,
-                  tail,
-                  keys.channel,
-                  line.member,
-                  line.score,
-                  line.joined ? "1" : "",
-                ],
+            [keys.lock, keys.token, keys.waiters],
+            wait === undefined
+              ? [prefix, this.ttlMs, tail, keys.channel]
+              : [prefix, this.ttlMs, tail, keys.channel, wait.entry, wait.joined ? "1" : ""],
           ),
           {
             timeoutMs: this.#leaseCallTimeoutMs,
             what: `redis acquire of "${name}"`,
             signal,
             // Given up while in flight: the server may have granted it and only the reply be
-            // lost. Delete any grant of this session on the key now (the next command on this
+            // lost. Delete any grant of this try on the key now (the next command on this
             // connection, so never a later grant), and a late grant again when it arrives.
             onAbandoned: (late) => {
-              if (!this.#held.has(name)) {
-                void this.#releaseQuietly(keys, this.#sessionPrefix);
-              }
+              if (!this.#held.has(name)) void this.#releaseQuietly(keys, prefix);
               late.then(
                 (r) => {
                   const got = acquireReply(r);
                   if ("token" in got) {
-                    void this.#releaseQuietly(keys, grantPrefix(this.sessionId, got.token));
+                    void this.#releaseQuietly(keys, grantPrefix(owner, got.token));
                   }
                 },
                 () => undefined,
@@ -294,27 +308,26 @@ export class RedisSession implements BackendSession {
         ),
       );
     } finally {
-      this.#pending.delete(name);
+      if (wait === undefined) this.#pending.delete(name);
     }
     if (signal?.aborted === true || this.#closed) {
       // The grant arrived, but the caller left (or the session closed) at the same moment.
-      if ("token" in reply) {
-        await this.#releaseQuietly(keys, grantPrefix(this.sessionId, reply.token));
-      }
+      if ("token" in reply) await this.#releaseQuietly(keys, grantPrefix(owner, reply.token));
       throw signal?.aborted === true ? signal.reason : this.#closedError();
     }
     if (!("token" in reply)) {
-      if (line.member !== "") {
-        line.joined = true;
-        line.score = "";
-      }
+      if (wait !== undefined) wait.joined = true;
       return { grant: null, pttl: reply.pttl };
     }
-    const token = reply.token;
-    const handle: RedisGrantHandle = { sessionId: this.sessionId };
+    return { grant: this.#hold(name, keys, owner, reply.token) };
+  }
+
+  /** Records grant `token` of `owner` (this session, or one of its waits) on `name` as held. */
+  #hold(name: string, keys: LockKeys, owner: string, token: bigint): Grant {
+    const handle: RedisGrantHandle = { sessionId: this.sessionId, grantOwner: owner };
     const grant: Grant = { key: name, ownerId: this.ownerId, token, handle };
-    this.#held.set(name, { keys, prefix: grantPrefix(this.sessionId, token), grant });
-    return { grant };
+    this.#held.set(name, { keys, prefix: grantPrefix(owner, token), grant });
+    return grant;
   }
 
   async release(grant: Grant): Promise<boolean> {
@@ -325,7 +338,7 @@ export class RedisSession implements BackendSession {
     if (handle?.sessionId !== this.sessionId) return false;
     const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
     const reply = await boundedCall(
-      this.#releaseToNext([{ keys, prefix: grantPrefix(this.sessionId, grant.token) }]),
+      this.#releaseToNext([{ keys, prefix: grantPrefix(handle.grantOwner, grant.token) }]),
       { timeoutMs: this.#ctx.commandTimeoutMs, what: `redis release of "${grant.key}"` },
     );
     return releasedOne(reply);
@@ -342,10 +355,9 @@ export class RedisSession implements BackendSession {
       [
         ...grants.map((g) => g.keys.lock),
         ...grants.map((g) => g.keys.waiters),
-        ...grants.map((g) => g.keys.next),
+        ...grants.map((g) => g.keys.token),
       ],
       [
-        this.#reserveMs,
         this.#ctx.cluster ? "" : "1",
         ...grants.map((g) => g.prefix),
         ...grants.map((g) => g.keys.channel),

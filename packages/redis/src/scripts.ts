@@ -4,46 +4,49 @@ import { LuaScript } from "./lua-script.js";
  * Acquire on one node, in one call: `SET lock payload NX PX ttl`, and on success `INCR` of the
  * lock's token counter, whose new value is the fencing token stored inside the payload.
  *
- * Waiters stand in a line (a sorted set by arrival). A release names the first of them and
- * reserves the free lock for it a moment (the `next` key, with its own short expiry): while
- * that reservation lasts, nobody else gets the lock, so the named waiter is the only one who
- * needs to wake, and a holder that lets go cannot take it straight back.
+ * Waiters stand in a line (a sorted set by arrival, see {@link RELEASE}): a release hands the
+ * lock straight to the first of them, so a waiter normally never tries again.
  *
- * KEYS: lock, counter, waiters, next. ARGV: `<session id>:`, ttl ms, payload tail
- * (`\n<owner>[\n<value>]`), the lock's watch channel, then for a waiting try: the waiter's
- * member (its session id; empty for a try that does not wait), the score to rejoin the line
- * with (empty: now, by the server's clock; a named waiter keeps its place), and `1` if it may
- * be in the line (leave it on a grant). A waiting try that fails joins the line (the line
- * expires 3 TTLs after the last join, so a crashed waiter's entry goes).
- * A grant is announced on the watch channel as `g<ttl>`.
+ * KEYS: lock, counter, waiters. ARGV: grant prefix (`<session id>:`, or `<session id>.<wait>:`
+ * in a wait), ttl ms, payload tail (`\n<owner>[\n<value>]`), the lock's watch channel, then for
+ * a waiting try: its line entry (see {@link lineEntry}) and `1` if it may be in the line (leave
+ * it on a grant). A waiting try that fails joins the line (by the server's clock; the line
+ * expires 3 TTLs after the last join, so a crashed waiter's entry goes), unless a release has
+ * handed the lock to this wait already (its message not yet seen): then that grant's token is
+ * returned. A grant is announced on the watch channel as `g<ttl>`.
  * Returns the token (>= 1) when granted; otherwise `-1 - pttl` (<= 0) with the remaining
- * lease of the holder, or of the reservation (`pttl` -1: a key without expiry, not Baton's).
+ * lease of the holder (`pttl` -1: a key without expiry, not Baton's).
  */
 export const ACQUIRE = new LuaScript(`
-local member = ARGV[5] or ''
-local reservedFor = redis.call('GET', KEYS[4])
 local token = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
-if (not reservedFor or reservedFor == member) and
-    redis.call('SET', KEYS[1], ARGV[1] .. token .. ARGV[3], 'NX', 'PX', ARGV[2]) then
+if redis.call('SET', KEYS[1], ARGV[1] .. token .. ARGV[3], 'NX', 'PX', ARGV[2]) then
   redis.call('INCR', KEYS[2])
-  if reservedFor then redis.call('DEL', KEYS[4]) end
-  if ARGV[7] == '1' then redis.call('ZREM', KEYS[3], member) end
+  if ARGV[6] == '1' then redis.call('ZREM', KEYS[3], ARGV[5]) end
   redis.call('PUBLISH', ARGV[4], 'g' .. ARGV[2])
   return token
 end
-if member ~= '' then
-  local score = ARGV[6]
-  if score == '' then
-    local t = redis.call('TIME')
-    score = t[1] * 1000000 + t[2]
+if ARGV[5] then
+  local v = redis.call('GET', KEYS[1])
+  if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+    local nl = string.find(v, '\\n', #ARGV[1] + 1, true)
+    local mine = nl and tonumber(string.sub(v, #ARGV[1] + 1, nl - 1))
+    if mine then return mine end
   end
-  redis.call('ZADD', KEYS[3], 'NX', score, member)
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[3], 'NX', t[1] * 1000000 + t[2], ARGV[5])
   redis.call('PEXPIRE', KEYS[3], 3 * tonumber(ARGV[2]))
 end
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl == -2 and reservedFor then pttl = redis.call('PTTL', KEYS[4]) end
-return -1 - pttl
+return -1 - redis.call('PTTL', KEYS[1])
 `);
+
+/**
+ * A wait's entry in a lock's line: `<session id>.<wait>:<ttl ms>\n<owner>[\n<value>]`, all a
+ * release needs to grant the lock to it: the payload is the entry with the TTL replaced by the
+ * token, the lease is the waiter's own TTL, and the session id names its turn channel.
+ */
+export function lineEntry(waitId: string, ttlMs: number, tail: string): string {
+  return `${waitId}:${ttlMs}${tail}`;
+}
 
 /** Decodes an {@link ACQUIRE} reply: the token, or the holder's remaining lease. */
 export function acquireReply(reply: unknown): { token: bigint } | { pttl: number } {
@@ -84,15 +87,16 @@ return out
 `);
 
 /**
- * Owner-checked release of one or more locks, each handed to the first waiter in its line:
- * the waiter is taken out of the line, told on its own turn channel (`r<score>`, its place,
- * to rejoin there should its try fail), and the lock is reserved for it for a moment. A
- * waiter that does not hear (its process is gone) is skipped. The waiter behind it is told to
- * try when the reservation ends (`b<ms>`), in case the named one froze. Watchers are told on
- * the watch channel (`r`).
- * KEYS: lock keys, then the waiters keys, then the next keys. ARGV: reservation ms, `1` to
- * skip waiters who do not hear (a PUBLISH count is per node: not on a Cluster), then one owner
- * prefix per key, one watch channel per key, one turn channel prefix per key.
+ * Owner-checked release of one or more locks, each handed straight to the first waiter in its
+ * line: the lock is set to that wait's payload with the next token and the waiter's TTL (from
+ * its {@link lineEntry}), and the waiter is told on its turn channel (`g<wait>:<token>`). The
+ * session of a waiting wait renews the lock key by the wait's prefix from the start, so the
+ * lease is covered before the waiter hears. A waiter that does not hear (its process is gone)
+ * is skipped. The waiter behind it is told the new holder's TTL (`b<ms>`), to look again then
+ * should that one be frozen. Watchers are told on the watch channel (`r`).
+ * KEYS: lock keys, then the waiters keys, then the counter keys. ARGV: `1` to skip waiters who
+ * do not hear (a PUBLISH count is per node: not on a Cluster), then one owner prefix per key,
+ * one watch channel per key, one turn channel prefix per key.
  * Returns how many keys were this session's grants and are released.
  */
 export const RELEASE = new LuaScript(`
@@ -100,36 +104,37 @@ local n = #KEYS / 3
 local released = 0
 for i = 1, n do
   local v = redis.call('GET', KEYS[i])
-  local prefix = ARGV[2 + i]
+  local prefix = ARGV[1 + i]
   if v and string.sub(v, 1, #prefix) == prefix then
     redis.call('DEL', KEYS[i])
-    local turn = ARGV[2 + 2 * n + i]
+    local turn = ARGV[1 + 2 * n + i]
     while true do
-      local first = redis.call('ZPOPMIN', KEYS[n + i])
-      if not first[1] then break end
-      local heard = redis.call('PUBLISH', turn .. first[1], 'r' .. first[2])
-      if heard > 0 or ARGV[2] ~= '1' then
-        redis.call('SET', KEYS[2 * n + i], first[1], 'PX', ARGV[1])
-        local second = redis.call('ZRANGE', KEYS[n + i], 0, 0)
-        if second[1] then redis.call('PUBLISH', turn .. second[1], 'b' .. ARGV[1]) end
-        break
+      local entry = redis.call('ZPOPMIN', KEYS[n + i])[1]
+      if not entry then break end
+      local dot = string.find(entry, '.', 1, true)
+      local colon = dot and string.find(entry, ':', dot, true)
+      local nl = colon and string.find(entry, '\\n', colon, true)
+      local ttl = nl and tonumber(string.sub(entry, colon + 1, nl - 1))
+      if ttl and ttl > 0 then
+        local token = (tonumber(redis.call('GET', KEYS[2 * n + i])) or 0) + 1
+        local heard = redis.call('PUBLISH', turn .. string.sub(entry, 1, dot - 1),
+          'g' .. string.sub(entry, dot + 1, colon - 1) .. ':' .. token)
+        if heard > 0 or ARGV[1] ~= '1' then
+          redis.call('SET', KEYS[i], string.sub(entry, 1, colon) .. token .. string.sub(entry, nl),
+            'PX', ttl)
+          redis.call('INCR', KEYS[2 * n + i])
+          local second = redis.call('ZRANGE', KEYS[n + i], 0, 0)[1]
+          local sdot = second and string.find(second, '.', 1, true)
+          if sdot then redis.call('PUBLISH', turn .. string.sub(second, 1, sdot - 1), 'b' .. ttl) end
+          break
+        end
       end
     end
-    redis.call('PUBLISH', ARGV[2 + n + i], 'r')
+    redis.call('PUBLISH', ARGV[1 + n + i], 'r')
     released = released + 1
   end
 end
 return released
-`);
-
-/**
- * A wait that ends without a grant leaves the line, and gives up a reservation made for it.
- * KEYS: waiters, next. ARGV: member.
- */
-export const LEAVE_LINE = new LuaScript(`
-redis.call('ZREM', KEYS[1], ARGV[1])
-if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
-return 1
 `);
 
 /**

@@ -209,8 +209,8 @@ describeBackend("redis", (url) => {
       }
       await Promise.all(waits);
       expect(order).toEqual([0, 1, 2, 3]);
-      // Releases (5) and the named waiters' tries (4): nobody else tried meanwhile.
-      expect(evalsha).toHaveBeenCalledTimes(9);
+      // Releases (5) only: each hands the lock to the next in line, who takes it without a try.
+      expect(evalsha).toHaveBeenCalledTimes(5);
     });
 
     it("a session that waits for the same lock again soon is still subscribed: one try, then it sleeps", async () => {
@@ -232,28 +232,34 @@ describeBackend("redis", (url) => {
       }
     });
 
-    it("a named waiter that froze holds the others off only for the short reservation", async () => {
+    it("a waiter that froze in line is handed the lock and holds the others off for its own TTL, as a frozen holder would", async () => {
       const holder = await open("frozen-named-holder", 20_000);
       const keys = lockKeys(prefix, "frozen-named");
       const grant = await holder.acquire("frozen-named", { wait: false, signal: never });
-      // A waiter in line that hears its turn but never acts (a frozen process).
+      // A waiter in line with a 600 ms TTL that hears its grant but never acts (frozen).
       const frozen = new Redis(url);
       closers.push(async () => frozen.disconnect());
       await frozen.subscribe(`${keys.turnPrefix}frozen`);
-      await raw.zadd(keys.waiters, 1, "frozen");
+      await raw.zadd(keys.waiters, 1, "frozen.1:600\nfrozen-owner");
       const live = await open("live-waiter", 20_000);
       const waiting = live.acquire("frozen-named", { wait: true, signal: never });
       await new Promise((r) => setTimeout(r, 100));
       const started = performance.now();
       if (grant !== null) await holder.release(grant);
-      // Reserved for the frozen waiter: nobody else takes it at once, not even a try.
+      // Handed to the frozen waiter with its own TTL and the next token: nobody else has it.
+      expect(await live.holder("frozen-named")).toMatchObject({
+        ownerId: "frozen-owner",
+        token: (grant?.token ?? 0n) + 1n,
+      });
+      expect(await raw.get(keys.lock)).toMatch(/^frozen\.1:/);
       const other = await open("barger", 20_000);
       expect(await other.acquire("frozen-named", { wait: false, signal: never })).toBeNull();
-      expect(await raw.get(keys.next)).toBe("frozen");
-      expect(await waiting).not.toBeNull();
+      // The live waiter was told the new holder's TTL, and looks again when it runs out (not
+      // at the 20 s lease of the holder it saw when it joined).
+      const got = await waiting;
+      expect(got?.token).toBe((grant?.token ?? 0n) + 2n);
       const waited = performance.now() - started;
-      // The reservation lasts a twentieth of the releaser's TTL, at most 250 ms.
-      expect(waited).toBeGreaterThan(150);
+      expect(waited).toBeGreaterThan(400);
       expect(waited).toBeLessThan(5_000);
     });
 
@@ -261,18 +267,23 @@ describeBackend("redis", (url) => {
       const holder = await open("gone-named-holder", 20_000);
       const keys = lockKeys(prefix, "gone-named");
       const grant = await holder.acquire("gone-named", { wait: false, signal: never });
-      await raw.zadd(keys.waiters, 1, "gone");
+      await raw.zadd(keys.waiters, 1, "gone.1:20000\ngone-owner");
       const live = await open("live-waiter-2", 20_000);
       const waiting = live.acquire("gone-named", { wait: true, signal: never });
       await new Promise((r) => setTimeout(r, 100));
-      expect(await raw.zrange(keys.waiters, "0", "-1")).toEqual(["gone", sessionIdOf(live)]);
+      const line = await raw.zrange(keys.waiters, "0", "-1");
+      expect(line).toHaveLength(2);
+      expect(line[0]).toBe("gone.1:20000\ngone-owner");
+      expect(line[1]).toMatch(new RegExp(`^${sessionIdOf(live)}\\.\\d+:20000\\nlive-waiter-2$`));
       if (grant !== null) await holder.release(grant);
-      expect(await waiting).not.toBeNull();
+      const got = await waiting;
+      expect(got).toMatchObject({ ownerId: "live-waiter-2" });
+      // The token the gone waiter was offered was never taken: the live one got the next.
+      expect(got?.token).toBe((grant?.token ?? 0n) + 1n);
       expect(await raw.zcard(keys.waiters)).toBe(0);
-      expect(await raw.exists(keys.next)).toBe(0);
     });
 
-    it("an aborted wait leaves the line and gives up a reservation made for it", async () => {
+    it("an aborted wait leaves the line and hands on a grant made for it that it had not taken yet", async () => {
       const holder = await open("abort-line-holder", 20_000);
       const keys = lockKeys(prefix, "abort-line");
       await holder.acquire("abort-line", { wait: false, signal: never });
@@ -280,18 +291,93 @@ describeBackend("redis", (url) => {
       const controller = new AbortController();
       const waiting = waiter.acquire("abort-line", { wait: true, signal: controller.signal });
       await new Promise((r) => setTimeout(r, 100));
-      expect(await raw.zrange(keys.waiters, "0", "-1")).toEqual([sessionIdOf(waiter)]);
+      expect(await raw.zcard(keys.waiters)).toBe(1);
       controller.abort(new Error("gave up"));
       await expect(waiting).rejects.toThrow("gave up");
       await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(0));
-      // Named by a release, then aborted: the reservation goes with it.
-      await raw.set(keys.next, sessionIdOf(waiter), "PX", 10_000);
+      // A release hands the lock to the next wait, whose message has not arrived (simulated:
+      // its line entry is turned into the lock's payload by hand, and nobody is told).
       const again = new AbortController();
       const second = waiter.acquire("abort-line", { wait: true, signal: again.signal });
-      await new Promise((r) => setTimeout(r, 100));
+      second.catch(() => undefined);
+      await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(1));
+      const third = await open("abort-line-third", 20_000);
+      const thirdWaits = third.acquire("abort-line", { wait: true, signal: never });
+      await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(2));
+      const [entry] = await raw.zpopmin(keys.waiters);
+      const colon = (entry as string).indexOf(":");
+      const nl = (entry as string).indexOf("\n");
+      await raw.set(
+        keys.lock,
+        `${(entry as string).slice(0, colon + 1)}77${(entry as string).slice(nl)}`,
+        "PX",
+        20_000,
+      );
       again.abort(new Error("gave up again"));
       await expect(second).rejects.toThrow("gave up again");
-      await vi.waitFor(async () => expect(await raw.exists(keys.next)).toBe(0));
+      // Given back, and handed on to the next in line.
+      const next = await thirdWaits;
+      expect(next).toMatchObject({ ownerId: "abort-line-third" });
+      expect(await raw.get(keys.lock)).toMatch(/^[0-9a-f]+\.\d+:\d+\nabort-line-third$/);
+    });
+
+    it("a wait whose grant message was missed takes the grant on its next try, and a stale grant message of an earlier wait is ignored", async () => {
+      const holder = await open("missed-holder", 20_000);
+      const keys = lockKeys(prefix, "missed");
+      await holder.acquire("missed", { wait: false, signal: never });
+      const waiter = await open("missed-waiter", 20_000);
+      const waiting = waiter.acquire("missed", { wait: true, signal: never });
+      await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(1));
+      const [entry] = await raw.zpopmin(keys.waiters);
+      const e = entry as string;
+      const waitNo = Number(e.slice(e.indexOf(".") + 1, e.indexOf(":")));
+      const turn = `${keys.turnPrefix}${sessionIdOf(waiter)}`;
+      // A grant message of an earlier wait of this session: not this wait's, ignored.
+      await raw.publish(turn, `g${waitNo - 1}:99`);
+      await new Promise((r) => setTimeout(r, 100));
+      const state = await Promise.race([
+        waiting.then(() => "settled"),
+        new Promise((r) => setTimeout(r, 100, "waiting")),
+      ]);
+      expect(state).toBe("waiting");
+      // Handed to this wait, but the message is lost; a reconnect ("") makes it look again.
+      await raw.set(
+        keys.lock,
+        `${e.slice(0, e.indexOf(":") + 1)}55${e.slice(e.indexOf("\n"))}`,
+        "PX",
+        20_000,
+      );
+      await raw.publish(turn, "b0");
+      const got = await waiting;
+      expect(got).toMatchObject({ ownerId: "missed-waiter", token: 55n });
+      // It is a real grant of this session: renewed and released by the wait's prefix.
+      expect((await waiter.keepAlive())?.lostKeys ?? []).toEqual([]);
+      expect(await waiter.release(got as NonNullable<typeof got>)).toBe(true);
+      expect(await raw.exists(keys.lock)).toBe(0);
+    });
+
+    it("a wait renews the lock key by its prefix, so a grant handed to it is covered before it hears", async () => {
+      const holder = await open("cover-holder", 20_000);
+      const keys = lockKeys(prefix, "cover");
+      await holder.acquire("cover", { wait: false, signal: never });
+      const waiter = await open("cover-waiter", 1_000);
+      const waiting = waiter.acquire("cover", { wait: true, signal: never });
+      await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(1));
+      const [entry] = await raw.zpopmin(keys.waiters);
+      const e = entry as string;
+      await raw.set(
+        keys.lock,
+        `${e.slice(0, e.indexOf(":") + 1)}5${e.slice(e.indexOf("\n"))}`,
+        "PX",
+        300,
+      );
+      await waiter.keepAlive();
+      expect(await raw.pttl(keys.lock)).toBeGreaterThan(500);
+      await raw.publish(
+        `${keys.turnPrefix}${sessionIdOf(waiter)}`,
+        `g${e.slice(e.indexOf(".") + 1, e.indexOf(":"))}:5`,
+      );
+      expect(await waiting).toMatchObject({ token: 5n });
     });
 
     it("a holder that releases to a waiter and asks again lets the waiter go first", async () => {
