@@ -19,6 +19,8 @@ const createMutex = ((advisoryLockModule as unknown as { default?: unknown }).de
 
 const WAITERS = 8;
 const HANDOFFS = 300;
+const FLOOR_LOCK = "SELECT pg_try_advisory_lock($1::bigint)";
+const FLOOR_UNLOCK = "SELECT pg_advisory_unlock($1::bigint)";
 
 export function run(): Promise<BackendResult> {
   return runBackendBench({
@@ -61,9 +63,10 @@ async function uncontended(url: string): Promise<LatencySection> {
         setup: async () => {
           await raw.connect();
         },
+        // Prepared (named) statements, as Baton's are: parsed once per connection.
         op: async () => {
-          await raw.query("SELECT pg_try_advisory_lock($1::bigint)", ["42"]);
-          await raw.query("SELECT pg_advisory_unlock($1::bigint)", ["42"]);
+          await raw.query({ name: "floor_lock", text: FLOOR_LOCK, values: ["42"] });
+          await raw.query({ name: "floor_unlock", text: FLOOR_UNLOCK, values: ["42"] });
         },
       },
       ...batonVariants(session, coordinator, {
@@ -87,7 +90,7 @@ async function uncontended(url: string): Promise<LatencySection> {
       maxMs: 60_000,
     });
     return latencySection("uncontended", "uncontended acquire + release", variants, results, [
-      "Baton's acquire also takes a fencing token (a sequence) and writes a holder row in the same statement; advisory-lock opens a connection per lock",
+      "Baton's acquire also takes a fencing token (a sequence) and keeps it in two shared advisory locks in the same statement (a holder row only when a value is given); the floor and Baton both use prepared statements; advisory-lock opens a connection per lock",
     ]);
   } finally {
     await session.close();

@@ -16,7 +16,7 @@ import {
 import { PostgresSession, type SessionContext } from "./postgres-session.js";
 import { ensureSchema, type Queryable, schemaNames } from "./schema.js";
 import { statements } from "./statements.js";
-import { tokenTags } from "./token-locks.js";
+import { tokenTag } from "./token-locks.js";
 import { WaiterPool } from "./waiter-pool.js";
 
 /**
@@ -61,7 +61,7 @@ export class PostgresBackend implements LockBackend {
       waits: new KeyWaits(this.#waiters),
       waiters: this.#waiters,
       cancel: (pid) => this.#cancel(pid),
-      tags: tokenTags,
+      tag: tokenTag,
     };
   }
 

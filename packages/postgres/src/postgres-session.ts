@@ -14,7 +14,7 @@ import { advisoryKey } from "./advisory-key.js";
 import type { KeyWaits, WaitTicket } from "./key-waits.js";
 import { asBatonError, sqlState } from "./pg-errors.js";
 import type { Statement, Statements } from "./statements.js";
-import type { TokenTags } from "./token-locks.js";
+import { MAX_TOKEN_LOCKS, type TokenTag } from "./token-locks.js";
 import type { WaiterPool } from "./waiter-pool.js";
 
 /** Holder rows awaiting deletion at most (beyond, they stay until their key is taken again). */
@@ -63,8 +63,8 @@ export interface SessionContext {
   readonly waiters: WaiterPool;
   /** Cancels the running statement of backend `pid` (`pg_cancel_backend`, another connection). */
   readonly cancel: (pid: number) => Promise<void>;
-  /** The token-lock tags of a key (`tokenTags`; a test may make keys share them). */
-  readonly tags: (key: bigint) => TokenTags;
+  /** The token-lock tag of a key (`tokenTag`; a test may make keys share one). */
+  readonly tag: (key: bigint) => TokenTag;
 }
 
 /** The wait running on (or about to run on) the session's connection. */
@@ -73,16 +73,16 @@ interface ConnectionWait {
   interrupt(): void;
 }
 
-/** A key's use of its two token-lock tags (counted in `#tagUses` until it ends, once). */
+/** A key's use of its token-lock tag (counted in `#tagUses` until it ends, once). */
 interface TagUse {
-  readonly tags: TokenTags;
+  readonly tag: TokenTag;
   ended: boolean;
 }
 
 /** A key this connection may still hold after a failed statement. */
 interface Orphan {
   readonly key: bigint;
-  /** It may hold token locks of the key too (unlocked by tag). */
+  /** It may hold the token lock of the key too (unlocked by tag). */
   readonly fenced: boolean;
   readonly use: TagUse;
 }
@@ -90,14 +90,14 @@ interface Orphan {
 interface Held extends Orphan {
   readonly name: string;
   readonly token: bigint;
-  /** True: the token is in token locks (no holder row); false: in the holder row. */
+  /** True: the token is in a token lock (no holder row); false: in the holder row. */
   readonly fenced: boolean;
 }
 
 /** Values of {@link Statements.unlockHeld} for `orphans`. */
 function unlockValues(orphans: readonly Orphan[]): [string[], string[]] {
   const tags: string[] = [];
-  for (const o of orphans) if (o.fenced) tags.push(String(o.use.tags[0]), String(o.use.tags[1]));
+  for (const o of orphans) if (o.fenced) tags.push(String(o.use.tag));
   return [orphans.map((o) => o.key.toString()), tags];
 }
 
@@ -131,10 +131,11 @@ export class PostgresSession implements BackendSession {
    */
   readonly #orphans = new Map<bigint, Orphan>();
   /**
-   * How many keys use each token-lock tag: held, being acquired, or orphans. A key takes token
-   * locks only when both its tags are unused, so this connection's token locks of a tag belong
-   * to one key, and a key recorded in a row is never followed by a later token-lock grant
-   * that shares its tags (holder() takes the newer token of the two; see statements.holder).
+   * How many keys use each token-lock tag: held, being acquired, or orphans. A key takes a token
+   * lock only when its tag is unused (and fewer than MAX_TOKEN_LOCKS tags are in use), so this
+   * connection's token lock of a tag belongs to one key, and a key recorded in a row is never
+   * followed by a later token-lock grant that shares its tag (holder() takes the newer token
+   * of the two; see statements.holder).
    */
   readonly #tagUses = new Map<number, number>();
   readonly #onClose: ((session: PostgresSession) => void) | undefined;
@@ -349,11 +350,11 @@ export class PostgresSession implements BackendSession {
     };
     this.#waiting = wait;
     signal.addEventListener("abort", wait.interrupt, { once: true });
-    // Chosen in the order the statements run (token locks only when no other key uses the
-    // tags): as the turn is taken.
-    const tags = this.#context.tags(key);
-    const fenced = value === undefined && this.#unused(tags);
-    const use = this.#use(tags);
+    // Chosen in the order the statements run (a token lock only when no other key uses the
+    // tag): as the turn is taken.
+    const tag = this.#context.tag(key);
+    const fenced = value === undefined && this.#unused(tag);
+    const use = this.#use(tag);
     /** Whether `use` went to a grant or an orphan (else it ends here). */
     let handed = false;
     // Take the connection's turn (statements sent from now on come after, and interrupt).
@@ -375,7 +376,7 @@ export class PostgresSession implements BackendSession {
         const { statements } = this.#context;
         const result = await this.#client.query(
           fenced
-            ? { ...statements.waitAcquireFenced, values: [key.toString(), tags[0], tags[1], slice] }
+            ? { ...statements.waitAcquireFenced, values: [key.toString(), tag, slice] }
             : {
                 ...statements.waitAcquire,
                 values: [key.toString(), name, this.ownerId, value ?? null, slice],
@@ -438,14 +439,14 @@ export class PostgresSession implements BackendSession {
   async #tryAcquire(name: string, key: bigint, value: string | undefined): Promise<Grant | null> {
     await this.#unlockOrphan(key, this.#inTurn);
     // Chosen as the statement is sent, so in the order the statements run.
-    const tags = this.#context.tags(key);
-    const fenced = value === undefined && this.#unused(tags);
-    const use = this.#use(tags);
+    const tag = this.#context.tag(key);
+    const fenced = value === undefined && this.#unused(tag);
+    const use = this.#use(tag);
     const { statements } = this.#context;
     let row: Record<string, unknown> | undefined;
     try {
       [row] = fenced
-        ? await this.#query(statements.acquireFenced, [key.toString(), tags[0], tags[1]])
+        ? await this.#query(statements.acquireFenced, [key.toString(), tag])
         : await this.#query(statements.acquire, [
             key.toString(),
             name,
@@ -465,9 +466,9 @@ export class PostgresSession implements BackendSession {
   }
 
   /**
-   * The grant of an acquire statement's `row` (got). When its token locks were not taken
-   * (another connection holds one of the two pairs exclusively, or the token is too large for
-   * them), the holder row is recorded first, by a second statement; if that fails the lock is
+   * The grant of an acquire statement's `row` (got). When its token lock was not taken
+   * (another connection holds that pair exclusively, or the token does not fit in an int4),
+   * the holder row is recorded first, by a second statement; if that fails the lock is
    * given back. `use` is the grant's (or the orphan's) from here on.
    */
   async #settle(
@@ -535,7 +536,7 @@ export class PostgresSession implements BackendSession {
     }
   }
 
-  /** Keeps `orphan` (and its use of its tags) until it is unlocked. */
+  /** Keeps `orphan` (and its use of its tag) until it is unlocked. */
   #orphan(orphan: Orphan): void {
     const known = this.#orphans.get(orphan.key);
     if (known === undefined) {
@@ -556,24 +557,25 @@ export class PostgresSession implements BackendSession {
     this.#endUse(orphan.use);
   }
 
-  /** Whether no key of this session uses either of `tags`. */
-  #unused(tags: TokenTags): boolean {
-    return !this.#tagUses.has(tags[0]) && !this.#tagUses.has(tags[1]);
+  /**
+   * Whether a key with `tag` may take a token lock: no key of this session uses the tag, and
+   * fewer than MAX_TOKEN_LOCKS tags are in use.
+   */
+  #unused(tag: TokenTag): boolean {
+    return !this.#tagUses.has(tag) && this.#tagUses.size < MAX_TOKEN_LOCKS;
   }
 
-  #use(tags: TokenTags): TagUse {
-    for (const tag of tags) this.#tagUses.set(tag, (this.#tagUses.get(tag) ?? 0) + 1);
-    return { tags, ended: false };
+  #use(tag: TokenTag): TagUse {
+    this.#tagUses.set(tag, (this.#tagUses.get(tag) ?? 0) + 1);
+    return { tag, ended: false };
   }
 
   #endUse(use: TagUse): void {
     if (use.ended) return;
     use.ended = true;
-    for (const tag of use.tags) {
-      const n = (this.#tagUses.get(tag) ?? 0) - 1;
-      if (n > 0) this.#tagUses.set(tag, n);
-      else this.#tagUses.delete(tag);
-    }
+    const n = (this.#tagUses.get(use.tag) ?? 0) - 1;
+    if (n > 0) this.#tagUses.set(use.tag, n);
+    else this.#tagUses.delete(use.tag);
   }
 
   #granted(name: string, key: bigint, token: bigint, fenced: boolean, use: TagUse): Grant {
@@ -594,12 +596,7 @@ export class PostgresSession implements BackendSession {
     const key = held.key.toString();
     try {
       const [row] = held.fenced
-        ? await this.#query(statements.releaseFenced, [
-            key,
-            held.token.toString(),
-            held.use.tags[0],
-            held.use.tags[1],
-          ])
+        ? await this.#query(statements.releaseFenced, [key, held.token.toString(), held.use.tag])
         : await this.#query(statements.release, [key]);
       if (!held.fenced && this.#released.length < MAX_RELEASED) this.#released.push(held);
       this.#endUse(held.use);
@@ -614,8 +611,10 @@ export class PostgresSession implements BackendSession {
   async holder(name: string): Promise<Holder | null> {
     this.#assertAlive();
     const key = advisoryKey(this.#context.namespace, name);
-    const [tagA, tagB] = this.#context.tags(key);
-    const [row] = await this.#query(this.#context.statements.holder, [key.toString(), tagA, tagB]);
+    const [row] = await this.#query(this.#context.statements.holder, [
+      key.toString(),
+      this.#context.tag(key),
+    ]);
     if (row === undefined) return null;
     const holder: Holder = { ownerId: row.owner as string, token: BigInt(row.token as string) };
     return row.value === null ? holder : { ...holder, value: row.value as string };

@@ -26,20 +26,16 @@ function ownTokenLocks(tags: string): string {
   return `l.pid = pg_backend_pid() AND l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
     AND l.mode = 'ShareLock'
     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-    AND l.objid::bigint = ANY(${tags})`;
+    AND l.classid::bigint = ANY(${tags})`;
 }
 
 /**
- * Takes the token locks of token `t.token` with tags `$tagA`, `$tagB` (SQL parameters): true
- * when both were granted; false (and neither held) when either was not (someone holds that
- * pair exclusively) or the token does not fit. CASE fixes the order of the calls.
+ * Takes the token lock (`tag`, `t.token`) (`tag` an SQL parameter): true when granted; false
+ * when not (someone holds that pair exclusively) or the token does not fit in an int4.
  */
-function takeTokenLocks(tagA: string, tagB: string): string {
+function takeTokenLock(tag: string): string {
   return `CASE WHEN t.token NOT BETWEEN 0 AND ${TOKEN_LOCK_LIMIT - 1n} THEN false
-  WHEN pg_try_advisory_lock_shared((t.token >> 31)::int, ${tagA}::int) THEN
-    CASE WHEN pg_try_advisory_lock_shared((t.token & 2147483647)::int, ${tagB}::int) THEN true
-    ELSE NOT pg_advisory_unlock_shared((t.token >> 31)::int, ${tagA}::int) END
-  ELSE false END`;
+  ELSE pg_try_advisory_lock_shared(${tag}::int, t.token::int) END`;
 }
 
 /** The SQL Baton's sessions run, for one schema. */
@@ -52,9 +48,8 @@ export interface Statements {
   readonly acquire: Statement;
   /**
    * One statement: try the advisory lock; only if granted, take the next token and its token
-   * locks (no row is written). `$1` key, `$2` tagA, `$3` tagB. Returns `got`, `token`, and
-   * `fenced`: false when the token locks were not taken (then record the holder with
-   * {@link record}).
+   * lock (no row is written). `$1` key, `$2` tag. Returns `got`, `token`, and `fenced`: false
+   * when the token lock was not taken (then record the holder with {@link record}).
    */
   readonly acquireFenced: Statement;
   /**
@@ -65,12 +60,12 @@ export interface Statements {
    */
   readonly waitAcquire: Statement;
   /**
-   * {@link acquireFenced}, waiting as {@link waitAcquire} does: `$1` key, `$2` tagA, `$3` tagB,
-   * `$4` ms. Returns `got` (true), `token`, `fenced`.
+   * {@link acquireFenced}, waiting as {@link waitAcquire} does: `$1` key, `$2` tag, `$3` ms.
+   * Returns `got` (true), `token`, `fenced`.
    */
   readonly waitAcquireFenced: Statement;
   /**
-   * Records the holder row of a grant whose token locks were not taken: `$1` key, `$2` name,
+   * Records the holder row of a grant whose token lock was not taken: `$1` key, `$2` name,
    * `$3` owner, `$4` value, `$5` token.
    */
   readonly record: Statement;
@@ -81,10 +76,10 @@ export interface Statements {
   readonly unlockHeld: Statement;
   /** Unlocks `$1`. Returns `unlocked`. The holder row is deleted later, by `renew`. */
   readonly release: Statement;
-  /** Unlocks `$1` and the token locks of token `$2` with tags `$3`, `$4`. Returns `unlocked`. */
+  /** Unlocks `$1` and the token lock of token `$2` with tag `$3`. Returns `unlocked`. */
   readonly releaseFenced: Statement;
   /**
-   * The holder of key `$1` (tags `$2`, `$3`), only if its advisory lock is held right now:
+   * The holder of key `$1` (tag `$2`), only if its advisory lock is held right now:
    * `owner`, `token`, `value`.
    */
   readonly holder: Statement;
@@ -130,10 +125,10 @@ SELECT true AS got, (SELECT u.token FROM u) AS token`,
     ),
     waitAcquireFenced: statement(
       "wait_acquire_fenced",
-      `WITH b AS MATERIALIZED (SELECT set_config('lock_timeout', $4::text, true) AS bound),
+      `WITH b AS MATERIALIZED (SELECT set_config('lock_timeout', $3::text, true) AS bound),
 l AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) AS locked FROM b),
 t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l)
-SELECT true AS got, t.token, ${takeTokenLocks("$2", "$3")} AS fenced FROM t`,
+SELECT true AS got, t.token, ${takeTokenLock("$2")} AS fenced FROM t`,
     ),
     acquire: statement(
       "acquire",
@@ -147,7 +142,7 @@ SELECT l.got, (SELECT u.token FROM u) AS token FROM l`,
       "acquire_fenced",
       `WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS got),
 t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l WHERE l.got),
-m AS MATERIALIZED (SELECT t.token, ${takeTokenLocks("$2", "$3")} AS fenced FROM t)
+m AS MATERIALIZED (SELECT t.token, ${takeTokenLock("$2")} AS fenced FROM t)
 SELECT l.got, m.token, m.fenced FROM l LEFT JOIN m ON true`,
     ),
     record: statement(
@@ -160,8 +155,7 @@ ${upsert}`,
     releaseFenced: statement(
       "release_fenced",
       `SELECT pg_advisory_unlock($1::bigint) AS unlocked,
-  pg_advisory_unlock_shared(($2::bigint >> 31)::int, $3::int) AS a,
-  pg_advisory_unlock_shared(($2::bigint & 2147483647)::int, $4::int) AS b`,
+  pg_advisory_unlock_shared($3::int, $2::bigint::int) AS t`,
     ),
     unlockHeld: statement(
       "unlock_held",
@@ -180,14 +174,13 @@ SELECT k.n AS keys, t.n AS tokens FROM k, t`,
     AND ((l.objsubid = 1 AND l.mode = 'ExclusiveLock'
         AND l.classid = (($1::bigint >> 32) & 4294967295)::oid
         AND l.objid = ($1::bigint & 4294967295)::oid)
-      OR (l.objsubid = 2 AND l.mode = 'ShareLock' AND l.objid IN ($2::bigint::oid, $3::bigint::oid)))),
+      OR (l.objsubid = 2 AND l.mode = 'ShareLock' AND l.classid = $2::bigint::oid))),
 p AS (SELECT l.pid FROM l WHERE l.objsubid = 1),
 c AS (
   SELECT h.owner, h.token, h.value FROM p JOIN ${names.holders} h ON h.key = $1::bigint AND h.pid = p.pid
   UNION ALL
-  SELECT s.owner, (a.classid::bigint << 31) | b.classid::bigint, NULL
-  FROM p JOIN l a ON a.pid = p.pid AND a.objsubid = 2 AND a.objid = $2::bigint::oid
-    JOIN l b ON b.pid = p.pid AND b.objsubid = 2 AND b.objid = $3::bigint::oid
+  SELECT s.owner, a.objid::bigint, NULL
+  FROM p JOIN l a ON a.pid = p.pid AND a.objsubid = 2
     JOIN ${names.sessions} s ON s.pid = p.pid)
 SELECT c.owner, c.token, c.value FROM c ORDER BY c.token DESC LIMIT 1`,
     ),

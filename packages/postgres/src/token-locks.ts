@@ -1,24 +1,33 @@
 /**
- * The two tags of a lock key's _token locks_: the fencing token of a grant held without a
- * holder row is kept in two session-level SHARED advisory locks of PostgreSQL's two-integer
- * key space, A = (token >> 31, tagA) and B = (token & 0x7fffffff, tagB), taken in the same
- * statement as the lock (see Statements.acquireFenced). Both pieces are >= 0 (tokens below
- * {@link TOKEN_LOCK_LIMIT}), so `classid` of the two locks in `pg_locks` reads them back.
+ * The tag of a lock key's _token lock_: the fencing token of a grant held without a holder row
+ * is kept in one session-level SHARED advisory lock of PostgreSQL's two-integer key space,
+ * (tag, token), taken in the same statement as the lock (see Statements.acquireFenced). Both
+ * are non-negative int4 (tokens below {@link TOKEN_LOCK_LIMIT}), so `classid` and `objid` of
+ * the lock in `pg_locks` read them back. Queue keys (advisory-key.ts) have a negative first
+ * integer, so they never coincide with a token lock.
  *
- * tagA is 2 × bits 32..61 of the key and tagB 2 × bits 0..29 of it plus 1 (the key is a
- * SHA-256 prefix, so these are two independent 30-bit hashes): non-negative int4, tagA even
- * and tagB odd, so an A lock of one key is never a B lock of another. A session takes token
- * locks for a key only while no other key of it (held, being acquired, or left to unlock)
- * shares either tag, so within one connection a tag names one grant.
+ * The tag is the low 31 bits of the key (a SHA-256 prefix, so a 31-bit hash). A session takes
+ * a token lock for a key only while no other key of it (held, being acquired, or left to
+ * unlock) has the same tag, so within one connection a tag names one grant. It also takes
+ * token locks for at most {@link MAX_TOKEN_LOCKS} keys at a time: each is one more entry in
+ * PostgreSQL's shared lock table, whose size is about `max_locks_per_transaction` per
+ * connection; a session that holds more records the rest in holder rows.
  */
-export type TokenTags = readonly [tagA: number, tagB: number];
+export type TokenTag = number;
 
-/** Tokens from here on are recorded in a holder row instead (they do not fit in two pieces). */
-export const TOKEN_LOCK_LIMIT = 1n << 62n;
+/** Tokens from here on are recorded in a holder row instead (they do not fit in an int4). */
+export const TOKEN_LOCK_LIMIT = 1n << 31n;
 
-const MASK30 = 0x3fffffffn;
+/**
+ * Keys of one session that may use token locks at once (held, being acquired, or orphans):
+ * the others record their holder in a row. A session's extra lock-table entries stay within
+ * PostgreSQL's default `max_locks_per_transaction` (64).
+ */
+export const MAX_TOKEN_LOCKS = 64;
 
-/** The token-lock tags of advisory key `key`. */
-export function tokenTags(key: bigint): TokenTags {
-  return [Number((key >> 32n) & MASK30) * 2, Number(key & MASK30) * 2 + 1];
+const MASK31 = 0x7fffffffn;
+
+/** The token-lock tag of advisory key `key`. */
+export function tokenTag(key: bigint): TokenTag {
+  return Number(key & MASK31);
 }

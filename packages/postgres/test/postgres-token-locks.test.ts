@@ -9,7 +9,7 @@ import { KeyWaits } from "../src/key-waits.js";
 import { PostgresSession, type SessionContext } from "../src/postgres-session.js";
 import { schemaNames } from "../src/schema.js";
 import { type Statement, type Statements, statements } from "../src/statements.js";
-import { type TokenTags, tokenTags } from "../src/token-locks.js";
+import { MAX_TOKEN_LOCKS, type TokenTag, tokenTag } from "../src/token-locks.js";
 import { WaiterPool } from "../src/waiter-pool.js";
 
 interface AdvisoryLock {
@@ -20,7 +20,6 @@ interface AdvisoryLock {
 }
 
 const signal = new AbortController().signal;
-const tagOrder = (lock: AdvisoryLock) => Number(lock.objid);
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const TRY = { wait: false, signal } as const;
 
@@ -48,24 +47,21 @@ async function until(check: () => Promise<boolean>, ms: number, what: string): P
 }
 
 describe("token-lock tags and queue keys (no I/O)", () => {
-  it("tags are non-negative int4, tagA even, tagB odd, stable per key", () => {
+  it("a tag is a non-negative int4 (the key's low 31 bits), stable per key", () => {
     for (const name of ["a", "b", "invoices", "x".repeat(300)]) {
       const key = advisoryKey("baton", name);
-      const [tagA, tagB] = tokenTags(key);
-      expect(tokenTags(key)).toEqual([tagA, tagB]);
-      for (const tag of [tagA, tagB]) {
-        expect(Number.isInteger(tag)).toBe(true);
-        expect(tag).toBeGreaterThanOrEqual(0);
-        expect(tag).toBeLessThan(2 ** 31);
-      }
-      expect(tagA % 2).toBe(0);
-      expect(tagB % 2).toBe(1);
+      const tag = tokenTag(key);
+      expect(tokenTag(key)).toBe(tag);
+      expect(Number.isInteger(tag)).toBe(true);
+      expect(tag).toBeGreaterThanOrEqual(0);
+      expect(tag).toBeLessThan(2 ** 31);
     }
-    expect(tokenTags(-1n)).toEqual([2 ** 31 - 2, 2 ** 31 - 1]);
-    expect(tokenTags(0n)).toEqual([0, 1]);
+    expect(tokenTag(-1n)).toBe(2 ** 31 - 1);
+    expect(tokenTag(0n)).toBe(0);
+    expect(tokenTag(2n ** 31n + 5n)).toBe(5);
   });
 
-  it("a queue key's first half is negative, so it is never a token lock (whose pieces are not)", () => {
+  it("a queue key's first half is negative, so it is never a token lock (whose tag is not)", () => {
     for (const key of [0n, 1n, -1n, 2n ** 62n, -(2n ** 63n), 2n ** 63n - 1n, 0x7fffffffn << 32n]) {
       const [high, low] = queueKey(key);
       expect(high).toBeLessThan(0);
@@ -103,7 +99,7 @@ describeBackend("postgres", (url) => {
         waits: new KeyWaits(waiters),
         waiters,
         cancel,
-        tags: tokenTags,
+        tag: tokenTag,
         ...overrides,
       };
       const session = await PostgresSession.open(context, ownerId, 10_000, undefined);
@@ -121,17 +117,10 @@ describeBackend("postgres", (url) => {
       );
       return rows as AdvisoryLock[];
     };
-    /** The token locks a grant with `token` and `tags` holds (in the order of locksOf). */
-    const tokenLocks = (token: bigint, [tagA, tagB]: TokenTags): AdvisoryLock[] =>
-      [
-        { objsubid: 2, mode: "ShareLock", classid: String(token >> 31n), objid: String(tagA) },
-        {
-          objsubid: 2,
-          mode: "ShareLock",
-          classid: String(token & 0x7fffffffn),
-          objid: String(tagB),
-        },
-      ].sort((a, b) => tagOrder(a) - tagOrder(b));
+    /** The token lock a grant with `token` and `tag` holds (as locksOf lists it). */
+    const tokenLocks = (token: bigint, tag: TokenTag): AdvisoryLock[] => [
+      { objsubid: 2, mode: "ShareLock", classid: String(tag), objid: String(token) },
+    ];
     const keyLock = (key: bigint): AdvisoryLock => ({
       objsubid: 1,
       mode: "ExclusiveLock",
@@ -180,7 +169,7 @@ describeBackend("postgres", (url) => {
       await admin?.end();
     });
 
-    it("a grant without a value writes no row: holder() reads its token from the token locks, and a release leaves nothing", async () => {
+    it("a grant without a value writes no row: holder() reads its token from the token lock, and a release leaves nothing", async () => {
       const app = `tl-${randomUUID().slice(0, 8)}`;
       const name = `plain-${randomUUID()}`;
       const key = advisoryKey("baton", name);
@@ -188,10 +177,7 @@ describeBackend("postgres", (url) => {
       const observer = await open(`${app}-obs`);
       const grant = granted(await session.acquire(name, TRY));
       expect(await rowsOf(name)).toEqual([]);
-      expect(await locksOf(app)).toEqual([
-        keyLock(key),
-        ...tokenLocks(grant.token, tokenTags(key)),
-      ]);
+      expect(await locksOf(app)).toEqual([keyLock(key), ...tokenLocks(grant.token, tokenTag(key))]);
       expect(await observer.holder(name)).toEqual({ ownerId: "owner-plain", token: grant.token });
       expect(await session.holder(name)).toEqual({ ownerId: "owner-plain", token: grant.token });
       // A renewal sees it held, and keeps it.
@@ -201,7 +187,7 @@ describeBackend("postgres", (url) => {
       expect(await observer.holder(name)).toBeNull();
     });
 
-    it("a grant with a value keeps its holder row, and takes no token locks", async () => {
+    it("a grant with a value keeps its holder row, and takes no token lock", async () => {
       const app = `tl-${randomUUID().slice(0, 8)}`;
       const name = `valued-${randomUUID()}`;
       const session = await open(app, {}, "owner-valued");
@@ -224,16 +210,16 @@ describeBackend("postgres", (url) => {
 
     it("keys of one session whose tags clash: the later ones are recorded in rows, and holder() is right for each", async () => {
       const app = `tl-${randomUUID().slice(0, 8)}`;
-      const same: SessionContext["tags"] = () => [1_000_000, 1_000_001];
-      const session = await open(app, { tags: same }, "owner-clash");
-      const observer = await open(`${app}-obs`, { tags: same });
+      const same: SessionContext["tag"] = () => 1_000_000;
+      const session = await open(app, { tag: same }, "owner-clash");
+      const observer = await open(`${app}-obs`, { tag: same });
       const [one, two, three] = ["one", "two", "three"].map((n) => `clash-${n}-${randomUUID()}`);
       const g1 = granted(await session.acquire(one as string, TRY));
       const g2 = granted(await session.acquire(two as string, TRY));
       expect(g2.token).toBeGreaterThan(g1.token);
       expect(await rowsOf(one as string)).toEqual([]);
       expect(await rowsOf(two as string)).toEqual([{ token: g2.token.toString(), value: null }]);
-      // One pair of token locks: the first key's.
+      // One token lock: the first key's.
       const held = await locksOf(app);
       expect(held.filter((l) => l.objsubid === 2)).toEqual(tokenLocks(g1.token, same(0n)));
       expect(await observer.holder(one as string)).toEqual({
@@ -244,15 +230,15 @@ describeBackend("postgres", (url) => {
         ownerId: "owner-clash",
         token: g2.token,
       });
-      // The first released, the second (a row) still uses the tags: a third key takes a row.
+      // The first released, the second (a row) still uses the tag: a third key takes a row.
       expect(await session.release(g1)).toBe(true);
       const g3 = granted(await session.acquire(three as string, TRY));
       expect(await rowsOf(three as string)).toEqual([{ token: g3.token.toString(), value: null }]);
       expect((await locksOf(app)).filter((l) => l.objsubid === 2)).toEqual([]);
       expect(await observer.holder(two as string)).toMatchObject({ token: g2.token });
       expect(await observer.holder(three as string)).toMatchObject({ token: g3.token });
-      // Another session may use the same tags at the same time: token locks are per connection.
-      const other = await open(`${app}-other`, { tags: same }, "owner-other");
+      // Another session may use the same tag at the same time: token locks are per connection.
+      const other = await open(`${app}-other`, { tag: same }, "owner-other");
       const g4 = granted(await other.acquire(one as string, TRY));
       expect(await rowsOf(one as string)).toEqual([]);
       expect(await observer.holder(one as string)).toEqual({
@@ -269,7 +255,7 @@ describeBackend("postgres", (url) => {
       }
       expect(await locksOf(app)).toEqual([]);
       expect(await locksOf(`${app}-other`)).toEqual([]);
-      // Once nothing uses the tags, a key takes token locks again.
+      // Once nothing uses the tag, a key takes a token lock again.
       const g5 = granted(await session.acquire(three as string, TRY));
       expect((await locksOf(app)).filter((l) => l.objsubid === 2)).toEqual(
         tokenLocks(g5.token, same(0n)),
@@ -281,17 +267,17 @@ describeBackend("postgres", (url) => {
       expect(await session.release(g5)).toBe(true);
     });
 
-    it("two real names whose first tags clash: the second held at the same time takes a row", async () => {
-      // A fixed list of names, so the search (a birthday collision of 30-bit tags) is the same
+    it("two real names whose tags clash: the second held at the same time takes a row", async () => {
+      // A fixed list of names, so the search (a birthday collision of 31-bit tags) is the same
       // on every run.
       const seen = new Map<number, string>();
       let pair: [string, string] | undefined;
       for (let i = 0; pair === undefined && i < 300_000; i++) {
         const name = `tag-clash-${i}`;
-        const [tagA] = tokenTags(advisoryKey("baton", name));
-        const before = seen.get(tagA);
+        const tag = tokenTag(advisoryKey("baton", name));
+        const before = seen.get(tag);
         if (before !== undefined) pair = [before, name];
-        else seen.set(tagA, name);
+        else seen.set(tag, name);
       }
       if (pair === undefined) throw new Error("no clash among the names searched");
       const [first, second] = pair;
@@ -313,61 +299,95 @@ describeBackend("postgres", (url) => {
       expect(await locksOf(app)).toEqual([]);
     });
 
-    it("a token-lock pair held exclusively elsewhere: the grant is recorded in a row instead, nothing leaks", async () => {
+    it("a token lock held exclusively elsewhere: the grant is recorded in a row instead, nothing leaks", async () => {
       const app = `tl-${randomUUID().slice(0, 8)}`;
       const name = `foreign-${randomUUID()}`;
       const key = advisoryKey("baton", name);
-      const [tagA, tagB] = tokenTags(key);
+      const tag = tokenTag(key);
       const session = await open(app, {}, "owner-foreign");
       const observer = await open(`${app}-obs`);
-      const other = await stranger();
-      // A: the first piece of every token below 2^31 is 0.
-      await other.query("SELECT pg_advisory_lock(0, $1::int)", [tagA]);
-      const g1 = granted(await session.acquire(name, TRY));
-      expect(g1.token >> 31n).toBe(0n);
-      expect(await rowsOf(name)).toEqual([{ token: g1.token.toString(), value: null }]);
-      expect(await locksOf(app)).toEqual([keyLock(key)]);
-      expect(await observer.holder(name)).toEqual({ ownerId: "owner-foreign", token: g1.token });
-      expect(await session.release(g1)).toBe(true);
-      expect(await locksOf(app)).toEqual([]);
-      await other.query("SELECT pg_advisory_unlock(0, $1::int)", [tagA]);
-
-      // B: the second piece is the token's low 31 bits; held elsewhere for the next thousand
-      // tokens. Through a wait this time: the rival holds the lock, this session waits in the
-      // server, and gets it at the rival's release (tokens taken meanwhile by other tests can
-      // push it past the range: then again).
       const rival = await open(`${app}-rival`);
-      let fellBack = false;
-      for (let attempt = 0; attempt < 5 && !fellBack; attempt++) {
-        const blocker = granted(await rival.acquire(name, TRY));
-        const { rows } = await admin.query("SELECT last_value::text AS v FROM baton.token_seq");
-        const from = BigInt(rows[0].v as string) + 1n;
-        await other.query(
-          "SELECT count(pg_advisory_lock(g::int, $3::int)) FROM generate_series($1::bigint, $2::bigint) g",
-          [from.toString(), (from + 999n).toString(), tagB],
-        );
-        const waiting = session.acquire(name, { wait: true, signal });
-        await until(async () => (await waitingOn(key)) === 1, 5_000, "the wait queued");
-        expect(await rival.release(blocker)).toBe(true);
-        const g2 = granted(await waiting);
-        expect(g2.token).toBeGreaterThan(g1.token);
-        fellBack = g2.token <= from + 999n;
-        if (fellBack) {
-          expect(await rowsOf(name)).toEqual([{ token: g2.token.toString(), value: null }]);
-          expect(await locksOf(app)).toEqual([keyLock(key)]);
-          expect(await observer.holder(name)).toEqual({
-            ownerId: "owner-foreign",
-            token: g2.token,
-          });
+      const other = await stranger();
+      let last = 0n;
+      // The token locks of the next thousand tokens, held exclusively by a connection outside
+      // Baton (tokens taken meanwhile by other tests can push a grant past the range: then
+      // again). Once through a try, once through a wait: the rival holds the lock, this
+      // session waits in the server, and gets it at the rival's release.
+      for (const how of ["try", "wait"] as const) {
+        let fellBack = false;
+        for (let attempt = 0; attempt < 5 && !fellBack; attempt++) {
+          const blocker = how === "wait" ? granted(await rival.acquire(name, TRY)) : undefined;
+          const { rows } = await admin.query("SELECT last_value::text AS v FROM baton.token_seq");
+          const from = BigInt(rows[0].v as string) + 1n;
+          await other.query(
+            "SELECT count(pg_advisory_lock($3::int, g::int)) FROM generate_series($1::bigint, $2::bigint) g",
+            [from.toString(), (from + 999n).toString(), tag],
+          );
+          let grant: Grant;
+          if (blocker === undefined) grant = granted(await session.acquire(name, TRY));
+          else {
+            const waiting = session.acquire(name, { wait: true, signal });
+            await until(async () => (await waitingOn(key)) === 1, 5_000, "the wait queued");
+            expect(await rival.release(blocker)).toBe(true);
+            grant = granted(await waiting);
+          }
+          expect(grant.token).toBeGreaterThan(last);
+          last = grant.token;
+          fellBack = grant.token <= from + 999n;
+          if (fellBack) {
+            expect(await rowsOf(name)).toEqual([{ token: grant.token.toString(), value: null }]);
+            expect(await locksOf(app)).toEqual([keyLock(key)]);
+            expect(await observer.holder(name)).toEqual({
+              ownerId: "owner-foreign",
+              token: grant.token,
+            });
+          }
+          expect(await session.release(grant)).toBe(true);
+          expect(await locksOf(app)).toEqual([]);
+          await other.query("SELECT pg_advisory_unlock_all()");
+          await session.keepAlive(); // row GC
         }
-        expect(await session.release(g2)).toBe(true);
-        expect(await locksOf(app)).toEqual([]);
-        await other.query("SELECT pg_advisory_unlock_all()");
+        expect(fellBack).toBe(true);
       }
-      expect(fellBack).toBe(true);
     });
 
-    it("a waiting acquire takes token locks too, and tokens rise across both ways of keeping them", async () => {
+    it("a session takes token locks for at most MAX_TOKEN_LOCKS keys at once; the rest are recorded in rows", async () => {
+      const app = `tl-${randomUUID().slice(0, 8)}`;
+      const session = await open(app, {}, "owner-many");
+      const observer = await open(`${app}-obs`);
+      const names = Array.from(
+        { length: MAX_TOKEN_LOCKS + 3 },
+        (_, i) => `many-${i}-${randomUUID()}`,
+      );
+      const grants: Grant[] = [];
+      for (const name of names) grants.push(granted(await session.acquire(name, TRY)));
+      const held = await locksOf(app);
+      // Tags of random names clash rarely (31 bits); a clash would take a row as well.
+      const tokenLocked = held.filter((l) => l.objsubid === 2).length;
+      expect(tokenLocked).toBeLessThanOrEqual(MAX_TOKEN_LOCKS);
+      expect(tokenLocked).toBeGreaterThanOrEqual(MAX_TOKEN_LOCKS - 2);
+      expect(held.filter((l) => l.objsubid === 1)).toHaveLength(names.length);
+      const lastName = names.at(-1) as string;
+      const lastGrant = grants.at(-1) as Grant;
+      expect(await rowsOf(lastName)).toEqual([{ token: lastGrant.token.toString(), value: null }]);
+      for (const [i, name] of names.entries()) {
+        expect(await observer.holder(name)).toEqual({
+          ownerId: "owner-many",
+          token: (grants[i] as Grant).token,
+        });
+      }
+      for (const g of grants) expect(await session.release(g)).toBe(true);
+      expect(await locksOf(app)).toEqual([]);
+      // With fewer held, token locks again.
+      const again = granted(await session.acquire(lastName, TRY));
+      expect(await locksOf(app)).toEqual([
+        keyLock(advisoryKey("baton", lastName)),
+        ...tokenLocks(again.token, tokenTag(advisoryKey("baton", lastName))),
+      ]);
+      expect(await session.release(again)).toBe(true);
+    });
+
+    it("a waiting acquire takes a token lock too, and tokens rise across both ways of keeping them", async () => {
       const app = `tl-${randomUUID().slice(0, 8)}`;
       const name = `mixed-${randomUUID()}`;
       const key = advisoryKey("baton", name);
@@ -388,7 +408,7 @@ describeBackend("postgres", (url) => {
         last = grant.token;
         const expected = value === undefined ? [] : [{ token: grant.token.toString(), value }];
         expect(await rowsOf(name)).toEqual(expected);
-        const tokens = value === undefined ? tokenLocks(grant.token, tokenTags(key)) : [];
+        const tokens = value === undefined ? tokenLocks(grant.token, tokenTag(key)) : [];
         expect(await locksOf(app)).toEqual([keyLock(key), ...tokens]);
         expect(await observer.holder(name)).toEqual({
           ownerId: "owner-mixed",
@@ -403,7 +423,7 @@ describeBackend("postgres", (url) => {
       }
     });
 
-    it("a failed acquire gives back the lock with its token locks", async () => {
+    it("a failed acquire gives back the lock with its token lock", async () => {
       const app = `tl-${randomUUID().slice(0, 8)}`;
       const name = `fail-${randomUUID()}`;
       const real = statements(schemaNames('"baton"'));
@@ -425,7 +445,7 @@ describeBackend("postgres", (url) => {
       expect(await locksOf(app)).toEqual([]);
     });
 
-    it("a give-back or a release that fails leaves an orphan: the next renewal, or the next acquire of its key, unlocks it with its token locks", async () => {
+    it("a give-back or a release that fails leaves an orphan: the next renewal, or the next acquire of its key, unlocks it with its token lock", async () => {
       const app = `tl-${randomUUID().slice(0, 8)}`;
       const [first, second] = [`orphan-a-${randomUUID()}`, `orphan-b-${randomUUID()}`];
       const real = statements(schemaNames('"baton"'));
@@ -442,7 +462,7 @@ describeBackend("postgres", (url) => {
           return failUnlock ? failing(2) : real.unlockHeld;
         },
         get releaseFenced() {
-          return failRelease ? failing(4) : real.releaseFenced;
+          return failRelease ? failing(3) : real.releaseFenced;
         },
       } as Statements;
       const session = await open(app, { statements: switched }, "owner-orphan");
@@ -456,19 +476,19 @@ describeBackend("postgres", (url) => {
       failAcquire = false;
       failUnlock = false;
       const orphaned = await locksOf(app);
-      expect(orphaned).toHaveLength(3);
+      expect(orphaned).toHaveLength(2);
       expect(orphaned[0]).toEqual(keyLock(key));
-      // The orphan's tags are in use: another key sharing them would take a row (see above).
+      // The orphan's tag is in use: another key sharing it would take a row (see above).
       // The next acquire of the key unlocks the orphan first, then takes it afresh.
       const g1 = granted(await session.acquire(first, TRY));
-      expect(await locksOf(app)).toEqual([keyLock(key), ...tokenLocks(g1.token, tokenTags(key))]);
+      expect(await locksOf(app)).toEqual([keyLock(key), ...tokenLocks(g1.token, tokenTag(key))]);
       expect(await observer.holder(first)).toEqual({ ownerId: "owner-orphan", token: g1.token });
 
       // 2. Its release fails: the next renewal unlocks it.
       failRelease = true;
       expect(await session.release(g1).catch((e: unknown) => e)).toBeInstanceOf(Error);
       failRelease = false;
-      expect(await locksOf(app)).toHaveLength(3);
+      expect(await locksOf(app)).toHaveLength(2);
       expect(await session.keepAlive()).toBeUndefined();
       expect(await locksOf(app)).toEqual([]);
 
@@ -479,12 +499,12 @@ describeBackend("postgres", (url) => {
       expect(await session.acquire(first, TRY).catch((e: unknown) => e)).toBeInstanceOf(Error);
       failAcquire = false;
       failUnlock = false;
-      expect(await locksOf(app)).toHaveLength(6);
+      expect(await locksOf(app)).toHaveLength(4);
       expect(await session.keepAlive()).toBeUndefined();
       const secondKey = advisoryKey("baton", second);
       expect(await locksOf(app)).toEqual([
         keyLock(secondKey),
-        ...tokenLocks(g2.token, tokenTags(secondKey)),
+        ...tokenLocks(g2.token, tokenTag(secondKey)),
       ]);
       expect(await observer.holder(second)).toEqual({ ownerId: "owner-orphan", token: g2.token });
       expect(await session.release(g2)).toBe(true);
