@@ -69,6 +69,15 @@ async function uncontended(url: string): Promise<LatencySection> {
           await raw.query({ name: "floor_unlock", text: FLOOR_UNLOCK, values: ["42"] });
         },
       },
+      {
+        // What `client.query(text, values)` costs: an unnamed statement, parsed every time.
+        name: "raw try_lock+unlock, unnamed statements",
+        role: "reference",
+        op: async () => {
+          await raw.query(FLOOR_LOCK, ["44"]);
+          await raw.query(FLOOR_UNLOCK, ["44"]);
+        },
+      },
       ...batonVariants(session, coordinator, {
         sessionLock: "bench-session",
         coordinatorLock: "bench-coordinator",
@@ -90,7 +99,7 @@ async function uncontended(url: string): Promise<LatencySection> {
       maxMs: 60_000,
     });
     return latencySection("uncontended", "uncontended acquire + release", variants, results, [
-      "Baton's acquire also takes a fencing token (a sequence) and keeps it in two shared advisory locks in the same statement (a holder row only when a value is given); the floor and Baton both use prepared statements; advisory-lock opens a connection per lock",
+      "Baton's acquire also takes a fencing token (a sequence) and keeps it in one shared advisory lock in the same statement (a holder row when a value is given, or past 64 keys per session); the floor and Baton both use prepared statements; advisory-lock opens a connection per lock",
     ]);
   } finally {
     await session.close();
