@@ -11,6 +11,7 @@ import { schemaNames } from "../src/schema.js";
 import { type Statement, type Statements, statements } from "../src/statements.js";
 import { MAX_TOKEN_LOCKS, type TokenTag, tokenTag } from "../src/token-locks.js";
 import { WaiterPool } from "../src/waiter-pool.js";
+import { queuedRequests } from "./queued-requests.js";
 
 interface AdvisoryLock {
   objsubid: number;
@@ -128,15 +129,7 @@ describeBackend("postgres", (url) => {
       objid: String(BigInt.asUintN(32, key)),
     });
     /** Requests for lock `key` waiting in the server. */
-    const waitingOn = async (key: bigint) => {
-      const { rows } = await admin.query(
-        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-           AND objsubid = 1 AND classid = (($1::bigint >> 32) & 4294967295)::oid
-           AND objid = ($1::bigint & 4294967295)::oid`,
-        [key.toString()],
-      );
-      return rows[0].n as number;
-    };
+    const waitingOn = (key: bigint) => queuedRequests(admin, key);
     const rowsOf = async (name: string) => {
       const { rows } = await admin.query(
         "SELECT token::text AS token, value FROM baton.holders WHERE key = $1",

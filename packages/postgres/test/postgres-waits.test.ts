@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { queueKey } from "../src/advisory-key.js";
 import { advisoryKey, PostgresBackend } from "../src/index.js";
 import { QUEUE_LEAVE, QUEUE_WAIT } from "../src/statements.js";
+import { queuedRequests } from "./queued-requests.js";
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -55,16 +56,7 @@ describeBackend("postgres", (url) => {
       return c;
     };
     /** Lock requests on lock `name` that wait in the server (not granted). */
-    const waitingOn = async (name: string) => {
-      const key = advisoryKey("baton", name);
-      const { rows } = await admin.query(
-        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-           AND objsubid = 1 AND classid = (($1::bigint >> 32) & 4294967295)::oid
-           AND objid = ($1::bigint & 4294967295)::oid`,
-        [key.toString()],
-      );
-      return rows[0].n as number;
-    };
+    const waitingOn = (name: string) => queuedRequests(admin, advisoryKey("baton", name));
     const coordinator = () => {
       const c = createCoordinator({ backend, ttlMs: 5_000 });
       coordinators.push(c);

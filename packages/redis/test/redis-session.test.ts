@@ -41,6 +41,27 @@ describeBackend("redis", (url) => {
       closers.push(() => s.close());
       return s;
     };
+    /**
+     * What a release does for the first wait in line, by hand and telling nobody: takes its
+     * entry out of the line and sets the lock to its payload with `token` for `ms`. Resolves
+     * the wait's number.
+     */
+    const grantFirstInLine = async (
+      keys: ReturnType<typeof lockKeys>,
+      token: number,
+      ms: number,
+    ) => {
+      const [entry] = await raw.zpopmin(keys.waiters);
+      const e = entry as string;
+      const colon = e.indexOf(":");
+      await raw.set(
+        keys.lock,
+        `${e.slice(0, colon + 1)}${token}${e.slice(e.indexOf("\n"))}`,
+        "PX",
+        ms,
+      );
+      return Number(e.slice(e.indexOf(".") + 1, colon));
+    };
 
     it("acquire is one script call storing session, token, owner and value in the lock key", async () => {
       const s = await open("owner-1");
@@ -304,15 +325,7 @@ describeBackend("redis", (url) => {
       const third = await open("abort-line-third", 20_000);
       const thirdWaits = third.acquire("abort-line", { wait: true, signal: never });
       await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(2));
-      const [entry] = await raw.zpopmin(keys.waiters);
-      const colon = (entry as string).indexOf(":");
-      const nl = (entry as string).indexOf("\n");
-      await raw.set(
-        keys.lock,
-        `${(entry as string).slice(0, colon + 1)}77${(entry as string).slice(nl)}`,
-        "PX",
-        20_000,
-      );
+      await grantFirstInLine(keys, 77, 20_000);
       again.abort(new Error("gave up again"));
       await expect(second).rejects.toThrow("gave up again");
       // Given back, and handed on to the next in line.
@@ -328,9 +341,8 @@ describeBackend("redis", (url) => {
       const waiter = await open("missed-waiter", 20_000);
       const waiting = waiter.acquire("missed", { wait: true, signal: never });
       await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(1));
-      const [entry] = await raw.zpopmin(keys.waiters);
-      const e = entry as string;
-      const waitNo = Number(e.slice(e.indexOf(".") + 1, e.indexOf(":")));
+      // Handed to this wait, but the message is lost (nobody is told).
+      const waitNo = await grantFirstInLine(keys, 55, 20_000);
       const turn = `${keys.turnPrefix}${sessionIdOf(waiter)}`;
       // A grant message of an earlier wait of this session: not this wait's, ignored.
       await raw.publish(turn, `g${waitNo - 1}:99`);
@@ -340,13 +352,7 @@ describeBackend("redis", (url) => {
         new Promise((r) => setTimeout(r, 100, "waiting")),
       ]);
       expect(state).toBe("waiting");
-      // Handed to this wait, but the message is lost; a reconnect ("") makes it look again.
-      await raw.set(
-        keys.lock,
-        `${e.slice(0, e.indexOf(":") + 1)}55${e.slice(e.indexOf("\n"))}`,
-        "PX",
-        20_000,
-      );
+      // A message that makes it look again (as a reconnect would): it finds its grant.
       await raw.publish(turn, "b0");
       const got = await waiting;
       expect(got).toMatchObject({ ownerId: "missed-waiter", token: 55n });
@@ -363,20 +369,10 @@ describeBackend("redis", (url) => {
       const waiter = await open("cover-waiter", 1_000);
       const waiting = waiter.acquire("cover", { wait: true, signal: never });
       await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(1));
-      const [entry] = await raw.zpopmin(keys.waiters);
-      const e = entry as string;
-      await raw.set(
-        keys.lock,
-        `${e.slice(0, e.indexOf(":") + 1)}5${e.slice(e.indexOf("\n"))}`,
-        "PX",
-        300,
-      );
+      const waitNo = await grantFirstInLine(keys, 5, 300);
       await waiter.keepAlive();
       expect(await raw.pttl(keys.lock)).toBeGreaterThan(500);
-      await raw.publish(
-        `${keys.turnPrefix}${sessionIdOf(waiter)}`,
-        `g${e.slice(e.indexOf(".") + 1, e.indexOf(":"))}:5`,
-      );
+      await raw.publish(`${keys.turnPrefix}${sessionIdOf(waiter)}`, `g${waitNo}:5`);
       expect(await waiting).toMatchObject({ token: 5n });
     });
 
