@@ -437,7 +437,8 @@ export class PostgresSession implements BackendSession {
   }
 
   async #tryAcquire(name: string, key: bigint, value: string | undefined): Promise<Grant | null> {
-    await this.#unlockOrphan(key, this.#inTurn);
+    // Checked here first: awaiting a call that has nothing to do costs a turn of the queue.
+    if (this.#orphans.has(key)) await this.#unlockOrphan(key, this.#inTurn);
     // Chosen as the statement is sent, so in the order the statements run.
     const tag = this.#context.tag(key);
     const fenced = value === undefined && this.#unused(tag);
@@ -461,6 +462,10 @@ export class PostgresSession implements BackendSession {
     if (row?.got !== true) {
       this.#endUse(use);
       return null;
+    }
+    // The usual case at once; #settle when the holder row is still to be recorded.
+    if (!fenced || row.fenced === true) {
+      return this.#granted(name, key, BigInt(row.token as string), fenced, use);
     }
     return this.#settle(name, key, value, row, fenced, use, this.#inTurn);
   }
