@@ -41,6 +41,8 @@ interface Wait {
   readonly id: string;
   readonly prefix: string;
   readonly entry: string;
+  /** Its lock key renewed while it waits (see #startWait). */
+  readonly pending: PendingKey;
   joined: boolean;
 }
 
@@ -190,7 +192,7 @@ export class RedisSession implements BackendSession {
       return got.grant;
     } finally {
       if (wait !== undefined) {
-        this.#pending.delete(name);
+        this.#unpend(name, wait.pending);
         if (!granted) this.#leaveLine(keys, wait);
       }
       subscription?.close();
@@ -207,14 +209,24 @@ export class RedisSession implements BackendSession {
    */
   #startWait(name: string, keys: LockKeys, tail: string): Wait {
     const id = `${this.sessionId}.${++this.#waitCount}`;
+    const prefix = `${id}:`;
     const wait: Wait = {
       id,
-      prefix: `${id}:`,
+      prefix,
       entry: lineEntry(id, this.ttlMs, tail),
+      pending: { keys, prefix },
       joined: false,
     };
-    this.#pending.set(name, { keys, prefix: wait.prefix });
+    this.#pending.set(name, wait.pending);
     return wait;
+  }
+
+  /**
+   * Stops renewing `pending` for `name`, unless a newer acquire of the name replaced it (core
+   * may start the next acquire of a name while an aborted one is still settling here).
+   */
+  #unpend(name: string, pending: PendingKey): void {
+    if (this.#pending.get(name) === pending) this.#pending.delete(name);
   }
 
   /**
@@ -273,52 +285,51 @@ export class RedisSession implements BackendSession {
     const owner = wait === undefined ? this.sessionId : wait.id;
     const prefix = wait === undefined ? this.#sessionPrefix : wait.prefix;
     // A wait's key is pending for the whole wait (see #startWait).
-    if (wait === undefined) this.#pending.set(name, { keys, prefix });
+    const pending = wait === undefined ? { keys, prefix } : undefined;
+    if (pending !== undefined) this.#pending.set(name, pending);
     let reply: { token: bigint } | { pttl: number };
     try {
+      const call = ACQUIRE.run(
+        this.#ctx.client,
+        [keys.lock, keys.token, keys.waiters],
+        wait === undefined
+          ? [prefix, this.ttlMs, tail, keys.channel]
+          : [prefix, this.ttlMs, tail, keys.channel, wait.entry, wait.joined ? "1" : ""],
+      );
+      // Sent: from now on it may be in the line, whatever becomes of the reply (given up,
+      // or arriving after close), so the wait's end takes it out (see #leaveLine).
+      if (wait !== undefined) wait.joined = true;
       reply = acquireReply(
-        await boundedCall(
-          ACQUIRE.run(
-            this.#ctx.client,
-            [keys.lock, keys.token, keys.waiters],
-            wait === undefined
-              ? [prefix, this.ttlMs, tail, keys.channel]
-              : [prefix, this.ttlMs, tail, keys.channel, wait.entry, wait.joined ? "1" : ""],
-          ),
-          {
-            timeoutMs: this.#leaseCallTimeoutMs,
-            what: `redis acquire of "${name}"`,
-            signal,
-            // Given up while in flight: the server may have granted it and only the reply be
-            // lost. Delete any grant of this try on the key now (the next command on this
-            // connection, so never a later grant), and a late grant again when it arrives.
-            onAbandoned: (late) => {
-              if (!this.#held.has(name)) void this.#releaseQuietly(keys, prefix);
-              late.then(
-                (r) => {
-                  const got = acquireReply(r);
-                  if ("token" in got) {
-                    void this.#releaseQuietly(keys, grantPrefix(owner, got.token));
-                  }
-                },
-                () => undefined,
-              );
-            },
+        await boundedCall(call, {
+          timeoutMs: this.#leaseCallTimeoutMs,
+          what: `redis acquire of "${name}"`,
+          signal,
+          // Given up while in flight: the server may have granted it and only the reply be
+          // lost. Delete any grant of this try on the key now (the next command on this
+          // connection, so never a later grant), and a late grant again when it arrives.
+          onAbandoned: (late) => {
+            if (!this.#held.has(name)) void this.#releaseQuietly(keys, prefix);
+            late.then(
+              (r) => {
+                const got = acquireReply(r);
+                if ("token" in got) {
+                  void this.#releaseQuietly(keys, grantPrefix(owner, got.token));
+                }
+              },
+              () => undefined,
+            );
           },
-        ),
+        }),
       );
     } finally {
-      if (wait === undefined) this.#pending.delete(name);
+      if (pending !== undefined) this.#unpend(name, pending);
     }
     if (signal?.aborted === true || this.#closed) {
       // The grant arrived, but the caller left (or the session closed) at the same moment.
       if ("token" in reply) await this.#releaseQuietly(keys, grantPrefix(owner, reply.token));
       throw signal?.aborted === true ? signal.reason : this.#closedError();
     }
-    if (!("token" in reply)) {
-      if (wait !== undefined) wait.joined = true;
-      return { grant: null, pttl: reply.pttl };
-    }
+    if (!("token" in reply)) return { grant: null, pttl: reply.pttl };
     return { grant: this.#hold(name, keys, owner, reply.token) };
   }
 

@@ -334,6 +334,38 @@ describeBackend("redis", (url) => {
       expect(await raw.get(keys.lock)).toMatch(/^[0-9a-f]+\.\d+:\d+\nabort-line-third$/);
     });
 
+    it("a wait given up while its joining try is in flight still leaves the line: the next release goes to a live waiter", async () => {
+      const holder = await open("inflight-holder", 20_000);
+      const keys = lockKeys(prefix, "inflight");
+      const grant = await holder.acquire("inflight", { wait: false, signal: never });
+      const quitter = await open("inflight-quitter", 20_000);
+      const controller = new AbortController();
+      const send = client.evalsha.bind(client);
+      // Abort the moment the quitter's try that joins the line is sent (its ARGV carries its
+      // line entry), before the reply: the server puts it in the line all the same.
+      const spy = vi.spyOn(client, "evalsha").mockImplementation(((...args: unknown[]) => {
+        const sent = (send as (...a: unknown[]) => Promise<unknown>)(...args);
+        if (args.some((a) => /^[0-9a-f]+\.\d+:\d+\ninflight-quitter$/.test(String(a)))) {
+          controller.abort(new Error("gave up in flight"));
+        }
+        return sent;
+      }) as never);
+      await expect(
+        quitter.acquire("inflight", { wait: true, signal: controller.signal }),
+      ).rejects.toThrow("gave up in flight");
+      spy.mockRestore();
+      await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(0));
+      const live = await open("inflight-live", 20_000);
+      const waiting = live.acquire("inflight", { wait: true, signal: never });
+      await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(1));
+      const started = performance.now();
+      if (grant !== null) await holder.release(grant);
+      // Handed to the live waiter at once, not to the wait that gave up (whose grant would sit
+      // unused for its TTL, 20 s here).
+      expect(await waiting).toMatchObject({ ownerId: "inflight-live" });
+      expect(performance.now() - started).toBeLessThan(2_000);
+    });
+
     it("a wait whose grant message was missed takes the grant on its next try, and a stale grant message of an earlier wait is ignored", async () => {
       const holder = await open("missed-holder", 20_000);
       const keys = lockKeys(prefix, "missed");
