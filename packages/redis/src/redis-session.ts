@@ -44,6 +44,8 @@ interface Wait {
   /** Its lock key renewed while it waits (see #startWait). */
   readonly pending: PendingKey;
   joined: boolean;
+  /** Its last try, settled or not (leaving the line comes after it). */
+  lastTry: Promise<unknown> | undefined;
 }
 
 interface HeldKey {
@@ -216,6 +218,7 @@ export class RedisSession implements BackendSession {
       entry: lineEntry(id, this.ttlMs, tail),
       pending: { keys, prefix },
       joined: false,
+      lastTry: undefined,
     };
     this.#pending.set(name, wait.pending);
     return wait;
@@ -270,8 +273,16 @@ export class RedisSession implements BackendSession {
     // Also after close(): the client is the backend's, and a closed session's waits leave too.
     if (!wait.joined) return;
     wait.joined = false;
-    this.#ctx.client.zrem(keys.waiters, wait.entry).catch(() => undefined);
-    void this.#releaseQuietly(keys, wait.prefix);
+    const leave = () => {
+      this.#ctx.client.zrem(keys.waiters, wait.entry).catch(() => undefined);
+      void this.#releaseQuietly(keys, wait.prefix);
+    };
+    // After its last try has settled: a try given up in flight may still join the line (a
+    // script the server did not know yet is sent again after the NOSCRIPT reply, after a ZREM
+    // sent now). Commands fail fast on a broken connection, so this never waits for long.
+    const last = wait.lastTry;
+    if (last === undefined) leave();
+    else last.then(leave, leave);
   }
 
   /** One acquire script call: the grant, or the holder's remaining lease. */
@@ -298,7 +309,10 @@ export class RedisSession implements BackendSession {
       );
       // Sent: from now on it may be in the line, whatever becomes of the reply (given up,
       // or arriving after close), so the wait's end takes it out (see #leaveLine).
-      if (wait !== undefined) wait.joined = true;
+      if (wait !== undefined) {
+        wait.joined = true;
+        wait.lastTry = call;
+      }
       reply = acquireReply(
         await boundedCall(call, {
           timeoutMs: this.#leaseCallTimeoutMs,

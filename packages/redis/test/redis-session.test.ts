@@ -366,6 +366,36 @@ describeBackend("redis", (url) => {
       expect(performance.now() - started).toBeLessThan(2_000);
     });
 
+    it("a wait given up while its joining try is re-sent after NOSCRIPT (a flushed or restarted server) leaves the line after it", async () => {
+      const holder = await open("noscript-holder", 20_000);
+      const keys = lockKeys(prefix, "noscript");
+      const grant = await holder.acquire("noscript", { wait: false, signal: never });
+      const quitter = await open("noscript-quitter", 20_000);
+      const controller = new AbortController();
+      const send = client.evalsha.bind(client);
+      // The server forgets its scripts just before the joining try: EVALSHA gets NOSCRIPT and
+      // the script is sent again with EVAL, after anything sent in between.
+      const spy = vi.spyOn(client, "evalsha").mockImplementation(((...args: unknown[]) => {
+        if (!args.some((a) => /^[0-9a-f]+\.\d+:\d+\nnoscript-quitter$/.test(String(a)))) {
+          return (send as (...a: unknown[]) => Promise<unknown>)(...args);
+        }
+        return raw.script("FLUSH").then(() => {
+          const sent = (send as (...a: unknown[]) => Promise<unknown>)(...args);
+          controller.abort(new Error("gave up before the EVAL"));
+          return sent;
+        });
+      }) as never);
+      await expect(
+        quitter.acquire("noscript", { wait: true, signal: controller.signal }),
+      ).rejects.toThrow("gave up before the EVAL");
+      spy.mockRestore();
+      await vi.waitFor(async () => expect(await raw.zcard(keys.waiters)).toBe(0));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await raw.zcard(keys.waiters)).toBe(0);
+      if (grant !== null) await holder.release(grant);
+      expect(await raw.exists(keys.lock)).toBe(0);
+    });
+
     it("a wait whose grant message was missed takes the grant on its next try, and a stale grant message of an earlier wait is ignored", async () => {
       const holder = await open("missed-holder", 20_000);
       const keys = lockKeys(prefix, "missed");
