@@ -361,11 +361,13 @@ export class RedisSession implements BackendSession {
     if (held?.grant === grant) this.#held.delete(grant.key);
     const handle = grant.handle as RedisGrantHandle | undefined;
     if (handle?.sessionId !== this.sessionId) return false;
-    const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
-    const reply = await boundedCall(
-      this.#releaseToNext([{ keys, prefix: grantPrefix(handle.grantOwner, grant.token) }]),
-      { timeoutMs: this.#ctx.commandTimeoutMs, what: `redis release of "${grant.key}"` },
-    );
+    const mine = held?.grant === grant ? held : undefined;
+    const keys = mine?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
+    const prefix = mine?.prefix ?? grantPrefix(handle.grantOwner, grant.token);
+    const reply = await boundedCall(this.#releaseToNext([{ keys, prefix }]), {
+      timeoutMs: this.#ctx.commandTimeoutMs,
+      what: `redis release of "${grant.key}"`,
+    });
     return releasedOne(reply);
   }
 
@@ -375,6 +377,17 @@ export class RedisSession implements BackendSession {
    * pass one grant per call there.
    */
   #releaseToNext(grants: readonly { keys: LockKeys; prefix: string }[]): Promise<unknown> {
+    const skipUnheard = this.#ctx.cluster ? "" : "1";
+    const [one] = grants;
+    if (grants.length === 1 && one !== undefined) {
+      // The usual release: one lock, no arrays to build by mapping.
+      const k = one.keys;
+      return RELEASE.run(
+        this.#ctx.client,
+        [k.lock, k.waiters, k.token],
+        [skipUnheard, one.prefix, k.channel, k.turnPrefix],
+      );
+    }
     return RELEASE.run(
       this.#ctx.client,
       [
@@ -383,7 +396,7 @@ export class RedisSession implements BackendSession {
         ...grants.map((g) => g.keys.token),
       ],
       [
-        this.#ctx.cluster ? "" : "1",
+        skipUnheard,
         ...grants.map((g) => g.prefix),
         ...grants.map((g) => g.keys.channel),
         ...grants.map((g) => g.keys.turnPrefix),
