@@ -186,19 +186,12 @@ export class ManagedSession {
   }
 
   async #renew(): Promise<void> {
-    if (this.#dead) return;
+    // After a pause (SIGSTOP, a long GC) the renewal timer can run before the deadline timer.
+    // Past the deadline the locks were untrusted during the pause: isValid() loses them for
+    // that reason, and no renewal that happened to succeed makes them trusted again.
+    if (!this.isValid()) return;
     const clock = this.#settings.clock;
     const started = clock.now();
-    // After a pause (SIGSTOP, a long GC) the renewal timer can run before the deadline timer.
-    // Past the deadline the locks were untrusted during the pause: they are lost for that
-    // reason, and a renewal that happened to succeed must not make them trusted again.
-    if (started >= this.#deadline) {
-      this.lose(
-        "deadline",
-        new SessionLostError("no renewal was confirmed before the local deadline"),
-      );
-      return;
-    }
     try {
       // Never two renewals in flight: the next one starts only after this one settled. The
       // contract asks backends to bound keepAlive(); the deadline fires regardless.
@@ -250,13 +243,8 @@ export class ManagedSession {
     this.#deadlineTimer?.cancel();
     const clock = this.#settings.clock;
     this.#deadlineTimer = clock.setTimer(() => {
-      if (this.#dead) return;
-      if (clock.now() >= this.#deadline) {
-        this.lose(
-          "deadline",
-          new SessionLostError("no renewal was confirmed before the local deadline"),
-        );
-      } else this.#scheduleDeadline();
+      // Past the deadline, isValid() loses everything; before it (a renewal moved it), re-arm.
+      if (this.isValid()) this.#scheduleDeadline();
     }, this.#deadline - clock.now());
   }
 }

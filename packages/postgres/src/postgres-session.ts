@@ -463,20 +463,17 @@ export class PostgresSession implements BackendSession {
       this.#endUse(use);
       return null;
     }
-    // The usual case at once; #settle when the holder row is still to be recorded.
-    if (!fenced || row.fenced === true) {
-      return this.#granted(name, key, BigInt(row.token as string), fenced, use);
-    }
     return this.#settle(name, key, value, row, fenced, use, this.#inTurn);
   }
 
   /**
-   * The grant of an acquire statement's `row` (got). When its token lock was not taken
-   * (another connection holds that pair exclusively, or the token does not fit in an int4),
-   * the holder row is recorded first, by a second statement; if that fails the lock is
-   * given back. `use` is the grant's (or the orphan's) from here on.
+   * The grant of an acquire statement's `row` (got): at once in the usual case (no promise,
+   * no extra turn). When its token lock was not taken (another connection holds that pair
+   * exclusively, or the token does not fit in an int4), the holder row is recorded first, by
+   * a second statement; if that fails the lock is given back. `use` is the grant's (or the
+   * orphan's) from here on.
    */
-  async #settle(
+  #settle(
     name: string,
     key: bigint,
     value: string | undefined,
@@ -484,9 +481,20 @@ export class PostgresSession implements BackendSession {
     fenced: boolean,
     use: TagUse,
     run: (config: pg.QueryConfig) => Promise<unknown>,
-  ): Promise<Grant> {
+  ): Grant | Promise<Grant> {
     const token = BigInt(row.token as string);
     if (!fenced || row.fenced === true) return this.#granted(name, key, token, fenced, use);
+    return this.#recordThenGrant(name, key, value, token, use, run);
+  }
+
+  async #recordThenGrant(
+    name: string,
+    key: bigint,
+    value: string | undefined,
+    token: bigint,
+    use: TagUse,
+    run: (config: pg.QueryConfig) => Promise<unknown>,
+  ): Promise<Grant> {
     try {
       await run({
         ...this.#context.statements.record,

@@ -108,42 +108,44 @@ export function statements(names: SchemaNames): Statements {
   const sequence = names.tokens.replaceAll("'", "''");
   const upsert = `ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, owner = EXCLUDED.owner,
     token = EXCLUDED.token, value = EXCLUDED.value, pid = EXCLUDED.pid`;
-  const record = (
-    from: string,
-  ) => `INSERT INTO ${names.holders} AS h (key, name, owner, token, value, pid)
-  SELECT $1::bigint, $2::text, $3::text, t.token, $4::text, pg_backend_pid() FROM ${from}
+  /** Records the holder row of token `t.token` (CTE `t`): `$1` key, `$2` name, `$3` owner, `$4` value. */
+  const recorded = `INSERT INTO ${names.holders} AS h (key, name, owner, token, value, pid)
+  SELECT $1::bigint, $2::text, $3::text, t.token, $4::text, pg_backend_pid() FROM t
   ${upsert}
   RETURNING h.token`;
-  const gc = `DELETE FROM ${names.holders} h USING unnest($2::bigint[], $3::bigint[]) AS r(key, token)
+  /** Deletes this connection's holder rows of keys `keys` with tokens `tokens` (parameters). */
+  const gc = (keys: string, tokens: string) => `DELETE FROM ${names.holders} h
+  USING unnest(${keys}::bigint[], ${tokens}::bigint[]) AS r(key, token)
   WHERE h.key = r.key AND h.token = r.token AND h.pid = pg_backend_pid()`;
+  /** CTEs `l` (got: the try of lock `$1`) and `t` (the next token, only if got). */
+  const tried = `l AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS got),
+t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l WHERE l.got)`;
+  /** CTEs `b`, `l` (the wait for lock `$1`, at most `bound` ms) and `t` (the next token). */
+  const waited = (bound: string) =>
+    `b AS MATERIALIZED (SELECT set_config('lock_timeout', ${bound}::text, true) AS bound),
+l AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) AS locked FROM b),
+t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l)`;
   return {
     waitAcquire: statement(
       "wait_acquire",
-      `WITH b AS MATERIALIZED (SELECT set_config('lock_timeout', $5::text, true) AS bound),
-l AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) AS locked FROM b),
-t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l),
-u AS (${record("t")})
+      `WITH ${waited("$5")},
+u AS (${recorded})
 SELECT true AS got, (SELECT u.token FROM u) AS token`,
     ),
     waitAcquireFenced: statement(
       "wait_acquire_fenced",
-      `WITH b AS MATERIALIZED (SELECT set_config('lock_timeout', $3::text, true) AS bound),
-l AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) AS locked FROM b),
-t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l)
+      `WITH ${waited("$3")}
 SELECT true AS got, t.token, ${takeTokenLock("$2")} AS fenced FROM t`,
     ),
     acquire: statement(
       "acquire",
-      `WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS got),
-t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l WHERE l.got),
-u AS (
-  ${record("t")})
+      `WITH ${tried},
+u AS (${recorded})
 SELECT l.got, (SELECT u.token FROM u) AS token FROM l`,
     ),
     acquireFenced: statement(
       "acquire_fenced",
-      `WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS got),
-t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l WHERE l.got)
+      `WITH ${tried}
 SELECT l.got, t.token, ${takeTokenLock("$2")} AS fenced FROM l LEFT JOIN t ON true`,
     ),
     record: statement(
@@ -188,7 +190,7 @@ SELECT c.owner, c.token, c.value FROM c ORDER BY c.token DESC LIMIT 1`,
     renew: statement(
       "renew",
       `WITH gc AS (
-  ${gc})
+  ${gc("$2", "$3")})
 SELECT k::text AS key FROM unnest($1::bigint[]) AS k
 WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${locksKey("k")})`,
     ),
@@ -201,7 +203,7 @@ SELECT set_config('idle_session_timeout', $1::text, false), pg_backend_pid() AS 
     unregister: statement(
       "unregister",
       `WITH gc AS (
-  ${gc.replaceAll("$2", "$1").replaceAll("$3", "$2")}),
+  ${gc("$1", "$2")}),
 s AS (DELETE FROM ${names.sessions} WHERE pid = pg_backend_pid())
 SELECT 1`,
     ),

@@ -42,15 +42,19 @@ interface Wait {
   readonly prefix: string;
   readonly entry: string;
   /** Its lock key renewed while it waits (see #startWait). */
-  readonly pending: PendingKey;
+  readonly pending: OwnedKey;
   joined: boolean;
   /** Its last try, settled or not (leaving the line comes after it). */
   lastTry: Promise<unknown> | undefined;
 }
 
-interface HeldKey {
+/** A lock's keys and the owner prefix of a grant on it: what renewals and releases check. */
+interface OwnedKey {
   readonly keys: LockKeys;
   readonly prefix: string;
+}
+
+interface HeldKey extends OwnedKey {
   readonly grant: Grant;
 }
 
@@ -59,11 +63,6 @@ interface RedisGrantHandle {
   readonly sessionId: string;
   /** The grant's owner id in the payload: the session id, or the id of the wait it was handed to. */
   readonly grantOwner: string;
-}
-
-interface PendingKey {
-  readonly keys: LockKeys;
-  readonly prefix: string;
 }
 
 /**
@@ -84,7 +83,7 @@ export class RedisSession implements BackendSession {
    * Keys with an acquire in flight, or a wait (a release may hand the lock to it before it
    * hears): renewed by grant prefix without the token, which is not known yet.
    */
-  readonly #pending = new Map<string, PendingKey>();
+  readonly #pending = new Map<string, OwnedKey>();
   /** Waits started by this session: numbers them. */
   #waitCount = 0;
   /** Waits in progress: a closing session aborts them. */
@@ -111,7 +110,7 @@ export class RedisSession implements BackendSession {
   async keepAlive(): Promise<KeepAliveResult | undefined> {
     if (this.#closed) throw new SessionLostError("this redis session is closed");
     const held = [...this.#held.entries()];
-    const items: { keys: LockKeys; prefix: string }[] = held.map(([, h]) => h);
+    const items: OwnedKey[] = held.map(([, h]) => h);
     for (const p of this.#pending.values()) items.push(p);
     if (items.length === 0) return undefined;
     const renewed = await boundedCall(this.#renew(items), {
@@ -129,7 +128,7 @@ export class RedisSession implements BackendSession {
     return lostKeys.length === 0 ? undefined : { lostKeys };
   }
 
-  async #renew(items: readonly { keys: LockKeys; prefix: string }[]): Promise<boolean[]> {
+  async #renew(items: readonly OwnedKey[]): Promise<boolean[]> {
     const client = this.#ctx.client;
     if (!this.#ctx.cluster) {
       const out = (await RENEW.run(
@@ -228,7 +227,7 @@ export class RedisSession implements BackendSession {
    * Stops renewing `pending` for `name`, unless a newer acquire of the name replaced it (core
    * may start the next acquire of a name while an aborted one is still settling here).
    */
-  #unpend(name: string, pending: PendingKey): void {
+  #unpend(name: string, pending: OwnedKey): void {
     if (this.#pending.get(name) === pending) this.#pending.delete(name);
   }
 
@@ -376,7 +375,7 @@ export class RedisSession implements BackendSession {
    * in its line, if any. On a Cluster the keys of different locks live in different slots, so
    * pass one grant per call there.
    */
-  #releaseToNext(grants: readonly { keys: LockKeys; prefix: string }[]): Promise<unknown> {
+  #releaseToNext(grants: readonly OwnedKey[]): Promise<unknown> {
     const skipUnheard = this.#ctx.cluster ? "" : "1";
     const [one] = grants;
     if (grants.length === 1 && one !== undefined) {

@@ -334,22 +334,37 @@ describeBackend("redis", (url) => {
       expect(await raw.get(keys.lock)).toMatch(/^[0-9a-f]+\.\d+:\d+\nabort-line-third$/);
     });
 
+    /**
+     * Runs `around(send)` in place of the try by which the waiter with owner id `ownerId` joins
+     * the line (its ARGV carries its line entry); `send` sends it. Other calls pass through.
+     */
+    const aroundJoiningTry = (
+      ownerId: string,
+      around: (send: () => Promise<unknown>) => Promise<unknown>,
+    ) => {
+      const forward = client.evalsha.bind(client) as (...a: unknown[]) => Promise<unknown>;
+      const entry = new RegExp(`^[0-9a-f]+\\.\\d+:\\d+\\n${ownerId}$`);
+      return vi
+        .spyOn(client, "evalsha")
+        .mockImplementation(((...args: unknown[]) =>
+          args.some((a) => entry.test(String(a)))
+            ? around(() => forward(...args))
+            : forward(...args)) as never);
+    };
+
     it("a wait given up while its joining try is in flight still leaves the line: the next release goes to a live waiter", async () => {
       const holder = await open("inflight-holder", 20_000);
       const keys = lockKeys(prefix, "inflight");
       const grant = await holder.acquire("inflight", { wait: false, signal: never });
       const quitter = await open("inflight-quitter", 20_000);
       const controller = new AbortController();
-      const send = client.evalsha.bind(client);
-      // Abort the moment the quitter's try that joins the line is sent (its ARGV carries its
-      // line entry), before the reply: the server puts it in the line all the same.
-      const spy = vi.spyOn(client, "evalsha").mockImplementation(((...args: unknown[]) => {
-        const sent = (send as (...a: unknown[]) => Promise<unknown>)(...args);
-        if (args.some((a) => /^[0-9a-f]+\.\d+:\d+\ninflight-quitter$/.test(String(a)))) {
-          controller.abort(new Error("gave up in flight"));
-        }
+      // Abort the moment the quitter's try that joins the line is sent, before the reply: the
+      // server puts it in the line all the same.
+      const spy = aroundJoiningTry("inflight-quitter", (send) => {
+        const sent = send();
+        controller.abort(new Error("gave up in flight"));
         return sent;
-      }) as never);
+      });
       await expect(
         quitter.acquire("inflight", { wait: true, signal: controller.signal }),
       ).rejects.toThrow("gave up in flight");
@@ -372,19 +387,14 @@ describeBackend("redis", (url) => {
       const grant = await holder.acquire("noscript", { wait: false, signal: never });
       const quitter = await open("noscript-quitter", 20_000);
       const controller = new AbortController();
-      const send = client.evalsha.bind(client);
       // The server forgets its scripts just before the joining try: EVALSHA gets NOSCRIPT and
       // the script is sent again with EVAL, after anything sent in between.
-      const spy = vi.spyOn(client, "evalsha").mockImplementation(((...args: unknown[]) => {
-        if (!args.some((a) => /^[0-9a-f]+\.\d+:\d+\nnoscript-quitter$/.test(String(a)))) {
-          return (send as (...a: unknown[]) => Promise<unknown>)(...args);
-        }
-        return raw.script("FLUSH").then(() => {
-          const sent = (send as (...a: unknown[]) => Promise<unknown>)(...args);
-          controller.abort(new Error("gave up before the EVAL"));
-          return sent;
-        });
-      }) as never);
+      const spy = aroundJoiningTry("noscript-quitter", async (send) => {
+        await raw.script("FLUSH");
+        const sent = send();
+        controller.abort(new Error("gave up before the EVAL"));
+        return sent;
+      });
       await expect(
         quitter.acquire("noscript", { wait: true, signal: controller.signal }),
       ).rejects.toThrow("gave up before the EVAL");
