@@ -13,6 +13,7 @@ import pg from "pg";
 import { advisoryKey } from "./advisory-key.js";
 import type { KeyWaits, WaitTicket } from "./key-waits.js";
 import { asBatonError, sqlState } from "./pg-errors.js";
+import { StatementQueue } from "./statement-queue.js";
 import type { Statement, Statements } from "./statements.js";
 import { MAX_TOKEN_LOCKS, type TokenTag } from "./token-locks.js";
 import type { WaiterPool } from "./waiter-pool.js";
@@ -141,10 +142,8 @@ export class PostgresSession implements BackendSession {
   readonly #onClose: ((session: PostgresSession) => void) | undefined;
   #renewal: Promise<KeepAliveResult | undefined> | undefined;
   #closing: Promise<void> | undefined;
-  /** Settles when the last statement sent on the connection has finished (see #send). */
-  #turn: Promise<unknown> = Promise.resolve();
-  /** Statements sent (#send) that have not started yet. */
-  #queued = 0;
+  /** The connection's statements, one at a time (see #send). */
+  readonly #statements: StatementQueue;
   /** The wait for a lock that occupies the connection, if any (see #waitAcquire). */
   #waiting: ConnectionWait | undefined;
   /** The server process of the connection (to cancel a wait). */
@@ -158,6 +157,7 @@ export class PostgresSession implements BackendSession {
     onClose: ((session: PostgresSession) => void) | undefined,
   ) {
     this.#client = client;
+    this.#statements = new StatementQueue(client);
     this.#context = context;
     this.#onClose = onClose;
     this.ownerId = ownerId;
@@ -358,18 +358,15 @@ export class PostgresSession implements BackendSession {
     /** Whether `use` went to a grant or an orphan (else it ends here). */
     let handed = false;
     // Take the connection's turn (statements sent from now on come after, and interrupt).
-    const before = this.#turn;
+    const turn = this.#statements.hold();
     let done = noop;
-    this.#turn = new Promise<void>((resolve) => {
-      done = resolve;
-    });
     try {
-      await before;
-      if (interrupted || this.#queued > 0 || signal.aborted) return null;
+      done = await turn;
+      if (interrupted || this.#statements.queued > 0 || signal.aborted) return null;
       this.#assertAlive();
       await this.#unlockOrphan(key, this.#direct);
       running = true;
-      let row: Record<string, unknown> | undefined;
+      let token: string | null | undefined;
       let failure: unknown;
       try {
         const slice = String(waitSliceMs(this.ttlMs));
@@ -382,7 +379,7 @@ export class PostgresSession implements BackendSession {
                 values: [key.toString(), name, this.ownerId, value ?? null, slice],
               },
         );
-        row = result.rows[0] as Record<string, unknown> | undefined;
+        token = (result.rows[0] as { token: string | null } | undefined)?.token;
       } catch (error) {
         failure = error;
       }
@@ -408,9 +405,9 @@ export class PostgresSession implements BackendSession {
         if (state === "57014" || state === "55P03" || state === "40P01") return null;
         throw this.#failure(failure);
       }
-      if (row?.got !== true) return null;
+      if (token === null || token === undefined) return null;
       handed = true;
-      return await this.#settle(name, key, value, row, fenced, use, this.#direct);
+      return await this.#settle(name, key, value, token, fenced, use, this.#direct);
     } finally {
       if (!handed) this.#endUse(use);
       finished = true;
@@ -444,9 +441,9 @@ export class PostgresSession implements BackendSession {
     const fenced = value === undefined && this.#unused(tag);
     const use = this.#use(tag);
     const { statements } = this.#context;
-    let row: Record<string, unknown> | undefined;
+    let token: string | null | undefined;
     try {
-      [row] = fenced
+      const [row] = fenced
         ? await this.#query(statements.acquireFenced, [key.toString(), tag])
         : await this.#query(statements.acquire, [
             key.toString(),
@@ -454,37 +451,40 @@ export class PostgresSession implements BackendSession {
             this.ownerId,
             value ?? null,
           ]);
+      token = row?.token as string | null | undefined;
     } catch (error) {
       // A session advisory lock outlives a failed statement: give it back if we got it.
       await this.#giveBack(key, fenced, use, this.#inTurn);
       throw error;
     }
-    if (row?.got !== true) {
+    if (token === null || token === undefined) {
       this.#endUse(use);
       return null;
     }
-    return this.#settle(name, key, value, row, fenced, use, this.#inTurn);
+    return this.#settle(name, key, value, token, fenced, use, this.#inTurn);
   }
 
   /**
-   * The grant of an acquire statement's `row` (got): at once in the usual case (no promise,
-   * no extra turn). When its token lock was not taken (another connection holds that pair
-   * exclusively, or the token does not fit in an int4), the holder row is recorded first, by
-   * a second statement; if that fails the lock is given back. `use` is the grant's (or the
-   * orphan's) from here on.
+   * The grant of an acquire statement's `token` (of a granted lock): at once in the usual case
+   * (no promise, no extra turn). When a fenced acquire's token lock was not taken (`r<token>`:
+   * another connection holds that pair exclusively, or the token does not fit in an int4), the
+   * holder row is recorded first, by a second statement; if that fails the lock is given back.
+   * `use` is the grant's (or the orphan's) from here on.
    */
   #settle(
     name: string,
     key: bigint,
     value: string | undefined,
-    row: Record<string, unknown>,
+    token: string,
     fenced: boolean,
     use: TagUse,
     run: (config: pg.QueryConfig) => Promise<unknown>,
   ): Grant | Promise<Grant> {
-    const token = BigInt(row.token as string);
-    if (!fenced || row.fenced === true) return this.#granted(name, key, token, fenced, use);
-    return this.#recordThenGrant(name, key, value, token, use, run);
+    // 114: "r", a fenced acquire whose token lock was not taken.
+    if (!fenced || token.charCodeAt(0) !== 114) {
+      return this.#granted(name, key, BigInt(token), fenced, use);
+    }
+    return this.#recordThenGrant(name, key, value, BigInt(token.slice(1)), use, run);
   }
 
   async #recordThenGrant(
@@ -715,28 +715,34 @@ export class PostgresSession implements BackendSession {
 
   /**
    * Runs `config` on the session's connection once the statements sent before it have
-   * finished: a connection runs one at a time, and pg deprecates queueing them for us
-   * (a warning now, an error in pg 9) when acquires, renewals and releases overlap.
+   * finished (see StatementQueue); at once when the connection is free.
    */
   #send(config: pg.QueryConfig): Promise<pg.QueryResult> {
-    this.#queued++;
     // A wait for a lock occupies the connection: cancel it, it is sent again after this.
     this.#waiting?.interrupt();
-    const run = this.#turn.then(() => {
-      this.#queued--;
-      return this.#client.query(config);
+    return new Promise((resolve, reject) => {
+      this.#statements.submit(config, (error, result) => {
+        if (error === null) resolve(result as pg.QueryResult);
+        else reject(error);
+      });
     });
-    this.#turn = run.then(noop, noop);
-    return run;
   }
 
-  async #query(statement: Statement, values: unknown[]): Promise<Record<string, unknown>[]> {
-    try {
-      const result = await this.#send({ ...statement, values });
-      return result.rows as Record<string, unknown>[];
-    } catch (error) {
-      throw this.#failure(error);
-    }
+  /**
+   * Runs `statement` with `values` in the connection's turn: its rows, or the error to throw
+   * ({@link #failure}). One promise between the caller and pg's callback.
+   */
+  #query(statement: Statement, values: unknown[]): Promise<Record<string, unknown>[]> {
+    this.#waiting?.interrupt();
+    return new Promise((resolve, reject) => {
+      this.#statements.submit(
+        { name: statement.name, text: statement.text, values },
+        (error, result) => {
+          if (error === null) resolve((result as pg.QueryResult).rows);
+          else reject(this.#failure(error));
+        },
+      );
+    });
   }
 
   /** The error to throw for a failed statement. */

@@ -28,7 +28,7 @@ const TRY = { wait: false, signal } as const;
 function failingAfter(inner: Statement): Statement {
   return {
     name: `${inner.name}_then_fail`,
-    text: `WITH x AS MATERIALIZED (${inner.text}) SELECT x.*, 1 / (x.got::int * 0) AS boom FROM x`,
+    text: `WITH x AS MATERIALIZED (${inner.text}) SELECT x.*, 1 / ((x.token IS NOT NULL)::int * 0) AS boom FROM x`,
   };
 }
 
