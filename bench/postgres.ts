@@ -85,7 +85,9 @@ async function uncontended(url: string): Promise<LatencySection> {
       }),
     ];
     const results = await interleave(variants, {
-      warmup: 100,
+      // Enough for V8 to have compiled every variant's path (measured: with 100, Baton's
+      // coordinator still ran slow, JIT-compiling, ops in the first rounds; the floor too).
+      warmup: 1_000,
       rounds: 6,
       perRound: 250,
       maxMs: 60_000,

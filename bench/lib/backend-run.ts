@@ -1,5 +1,6 @@
 import { startServers } from "@baton/conformance/harness";
 import { createCoordinator } from "@baton/core";
+import { cpuPlacement, pinSelf } from "./cpu-placement.js";
 import { formatHeld, formatSection } from "./format-table.js";
 import {
   type BackendResult,
@@ -102,7 +103,16 @@ export interface BackendBench {
  */
 export async function runBackendBench(bench: BackendBench): Promise<BackendResult> {
   const out = new BackendRun(bench.backend);
-  const servers = await startServers({ backends: [bench.backend] });
+  // The servers start on their own CPU (they inherit this process's), then this process moves
+  // to the others (see cpu-placement.ts).
+  const placement = cpuPlacement();
+  if (placement) pinSelf(placement.server);
+  let servers: Awaited<ReturnType<typeof startServers>>;
+  try {
+    servers = await startServers({ backends: [bench.backend] });
+  } finally {
+    if (placement) pinSelf(placement.client);
+  }
   const url = servers.servers[bench.backend];
   try {
     if (url === undefined) throw new Error(`bench ${bench.backend}: no server`);
@@ -130,6 +140,7 @@ export async function runBackendBench(bench: BackendBench): Promise<BackendResul
     if (held) out.addHeld(held);
   } finally {
     await servers.stop();
+    if (placement) pinSelf(placement.all);
   }
   return out.result();
 }

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { cpus, loadavg, release, totalmem, type } from "node:os";
 import { fileURLToPath } from "node:url";
+import { cpuPlacement, describePlacement } from "./cpu-placement.js";
 
 /** Where and with what a bench ran. */
 export interface MachineInfo {
@@ -16,6 +17,8 @@ export interface MachineInfo {
   readonly loadAtStart: number;
   /** Git commit of the working tree (with "+changes" when it had uncommitted edits). */
   readonly commit: string;
+  /** Where servers and client ran (see cpu-placement.ts). */
+  readonly placement: string;
   /** Installed versions of Baton's dependencies and the peer libraries. */
   readonly packages: Readonly<Record<string, string>>;
 }
@@ -92,6 +95,7 @@ export function machineInfo(): MachineInfo {
     node: process.version,
     loadAtStart: loadavg()[0] ?? Number.NaN,
     commit: gitCommit(),
+    placement: describePlacement(cpuPlacement()),
     packages: Object.fromEntries(PACKAGES.map((p) => [p, packageVersion(p)])),
   };
 }

@@ -109,7 +109,7 @@ export function reportMarkdown(input: ReportInput): string {
     );
   }
   push(
-    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGb} GB RAM, ${m.os}; Node ${m.node}; load average ${fixed(m.loadAtStart, 2)} at the start (other work on the machine makes runs noisy: compare ratios within one run). Whole run: ${fixed(input.totalMs / 1000, 0)} s.`,
+    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGb} GB RAM, ${m.os}; Node ${m.node}; load average ${fixed(m.loadAtStart, 2)} at the start (other work on the machine makes runs noisy: compare ratios within one run). CPUs: ${m.placement}. Whole run: ${fixed(input.totalMs / 1000, 0)} s.`,
     "",
     "Servers (private, on loopback, started by the conformance harness):",
     "",
