@@ -20,13 +20,12 @@ import {
   resolveElectionOptions,
 } from "./election.js";
 import {
+  asUnavailable,
   BackendUnavailableError,
   BatonError,
   ConfigError,
   isAbortError,
   LockHeldError,
-  LockLostError,
-  type LockLostReason,
   LockTimeoutError,
   SessionLostError,
   StaleTokenError,
@@ -37,10 +36,11 @@ import {
   EventHub,
   safeLog,
 } from "./events.js";
+import { HeldLock, type LockHost } from "./held-lock.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { linkSignals } from "./link-signals.js";
-import { Lock } from "./lock.js";
-import { ManagedSession, type SessionLock } from "./managed-session.js";
+import type { Lock } from "./lock.js";
+import { ManagedSession } from "./managed-session.js";
 import {
   PartitionBalancer,
   type PartitionOptions,
@@ -149,8 +149,10 @@ class CoordinatorImpl implements Coordinator {
   readonly #clock: Clock;
   readonly #events: EventHub;
   readonly #local = new KeyedMutex();
-  /** Live locks, each with the function that marks it lost. */
-  readonly #locks = new Map<Lock, (reason: LockLostReason, cause: unknown) => unknown>();
+  /** Live locks (see HeldLock). */
+  readonly #locks = new Set<HeldLock>();
+  /** What every HeldLock of this coordinator shares. */
+  readonly #host: LockHost;
   /** In-flight acquire and holder calls, ended by close(). */
   readonly #pending = new Set<AbortScope>();
   readonly #elections = new Set<Election>();
@@ -168,6 +170,7 @@ class CoordinatorImpl implements Coordinator {
     this.ttlMs = options.ttlMs;
     this.#clock = options.clock ?? systemClock;
     this.#events = new EventHub(options.logger);
+    this.#host = { clock: this.#clock, events: this.#events, locks: this.#locks };
     if (options.backend !== undefined) this.#backend = Promise.resolve(options.backend);
   }
 
@@ -350,7 +353,7 @@ class CoordinatorImpl implements Coordinator {
     for (const scope of this.#pending) scope.abort(closedError());
     const opening = this.#opening;
     if (opening) await opening.catch(() => undefined);
-    await Promise.allSettled([...this.#locks.keys()].map((lock) => lock.release()));
+    await Promise.allSettled([...this.#locks].map((held) => held.lock.release()));
     const session = this.#session;
     this.#session = undefined;
     try {
@@ -476,10 +479,11 @@ class CoordinatorImpl implements Coordinator {
           return null;
         }
         if (!session.isValid()) continue; // the session died under us: that grant is void
-        const lock = this.#adopt(name, grant, opts.value, session, unlockLocal);
+        const held = new HeldLock(name, grant, opts.value, session, unlockLocal, this.#host);
+        const lock = held.lock;
         if (this.#options.fence !== undefined && this.mode === "correctness") {
           at.phase = "fence";
-          await this.#raiseFence(lock, scope);
+          await this.#raiseFence(held, scope);
         }
         this.#events.emit("acquired", {
           name,
@@ -546,91 +550,16 @@ class CoordinatorImpl implements Coordinator {
   }
 
   /** Correctness mode: raise the fence with the new token before anyone uses the lock. */
-  async #raiseFence(lock: Lock, signal: Abortable): Promise<void> {
+  async #raiseFence(held: HeldLock, signal: Abortable): Promise<void> {
     const fence = this.#options.fence;
     if (fence === undefined) return;
     try {
-      await raceSignal(fence.raise(lock.name, lock.token), signal);
+      await raceSignal(fence.raise(held.name, held.token), signal);
     } catch (error) {
-      if (error instanceof StaleTokenError) this.#loseBeforeRelease(lock, "fence-rejected", error);
-      await lock.release().catch(() => undefined);
+      if (error instanceof StaleTokenError) held.markLost("fence-rejected", error);
+      await held.lock.release().catch(() => undefined);
       throw error;
     }
-  }
-
-  #loseBeforeRelease(lock: Lock, reason: LockLostReason, cause: unknown): void {
-    this.#locks.get(lock)?.(reason, cause);
-  }
-
-  #adopt(
-    name: string,
-    grant: Grant,
-    value: string | undefined,
-    session: ManagedSession,
-    unlockLocal: () => void,
-  ): Lock {
-    const token = grant.token;
-    const ended = new AbortScope();
-    const markLost = (reason: LockLostReason, cause: unknown): LockLostError | undefined => {
-      if (ended.aborted) return undefined;
-      const error = new LockLostError(name, token, reason, { cause });
-      ended.abort(error);
-      this.#locks.delete(lock);
-      this.#events.emit("lost", { name, token, reason, error });
-      return error;
-    };
-    const entry: SessionLock = {
-      name,
-      // The session is gone or no longer holds the key: the name is free for a new grant.
-      lose: (reason: LockLostReason, cause?: unknown) => {
-        markLost(reason, cause);
-        unlockLocal();
-      },
-    };
-    const lock: Lock = new Lock({
-      name,
-      token,
-      value,
-      ended,
-      deadline: () => session.deadline,
-      now: () => this.#clock.now(),
-      check: () => {
-        session.isValid();
-      },
-      release: async () => {
-        let wasHeld = false;
-        let failed = false;
-        try {
-          if (session.holds(entry) && session.isValid()) {
-            wasHeld = await withTimeout(
-              session.backendSession.release(grant),
-              this.#clock,
-              session.ttlMs,
-              name,
-            );
-          }
-        } catch (error) {
-          failed = true;
-          throw asUnavailable(
-            error,
-            `could not release "${name}"; it is no longer renewed and expires within ${session.ttlMs} ms`,
-          );
-        } finally {
-          session.unregister(entry);
-          this.#locks.delete(lock);
-          ended.end(() => releasedReason(name, token));
-          // After a failed release the session may still hold the key until it expires:
-          // keep the name locked here until then, so this session never acquires it twice.
-          if (failed) this.#clock.setTimer(unlockLocal, session.ttlMs + session.driftMs);
-          else unlockLocal();
-          this.#events.emit("released", { name, token, wasHeld });
-        }
-        return wasHeld;
-      },
-    });
-    session.register(entry);
-    this.#locks.set(lock, markLost);
-    return lock;
   }
 }
 
@@ -669,35 +598,12 @@ class ScopedAcquireOptions implements BackendAcquireOptions {
   }
 }
 
-/**
- * The reason a released lock's signal carries. Built without running the Error constructor:
- * a release is no failure, and capturing a stack on every release is a large part of its cost.
- * It is still a `LockLostError` (`instanceof`, `code`, `reason` and `message` as usual).
- */
-function releasedReason(name: string, token: bigint): LockLostError {
-  const reason = Object.create(LockLostError.prototype) as LockLostError;
-  return Object.assign(reason, {
-    name: "LockLostError",
-    code: "BATON_LOCK_LOST",
-    message: `lock "${name}" (token ${token}) was released`,
-    lockName: name,
-    token,
-    reason: "released",
-  });
-}
-
 function closedError(): ConfigError {
   return new ConfigError("coordinator", "this coordinator is closed");
 }
 
 function isTransient(error: unknown): boolean {
   return error instanceof BackendUnavailableError || !(error instanceof BatonError);
-}
-
-function asUnavailable(error: unknown, context: string): unknown {
-  if (error instanceof BatonError) return error;
-  const detail = error instanceof Error ? error.message : String(error);
-  return new BackendUnavailableError(`${context}: ${detail}`, { cause: error });
 }
 
 function backoff(attempt: number): number {
@@ -734,31 +640,6 @@ function raceSignal<T>(
         unlisten();
         if (settled) return;
         settled = true;
-        reject(error);
-      },
-    );
-  });
-}
-
-function withTimeout<T>(promise: Promise<T>, clock: Clock, ms: number, name: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = clock.setTimer(
-      () =>
-        reject(
-          new BackendUnavailableError(
-            `the store did not answer a release of "${name}" within ${ms} ms`,
-          ),
-        ),
-      ms,
-      { keepAlive: true },
-    );
-    promise.then(
-      (value) => {
-        timer.cancel();
-        resolve(value);
-      },
-      (error: unknown) => {
-        timer.cancel();
         reject(error);
       },
     );

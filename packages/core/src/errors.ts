@@ -165,3 +165,15 @@ export function isAbortFrom(signal: AbortSignal | undefined, error: unknown): bo
 export function isAbortError(error: unknown): boolean {
   return error instanceof Error && error.name === "AbortError";
 }
+
+/**
+ * `error` as a Baton error: itself when it is one, else a `BackendUnavailableError` saying
+ * `context` (the store's own error is its cause).
+ *
+ * @internal
+ */
+export function asUnavailable(error: unknown, context: string): unknown {
+  if (error instanceof BatonError) return error;
+  const detail = error instanceof Error ? error.message : String(error);
+  return new BackendUnavailableError(`${context}: ${detail}`, { cause: error });
+}

@@ -1,0 +1,166 @@
+import { AbortScope } from "./abort-scope.js";
+import type { Grant } from "./backend.js";
+import type { Clock } from "./clock.js";
+import {
+  asUnavailable,
+  BackendUnavailableError,
+  LockLostError,
+  type LockLostReason,
+} from "./errors.js";
+import type { EventHub } from "./events.js";
+import { Lock, type LockInit } from "./lock.js";
+import type { ManagedSession, SessionLock } from "./managed-session.js";
+
+/** What a held lock needs from its coordinator. @internal */
+export interface LockHost {
+  readonly clock: Clock;
+  readonly events: EventHub;
+  /** The coordinator's live locks: a lock is in it from its grant until it ends. */
+  readonly locks: Set<HeldLock>;
+}
+
+/**
+ * A lock the coordinator granted, as core keeps it: the session's entry (told when the lock
+ * can no longer be trusted), what backs the user's {@link Lock} (release, deadline, checks)
+ * and the coordinator's record of it, in one object with no closures: an acquire + release
+ * is core's hot path, and each closure or Map entry per lock is an allocation per lock.
+ *
+ * @internal
+ */
+export class HeldLock implements SessionLock, LockInit {
+  readonly name: string;
+  readonly token: bigint;
+  readonly value: string | undefined;
+  /** Ends (with a `LockLostError` reason) when the lock is lost or released. */
+  readonly ended = new AbortScope();
+  /** The user's handle. */
+  readonly lock: Lock;
+  readonly #grant: Grant;
+  readonly #session: ManagedSession;
+  /** Frees the name in this process (KeyedMutex), once. */
+  readonly #unlockLocal: () => void;
+  readonly #host: LockHost;
+
+  constructor(
+    name: string,
+    grant: Grant,
+    value: string | undefined,
+    session: ManagedSession,
+    unlockLocal: () => void,
+    host: LockHost,
+  ) {
+    this.name = name;
+    this.token = grant.token;
+    this.value = value;
+    this.#grant = grant;
+    this.#session = session;
+    this.#unlockLocal = unlockLocal;
+    this.#host = host;
+    this.lock = new Lock(this);
+    session.register(this);
+    host.locks.add(this);
+  }
+
+  deadline(): number {
+    return this.#session.deadline;
+  }
+
+  now(): number {
+    return this.#host.clock.now();
+  }
+
+  check(): void {
+    this.#session.isValid();
+  }
+
+  /** The session is gone or no longer holds the key: the name is free for a new grant here. */
+  lose(reason: LockLostReason, cause?: unknown): void {
+    this.markLost(reason, cause);
+    this.#unlockLocal();
+  }
+
+  /** Ends the lock as lost for `reason`: its signal aborts and `lost` is emitted, once. */
+  markLost(reason: LockLostReason, cause: unknown): void {
+    if (this.ended.aborted) return;
+    const error = new LockLostError(this.name, this.token, reason, { cause });
+    this.ended.abort(error);
+    this.#host.locks.delete(this);
+    this.#host.events.emit("lost", { name: this.name, token: this.token, reason, error });
+  }
+
+  /** Owner-checked release through the backend, bounded by one TTL; true when still ours. */
+  async release(): Promise<boolean> {
+    const session = this.#session;
+    const host = this.#host;
+    let wasHeld = false;
+    let failed = false;
+    try {
+      if (session.holds(this) && session.isValid()) {
+        wasHeld = await withTimeout(
+          session.backendSession.release(this.#grant),
+          host.clock,
+          session.ttlMs,
+          this.name,
+        );
+      }
+    } catch (error) {
+      failed = true;
+      throw asUnavailable(
+        error,
+        `could not release "${this.name}"; it is no longer renewed and expires within ${session.ttlMs} ms`,
+      );
+    } finally {
+      session.unregister(this);
+      host.locks.delete(this);
+      this.ended.end(() => releasedReason(this.name, this.token));
+      // After a failed release the session may still hold the key until it expires: keep the
+      // name locked here until then, so this session never acquires it twice.
+      if (failed) host.clock.setTimer(this.#unlockLocal, session.ttlMs + session.driftMs);
+      else this.#unlockLocal();
+      host.events.emit("released", { name: this.name, token: this.token, wasHeld });
+    }
+    return wasHeld;
+  }
+}
+
+/**
+ * The reason a released lock's signal carries. Built without running the Error constructor:
+ * a release is no failure, and capturing a stack on every release is a large part of its
+ * cost. It is still a `LockLostError` (`instanceof`, `code`, `reason` and `message` as usual).
+ */
+function releasedReason(name: string, token: bigint): LockLostError {
+  const reason = Object.create(LockLostError.prototype) as LockLostError;
+  return Object.assign(reason, {
+    name: "LockLostError",
+    code: "BATON_LOCK_LOST",
+    message: `lock "${name}" (token ${token}) was released`,
+    lockName: name,
+    token,
+    reason: "released",
+  });
+}
+
+function withTimeout<T>(promise: Promise<T>, clock: Clock, ms: number, name: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = clock.setTimer(
+      () =>
+        reject(
+          new BackendUnavailableError(
+            `the store did not answer a release of "${name}" within ${ms} ms`,
+          ),
+        ),
+      ms,
+      { keepAlive: true },
+    );
+    promise.then(
+      (value) => {
+        timer.cancel();
+        resolve(value);
+      },
+      (error: unknown) => {
+        timer.cancel();
+        reject(error);
+      },
+    );
+  });
+}
