@@ -183,17 +183,21 @@ class CoordinatorImpl implements Coordinator {
     return this.#backend;
   }
 
-  async acquire(name: string, options?: AcquireOptions): Promise<Lock> {
-    checkName(name);
-    const opts = resolveAcquireOptions(options, false);
-    const lock = await this.#acquire(name, opts);
-    if (lock === null) throw new LockHeldError(name);
-    return lock;
+  acquire(name: string, options?: AcquireOptions): Promise<Lock> {
+    let opts: ResolvedAcquire;
+    try {
+      checkName(name);
+      opts = resolveAcquireOptions(options, false);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // No async frame of its own: #acquire throws LockHeldError where it would return null.
+    return this.#acquire(name, opts, true) as Promise<Lock>;
   }
 
   async tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lock | null> {
     checkName(name);
-    return await this.#acquire(name, resolveAcquireOptions(options, true));
+    return await this.#acquire(name, resolveAcquireOptions(options, true), false);
   }
 
   async withLock<T>(
@@ -420,7 +424,8 @@ class CoordinatorImpl implements Coordinator {
     return session;
   }
 
-  async #acquire(name: string, opts: ResolvedAcquire): Promise<Lock | null> {
+  /** Acquires `name`; `null` when it is held (a try), or `LockHeldError` when `heldError`. */
+  async #acquire(name: string, opts: ResolvedAcquire, heldError: boolean): Promise<Lock | null> {
     this.#assertOpen();
     const started = this.#clock.now();
     const waiting = opts.waitMs > 0;
@@ -446,7 +451,10 @@ class CoordinatorImpl implements Coordinator {
     let unlockLocal: (() => void) | undefined;
     try {
       if (scope.aborted) throw scope.reason; // an already-aborted signal: no round trip at all
-      if (!waiting && this.#local.isLocked(name)) return null;
+      if (!waiting && this.#local.isLocked(name)) {
+        if (heldError) throw new LockHeldError(name);
+        return null;
+      }
       // Uncontended in this process: no promise, no turn of the event loop.
       unlockLocal = this.#local.tryLock(name) ?? (await this.#local.lock(name, scope));
       for (let attempt = 0; ; attempt++) {
@@ -476,6 +484,7 @@ class CoordinatorImpl implements Coordinator {
         }
         if (grant === null) {
           unlockLocal();
+          if (heldError) throw new LockHeldError(name);
           return null;
         }
         if (!session.isValid()) continue; // the session died under us: that grant is void
@@ -494,6 +503,7 @@ class CoordinatorImpl implements Coordinator {
       }
     } catch (error) {
       unlockLocal?.();
+      if (heldError && error instanceof LockHeldError) throw error; // thrown above, as is
       if (opts.signal?.aborted) throw opts.signal.reason;
       if (this.#closing.signal.aborted) throw closedError();
       if (!budgetRanOut) throw error;

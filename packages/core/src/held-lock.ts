@@ -88,38 +88,77 @@ export class HeldLock implements SessionLock, LockInit {
     this.#host.events.emit("lost", { name: this.name, token: this.token, reason, error });
   }
 
-  /** Owner-checked release through the backend, bounded by one TTL; true when still ours. */
-  async release(): Promise<boolean> {
+  /**
+   * Owner-checked release through the backend, bounded by one TTL; true when still ours. One
+   * promise from here to the caller (no async frame, no separate timeout wrapper).
+   */
+  release(): Promise<boolean> {
+    const session = this.#session;
+    if (!session.holds(this) || !session.isValid()) {
+      this.#released(false, false);
+      return Promise.resolve(false);
+    }
+    let call: Promise<boolean>;
+    try {
+      call = session.backendSession.release(this.#grant);
+    } catch (error) {
+      this.#released(true, false);
+      return Promise.reject(this.#releaseError(error));
+    }
+    return new Promise<boolean>((resolve, reject) => {
+      let settled = false;
+      const timer = this.#host.clock.setTimer(
+        () => {
+          if (settled) return;
+          settled = true;
+          this.#released(true, false);
+          reject(
+            new BackendUnavailableError(
+              `the store did not answer a release of "${this.name}" within ${session.ttlMs} ms`,
+            ),
+          );
+        },
+        session.ttlMs,
+        { keepAlive: true },
+      );
+      call.then(
+        (wasHeld) => {
+          timer.cancel();
+          if (settled) return;
+          settled = true;
+          this.#released(false, wasHeld);
+          resolve(wasHeld);
+        },
+        (error: unknown) => {
+          timer.cancel();
+          if (settled) return;
+          settled = true;
+          this.#released(true, false);
+          reject(this.#releaseError(error));
+        },
+      );
+    });
+  }
+
+  #releaseError(error: unknown): unknown {
+    return asUnavailable(
+      error,
+      `could not release "${this.name}"; it is no longer renewed and expires within ${this.#session.ttlMs} ms`,
+    );
+  }
+
+  /** After a release: untie the lock, end its signal, free the name here, tell listeners. */
+  #released(failed: boolean, wasHeld: boolean): void {
     const session = this.#session;
     const host = this.#host;
-    let wasHeld = false;
-    let failed = false;
-    try {
-      if (session.holds(this) && session.isValid()) {
-        wasHeld = await withTimeout(
-          session.backendSession.release(this.#grant),
-          host.clock,
-          session.ttlMs,
-          this.name,
-        );
-      }
-    } catch (error) {
-      failed = true;
-      throw asUnavailable(
-        error,
-        `could not release "${this.name}"; it is no longer renewed and expires within ${session.ttlMs} ms`,
-      );
-    } finally {
-      session.unregister(this);
-      host.locks.delete(this);
-      this.ended.end(() => releasedReason(this.name, this.token));
-      // After a failed release the session may still hold the key until it expires: keep the
-      // name locked here until then, so this session never acquires it twice.
-      if (failed) host.clock.setTimer(this.#unlockLocal, session.ttlMs + session.driftMs);
-      else this.#unlockLocal();
-      host.events.emit("released", { name: this.name, token: this.token, wasHeld });
-    }
-    return wasHeld;
+    session.unregister(this);
+    host.locks.delete(this);
+    this.ended.end(() => releasedReason(this.name, this.token));
+    // After a failed release the session may still hold the key until it expires: keep the
+    // name locked here until then, so this session never acquires it twice.
+    if (failed) host.clock.setTimer(this.#unlockLocal, session.ttlMs + session.driftMs);
+    else this.#unlockLocal();
+    host.events.emit("released", { name: this.name, token: this.token, wasHeld });
   }
 }
 
@@ -137,30 +176,5 @@ function releasedReason(name: string, token: bigint): LockLostError {
     lockName: name,
     token,
     reason: "released",
-  });
-}
-
-function withTimeout<T>(promise: Promise<T>, clock: Clock, ms: number, name: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = clock.setTimer(
-      () =>
-        reject(
-          new BackendUnavailableError(
-            `the store did not answer a release of "${name}" within ${ms} ms`,
-          ),
-        ),
-      ms,
-      { keepAlive: true },
-    );
-    promise.then(
-      (value) => {
-        timer.cancel();
-        resolve(value);
-      },
-      (error: unknown) => {
-        timer.cancel();
-        reject(error);
-      },
-    );
   });
 }
