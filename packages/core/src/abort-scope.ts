@@ -16,6 +16,8 @@ export class AbortScope {
   /** Computes the reason on first use when the scope was ended with {@link AbortScope.end}. */
   #lazyReason: (() => unknown) | undefined;
   #controller: AbortController | undefined;
+  /** The first callback (the usual case: one race per scope), then any others. */
+  #callback: ((reason: unknown) => void) | undefined;
   #callbacks: Array<(reason: unknown) => void> | undefined;
   /** Outside signals this scope follows, each with its listener (see follow, dispose). */
   #followed: Array<{ signal: AbortSignal; listener: () => void }> | undefined;
@@ -68,15 +70,34 @@ export class AbortScope {
    * Returns a function that removes it.
    */
   onAbort(callback: (reason: unknown) => void): () => void {
-    if (this.#aborted) return noop;
-    this.#callbacks ??= [];
-    this.#callbacks.push(callback);
-    return () => {
-      const list = this.#callbacks;
-      if (list === undefined) return;
-      const at = list.indexOf(callback);
-      if (at >= 0) list.splice(at, 1);
-    };
+    if (!this.addCallback(callback)) return noop;
+    return () => this.removeCallback(callback);
+  }
+
+  /**
+   * {@link onAbort} without the remover: runs `callback` once when the scope ends; false (and
+   * it never runs) when the scope has already ended. Remove it with {@link removeCallback}.
+   */
+  addCallback(callback: (reason: unknown) => void): boolean {
+    if (this.#aborted) return false;
+    if (this.#callback === undefined) this.#callback = callback;
+    else {
+      this.#callbacks ??= [];
+      this.#callbacks.push(callback);
+    }
+    return true;
+  }
+
+  /** Removes a callback added by {@link addCallback}; harmless when it is not there. */
+  removeCallback(callback: (reason: unknown) => void): void {
+    if (this.#callback === callback) {
+      this.#callback = undefined;
+      return;
+    }
+    const list = this.#callbacks;
+    if (list === undefined) return;
+    const at = list.indexOf(callback);
+    if (at >= 0) list.splice(at, 1);
   }
 
   /** Ends this scope when `signal` aborts, with its reason. May be called for several. */
@@ -107,11 +128,14 @@ export class AbortScope {
   #finish(): void {
     this.dispose();
     if (this.#controller !== undefined) this.#controller.abort(this.reason);
+    const first = this.#callback;
     const callbacks = this.#callbacks;
+    this.#callback = undefined;
     this.#callbacks = undefined;
-    if (callbacks === undefined) return;
+    if (first === undefined && callbacks === undefined) return;
     const reason = this.reason;
-    for (const callback of callbacks) callback(reason);
+    first?.(reason);
+    if (callbacks !== undefined) for (const callback of callbacks) callback(reason);
   }
 }
 

@@ -494,11 +494,13 @@ class CoordinatorImpl implements Coordinator {
           at.phase = "fence";
           await this.#raiseFence(held, scope);
         }
-        this.#events.emit("acquired", {
-          name,
-          token: lock.token,
-          waitedMs: this.#clock.now() - started,
-        });
+        if (this.#events.listens("acquired")) {
+          this.#events.emit("acquired", {
+            name,
+            token: lock.token,
+            waitedMs: this.#clock.now() - started,
+          });
+        }
         return lock;
       }
     } catch (error) {
@@ -545,18 +547,55 @@ class CoordinatorImpl implements Coordinator {
   ): Promise<Grant | null> {
     const backendSession = session.backendSession;
     const pending = backendSession.acquire(name, new ScopedAcquireOptions(wait, value, scope));
-    return raceSignal(pending, scope, (late) => {
-      void late
-        .then((grant) => (grant === null ? false : backendSession.release(grant)))
-        .catch((error: unknown) => {
-          // The backend honoured the abort: nothing was granted, nothing to report.
-          if (error === scope.reason || isAbortError(error)) return;
-          this.#events.emit("backgroundError", {
-            error,
-            during: `releasing a late grant of "${name}"`,
-          });
-        });
+    // raceSignal, inlined for the hot path: one abort callback on the scope, no remover, and
+    // the late-grant handling built only if the call is abandoned.
+    if (scope.aborted) {
+      this.#releaseLate(pending, backendSession, name, scope);
+      return Promise.reject(scope.reason);
+    }
+    return new Promise<Grant | null>((resolve, reject) => {
+      let settled = false;
+      const onAbort = (reason: unknown) => {
+        if (settled) return;
+        settled = true;
+        this.#releaseLate(pending, backendSession, name, scope);
+        reject(reason);
+      };
+      scope.addCallback(onAbort);
+      pending.then(
+        (grant) => {
+          scope.removeCallback(onAbort);
+          if (settled) return;
+          settled = true;
+          resolve(grant);
+        },
+        (error: unknown) => {
+          scope.removeCallback(onAbort);
+          if (settled) return;
+          settled = true;
+          reject(error);
+        },
+      );
     });
+  }
+
+  /** A grant that arrives after its acquire was given up is released in the background. */
+  #releaseLate(
+    late: Promise<Grant | null>,
+    backendSession: ManagedSession["backendSession"],
+    name: string,
+    scope: AbortScope,
+  ): void {
+    void late
+      .then((grant) => (grant === null ? false : backendSession.release(grant)))
+      .catch((error: unknown) => {
+        // The backend honoured the abort: nothing was granted, nothing to report.
+        if (error === scope.reason || isAbortError(error)) return;
+        this.#events.emit("backgroundError", {
+          error,
+          during: `releasing a late grant of "${name}"`,
+        });
+      });
   }
 
   /** Correctness mode: raise the fence with the new token before anyone uses the lock. */

@@ -67,6 +67,15 @@ export class EventHub {
     return () => set.delete(listener as (payload: never) => void);
   }
 
+  /**
+   * Whether `event` has a listener: the hot path (every acquire and release) builds its
+   * payload only then.
+   */
+  listens(event: CoordinatorEventName): boolean {
+    const set = this.#listeners.get(event);
+    return set !== undefined && set.size > 0;
+  }
+
   /** Delivers `payload` to every listener of `event`, synchronously. */
   emit<E extends CoordinatorEventName>(event: E, payload: CoordinatorEvents[E]): void {
     const set = this.#listeners.get(event);

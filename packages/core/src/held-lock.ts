@@ -158,7 +158,9 @@ export class HeldLock implements SessionLock, LockInit {
     // name locked here until then, so this session never acquires it twice.
     if (failed) host.clock.setTimer(this.#unlockLocal, session.ttlMs + session.driftMs);
     else this.#unlockLocal();
-    host.events.emit("released", { name: this.name, token: this.token, wasHeld });
+    if (host.events.listens("released")) {
+      host.events.emit("released", { name: this.name, token: this.token, wasHeld });
+    }
   }
 }
 
