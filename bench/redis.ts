@@ -127,7 +127,8 @@ async function uncontended(url: string): Promise<LatencySection> {
       },
     ];
     const results = await interleave(variants, {
-      warmup: 300,
+      // Enough for V8 to have compiled every variant's path (see bench/postgres.ts).
+      warmup: 2_000,
       rounds: 6,
       perRound: 1_000,
       maxMs: 60_000,
