@@ -92,6 +92,21 @@ describeBackend("redis", (url) => {
       });
     });
 
+    it("a refused try takes no token: the next grant's token is exactly one more than the last", async () => {
+      const s1 = await open("token-a");
+      const s2 = await open("token-b");
+      const keys = lockKeys(prefix, "token-step");
+      const g1 = await s1.acquire("token-step", { wait: false, signal: never });
+      expect(g1).not.toBeNull();
+      for (let i = 0; i < 5; i++) {
+        expect(await s2.acquire("token-step", { wait: false, signal: never })).toBeNull();
+        expect(await raw.get(keys.token)).toBe(String(g1?.token));
+      }
+      expect(await s1.release(g1 as NonNullable<typeof g1>)).toBe(true);
+      const g2 = await s2.acquire("token-step", { wait: false, signal: never });
+      expect(g2?.token).toBe((g1?.token ?? 0n) + 1n);
+    });
+
     it("renews every held key in one script call and reports exactly the keys it lost", async () => {
       const s = await open("renewer", 2_000);
       const names = ["r-a", "r-b", "r-c", "r-d", "r-e"];
