@@ -36,6 +36,12 @@ export function cpuPlacement(): CpuPlacement | undefined {
     return undefined;
   }
   if (cpus.length < 2) return undefined;
+  try {
+    // Setting the affinity may be refused (a restricted container): then nothing is pinned.
+    pinSelf(cpus.join(","));
+  } catch {
+    return undefined;
+  }
   const server = cpus[cpus.length - 1] as number;
   return {
     server: String(server),
