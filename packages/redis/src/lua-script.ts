@@ -4,6 +4,12 @@ import type { Cluster, Redis } from "ioredis";
 /** A Redis instance or a Redis Cluster, as far as the scripts need. */
 export type RedisClient = Redis | Cluster;
 
+/** EVALSHA and EVAL as ioredis runs them: argument arrays are flattened one level. */
+interface ScriptCalls {
+  evalsha(sha: string, keys: number, ...args: ReadonlyArray<string | number>[]): Promise<unknown>;
+  eval(source: string, keys: number, ...args: ReadonlyArray<string | number>[]): Promise<unknown>;
+}
+
 /**
  * A Lua script run with EVALSHA, falling back to EVAL once when the server does not know it
  * yet (a fresh or restarted node), which also loads it for next time.
@@ -18,17 +24,19 @@ export class LuaScript {
     this.sha = createHash("sha1").update(source).digest("hex");
   }
 
-  /** Runs the script on `client` with `keys` and `args`. */
-  async run(
+  /**
+   * Runs the script on `client` with `keys` and `args`. The arrays are passed as they are
+   * (ioredis flattens a command's arguments one level), not spread into a new one.
+   */
+  run(
     client: RedisClient,
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
-    try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
-    } catch (error) {
+    const c = client as unknown as ScriptCalls;
+    return c.evalsha(this.sha, keys.length, keys, args).catch((error: unknown) => {
       if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
-      return await client.eval(this.#source, keys.length, ...keys, ...args);
-    }
+      return c.eval(this.#source, keys.length, keys, args);
+    });
   }
 }
