@@ -15,49 +15,66 @@ export function boundedCall<T>(
   call: Promise<T>,
   options: {
     readonly timeoutMs: number;
+    /** What the call does, for errors: `redis acquire`, or a whole phrase. */
     readonly what: string;
+    /** The lock the call is about, if any: errors say `<what> of "<name>"`. */
+    readonly name?: string | undefined;
     readonly signal?: AbortSignal | undefined;
     readonly onAbandoned?: ((late: Promise<T>) => void) | undefined;
   },
 ): Promise<T> {
-  const { timeoutMs, what, signal, onAbandoned } = options;
+  const { timeoutMs, signal, onAbandoned } = options;
+  if (signal?.aborted) {
+    onAbandoned?.(call);
+    // The call may still settle; its error must not go unhandled.
+    call.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const finish = (): boolean => {
-      if (settled) return false;
+    const abandon = (error: unknown) => {
+      if (settled) return;
       settled = true;
       timer.cancel();
       signal?.removeEventListener("abort", onAbort);
-      return true;
-    };
-    const abandon = (error: unknown) => {
-      if (!finish()) return;
       onAbandoned?.(call);
       reject(error);
     };
     const onAbort = () => abandon(signal?.reason);
     // Core's timers: one shared Node.js timer per delay, not one created per call.
     const timer = systemClock.setTimer(
-      () => abandon(new BackendUnavailableError(`${what}: no answer within ${timeoutMs} ms`)),
+      () =>
+        abandon(
+          new BackendUnavailableError(`${describe(options)}: no answer within ${timeoutMs} ms`),
+        ),
       timeoutMs,
-      { keepAlive: true },
+      KEEP_ALIVE,
     );
-    if (signal?.aborted) {
-      abandon(signal.reason);
-      // The call may still settle; its error must not go unhandled.
-      call.catch(() => undefined);
-      return;
-    }
     signal?.addEventListener("abort", onAbort, { once: true });
     call.then(
       (value) => {
-        if (finish()) resolve(value);
+        if (settled) return;
+        settled = true;
+        timer.cancel();
+        signal?.removeEventListener("abort", onAbort);
+        resolve(value);
       },
       (error: unknown) => {
-        if (finish()) reject(asUnavailable(error, what));
+        if (settled) return;
+        settled = true;
+        timer.cancel();
+        signal?.removeEventListener("abort", onAbort);
+        reject(asUnavailable(error, describe(options)));
       },
     );
   });
+}
+
+const KEEP_ALIVE = { keepAlive: true } as const;
+
+/** The call's description for an error: built only on failure (this runs on every acquire). */
+function describe(options: { readonly what: string; readonly name?: string | undefined }): string {
+  return options.name === undefined ? options.what : `${options.what} of "${options.name}"`;
 }
 
 /** Wraps a client or network error as `BackendUnavailableError`; Baton errors pass through. */

@@ -315,7 +315,8 @@ export class RedisSession implements BackendSession {
       reply = acquireReply(
         await boundedCall(call, {
           timeoutMs: this.#leaseCallTimeoutMs,
-          what: `redis acquire of "${name}"`,
+          what: "redis acquire",
+          name,
           signal,
           // Given up while in flight: the server may have granted it and only the reply be
           // lost. Delete any grant of this try on the key now (the next command on this
@@ -365,7 +366,8 @@ export class RedisSession implements BackendSession {
     const prefix = mine?.prefix ?? grantPrefix(handle.grantOwner, grant.token);
     const reply = await boundedCall(this.#releaseToNext([{ keys, prefix }]), {
       timeoutMs: this.#ctx.commandTimeoutMs,
-      what: `redis release of "${grant.key}"`,
+      what: "redis release",
+      name: grant.key,
     });
     return releasedOne(reply);
   }
