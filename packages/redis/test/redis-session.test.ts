@@ -359,13 +359,11 @@ describeBackend("redis", (url) => {
     ) => {
       const forward = client.evalsha.bind(client) as (...a: unknown[]) => Promise<unknown>;
       const entry = new RegExp(`^[0-9a-f]+\\.\\d+:\\d+\\n${ownerId}$`);
-      return vi
-        .spyOn(client, "evalsha")
-        .mockImplementation(((...args: unknown[]) =>
-          // Flat or in arrays (LuaScript passes its keys and args as arrays; ioredis flattens).
-          args.flat().some((a) => entry.test(String(a)))
-            ? around(() => forward(...args))
-            : forward(...args)) as never);
+      return vi.spyOn(client, "evalsha").mockImplementation(((...args: unknown[]) =>
+        // Flat or in arrays (LuaScript passes its keys and args as arrays; ioredis flattens).
+        args.flat().some((a) => entry.test(String(a)))
+          ? around(() => forward(...args))
+          : forward(...args)) as never);
     };
 
     it("a wait given up while its joining try is in flight still leaves the line: the next release goes to a live waiter", async () => {
