@@ -151,7 +151,23 @@ export type Abortable = AbortSignal | AbortScope;
  * @internal
  */
 export function listenAbort(source: Abortable, callback: () => void): () => void {
-  if (source instanceof AbortScope) return source.onAbort(callback);
-  source.addEventListener("abort", callback, { once: true });
-  return () => source.removeEventListener("abort", callback);
+  addAbortCallback(source, callback);
+  return () => removeAbortCallback(source, callback);
+}
+
+/**
+ * {@link listenAbort} without a remover to allocate: runs `callback` once when `source` aborts
+ * (not for one that has already aborted). Undo with {@link removeAbortCallback}.
+ *
+ * @internal
+ */
+export function addAbortCallback(source: Abortable, callback: () => void): void {
+  if (source instanceof AbortScope) source.addCallback(callback);
+  else source.addEventListener("abort", callback, { once: true });
+}
+
+/** Removes a callback added by {@link addAbortCallback}; harmless when it ran or is gone. @internal */
+export function removeAbortCallback(source: Abortable, callback: () => void): void {
+  if (source instanceof AbortScope) source.removeCallback(callback);
+  else source.removeEventListener("abort", callback);
 }

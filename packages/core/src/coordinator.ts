@@ -1,4 +1,9 @@
-import { type Abortable, AbortScope, listenAbort } from "./abort-scope.js";
+import {
+  type Abortable,
+  AbortScope,
+  addAbortCallback,
+  removeAbortCallback,
+} from "./abort-scope.js";
 import type { BackendAcquireOptions, Grant, Holder, LockBackend } from "./backend.js";
 import type { BackendUrl } from "./backend-url.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
@@ -547,36 +552,9 @@ class CoordinatorImpl implements Coordinator {
   ): Promise<Grant | null> {
     const backendSession = session.backendSession;
     const pending = backendSession.acquire(name, new ScopedAcquireOptions(wait, value, scope));
-    // raceSignal, inlined for the hot path: one abort callback on the scope, no remover, and
-    // the late-grant handling built only if the call is abandoned.
-    if (scope.aborted) {
-      this.#releaseLate(pending, backendSession, name, scope);
-      return Promise.reject(scope.reason);
-    }
-    return new Promise<Grant | null>((resolve, reject) => {
-      let settled = false;
-      const onAbort = (reason: unknown) => {
-        if (settled) return;
-        settled = true;
-        this.#releaseLate(pending, backendSession, name, scope);
-        reject(reason);
-      };
-      scope.addCallback(onAbort);
-      pending.then(
-        (grant) => {
-          scope.removeCallback(onAbort);
-          if (settled) return;
-          settled = true;
-          resolve(grant);
-        },
-        (error: unknown) => {
-          scope.removeCallback(onAbort);
-          if (settled) return;
-          settled = true;
-          reject(error);
-        },
-      );
-    });
+    return raceSignal(pending, scope, (late) =>
+      this.#releaseLate(late, backendSession, name, scope),
+    );
   }
 
   /** A grant that arrives after its acquire was given up is released in the background. */
@@ -670,23 +648,25 @@ function raceSignal<T>(
     onAbandoned?.(promise);
     return Promise.reject(signal.reason);
   }
+  // One callback on the signal (no remover closure): this runs on every acquire.
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const unlisten = listenAbort(signal, () => {
+    const onAbort = () => {
       if (settled) return;
       settled = true;
       onAbandoned?.(promise);
       reject(signal.reason);
-    });
+    };
+    addAbortCallback(signal, onAbort);
     promise.then(
       (value) => {
-        unlisten();
+        removeAbortCallback(signal, onAbort);
         if (settled) return;
         settled = true;
         resolve(value);
       },
       (error: unknown) => {
-        unlisten();
+        removeAbortCallback(signal, onAbort);
         if (settled) return;
         settled = true;
         reject(error);

@@ -168,11 +168,10 @@ export function isAbortError(error: unknown): boolean {
 
 /**
  * `error` as a Baton error: itself when it is one, else a `BackendUnavailableError` saying
- * `context` (the store's own error is its cause).
- *
- * @internal
+ * `context` (the store's own error is its cause). For adapters: a client or network error
+ * becomes the error core retries on.
  */
-export function asUnavailable(error: unknown, context: string): unknown {
+export function asUnavailable(error: unknown, context: string): Error {
   if (error instanceof BatonError) return error;
   const detail = error instanceof Error ? error.message : String(error);
   return new BackendUnavailableError(`${context}: ${detail}`, { cause: error });

@@ -107,35 +107,30 @@ export class HeldLock implements SessionLock, LockInit {
     }
     return new Promise<boolean>((resolve, reject) => {
       let settled = false;
+      /** Settles the release once: whichever of the answer and the timeout comes first. */
+      const settle = (failed: boolean, wasHeld: boolean, error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        timer.cancel();
+        this.#released(failed, wasHeld);
+        if (failed) reject(error);
+        else resolve(wasHeld);
+      };
       const timer = this.#host.clock.setTimer(
-        () => {
-          if (settled) return;
-          settled = true;
-          this.#released(true, false);
-          reject(
+        () =>
+          settle(
+            true,
+            false,
             new BackendUnavailableError(
               `the store did not answer a release of "${this.name}" within ${session.ttlMs} ms`,
             ),
-          );
-        },
+          ),
         session.ttlMs,
         { keepAlive: true },
       );
       call.then(
-        (wasHeld) => {
-          timer.cancel();
-          if (settled) return;
-          settled = true;
-          this.#released(false, wasHeld);
-          resolve(wasHeld);
-        },
-        (error: unknown) => {
-          timer.cancel();
-          if (settled) return;
-          settled = true;
-          this.#released(true, false);
-          reject(this.#releaseError(error));
-        },
+        (wasHeld) => settle(false, wasHeld),
+        (error: unknown) => settle(true, false, this.#releaseError(error)),
       );
     });
   }

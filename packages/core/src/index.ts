@@ -27,6 +27,7 @@ export type {
   TermContext,
 } from "./election.js";
 export {
+  asUnavailable,
   BackendUnavailableError,
   BatonError,
   type BatonErrorCode,

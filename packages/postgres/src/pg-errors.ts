@@ -1,4 +1,4 @@
-import { BackendUnavailableError, BatonError, ConfigError } from "@baton/core";
+import { asUnavailable, BatonError, ConfigError } from "@baton/core";
 
 /** The SQLSTATE of a PostgreSQL error, when it is one. */
 export function sqlState(error: unknown): string | undefined {
@@ -39,5 +39,5 @@ export function asBatonError(error: unknown, context: string): Error {
       }
       break;
   }
-  return new BackendUnavailableError(`${context}: ${detail}`, { cause: error });
+  return asUnavailable(error, context);
 }

@@ -715,33 +715,34 @@ export class PostgresSession implements BackendSession {
 
   /**
    * Runs `config` on the session's connection once the statements sent before it have
-   * finished (see StatementQueue); at once when the connection is free.
+   * finished (see StatementQueue); at once when the connection is free. Rejects with pg's error.
    */
   #send(config: pg.QueryConfig): Promise<pg.QueryResult> {
-    // A wait for a lock occupies the connection: cancel it, it is sent again after this.
-    this.#waiting?.interrupt();
-    return new Promise((resolve, reject) => {
-      this.#statements.submit(config, (error, result) => {
-        if (error === null) resolve(result as pg.QueryResult);
-        else reject(error);
-      });
-    });
+    return this.#submit(config, false);
   }
 
   /**
    * Runs `statement` with `values` in the connection's turn: its rows, or the error to throw
-   * ({@link #failure}). One promise between the caller and pg's callback.
+   * ({@link #failure}).
    */
   #query(statement: Statement, values: unknown[]): Promise<Record<string, unknown>[]> {
+    return this.#submit({ name: statement.name, text: statement.text, values }, true);
+  }
+
+  /**
+   * {@link #send} and {@link #query}: the result (its rows when `rows`) and the error as is
+   * (as {@link #failure} maps it when `rows`). One promise between the caller and pg's callback.
+   */
+  #submit(config: pg.QueryConfig, rows: false): Promise<pg.QueryResult>;
+  #submit(config: pg.QueryConfig, rows: true): Promise<Record<string, unknown>[]>;
+  #submit(config: pg.QueryConfig, rows: boolean): Promise<unknown> {
+    // A wait for a lock occupies the connection: cancel it, it is sent again after this.
     this.#waiting?.interrupt();
     return new Promise((resolve, reject) => {
-      this.#statements.submit(
-        { name: statement.name, text: statement.text, values },
-        (error, result) => {
-          if (error === null) resolve((result as pg.QueryResult).rows);
-          else reject(this.#failure(error));
-        },
-      );
+      this.#statements.submit(config, (error, result) => {
+        if (error !== null) reject(rows ? this.#failure(error) : error);
+        else resolve(rows ? (result as pg.QueryResult).rows : result);
+      });
     });
   }
 

@@ -117,25 +117,30 @@ export function statements(names: SchemaNames): Statements {
   const sequence = names.tokens.replaceAll("'", "''");
   const upsert = `ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, owner = EXCLUDED.owner,
     token = EXCLUDED.token, value = EXCLUDED.value, pid = EXCLUDED.pid`;
-  /** Records the holder row of token `t.token` (CTE `t`): `$1` key, `$2` name, `$3` owner, `$4` value. */
-  const recorded = `INSERT INTO ${names.holders} AS h (key, name, owner, token, value, pid)
-  SELECT $1::bigint, $2::text, $3::text, t.token, $4::text, pg_backend_pid() FROM t
-  ${upsert}
+  /** Inserts (or replaces) the holder row of a key from `source` (the six columns, in order). */
+  const insertHolder = (source: string) =>
+    `INSERT INTO ${names.holders} AS h (key, name, owner, token, value, pid)
+  ${source}
+  ${upsert}`;
+  /**
+   * Records the holder row of token `t.token` (CTE `t`; nothing when it is NULL): `$1` key,
+   * `$2` name, `$3` owner, `$4` value.
+   */
+  const recorded = `${insertHolder(`SELECT $1::bigint, $2::text, $3::text, t.token, $4::text, pg_backend_pid()
+  FROM t WHERE t.token IS NOT NULL`)}
   RETURNING h.token`;
   /** Deletes this connection's holder rows of keys `keys` with tokens `tokens` (parameters). */
   const gc = (keys: string, tokens: string) => `DELETE FROM ${names.holders} h
   USING unnest(${keys}::bigint[], ${tokens}::bigint[]) AS r(key, token)
   WHERE h.key = r.key AND h.token = r.token AND h.pid = pg_backend_pid()`;
-  /** CTEs `l` (got: the try of lock `$1`) and `t` (the next token, only if got). */
-  const tried = `l AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS got),
-t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l WHERE l.got)`;
   /**
-   * Subquery `t`: the try of lock `$1` and, only if granted, the next token (else NULL). Its
-   * target list has volatile functions, so PostgreSQL never pulls it up into the outer query
-   * (which would evaluate them once per reference): they run once. Cheaper than two CTEs.
+   * The try of lock `$1` and, only if granted, the next token (else NULL), as `token`: a
+   * subquery or a CTE named `t`. As a subquery its target list has volatile functions, so
+   * PostgreSQL never pulls it up into the outer query (which would evaluate them once per
+   * reference): they run once, and it is cheaper than a CTE.
    */
-  const triedOnce = `(SELECT CASE WHEN pg_try_advisory_lock($1::bigint)
-  THEN nextval('${sequence}') END AS token) t`;
+  const tried = `SELECT CASE WHEN pg_try_advisory_lock($1::bigint)
+  THEN nextval('${sequence}') END AS token`;
   /** CTEs `b`, `l` (the wait for lock `$1`, at most `bound` ms) and `t` (the next token). */
   const waited = (bound: string) =>
     `b AS MATERIALIZED (SELECT set_config('lock_timeout', ${bound}::text, true) AS bound),
@@ -155,16 +160,16 @@ SELECT ${fencedToken("$2")} FROM t`,
     ),
     acquire: statement(
       "acquire",
-      `WITH ${tried},
+      `WITH t AS MATERIALIZED (${tried}),
 u AS (${recorded})
-SELECT (SELECT u.token::text FROM u) AS token FROM l`,
+SELECT (SELECT u.token::text FROM u) AS token`,
     ),
-    acquireFenced: statement("acquire_fenced", `SELECT ${fencedToken("$2")} FROM ${triedOnce}`),
+    acquireFenced: statement("acquire_fenced", `SELECT ${fencedToken("$2")} FROM (${tried}) t`),
     record: statement(
       "record",
-      `INSERT INTO ${names.holders} AS h (key, name, owner, token, value, pid)
-VALUES ($1::bigint, $2::text, $3::text, $5::bigint, $4::text, pg_backend_pid())
-${upsert}`,
+      insertHolder(
+        "VALUES ($1::bigint, $2::text, $3::text, $5::bigint, $4::text, pg_backend_pid())",
+      ),
     ),
     release: statement("release", "SELECT pg_advisory_unlock($1::bigint) AS unlocked"),
     releaseFenced: statement(

@@ -1,4 +1,4 @@
-import { BackendUnavailableError, BatonError, systemClock } from "@baton/core";
+import { asUnavailable, BackendUnavailableError, systemClock } from "@baton/core";
 
 /**
  * Races a store call against a timeout and an optional abort signal.
@@ -32,11 +32,16 @@ export function boundedCall<T>(
   }
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const abandon = (error: unknown) => {
-      if (settled) return;
+    /** Ends the race once: false when it had already ended. */
+    const finish = (): boolean => {
+      if (settled) return false;
       settled = true;
       timer.cancel();
       signal?.removeEventListener("abort", onAbort);
+      return true;
+    };
+    const abandon = (error: unknown) => {
+      if (!finish()) return;
       onAbandoned?.(call);
       reject(error);
     };
@@ -53,18 +58,10 @@ export function boundedCall<T>(
     signal?.addEventListener("abort", onAbort, { once: true });
     call.then(
       (value) => {
-        if (settled) return;
-        settled = true;
-        timer.cancel();
-        signal?.removeEventListener("abort", onAbort);
-        resolve(value);
+        if (finish()) resolve(value);
       },
       (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        timer.cancel();
-        signal?.removeEventListener("abort", onAbort);
-        reject(asUnavailable(error, describe(options)));
+        if (finish()) reject(asUnavailable(error, describe(options)));
       },
     );
   });
@@ -75,11 +72,4 @@ const KEEP_ALIVE = { keepAlive: true } as const;
 /** The call's description for an error: built only on failure (this runs on every acquire). */
 function describe(options: { readonly what: string; readonly name?: string | undefined }): string {
   return options.name === undefined ? options.what : `${options.what} of "${options.name}"`;
-}
-
-/** Wraps a client or network error as `BackendUnavailableError`; Baton errors pass through. */
-export function asUnavailable(error: unknown, what: string): Error {
-  if (error instanceof BatonError) return error;
-  const detail = error instanceof Error ? error.message : String(error);
-  return new BackendUnavailableError(`${what}: ${detail}`, { cause: error });
 }

@@ -1,5 +1,5 @@
-import { BackendUnavailableError } from "@baton/core";
-import { asUnavailable, boundedCall } from "./bounded-call.js";
+import { asUnavailable, BackendUnavailableError } from "@baton/core";
+import { boundedCall } from "./bounded-call.js";
 import type { RedisClient } from "./lua-script.js";
 
 /** One waiter's view of a release channel. */
