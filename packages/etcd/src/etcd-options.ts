@@ -62,7 +62,7 @@ export function resolveEtcdOptions(options: EtcdBackendOptions): ResolvedEtcdOpt
     );
   }
   if (options.client !== undefined) {
-    if (!(options.client instanceof Etcd3))
+    if (!isEtcd3Client(options.client))
       throw new ConfigError("client", "must be an Etcd3 client from the etcd3 package");
     if (options.username !== undefined || options.password !== undefined) {
       throw new ConfigError("username", "set credentials on the Etcd3 client you pass, not here");
@@ -131,4 +131,20 @@ export function etcdOptionsFromUrl(url: BackendUrl): EtcdBackendOptions {
     ...(prefix === null ? {} : { prefix }),
     ...(requestTimeoutMs === undefined ? {} : { requestTimeoutMs }),
   };
+}
+
+/**
+ * Whether `value` looks like an etcd3 `Etcd3` client. Checked by shape, not `instanceof`, so a
+ * client from the app's own copy of etcd3 is accepted.
+ */
+function isEtcd3Client(value: unknown): value is Etcd3 {
+  const client = value as Partial<Record<keyof Etcd3, unknown>> | null;
+  return (
+    typeof client === "object" &&
+    client !== null &&
+    typeof client.lease === "function" &&
+    typeof client.if === "function" &&
+    typeof client.watch === "function" &&
+    typeof client.close === "function"
+  );
 }

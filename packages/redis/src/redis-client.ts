@@ -47,7 +47,7 @@ export function clientFromUrl(url: BackendUrl, cluster: boolean, timeoutMs: numb
 /** The shared subscriber: queues SUBSCRIBE while (re)connecting, resubscribes after. */
 export function duplicateForSubscriber(client: RedisClient): RedisClient {
   const subscriber =
-    client instanceof Cluster
+    isCluster(client)
       ? client.duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false })
       : client.duplicate({
           enableOfflineQueue: true,
@@ -57,4 +57,9 @@ export function duplicateForSubscriber(client: RedisClient): RedisClient {
         });
   subscriber.on("error", () => undefined);
   return subscriber;
+}
+
+/** Whether `client` is a Cluster, by shape (an app's own copy of ioredis passes too). */
+export function isCluster(client: RedisClient): client is Cluster {
+  return client.isCluster;
 }
