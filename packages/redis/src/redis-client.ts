@@ -46,15 +46,14 @@ export function clientFromUrl(url: BackendUrl, cluster: boolean, timeoutMs: numb
 
 /** The shared subscriber: queues SUBSCRIBE while (re)connecting, resubscribes after. */
 export function duplicateForSubscriber(client: RedisClient): RedisClient {
-  const subscriber =
-    isCluster(client)
-      ? client.duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false })
-      : client.duplicate({
-          enableOfflineQueue: true,
-          lazyConnect: false,
-          autoResubscribe: true,
-          maxRetriesPerRequest: null,
-        });
+  const subscriber = isCluster(client)
+    ? client.duplicate(undefined, { enableOfflineQueue: true, lazyConnect: false })
+    : client.duplicate({
+        enableOfflineQueue: true,
+        lazyConnect: false,
+        autoResubscribe: true,
+        maxRetriesPerRequest: null,
+      });
   subscriber.on("error", () => undefined);
   return subscriber;
 }
