@@ -1,3 +1,11 @@
+/**
+ * `@baton/conformance`: the one suite every Baton backend passes (`runConformance`) and the
+ * history recorder and checker. The harness, fault tools and history checker are also
+ * published as the subpaths `@baton/conformance/harness`, `/faults` and `/history`.
+ *
+ * @packageDocumentation
+ * @module @baton/conformance
+ */
 export {
   type AcquireOp,
   type AcquireResult,

@@ -1,3 +1,10 @@
+/**
+ * Fault tools: a lock holder in its own process (SIGSTOP, SIGKILL, SIGTERM), a TCP proxy that
+ * cuts, blackholes, delays or drops replies, and a proxy in front of every host of a URL.
+ *
+ * @packageDocumentation
+ * @module @baton/conformance/faults
+ */
 export { type ProxiedHosts, proxyHosts } from "./proxy-hosts.js";
 export { LockWorker, type LockWorkerOptions, spawnLockWorker } from "./spawn-lock-worker.js";
 export { type ProxyMode, TcpProxy } from "./tcp-proxy.js";

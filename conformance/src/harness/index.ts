@@ -24,6 +24,7 @@
  *   instead of being skipped.
  *
  * @packageDocumentation
+ * @module @baton/conformance/harness
  */
 export { type BackendDecision, decideBackend, isCI, MEMORY_URL } from "./backend-decision.js";
 export {

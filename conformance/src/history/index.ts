@@ -1,3 +1,11 @@
+/**
+ * The history recorder and checker: record what every process did on the test runner's
+ * monotonic clock, then check for overlapping holds, tokens that do not rise, a fence that
+ * accepts a stale token or loses an acknowledged write.
+ *
+ * @packageDocumentation
+ * @module @baton/conformance/history
+ */
 export { acquireFailure, acquireFailureOf } from "./acquire-outcome.js";
 export { type CertainHold, certainHolds, type HoldEnd } from "./certain-holds.js";
 export {

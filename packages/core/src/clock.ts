@@ -31,7 +31,7 @@ const timers = new TimerLists();
 
 /**
  * The production clock: `performance.now()`, and timers grouped by delay on shared Node.js
- * timers ({@link TimerLists}: setting and cancelling one costs no Node.js timer).
+ * timers (setting and cancelling one costs no Node.js timer).
  */
 export const systemClock: Clock = {
   now: () => performance.now(),

@@ -1,3 +1,11 @@
+/**
+ * `@baton/core`: the coordinator (locks with leases and fencing tokens, leader election,
+ * partitions), the `LockBackend` contract adapters implement, fences, the embedded memory
+ * backend and Baton's named errors.
+ *
+ * @packageDocumentation
+ * @module @baton/core
+ */
 export type {
   BackendAcquireOptions,
   BackendSession,

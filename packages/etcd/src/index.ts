@@ -1,3 +1,11 @@
+/**
+ * `@baton/etcd`: Baton's etcd backend (one lease per session, create-revision fencing tokens,
+ * a FIFO queue of keys per lock). Importing it registers the `etcd://` scheme with
+ * `@baton/core`.
+ *
+ * @packageDocumentation
+ * @module @baton/etcd
+ */
 import { registerBackend } from "@baton/core";
 import { EtcdBackend } from "./etcd-backend.js";
 import { etcdOptionsFromUrl } from "./etcd-options.js";

@@ -4,6 +4,7 @@
  * `postgresql://`.
  *
  * @packageDocumentation
+ * @module @baton/postgres
  */
 import { type BackendUrl, registerBackend } from "@baton/core";
 import { PostgresBackend } from "./postgres-backend.js";

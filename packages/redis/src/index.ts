@@ -3,6 +3,7 @@
  * and `redlock://` schemes with `@baton/core`.
  *
  * @packageDocumentation
+ * @module @baton/redis
  */
 import { registerBackend } from "@baton/core";
 import { RedisBackend } from "./redis-backend.js";

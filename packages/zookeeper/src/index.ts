@@ -3,6 +3,7 @@
  * `zookeeper://h1:2181,h2:2181/chroot` scheme with `@baton/core`.
  *
  * @packageDocumentation
+ * @module @baton/zookeeper
  */
 import { registerBackend } from "@baton/core";
 import { ZookeeperBackend } from "./zookeeper-backend.js";
