@@ -1,6 +1,13 @@
+import { defaultServerConditions } from "vite";
 import { defineConfig } from "vitest/config";
 
+// "@baton/source" resolves the workspace packages to their TypeScript sources, so tests run
+// without a build; published packages resolve to dist/ instead.
+const conditions = ["@baton/source", ...defaultServerConditions];
+
 export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions } },
   test: {
     include: ["packages/*/test/**/*.test.ts", "conformance/test/**/*.test.ts"],
     globalSetup: ["./conformance/src/harness/global-setup.ts"],

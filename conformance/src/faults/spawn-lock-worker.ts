@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { siblingModuleArgs } from "@baton/core";
 import type { WorkerCommand, WorkerEvent } from "./worker-protocol.js";
 
-const WORKER = fileURLToPath(new URL("./lock-worker.ts", import.meta.url));
+const WORKER_ARGS = siblingModuleArgs(import.meta.url, "./lock-worker");
 
 /** Options of {@link spawnLockWorker}. */
 export interface LockWorkerOptions {
@@ -64,7 +64,7 @@ export class LockWorker {
 
   /** Starts a worker and waits until it is ready. */
   static async start(options: LockWorkerOptions): Promise<LockWorker> {
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
+    const child = spawn(process.execPath, WORKER_ARGS, {
       env: {
         ...process.env,
         BATON_URL: options.url,

@@ -12,9 +12,9 @@ export interface BatonRun {
   readonly exited: Promise<number>;
 }
 
-/** Spawns `node bin/baton.js ...args`. */
+/** Spawns `node bin/baton.js ...args`, running the CLI from its TypeScript sources. */
 export function baton(args: readonly string[], env: Record<string, string> = {}): BatonRun {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, ["--conditions=@baton/source", "--import", "tsx", BIN, ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -78,5 +78,6 @@ export {
   parseBackendUrl,
   registerBackend,
 } from "./registry.js";
+export { siblingModuleArgs } from "./sibling-module.js";
 export { installStepDown, type StepDownOptions, stepDown } from "./step-down.js";
 export { LIMITS } from "./validate.js";

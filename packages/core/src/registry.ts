@@ -100,10 +100,15 @@ export function knownFencing(url: BackendUrl): Guarantees["fencing"] | undefined
 }
 
 /**
- * Creates the backend a URL names, loading its adapter package when needed:
- * `memory://` (private) or `memory://NAME` (shared in this process), `redis://`, `rediss://`,
- * `redlock://h1:p1,h2:p2,...`, `etcd://h1:p1,h2:p2`, `zookeeper://h1:p1,h2:p2/chroot`,
- * `postgres://...`. A missing adapter package is a `ConfigError` naming the package to install.
+ * Creates the backend a URL names: `memory://` (private) or `memory://NAME` (shared in this
+ * process), and the schemes adapter packages register when imported: `redis://`, `rediss://`,
+ * `redlock://h1:p1,h2:p2,...` (`import "@baton/redis"`), `etcd://h1:p1,h2:p2`
+ * (`import "@baton/etcd"`), `zookeeper://h1:p1,h2:p2/chroot` (`import "@baton/zookeeper"`),
+ * `postgres://...` (`import "@baton/postgres"`).
+ *
+ * Import the adapter once in the app: that is what a bundler sees. An app run by Node without
+ * a bundler may leave the import out; the adapter is then loaded by name on first use. A
+ * missing adapter package is a `ConfigError` naming the package to install and import.
  */
 export async function createBackend(url: string): Promise<LockBackend> {
   const parsed = parseBackendUrl(url);
@@ -112,23 +117,36 @@ export async function createBackend(url: string): Promise<LockBackend> {
   const known = KNOWN[scheme];
   if (factory === undefined && known !== undefined) {
     try {
-      await import(known.packageName);
+      await import(/* @vite-ignore */ known.packageName);
     } catch (cause) {
       throw new ConfigError(
         "url",
-        `the "${scheme}:" backend needs the package ${known.packageName}; install it (npm install ${known.packageName})`,
+        `the "${scheme}:" backend needs the package ${known.packageName}: install it (npm install ${known.packageName}) and import it once in your app (import "${known.packageName}"), which is also what a bundler needs to include it`,
         { cause },
       );
     }
     factory = factories.get(scheme);
   }
   if (factory === undefined) {
-    throw new ConfigError(
-      "url",
-      known === undefined
-        ? `no backend is registered for "${scheme}:"`
-        : `the package ${known.packageName} loaded but registered no "${scheme}:" backend; is it a Baton adapter of a matching version?`,
-    );
+    throw new ConfigError("url", noFactoryMessage(scheme, known));
   }
   return await factory(parsed);
+}
+
+/**
+ * Every copy of this module loaded in the process, by URL. Two copies of `@baton/core` (an app
+ * and an adapter that each installed their own) keep two registries, and an adapter registers
+ * with its own copy only.
+ */
+const COPIES_KEY = Symbol.for("@baton/core.registry-copies");
+const copies: string[] = ((globalThis as Record<symbol, string[] | undefined>)[COPIES_KEY] ??= []);
+copies.push(import.meta.url);
+
+function noFactoryMessage(scheme: string, known: KnownScheme | undefined): string {
+  if (copies.length > 1) {
+    return `no "${scheme}:" backend is registered with this copy of @baton/core; ${copies.length} copies are loaded (${copies.join(", ")}), so the adapter registered with another one. Make the app and its adapters share one @baton/core (npm ls @baton/core; npm dedupe)`;
+  }
+  return known === undefined
+    ? `no backend is registered for "${scheme}:"; import the adapter package that serves it first`
+    : `the package ${known.packageName} loaded but registered no "${scheme}:" backend; is it a Baton adapter of a matching version?`;
 }

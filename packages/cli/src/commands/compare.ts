@@ -1,5 +1,6 @@
 import { backendFrom, msOption, parse } from "../args.js";
 import { runCompare } from "../compare/run-compare.js";
+import { loadAdapter } from "../load-adapter.js";
 import { UsageError } from "../usage-error.js";
 
 export const COMPARE_USAGE = `usage: baton compare --backend URL [--backend URL ...] [--ttl MS] [--out DIR]
@@ -30,6 +31,7 @@ export async function compareCommand(
     const checked = backendFrom(url, {});
     return { kind: checked.slice(0, checked.indexOf(":")), url: checked };
   });
+  for (const { url } of backends) await loadAdapter(url);
   const ttlMs = msOption(values.ttl, "ttl", 2_000, 100);
   const outDir = typeof values.out === "string" ? values.out : "compare-report";
   const result = await runCompare({ backends, ttlMs, outDir, log: err });

@@ -1,6 +1,7 @@
 import { createCoordinator } from "@baton/core";
 import { backendFrom, msOption, nameFrom, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { loadAdapter } from "../load-adapter.js";
 import { type ChildRun, exitCodeOf, onSignals, runChild } from "../run-child.js";
 import { UsageError } from "../usage-error.js";
 
@@ -35,6 +36,7 @@ export async function electCommand(
   const ttlMs = msOption(values.ttl, "ttl", 15_000, 10);
   const graceMs = msOption(values.grace, "grace", 5_000, 0);
   const once = values.once === true;
+  await loadAdapter(backend);
   const coordinator = createCoordinator({ url: backend, ttlMs });
 
   let finish: (code: number) => void = () => undefined;

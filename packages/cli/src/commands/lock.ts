@@ -9,6 +9,7 @@ import {
 } from "@baton/core";
 import { backendFrom, msOption, nameFrom, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { loadAdapter } from "../load-adapter.js";
 import { exitCodeOf, onSignals, runChild } from "../run-child.js";
 import { UsageError } from "../usage-error.js";
 
@@ -52,6 +53,7 @@ export async function lockCommand(
   const graceMs = msOption(values.grace, "grace", 5_000, 0);
   const value = typeof values.value === "string" ? values.value : undefined;
 
+  await loadAdapter(backend);
   const coordinator = createCoordinator({ url: backend, ttlMs });
   const cancel = new AbortController();
   let interrupted: NodeJS.Signals | undefined;

@@ -1,6 +1,7 @@
 import { BackendUnavailableError, createCoordinator, type Holder } from "@baton/core";
 import { backendFrom, msOption, nameFrom, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
+import { loadAdapter } from "../load-adapter.js";
 import { onSignals } from "../run-child.js";
 
 export const STATUS_USAGE = `usage: baton status NAME [--backend URL] [--watch] [--json]
@@ -48,6 +49,7 @@ export async function statusCommand(
   const backend = backendFrom(values.backend, process.env);
   const ttlMs = msOption(values.ttl, "ttl", 15_000, 10);
   const json = values.json === true;
+  await loadAdapter(backend);
   const coordinator = createCoordinator({ url: backend, ttlMs });
   try {
     if (!values.watch) {

@@ -1,12 +1,11 @@
 import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
-import { BackendUnavailableError, StaleTokenError } from "@baton/core";
+import { BackendUnavailableError, StaleTokenError, siblingModuleArgs } from "@baton/core";
 import type { InvoiceTable } from "./invoice-table.js";
 import type { RecordingFence } from "./recording-fence.js";
 import type { InvoiceJob } from "./runner.js";
 import type { DemoReply, WorkerMessage, WorkerSettings } from "./runner-protocol.js";
 
-const WORKER = fileURLToPath(new URL("./runner-worker.ts", import.meta.url));
+const WORKER_ARGS = siblingModuleArgs(import.meta.url, "./runner-worker");
 
 /** Options of {@link startRemoteRunner}. */
 export interface RemoteRunnerOptions {
@@ -25,7 +24,7 @@ export function startRemoteRunner(options: RemoteRunnerOptions): {
   resume: () => void;
 } {
   const { table, job, fence } = options;
-  const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
+  const child = spawn(process.execPath, WORKER_ARGS, {
     env: { ...process.env, BATON_DEMO_RUNNER: JSON.stringify(options.settings) },
     stdio: ["pipe", "pipe", "pipe"],
   });

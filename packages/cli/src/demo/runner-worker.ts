@@ -13,6 +13,7 @@ import {
   sleep,
   systemClock,
 } from "@baton/core";
+import { loadAdapter } from "../load-adapter.js";
 import type { DemoReply, WorkerMessage, WorkerSettings } from "./runner-protocol.js";
 
 const settings = JSON.parse(process.env.BATON_DEMO_RUNNER ?? "{}") as WorkerSettings;
@@ -59,6 +60,7 @@ const remoteFence: Fence = {
   },
 };
 
+await loadAdapter(settings.url);
 const coordinator = createCoordinator({
   url: settings.url,
   ttlMs: settings.ttlMs,

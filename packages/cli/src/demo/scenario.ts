@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { ConfigError, type Coordinator, createCoordinator, sleep, systemClock } from "@baton/core";
+import { loadAdapter } from "../load-adapter.js";
 import { InvoiceTable } from "./invoice-table.js";
 import { PausableClock } from "./pausable-clock.js";
 import { RecordingFence } from "./recording-fence.js";
@@ -123,6 +124,7 @@ export async function runVariant(
   const frozenClock = new PausableClock();
   const names = ["runner 1", "runner 2", "runner 3"];
   const local = remote ? [1, 2] : [0, 1, 2];
+  await loadAdapter(url);
   let coordinators: Coordinator[];
   try {
     coordinators = local.map((i) =>
