@@ -1,59 +1,67 @@
 #!/usr/bin/env bash
-# Installs the four real servers the Baton conformance suite runs against:
+# Installs the real servers the Baton tests run against, from Debian's packages:
 # Redis, etcd (server + etcdctl), ZooKeeper (with Java) and PostgreSQL.
 #
-# Idempotent: when everything is already present it does nothing and says so.
-# As root it installs what is missing with apt-get; otherwise it prints the
-# command to run and exits non-zero.
+#   bash scripts/install-servers.sh [BACKEND ...]
+#
+# BACKEND is one of memory, redis, redlock, etcd, zookeeper, postgres (default: all of them);
+# only the servers those backends need are checked. Idempotent: when everything needed is
+# present it does nothing and says so. As root it installs what is missing with apt-get;
+# otherwise it prints the one command to run and exits non-zero.
 set -euo pipefail
 
-PACKAGES=(redis-server etcd-server etcd-client zookeeper postgresql)
+backends=("$@")
+[[ ${#backends[@]} -gt 0 ]] || backends=(redis etcd zookeeper postgres)
 
-missing=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_glob() { compgen -G "$1" >/dev/null 2>&1; }
 
-have_cmd() {
-  command -v "$1" >/dev/null 2>&1
+# Prints "package what-is-missing" for each missing server binary the backends need.
+missing_servers() {
+  local kind
+  for kind in "${backends[@]}"; do
+    case "$kind" in
+      memory) ;;
+      redis | redlock) have_cmd redis-server || echo "redis-server redis-server" ;;
+      etcd)
+        have_cmd etcd || echo "etcd-server etcd"
+        have_cmd etcdctl || echo "etcd-client etcdctl"
+        ;;
+      zookeeper)
+        [[ -f /usr/share/java/zookeeper.jar ]] || echo "zookeeper /usr/share/java/zookeeper.jar"
+        have_cmd java || echo "zookeeper java"
+        ;;
+      postgres) have_glob '/usr/lib/postgresql/*/bin/postgres' || echo "postgresql postgres" ;;
+      *)
+        echo "install-servers: unknown backend \"$kind\" (memory, redis, redlock, etcd, zookeeper, postgres)" >&2
+        exit 2
+        ;;
+    esac
+  done
 }
 
-have_glob() {
-  compgen -G "$1" >/dev/null 2>&1
-}
-
-have_cmd redis-server || missing+=("redis-server")
-have_cmd etcd || missing+=("etcd")
-have_cmd etcdctl || missing+=("etcdctl")
-[[ -f /usr/share/java/zookeeper.jar ]] || missing+=("/usr/share/java/zookeeper.jar")
-have_cmd java || missing+=("java")
-have_glob '/usr/lib/postgresql/*/bin/postgres' || missing+=("/usr/lib/postgresql/*/bin/postgres")
-
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "install-servers: redis-server, etcd, etcdctl, zookeeper, java and postgres are all present; nothing to do."
+missing=$(missing_servers | sort -u)
+if [[ -z "$missing" ]]; then
+  echo "install-servers: the servers for ${backends[*]} are present; nothing to do."
   exit 0
 fi
+packages=$(cut -d' ' -f1 <<<"$missing" | sort -u | tr '\n' ' ')
+echo "install-servers: missing: $(cut -d' ' -f2 <<<"$missing" | tr '\n' ' ')"
 
-echo "install-servers: missing: ${missing[*]}"
-
-if [[ ${EUID} -ne 0 ]]; then
-  echo "install-servers: not running as root; install them with:" >&2
-  echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${PACKAGES[*]}" >&2
-  echo "or run: sudo bash scripts/install-servers.sh" >&2
+if [[ ${EUID} -ne 0 ]] || ! have_cmd apt-get; then
+  echo "install-servers: cannot install them from here (needs root and apt-get). Run:" >&2
+  echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${packages}" >&2
   exit 1
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-apt-get update
-apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends ${packages}
 
-# Verify that the install produced what the harness needs.
-still_missing=()
-have_cmd redis-server || still_missing+=("redis-server")
-have_cmd etcd || still_missing+=("etcd")
-have_cmd etcdctl || still_missing+=("etcdctl")
-[[ -f /usr/share/java/zookeeper.jar ]] || still_missing+=("/usr/share/java/zookeeper.jar")
-have_cmd java || still_missing+=("java")
-have_glob '/usr/lib/postgresql/*/bin/postgres' || still_missing+=("/usr/lib/postgresql/*/bin/postgres")
-if [[ ${#still_missing[@]} -ne 0 ]]; then
-  echo "install-servers: still missing after apt-get install: ${still_missing[*]}" >&2
+still=$(missing_servers)
+if [[ -n "$still" ]]; then
+  echo "install-servers: still missing after apt-get install: $(cut -d' ' -f2 <<<"$still" | tr '\n' ' ')" >&2
   exit 1
 fi
 echo "install-servers: done."
