@@ -1,6 +1,14 @@
+import { randomUUID } from "node:crypto";
 import { connect, createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { type LockWorker, spawnLockWorker, TcpProxy } from "../src/faults/index.js";
+import {
+  type LockWorker,
+  spawnLockWorker,
+  TcpProxy,
+  type TickCheck,
+  type WorkerEvent,
+} from "../src/faults/index.js";
+import { ALL_BACKENDS, type BackendKind, describeBackend } from "../src/harness/index.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -138,31 +146,89 @@ describe("TcpProxy one-way faults", () => {
   });
 });
 
-describe("lock worker", () => {
-  let worker: LockWorker | undefined;
-  afterEach(async () => {
-    await worker?.kill();
-    worker = undefined;
-  });
+/** Lease length per backend in these tests: the shortest each accepts in the conformance suite. */
+const TTL_MS: Record<BackendKind, number> = {
+  memory: 400,
+  redis: 1_000,
+  redlock: 1_000,
+  etcd: 2_000,
+  zookeeper: 2_000,
+  postgres: 1_000,
+};
 
-  it("holds a lock in its own process; after SIGSTOP past the deadline it writes nothing more on SIGCONT", async () => {
-    const ttlMs = 400;
-    worker = await spawnLockWorker({ url: "memory://", ttlMs });
-    const acquired = await worker.request(
-      { op: "acquire", name: "job" },
-      (e) => e.event === "acquired",
-    );
-    expect(acquired).toMatchObject({ event: "acquired", token: "1" });
-    worker.send({ op: "tick", name: "job", everyMs: 20 });
-    await worker.waitFor((e) => e.event === "wrote" && e.seq >= 3, 5_000);
-    worker.pause();
-    const frozenAt = worker.events.length;
-    await new Promise((resolve) => setTimeout(resolve, ttlMs * 3));
-    worker.resume();
-    // On waking, the first thing the write loop sees is the loss: no write after the pause.
-    await worker.waitFor((e) => e.event === "refused", 5_000, frozenAt);
-    const afterPause = worker.events.slice(frozenAt);
-    expect(afterPause.filter((e) => e.event === "wrote")).toEqual([]);
-    expect(afterPause.some((e) => e.event === "lost" && e.reason === "deadline")).toBe(true);
+/** Every way a user's write loop asks whether it may write. */
+const CHECKS: readonly TickCheck[] = ["held", "throwIfLost", "aborted", "throwIfAborted"];
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+for (const kind of ALL_BACKENDS) {
+  describeBackend(kind, (serverUrl) => {
+    // A coordinator's URL for the embedded backend (one per worker process: the pause is
+    // the worker's own either way).
+    const url = kind === "memory" ? "memory://" : serverUrl;
+    describe("a holder in a write loop, frozen past its TTL (SIGSTOP) and woken (SIGCONT)", () => {
+      const workers: LockWorker[] = [];
+      afterEach(async () => {
+        await Promise.allSettled(workers.splice(0).map((w) => w.kill()));
+      });
+
+      it(`starts no write after waking, without a fence, whichever check its loop makes (${CHECKS.join(", ")})`, async () => {
+        const ttlMs = TTL_MS[kind];
+        // One worker per check, so each loop's own check is the first look at its lock on waking.
+        workers.push(...(await Promise.all(CHECKS.map(() => spawnLockWorker({ url, ttlMs })))));
+        const run = randomUUID();
+        const names = CHECKS.map((check) => `paused-loop-${check}-${run}`);
+        await Promise.all(
+          workers.map((w, i) =>
+            w.request(
+              { op: "acquire", name: names[i] as string, waitMs: 20_000 },
+              (e) => e.event === "acquired",
+              30_000,
+            ),
+          ),
+        );
+        workers.forEach((w, i) => {
+          w.send({ op: "tick", name: names[i] as string, everyMs: 10, check: CHECKS[i] });
+        });
+        await Promise.all(
+          workers.map((w) => w.waitFor((e) => e.event === "wrote" && e.seq >= 5, 10_000)),
+        );
+        for (const w of workers) w.pause();
+        // What they wrote before the freeze arrives; after this nothing can until SIGCONT.
+        await sleep(300);
+        const frozenAt = workers.map((w) => w.events.length);
+        await sleep(2 * ttlMs + 500);
+        for (const w of workers) w.resume();
+        await Promise.all(
+          workers.map((w, i) => w.waitFor((e) => e.event === "refused", 10_000, frozenAt[i])),
+        );
+        const afterWaking = CHECKS.map((_, i) =>
+          (workers[i] as LockWorker).events.slice(frozenAt[i]),
+        );
+        const context = `${kind}; events after waking: ${JSON.stringify(afterWaking)}`;
+        const perCheck = <T>(f: (events: WorkerEvent[]) => T) =>
+          Object.fromEntries(CHECKS.map((check, i) => [check, f(afterWaking[i] as WorkerEvent[])]));
+        // 0 writes started after waking, whichever check the loop makes.
+        expect(
+          perCheck((events) => events.filter((e) => e.event === "wrote").length),
+          context,
+        ).toEqual(perCheck(() => 0));
+        // Each check told why: the lease ran out during the pause (the local deadline passed,
+        // or, if the client heard it first, the store ended the session).
+        const PAUSED = "lost during the pause";
+        const lossOf = (events: WorkerEvent[], type: "refused" | "lost") => {
+          const e = events.find((event) => event.event === type) as { reason?: string } | undefined;
+          return e?.reason === "deadline" || e?.reason === "session-lost" ? PAUSED : e?.reason;
+        };
+        expect(
+          perCheck((events) => lossOf(events, "refused")),
+          context,
+        ).toEqual(perCheck(() => PAUSED));
+        expect(
+          perCheck((events) => lossOf(events, "lost")),
+          context,
+        ).toEqual(perCheck(() => PAUSED));
+      }, 60_000);
+    });
   });
-});
+}

@@ -15,7 +15,7 @@ import {
   type Lock,
   type Partitions,
 } from "@baton/core";
-import type { WorkerCommand, WorkerEvent } from "./worker-protocol.js";
+import type { TickCheck, WorkerCommand, WorkerEvent } from "./worker-protocol.js";
 
 const url = process.env.BATON_URL;
 const ttlMs = Number(process.env.BATON_TTL_MS ?? "5000");
@@ -45,6 +45,40 @@ function guard(name: string): { held: boolean; token: bigint } | undefined {
   if (election === undefined) return undefined;
   const held = election.isLeader;
   return { held, token: election.term ?? 0n };
+}
+
+/**
+ * Asks, the way `check` says, whether a write under `name` must not start: undefined when it
+ * may, else the loss reason the check told ("" when it told none).
+ */
+function refuses(name: string, check: TickCheck = "held"): string | undefined {
+  const lock = locks.get(name);
+  if (lock === undefined) return check === "held" && guard(name)?.held ? undefined : "";
+  try {
+    switch (check) {
+      case "held":
+        return lock.held ? undefined : (lock.lostReason ?? "unknown");
+      case "throwIfLost":
+        lock.throwIfLost();
+        return undefined;
+      case "aborted":
+        return lock.signal.aborted ? lossReason(lock.signal.reason) : undefined;
+      case "throwIfAborted":
+        lock.signal.throwIfAborted();
+        return undefined;
+    }
+  } catch (error) {
+    return lossReason(error);
+  }
+}
+
+/** The token a write under `name` carries: the lock's, or the election's term. */
+function tokenOf(name: string): bigint {
+  return locks.get(name)?.token ?? elections.get(name)?.term ?? 0n;
+}
+
+function lossReason(error: unknown): string {
+  return (error as { reason?: string } | undefined)?.reason ?? "unknown";
 }
 
 function emit(event: WorkerEvent): void {
@@ -104,13 +138,18 @@ async function handle(command: WorkerCommand): Promise<void> {
       // With `unchecked`, writes on regardless (until the worker exits).
       let seq = 0;
       const step = () => {
-        const g = guard(command.name);
-        if (g === undefined || (!command.unchecked && !g.held)) {
-          emit({ event: "refused", name: command.name });
+        // The loop's first look at the lock on waking is its own check, nothing else.
+        const refusal = command.unchecked
+          ? guard(command.name) === undefined
+            ? ""
+            : undefined
+          : refuses(command.name, command.check);
+        if (refusal !== undefined) {
+          emit({ event: "refused", name: command.name, ...(refusal ? { reason: refusal } : {}) });
           tickers.delete(command.name);
           return;
         }
-        emit({ event: "wrote", name: command.name, token: `${g.token}`, seq: seq++ });
+        emit({ event: "wrote", name: command.name, token: `${tokenOf(command.name)}`, seq: seq++ });
         tickers.set(command.name, setTimeout(step, command.everyMs));
       };
       step();

@@ -1,3 +1,9 @@
+/**
+ * How a write loop asks whether it may write: `lock.held`, `lock.throwIfLost()`,
+ * `lock.signal.aborted` or `lock.signal.throwIfAborted()`.
+ */
+export type TickCheck = "held" | "throwIfLost" | "aborted" | "throwIfAborted";
+
 /** Commands a lock worker reads on stdin (one JSON object per line). */
 export type WorkerCommand =
   | { op: "acquire"; name: string; waitMs?: number; value?: string }
@@ -5,8 +11,12 @@ export type WorkerCommand =
   | { op: "held"; name: string }
   /** `unchecked`: write without checking the lock first (a careless user; the fence must stop it). */
   | { op: "write"; name: string; seq?: number; unchecked?: boolean }
-  /** `unchecked`: keep writing whether or not the lock is held (a careless user). */
-  | { op: "tick"; name: string; everyMs: number; unchecked?: boolean }
+  /**
+   * Writes every `everyMs` while the lock is held. `check` is how the loop asks before each
+   * write, as users do (default `held`: `lock.held`, or `isLeader` for an election); the
+   * signal checks need a lock. `unchecked`: keep writing regardless (a careless user).
+   */
+  | { op: "tick"; name: string; everyMs: number; unchecked?: boolean; check?: TickCheck }
   | { op: "elect"; name: string; value?: string }
   | { op: "resign"; name: string }
   | { op: "leader"; name: string }
@@ -25,7 +35,8 @@ export type WorkerEvent =
   | { event: "released"; name: string; wasHeld: boolean }
   | { event: "held"; name: string; held: boolean }
   | { event: "wrote"; name: string; token: string; seq: number }
-  | { event: "refused"; name: string }
+  /** A write not made: the lock was not held (`reason`: the loss reason, when the check told it). */
+  | { event: "refused"; name: string; reason?: string }
   | { event: "lost"; name: string; token: string; reason: string }
   | { event: "renewFailed"; message: string; remainingMs: number }
   | { event: "error"; op: string; code: string; message: string }

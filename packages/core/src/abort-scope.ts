@@ -1,3 +1,5 @@
+import { checkOnRead, type ReadCheck } from "./checked-signal.js";
+
 /**
  * A cancellation scope whose `AbortSignal` is built only when someone asks for it.
  *
@@ -21,6 +23,17 @@ export class AbortScope {
   #callbacks: Array<(reason: unknown) => void> | undefined;
   /** Outside signals this scope follows, each with its listener (see follow, dispose). */
   #followed: Array<{ signal: AbortSignal; listener: () => void }> | undefined;
+  /** Run by the signal before it answers `aborted`, `reason` or `throwIfAborted()`. */
+  readonly #readCheck: ReadCheck | undefined;
+
+  /**
+   * @param readCheck what the signal checks before it answers `aborted`, `reason` or
+   *   `throwIfAborted()` (see `checkOnRead`); it may end this scope right then. The
+   *   scope's own `aborted` and `reason` never run it.
+   */
+  constructor(readCheck?: ReadCheck) {
+    this.#readCheck = readCheck;
+  }
 
   /** True once the scope has ended. */
   get aborted(): boolean {
@@ -41,6 +54,7 @@ export class AbortScope {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
       if (this.#aborted) this.#controller.abort(this.reason);
+      else if (this.#readCheck !== undefined) checkOnRead(this.#controller.signal, this.#readCheck);
     }
     return this.#controller.signal;
   }

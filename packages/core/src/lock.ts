@@ -12,7 +12,7 @@ export interface LockInit {
   readonly release: () => Promise<boolean>;
   /** Monotonic deadline of the lock right now. */
   readonly deadline: () => number;
-  /** Checks the deadline now, aborting the signal at once if it has passed. */
+  /** Checks the deadline now (unless ended), aborting the signal at once if it has passed. */
   readonly check: () => void;
   readonly now: () => number;
 }
@@ -46,6 +46,11 @@ export class Lock implements AsyncDisposable {
   /**
    * Aborted, with a `LockLostError` reason, the moment the lock can no longer be trusted
    * (local deadline passed, session lost, key lost), and on release (reason `released`).
+   * Its `aborted`, `reason` and `throwIfAborted()` check the local deadline before they
+   * answer, like {@link Lock.held}: code that resumes after a pause sees the loss at its first
+   * check, before the deadline timer has run. It is a real `AbortSignal`: pass it to `fetch`,
+   * database drivers and anything else that takes one ("abort" listeners run when the loss is
+   * noticed: at such a check, or when the deadline timer runs).
    * Built on first access; asked for after the end, it is already aborted with the reason.
    */
   get signal(): AbortSignal {
@@ -58,9 +63,8 @@ export class Lock implements AsyncDisposable {
    * timer has had a chance to run, and the signal is aborted right then.
    */
   get held(): boolean {
-    const ended = this.#init.ended;
-    if (!ended.aborted) this.#init.check();
-    return !ended.aborted;
+    this.#init.check();
+    return !this.#init.ended.aborted;
   }
 
   /**
@@ -72,8 +76,9 @@ export class Lock implements AsyncDisposable {
     if (!this.held) throw this.#init.ended.reason;
   }
 
-  /** Why the lock ended, once it has. */
+  /** Why the lock ended, once it has (checking the local deadline first, like `held`). */
   get lostReason(): LockLostReason | undefined {
+    this.#init.check();
     const reason: unknown = this.#init.ended.reason;
     return reason instanceof LockLostError ? reason.reason : undefined;
   }
