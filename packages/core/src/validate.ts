@@ -16,8 +16,13 @@ export const LIMITS = {
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we reject
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/** In a `u` regular expression a surrogate pair is one code point, so this finds only lone ones. */
+const LONE_SURROGATE = /\p{Cs}/u;
 
-/** Throws `ConfigError` unless `value` is a lock name: a non-empty bounded string without control characters. */
+/**
+ * Throws `ConfigError` unless `value` is a lock name: a non-empty bounded string of well-formed
+ * UTF-16 (no unpaired surrogate) without control characters.
+ */
 export function checkName(value: unknown, field = "name"): string {
   if (typeof value !== "string")
     throw new ConfigError(field, `must be a string, got ${kind(value)}`);
@@ -29,7 +34,23 @@ export function checkName(value: unknown, field = "name"): string {
     );
   }
   if (CONTROL.test(value)) throw new ConfigError(field, "must not contain control characters");
+  checkWellFormed(value, field);
   return value;
+}
+
+/**
+ * Throws `ConfigError` when `value` has an unpaired UTF-16 surrogate. Stores keep names and
+ * values as UTF-8, which cannot spell one: `"x\ud800"` and `"x\udbff"` would both be stored as
+ * `"x\ufffd"` and meet as one lock on one backend while staying apart on another.
+ */
+function checkWellFormed(value: string, field: string): void {
+  const lone = LONE_SURROGATE.exec(value);
+  if (lone !== null) {
+    throw new ConfigError(
+      field,
+      `must be well-formed Unicode: it has an unpaired UTF-16 surrogate at index ${lone.index}`,
+    );
+  }
 }
 
 /** Throws `ConfigError` unless `value` is an integer within `[min, max]`. */
@@ -43,13 +64,17 @@ export function checkInt(value: unknown, field: string, min: number, max: number
   return value;
 }
 
-/** Throws `ConfigError` unless `value` is a string of at most `max` characters without control characters. */
+/**
+ * Throws `ConfigError` unless `value` is a string of at most `max` characters of well-formed
+ * UTF-16 without control characters.
+ */
 export function checkString(value: unknown, field: string, max: number): string {
   if (typeof value !== "string")
     throw new ConfigError(field, `must be a string, got ${kind(value)}`);
   if (value.length > max)
     throw new ConfigError(field, `must be at most ${max} characters, got ${value.length}`);
   if (CONTROL.test(value)) throw new ConfigError(field, "must not contain control characters");
+  checkWellFormed(value, field);
   return value;
 }
 

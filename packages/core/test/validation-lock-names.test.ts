@@ -16,6 +16,16 @@ const BAD_NAMES: ReadonlyArray<{ label: string; name: unknown; message: RegExp }
   { label: "a NUL", name: "jobs\u0000", message: /control characters/ },
   { label: "a DEL", name: "jobs\u007f", message: /control characters/ },
   { label: "a C1 control", name: "jobs\u0085", message: /control characters/ },
+  {
+    label: "an unpaired high surrogate",
+    name: "jobs\ud800",
+    message: /unpaired UTF-16 surrogate at index 4/,
+  },
+  {
+    label: "an unpaired low surrogate",
+    name: "\udbffjobs\udc00",
+    message: /unpaired UTF-16 surrogate at index 0/,
+  },
 ];
 
 const CALLS: ReadonlyArray<{
@@ -46,7 +56,7 @@ describe("lock names are checked before any I/O", () => {
   it("accepts a 256-character name and unicode", async () => {
     const { coordinator } = setup();
     const long = await coordinator.acquire("n".repeat(256), { waitMs: 0 });
-    const unicode = await coordinator.acquire("jobs/facturación/日本", { waitMs: 0 });
+    const unicode = await coordinator.acquire("jobs/facturación/日本/\u{1F600}", { waitMs: 0 });
     expect(long.name).toHaveLength(256);
     expect(unicode.held).toBe(true);
   });

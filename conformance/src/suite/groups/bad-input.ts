@@ -55,6 +55,72 @@ export function badInputGroup(ctx: SuiteContext): void {
       }
     });
 
+    it("lock names with an unpaired UTF-16 surrogate, at every call that takes a name", async () => {
+      // UTF-8 cannot spell a lone surrogate: stored as U+FFFD, these names would meet as one
+      // lock on some backends and stay apart on others.
+      const { backend, opened } = counting();
+      const c = createCoordinator({ backend, ttlMs: ctx.target.ttlMs });
+      const syncError = (fn: () => unknown) => {
+        try {
+          fn();
+        } catch (error) {
+          return Promise.reject(error);
+        }
+        return Promise.resolve();
+      };
+      try {
+        for (const name of ["x\ud800", "x\udbff", "\udc00x", "a\udc00\ud800b", "x\ud83d"]) {
+          await expectConfig(c.acquire(name), "name");
+          await expectConfig(c.tryAcquire(name), "name");
+          await expectConfig(
+            c.withLock(name, () => 1),
+            "name",
+          );
+          await expectConfig(c.holder(name), "name");
+          await expectConfig(c.watch(name)[Symbol.asyncIterator]().next(), "name");
+          await expectConfig(
+            syncError(() => c.elect(name, { onElected: () => undefined })),
+            "name",
+          );
+          await expectConfig(
+            syncError(() => c.partitions(name, { count: 2, onAssigned: () => undefined })),
+            "name",
+          );
+        }
+        await expectConfig(c.acquire("ok", { value: "v\udfff" }), "value");
+        expect(opened()).toBe(0);
+      } finally {
+        await c.close();
+      }
+      await expectConfig(
+        syncError(() => createCoordinator({ backend, ownerId: "owner\ud800" })),
+        "ownerId",
+      );
+    });
+
+    it("well-formed names that differ in one character are different locks", async () => {
+      // The characters a lossy encoding would fold together: astral characters (surrogate
+      // pairs), U+FFFD itself, and the composed and decomposed forms of one letter.
+      const base = ctx.name("unicode");
+      const names = [
+        `${base}-\u{1F600}`,
+        `${base}-\u{1F601}`,
+        `${base}-\u{10FFFF}`,
+        `${base}-\uFFFD`,
+        `${base}-\u00e9`,
+        `${base}-e\u0301`,
+      ];
+      const c = ctx.coordinator();
+      const locks = await Promise.all(
+        names.map((name, i) => c.tryAcquire(name, { value: `v${i}` })),
+      );
+      expect(locks.map((lock) => lock?.name)).toEqual(names);
+      for (const [i, name] of names.entries()) {
+        expect(await c.holder(name)).toMatchObject({ value: `v${i}` });
+      }
+      await Promise.all(locks.map((lock) => lock?.release()));
+    });
+
     it("timeouts, values, signals and unknown options", async () => {
       const { backend, opened } = counting();
       const c = createCoordinator({ backend, ttlMs: ctx.target.ttlMs });
