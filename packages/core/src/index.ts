@@ -16,6 +16,7 @@ export type {
   OpenSessionOptions,
 } from "./backend.js";
 export type { BackendUrl, HostPort } from "./backend-url.js";
+export { redactUrl } from "./backend-url.js";
 export { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./clock.js";
 export { type Coordinator, createCoordinator, type LockContext } from "./coordinator.js";
 export {

@@ -1,4 +1,6 @@
+import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
+import { parseUrlParts, redactUrl } from "../src/backend-url.js";
 import { ConfigError, createCoordinator, declareBackendPackage } from "../src/index.js";
 import { configErrorOf, rejectionOf } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
@@ -74,5 +76,165 @@ describe("backend and url", () => {
     expect((error as Error).message).toContain("@acme/baton-missing-adapter");
     expect((error as Error).message).toMatch(/npm install @acme\/baton-missing-adapter/);
     await expect(coordinator.backend()).rejects.toBeInstanceOf(ConfigError);
+  });
+});
+
+/** URLs a user may write, with what they mean by WHATWG rules; `secret` must never be printed. */
+const ACCEPTED: ReadonlyArray<{
+  url: string;
+  username: string;
+  password: string;
+  hosts: ReadonlyArray<{ host: string; port: number | undefined }>;
+  pathname?: string;
+  secret?: string;
+}> = [
+  // The user info ends at the last "@" of the authority, as in Node's URL.
+  {
+    url: "redis://u:pa@ss@host",
+    username: "u",
+    password: "pa@ss",
+    hosts: [{ host: "host", port: undefined }],
+    secret: "pa@ss",
+  },
+  {
+    url: "redis://app:p%40ss%3Aw%2Fo%3Fr%23d%25@cache:6379/0",
+    username: "app",
+    password: "p@ss:w/o?r#d%",
+    hosts: [{ host: "cache", port: 6379 }],
+    pathname: "/0",
+    secret: "p%40ss",
+  },
+  {
+    url: "redis://u:a:b:c@h:1",
+    username: "u",
+    password: "a:b:c",
+    hosts: [{ host: "h", port: 1 }],
+    secret: "a:b:c",
+  },
+  {
+    url: "redis://TOKEN-0123456789@host:6379",
+    username: "TOKEN-0123456789",
+    password: "",
+    hosts: [{ host: "host", port: 6379 }],
+    secret: "TOKEN-0123456789",
+  },
+  {
+    url: "redis://:only-a-password@host",
+    username: "",
+    password: "only-a-password",
+    hosts: [{ host: "host", port: undefined }],
+    secret: "only-a-password",
+  },
+  {
+    url: "postgres://us%C3%A9r:p%C3%A4ss w@db/app",
+    username: "usér",
+    password: "päss w",
+    hosts: [{ host: "db", port: undefined }],
+    pathname: "/app",
+    secret: "päss",
+  },
+  {
+    url: "etcd://root:pw@[::1]:2379,[FE80:0::1]:2380,h3",
+    username: "root",
+    password: "pw",
+    hosts: [
+      { host: "::1", port: 2379 },
+      { host: "fe80::1", port: 2380 },
+      { host: "h3", port: undefined },
+    ],
+  },
+  {
+    url: "zookeeper://h1:2181,h2,h3:2183/apps/billing",
+    username: "",
+    password: "",
+    hosts: [
+      { host: "h1", port: 2181 },
+      { host: "h2", port: undefined },
+      { host: "h3", port: 2183 },
+    ],
+    pathname: "/apps/billing",
+  },
+  {
+    url: "redis://bücher.example:6379",
+    username: "",
+    password: "",
+    hosts: [{ host: "xn--bcher-kva.example", port: 6379 }],
+  },
+  {
+    url: "postgres://%2Fvar%2Frun%2Fpostgresql/app",
+    username: "",
+    password: "",
+    hosts: [{ host: "/var/run/postgresql", port: undefined }],
+    pathname: "/app",
+  },
+  { url: "memory://", username: "", password: "", hosts: [] },
+];
+
+/** URLs that must be refused; the message must not contain `secret`. */
+const REFUSED: ReadonlyArray<{ url: string; secret: string; message: RegExp }> = [
+  // By WHATWG rules the authority ends at "/", "?" or "#": the rest of the password would be
+  // read as a host and port, or a path. Refused, with how to spell it.
+  { url: "redis://u:s3/cret@host:6379", secret: "s3", message: /"@" after the host.*%2F/ },
+  { url: "redis://u:s3?cret@host:6379", secret: "s3", message: /"@" after the host.*%3F/ },
+  { url: "redis://u:s3#cret@host:6379", secret: "s3", message: /has a "#".*%23/ },
+  { url: "redis://TOK/EN@host", secret: "TOK", message: /"@" after the host/ },
+  { url: "redis://u:Qx7%zz@host", secret: "Qx7", message: /bad percent-encoding.*%25/ },
+  { url: "redis://u:%ff%fe@host", secret: "%ff%fe", message: /bad percent-encoding/ },
+  { url: "redis://u:pw@host:65536", secret: "pw", message: /bad port "65536"/ },
+  { url: "redis://u:pw@host:0", secret: "pw", message: /bad port "0"/ },
+  { url: "redis://u:pw@host:-1", secret: "pw", message: /bad port/ },
+  { url: "redis://u:pw@[::1", secret: "pw", message: /bad host/ },
+  { url: "redis://u:pw@h1,,h2", secret: "pw", message: /empty or bad host/ },
+  { url: "redis://u:pw@ho st", secret: "pw", message: /bad host "ho st"/ },
+  // A password whose "@host" went missing reads as a port: the port is not quoted.
+  { url: "redis://user:hunter2", secret: "hunter2", message: /bad port \(/ },
+  { url: "redis://:hunter2", secret: "hunter2", message: /empty or bad host/ },
+  { url: "u:hunter2@host", secret: "hunter2", message: /not a URL of the form/ },
+  { url: "etcd://u:pw@a:1?prefix=x&prefix=y", secret: "pw", message: /"prefix" twice/ },
+];
+
+describe("backend URLs are parsed by WHATWG rules and never print a credential", () => {
+  for (const c of ACCEPTED) {
+    it(`parses ${c.url}`, () => {
+      const parsed = parseUrlParts(c.url);
+      expect(parsed).toMatchObject({
+        username: c.username,
+        password: c.password,
+        hosts: c.hosts,
+        pathname: c.pathname ?? "",
+      });
+      if (c.secret !== undefined) expect(redactUrl(c.url)).not.toContain(c.secret);
+    });
+  }
+
+  for (const c of REFUSED) {
+    it(`refuses ${c.url} without printing the credential`, () => {
+      let error: unknown;
+      try {
+        parseUrlParts(c.url);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).field).toBe("url");
+      expect((error as Error).message).toMatch(c.message);
+      // Nothing reachable from the error (message, stack, cause) holds the secret.
+      expect(inspect(error, { depth: 10 })).not.toContain(c.secret);
+      // The same through createCoordinator (the error users see).
+      expect(inspect(configErrorOf({ url: c.url }), { depth: 10 })).not.toContain(c.secret);
+    });
+  }
+
+  it("redactUrl hides the user info up to the last @ and secret-looking parameters", () => {
+    expect(redactUrl("redis://app:s3cret@cache:6379/0")).toBe("redis://***@cache:6379/0");
+    expect(redactUrl("redis://TOKEN@cache")).toBe("redis://***@cache");
+    expect(redactUrl("redis://u:a@b/c#d@host:1")).toBe("redis://***@host:1");
+    expect(redactUrl("etcd://h1:2379,h2:2379?prefix=x")).toBe("etcd://h1:2379,h2:2379?prefix=x");
+    expect(redactUrl("postgres://db/app?password=pw&sslmode=require")).toBe(
+      "postgres://db/app?password=***&sslmode=require",
+    );
+    expect(redactUrl("u:pw@host")).toBe("***@host");
+    expect(redactUrl("redis://user:hunter2/0")).toBe("redis://user:***/0");
+    expect(redactUrl("redis://h1:6379,[::1]:x,h3:")).toBe("redis://h1:6379,[::1]:***,h3:");
   });
 });

@@ -16,10 +16,20 @@ export function ownedClientOptions(url: BackendUrl, timeoutMs: number): RedisOpt
     maxRetriesPerRequest: 1,
     connectTimeout: timeoutMs,
     retryStrategy: (times) => Math.min(50 * times, 1_000),
-    ...(url.username === "" ? {} : { username: url.username }),
-    ...(url.password === "" ? {} : { password: url.password }),
+    ...credentials(url),
     ...(url.scheme === "rediss" ? { tls: {} } : {}),
   };
+}
+
+/**
+ * The `AUTH` a URL asks for. `user:password@` is an ACL user; a user info without a password
+ * (`redis://TOKEN@host`) is a password for the default user, as `redis-cli -u` reads it.
+ */
+export function credentials(url: BackendUrl): { username?: string; password?: string } {
+  if (url.password === "") return url.username === "" ? {} : { password: url.username };
+  return url.username === ""
+    ? { password: url.password }
+    : { username: url.username, password: url.password };
 }
 
 /** A client for one node (`redis://host:port/db`) or a Cluster (several hosts). */

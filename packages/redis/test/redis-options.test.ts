@@ -1,4 +1,6 @@
+import { inspect } from "node:util";
 import { ConfigError, createBackend, createCoordinator, MemoryFence } from "@baton/core";
+import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { RedisBackend, RedlockBackend } from "../src/index.js";
 
@@ -102,5 +104,91 @@ describe("redis options", () => {
     expect((error as Error).name).toBe("BackendUnavailableError");
     expect(performance.now() - started).toBeLessThan(3_000);
     await backend.close();
+  });
+});
+
+describe("redis URLs", () => {
+  /** The connection options of the client a URL builds (first node for Redlock). */
+  const clientOptions = async (url: string) => {
+    const backend = await createBackend(url);
+    const client =
+      backend instanceof RedlockBackend ? backend.nodes[0] : (backend as RedisBackend).client;
+    const { host, port, db, username, password, tls } = (client as Redis).options;
+    await backend.close();
+    return { host, port, db, username, password, tls };
+  };
+
+  it("reads credentials, hosts, database and TLS by WHATWG rules", async () => {
+    expect(await clientOptions("redis://u:pa@ss@cache.internal:6380/2")).toEqual({
+      host: "cache.internal",
+      port: 6380,
+      db: 2,
+      username: "u",
+      password: "pa@ss",
+      tls: undefined,
+    });
+    expect(await clientOptions("rediss://app:p%2Fw%3F%23%25@[::1]:6379")).toMatchObject({
+      host: "::1",
+      port: 6379,
+      username: "app",
+      password: "p/w?#%",
+      tls: {},
+    });
+    // A user info without ":" is the default user's password, as redis-cli -u reads it.
+    expect(await clientOptions("redis://TOKEN-42@cache")).toMatchObject({
+      host: "cache",
+      port: 6379,
+      username: null,
+      password: "TOKEN-42",
+    });
+    expect(await clientOptions("redis://:only-pw@cache")).toMatchObject({
+      username: null,
+      password: "only-pw",
+    });
+    expect(await clientOptions("redlock://u:pa@ss@a:1,b:2,c:3")).toMatchObject({
+      host: "a",
+      port: 1,
+      username: "u",
+      password: "pa@ss",
+    });
+  });
+
+  it("refuses hostile URLs with a ConfigError(url) that never prints the credential", () => {
+    const hostile: ReadonlyArray<[url: string, secret: string]> = [
+      ["redis://u:s3/cret@host:6379", "s3/cret"],
+      ["redis://u:s3?cret@host:6379", "s3?cret"],
+      ["redis://u:s3#cret@host:6379", "s3#cret"],
+      ["redis://TOK/EN@host", "TOK"],
+      ["redis://u:Qx%zz@host", "Qx"],
+      ["redis://u:hunter2@host:99999", "hunter2"],
+      ["redis://u:hunter2@host/notadb", "hunter2"],
+      ["redis://u:hunter2@host?prefx=a", "hunter2"],
+      ["redis://user:hunter2", "hunter2"],
+      ["rediss://u:hunter2@a:1,b:2/0", "hunter2"],
+      ["redlock://u:hunter2@a:1,b:2", "hunter2"],
+      ["redlock://u:hunter2@a:1,b:2,c:3?retryMs=5", "hunter2"],
+    ];
+    for (const [url, secret] of hostile) {
+      const make = () =>
+        url.startsWith("redlock") ? new RedlockBackend({ url }) : new RedisBackend({ url });
+      const error = configErrorOf(make);
+      expect(error.field, url).toBe("url");
+      expect(inspect(error, { depth: 10 }), url).not.toContain(secret);
+    }
+  });
+
+  it("an unknown query parameter is a ConfigError naming it, for every scheme", () => {
+    for (const url of [
+      "redis://h:1?prefx=a",
+      "rediss://h:1?prefx=a",
+      "redis://h1:1,h2:2?prefx=a",
+      "redlock://a:1,b:2,c:3?prefx=a",
+    ]) {
+      const make = () =>
+        url.startsWith("redlock") ? new RedlockBackend({ url }) : new RedisBackend({ url });
+      const error = configErrorOf(make);
+      expect(error.field, url).toBe("url");
+      expect(error.message, url).toContain('"prefx"');
+    }
   });
 });
