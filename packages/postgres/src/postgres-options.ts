@@ -6,8 +6,11 @@ import { quoteIdentifier } from "./sql-identifier.js";
 export interface PostgresBackendOptions {
   /**
    * `postgres://user:password@host:port/database?schema=baton&namespace=baton` (also
-   * `postgresql://`). Query parameters: `schema`, `namespace`, `application_name`,
-   * `sslmode` (`disable`, `require`, `verify-full`).
+   * `postgresql://`). Query parameters: `schema`, `namespace`, and the libpq ones
+   * `application_name`, `sslmode` (`disable`, `allow`, `prefer`, `require`, `verify-ca`,
+   * `verify-full`, `no-verify`; the package README says what each means with `pg`),
+   * `connect_timeout` (seconds), and `host` and `port` for a unix socket
+   * (`postgres://app@/billing?host=/var/run/postgresql&port=5433`).
    */
   readonly url?: string;
   /**
@@ -47,7 +50,24 @@ export interface ResolvedPostgresOptions {
 }
 
 const OPTION_KEYS = new Set(["url", "pool", "config", "schema", "namespace", "migrate"]);
-const URL_PARAMS = new Set(["schema", "namespace", "application_name", "sslmode"]);
+const URL_PARAMS = new Set([
+  "schema",
+  "namespace",
+  "application_name",
+  "sslmode",
+  "connect_timeout",
+  "host",
+  "port",
+]);
+const SSL_MODES = [
+  "disable",
+  "allow",
+  "prefer",
+  "require",
+  "verify-ca",
+  "verify-full",
+  "no-verify",
+] as const;
 
 /** Checks options before any I/O; throws `ConfigError` naming the field. */
 export function resolvePostgresOptions(options: PostgresBackendOptions): ResolvedPostgresOptions {
@@ -130,34 +150,106 @@ export function connectionFromUrl(url: BackendUrl): {
       throw new ConfigError("url", `unknown parameter "${key}"; use ${[...URL_PARAMS].join(", ")}`);
     }
   }
-  const host = url.hosts[0];
   const database = url.pathname.replace(/^\/+/, "");
   if (database.includes("/")) {
     throw new ConfigError("url", `has a bad database name "${database}"`);
   }
+  const params = url.searchParams;
+  const socketDir = params.get("host");
+  if (socketDir !== null) {
+    if (!socketDir.startsWith("/")) {
+      throw new ConfigError(
+        "url",
+        `the parameter "host" must be a unix socket directory (an absolute path such as /var/run/postgresql), got "${socketDir}"; put a host name after "//"`,
+      );
+    }
+    if (url.hosts.length > 0) {
+      throw new ConfigError(
+        "url",
+        'gives a host after "//" and the parameter "host"; give one (postgres:///db?host=/var/run/postgresql for a unix socket)',
+      );
+    }
+  }
+  const host = url.hosts[0];
+  const portText = params.get("port");
+  const portNumber = portText !== null && /^\d{1,5}$/.test(portText) ? Number(portText) : 0;
+  if (portText !== null && !(portNumber >= 1 && portNumber <= 65_535)) {
+    throw new ConfigError(
+      "url",
+      `the parameter "port" must be a number from 1 to 65535, got "${portText}"`,
+    );
+  }
+  if (portText !== null && host?.port !== undefined) {
+    throw new ConfigError("url", 'gives a port after the host and the parameter "port"; give one');
+  }
   const connection: pg.ClientConfig = {
-    host: host?.host ?? "localhost",
-    port: host?.port ?? 5432,
+    host: socketDir ?? host?.host ?? "localhost",
+    port: host?.port ?? (portText === null ? 5432 : portNumber),
     ...(url.username === "" ? {} : { user: url.username }),
     ...(url.password === "" ? {} : { password: url.password }),
     ...(database === "" ? {} : { database }),
   };
-  const appName = url.searchParams.get("application_name");
+  const appName = params.get("application_name");
   if (appName !== null) connection.application_name = appName;
-  const sslmode = url.searchParams.get("sslmode");
+  const sslmode = params.get("sslmode");
   if (sslmode !== null) {
-    if (sslmode === "require") connection.ssl = { rejectUnauthorized: false };
-    else if (sslmode === "verify-full") connection.ssl = true;
-    else if (sslmode !== "disable") {
+    if (!(SSL_MODES as readonly string[]).includes(sslmode)) {
       throw new ConfigError(
         "url",
-        `sslmode must be disable, require or verify-full, got "${sslmode}"`,
+        `the parameter "sslmode" must be one of ${SSL_MODES.join(", ")}, got "${sslmode}"`,
       );
     }
+    connection.ssl = sslFromMode(sslmode as (typeof SSL_MODES)[number]);
   }
+  const timeout = params.get("connect_timeout");
+  if (timeout !== null) connection.connectionTimeoutMillis = connectTimeoutMs(timeout);
   return {
     connection,
     schema: url.searchParams.get("schema") ?? undefined,
     namespace: url.searchParams.get("namespace") ?? undefined,
   };
+}
+
+/**
+ * `pg`'s TLS setting for a libpq `sslmode`. `pg` makes one connection attempt, so the two modes
+ * that fall back in libpq cannot: `allow` connects without TLS (libpq's first attempt), and
+ * `prefer` insists on TLS (a server without TLS refuses it) rather than silently connecting
+ * without it.
+ *
+ * - `disable`, `allow`: no TLS.
+ * - `prefer`, `require`, `no-verify`: TLS, the certificate not checked (libpq's `require`).
+ * - `verify-ca`: TLS, the certificate chain checked against Node's trusted CAs, not the host name.
+ * - `verify-full`: TLS, the chain and the host name checked.
+ *
+ * For your own CA or a client certificate, pass `config` with `pg`'s `ssl` options instead.
+ */
+function sslFromMode(mode: (typeof SSL_MODES)[number]): pg.ClientConfig["ssl"] {
+  switch (mode) {
+    case "disable":
+    case "allow":
+      return false;
+    case "prefer":
+    case "require":
+    case "no-verify":
+      return { rejectUnauthorized: false };
+    case "verify-ca":
+      return { checkServerIdentity: () => undefined };
+    case "verify-full":
+      return true;
+  }
+}
+
+/**
+ * `pg`'s `connectionTimeoutMillis` for libpq's `connect_timeout`: whole seconds, `0` for no
+ * limit, and (as libpq) at least 2 seconds.
+ */
+function connectTimeoutMs(text: string): number {
+  if (!/^\d{1,5}$/.test(text) || Number(text) > 86_400) {
+    throw new ConfigError(
+      "url",
+      `the parameter "connect_timeout" must be whole seconds from 0 (no limit) to 86400, got "${text}"`,
+    );
+  }
+  const seconds = Number(text);
+  return seconds === 0 ? 0 : Math.max(2, seconds) * 1_000;
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { inspect } from "node:util";
 import { describeBackend } from "@baton/conformance/harness";
 import { ConfigError, createBackend, createCoordinator } from "@baton/core";
 import pg from "pg";
@@ -58,6 +59,99 @@ describe("postgres options (no I/O)", () => {
     });
     expect(backend.options.schema).toBe("locks");
     expect(backend.options.namespace).toBe("invoices");
+  });
+
+  it("maps every libpq sslmode to pg's TLS setting", () => {
+    const ssl = (mode: string) =>
+      new PostgresBackend({ url: `postgres://h/db?sslmode=${mode}` }).options.connection.ssl;
+    expect(ssl("disable")).toBe(false);
+    // pg makes one attempt: allow takes libpq's first (no TLS), prefer insists on TLS.
+    expect(ssl("allow")).toBe(false);
+    expect(ssl("prefer")).toEqual({ rejectUnauthorized: false });
+    expect(ssl("require")).toEqual({ rejectUnauthorized: false });
+    expect(ssl("no-verify")).toEqual({ rejectUnauthorized: false });
+    const verifyCa = ssl("verify-ca") as {
+      rejectUnauthorized?: boolean;
+      checkServerIdentity: () => unknown;
+    };
+    expect(verifyCa.rejectUnauthorized).toBeUndefined();
+    expect(verifyCa.checkServerIdentity()).toBeUndefined();
+    expect(ssl("verify-full")).toBe(true);
+    const bad = configError(() => new PostgresBackend({ url: "postgres://h/db?sslmode=maybe" }));
+    expect(bad.field).toBe("url");
+    expect(bad.message).toMatch(
+      /"sslmode" must be one of disable, allow, prefer, require, verify-ca, verify-full, no-verify, got "maybe"/,
+    );
+  });
+
+  it("reads connect_timeout in seconds as libpq does: 0 is no limit, at least 2", () => {
+    const timeout = (text: string) =>
+      new PostgresBackend({ url: `postgres://h/db?connect_timeout=${text}` }).options.connection
+        .connectionTimeoutMillis;
+    expect(timeout("10")).toBe(10_000);
+    expect(timeout("1")).toBe(2_000);
+    expect(timeout("0")).toBe(0);
+    for (const text of ["-1", "1.5", "ten", "", "86401"]) {
+      const error = configError(
+        () => new PostgresBackend({ url: `postgres://h/db?connect_timeout=${text}` }),
+      );
+      expect(error.field).toBe("url");
+      expect(error.message).toContain('"connect_timeout"');
+    }
+  });
+
+  it("reads a unix socket directory from host= (with port=) or a percent-encoded host", () => {
+    expect(
+      new PostgresBackend({
+        url: "postgres://app:pw@/billing?host=/var/run/postgresql&port=5433",
+      }).options.connection,
+    ).toMatchObject({
+      host: "/var/run/postgresql",
+      port: 5433,
+      user: "app",
+      password: "pw",
+      database: "billing",
+    });
+    expect(
+      new PostgresBackend({ url: "postgres://%2Ftmp%2Fpg:5433/billing" }).options.connection,
+    ).toMatchObject({ host: "/tmp/pg", port: 5433, database: "billing" });
+    for (const [url, message] of [
+      ["postgres:///db?host=db.example", /"host" must be a unix socket directory/],
+      ["postgres://db.example/db?host=/tmp", /and the parameter "host"/],
+      ["postgres://db.example:5432/db?port=5433", /and the parameter "port"/],
+      ["postgres:///db?host=/tmp&port=0", /"port" must be a number from 1 to 65535/],
+      ["postgres:///db?host=/tmp&port=5432x", /"port" must be a number/],
+    ] as const) {
+      const error = configError(() => new PostgresBackend({ url }));
+      expect(error.field, url).toBe("url");
+      expect(error.message, url).toMatch(message);
+    }
+  });
+
+  it("an unknown parameter is a ConfigError naming it", () => {
+    for (const url of ["postgres://h/db?prefx=a", "postgresql://h/db?sslmod=require"]) {
+      const error = configError(() => new PostgresBackend({ url }));
+      expect(error.field).toBe("url");
+      expect(error.message).toMatch(/unknown parameter "(prefx|sslmod)"/);
+    }
+  });
+
+  it("reads credentials by WHATWG rules and never prints them in an error", () => {
+    expect(
+      new PostgresBackend({ url: "postgres://app:pa@ss@db.example/billing" }).options.connection,
+    ).toMatchObject({ host: "db.example", user: "app", password: "pa@ss", database: "billing" });
+    for (const [url, secret] of [
+      ["postgres://app:s3/cret@db.example:5432/billing", "s3"],
+      ["postgres://app:s3?cret@db.example/billing", "s3"],
+      ["postgres://app:hunter2@db.example/billing?prefx=1", "hunter2"],
+      ["postgres://app:hunter2@a:1,b:2/billing", "hunter2"],
+      ["postgres://app:hunter2@db.example/billing?sslmode=maybe", "hunter2"],
+      ["postgres://app:hunter2@db.example:0/billing", "hunter2"],
+      ["postgres://app:hunter2@db.example/billing?password=hunter2", "hunter2"],
+    ] as const) {
+      const error = configError(() => new PostgresBackend({ url }));
+      expect(inspect(error, { depth: 10 }), url).not.toContain(secret);
+    }
   });
 
   it("hashes names to stable 64-bit keys that differ by namespace", () => {
@@ -134,6 +228,25 @@ describeBackend("postgres", (url) => {
         await lock.release();
       } finally {
         await c.close();
+        await backend.close();
+      }
+    });
+
+    it("connects through a unix socket named by host= and port=", async () => {
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      const dirs = await admin.query("SHOW unix_socket_directories");
+      await admin.end();
+      const dir = String(dirs.rows[0].unix_socket_directories).split(",")[0]?.trim() as string;
+      const port = new URL(url).port;
+      const backend = new PostgresBackend({
+        url: `postgres://postgres@/postgres?host=${encodeURIComponent(dir)}&port=${port}`,
+      });
+      try {
+        expect(backend.options.connection.host).toBe(dir);
+        const session = await backend.openSession({ ttlMs: 5_000, ownerId: "socket" });
+        await session.close();
+      } finally {
         await backend.close();
       }
     });
