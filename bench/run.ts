@@ -58,7 +58,7 @@ for (const name of backends) {
 const totalMs = performance.now() - started;
 
 const targets = results.flatMap(checkTargets);
-console.log("\ntargets (issue #10):");
+console.log("\ntargets:");
 for (const t of targets) {
   const met = t.met === undefined ? "n/a " : t.met ? "met " : "MISS";
   console.log(`  ${met}  ${t.backend}: ${t.target}: ${t.measured}`);

@@ -1,5 +1,5 @@
 /**
- * `npm run compare`: starts every server this machine has (through the conformance harness,
+ * `npm run compare`: starts every server installed locally (through the conformance harness,
  * on loopback), plays the invoice story on each backend in efficiency and correctness mode,
  * prints the table and writes compare-report/compare-report.md with one SVG timeline per backend.
  */

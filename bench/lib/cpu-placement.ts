@@ -24,7 +24,7 @@ export interface CpuPlacement {
   readonly all: string;
 }
 
-/** The placement for this machine, or undefined when nothing is pinned (see above). */
+/** The placement for the machine the bench runs on, or undefined when nothing is pinned (see above). */
 export function cpuPlacement(): CpuPlacement | undefined {
   if (process.platform !== "linux" || process.env.BENCH_PIN === "0") return undefined;
   let cpus: number[];

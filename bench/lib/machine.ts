@@ -83,7 +83,7 @@ function gitCommit(): string {
   }
 }
 
-/** Describes this machine and the installed packages. */
+/** Describes the machine the bench runs on and the installed packages. */
 export function machineInfo(): MachineInfo {
   const list = cpus();
   return {

@@ -24,7 +24,7 @@ export interface Row {
   readonly p99: number;
 }
 
-/** The figures issue #10 asks for, one section each. */
+/** The figures the bench reports, one section each. */
 export type Figure = "uncontended" | "handoff" | "takeover" | "throughput";
 
 /** A table of latency rows for one figure of one backend. */

@@ -1,6 +1,6 @@
 import { type BackendResult, floorRow, sectionOf } from "./results.js";
 
-/** One measured target of issue #10, checked honestly (met: false when missed). */
+/** One measured target (see bench/README.md), checked honestly (met: false when missed). */
 export interface TargetCheck {
   readonly backend: string;
   readonly target: string;
@@ -23,7 +23,7 @@ export const MEMORY_LIMIT = 2_048;
 
 const ms = (n: number) => `${n.toFixed(3)} ms`;
 
-/** Checks one backend's results against the targets of issue #10. */
+/** Checks one backend's results against the bench's targets. */
 export function checkTargets(r: BackendResult): TargetCheck[] {
   const out: TargetCheck[] = [];
   const check = (target: string, measured: string, met: boolean | undefined) =>

@@ -6,7 +6,7 @@ export const SERVER_PROVIDERS = ["local", "testcontainers"] as const;
 
 /**
  * Where the servers come from:
- * - `local` (default): server binaries installed on this machine, started
+ * - `local` (default): server binaries installed locally, started
  *   on free loopback ports (`scripts/install-servers.sh` installs them);
  * - `testcontainers`: containers through the optional `testcontainers`
  *   package and a Docker-compatible engine.

@@ -46,8 +46,8 @@ export interface CheckOptions {
 const TIMEOUT_REASON = /timeout|timed out|BATON_LOCK_TIMEOUT|BATON_BACKEND_UNAVAILABLE/i;
 
 /**
- * Checks a history against the invariants of issue #8 and returns every violation (empty
- * when the history is clean). Holds are the certain holds of {@link certainHolds}.
+ * Checks a history against the invariants below and returns every violation (empty when
+ * the history is clean). Holds are the certain holds of {@link certainHolds}.
  *
  * - overlap: no two certain holds of a key overlap;
  * - token-order (with `fencing`): for successful acquires A and B of a key, B's token is

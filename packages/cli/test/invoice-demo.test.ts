@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_SETTINGS, runInvoiceDemo, type VariantResult } from "../src/demo/invoice-demo.js";
 
-// Plays seed 002's invoice story (three runners, runner 1 frozen past its lease between its lock
+// Plays the invoice story (three runners, runner 1 frozen past its lease between its lock
 // check and its next write) once per variant, on real timers: a few seconds.
 describe("invoice demo (npm run demo)", () => {
   it("the fence rejects the frozen runner's stale write; lock only lets it through", async () => {

@@ -1,6 +1,6 @@
 /**
  * A fence: a store that accepts a write only with a token at least as new as the newest it
- * has seen (seed 002's `job_fence`). Correctness mode raises the fence with every new
+ * has seen (a `job_fence` table, say). Correctness mode raises the fence with every new
  * lock's token before user code runs, so a paused old holder is rejected from then on.
  */
 export interface Fence {

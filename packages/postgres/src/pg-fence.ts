@@ -14,7 +14,7 @@ export interface PgFenceOptions {
 }
 
 /**
- * A fence in PostgreSQL (seed 002's `job_fence`): one row per resource holding the newest token
+ * A fence in PostgreSQL (a `job_fence` table): one row per resource holding the newest token
  * seen. Raising the fence and the write it guards share one transaction, so a stale token
  * leaves nothing behind, and the fence row stays locked until that transaction ends, so
  * fenced writes to one resource are serialised.
@@ -179,7 +179,7 @@ function checkArgs(resource: unknown, token: unknown): void {
 }
 
 /**
- * The fenced store of seed 002 in PostgreSQL: `check(client, resource, token)` inside your own
+ * A fenced store in PostgreSQL: `check(client, resource, token)` inside your own
  * transaction, or `transaction(resource, token, fn)`. Also a `Fence` for correctness mode.
  */
 export function pgFence(pool: pg.Pool, options?: PgFenceOptions): PgFence {

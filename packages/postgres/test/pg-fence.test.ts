@@ -6,11 +6,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type PgFence, PostgresBackend, pgFence } from "../src/index.js";
 
 /**
- * Seed 002's three gaps, against a real server: the invoice job writes one row per client
+ * The three gaps of the invoice story (`baton demo`), against a real server: the invoice job writes one row per client
  * and month through the fence, `ON CONFLICT DO NOTHING` makes a redo harmless.
  */
 describeBackend("postgres", (url) => {
-  describe("pgFence (seed 002)", () => {
+  describe("pgFence (the invoice story)", () => {
     let pool: pg.Pool;
     let backend: PostgresBackend;
     let fence: PgFence;
@@ -47,7 +47,7 @@ describeBackend("postgres", (url) => {
       return c;
     };
 
-    /** seed 002's save_invoice: fence check and insert in one transaction, redo-safe. */
+    /** The invoice job's save_invoice: fence check and insert in one transaction, redo-safe. */
     const saveInvoice = (job: string, token: bigint, clientId: number, month: string) =>
       fence.transaction(job, token, async (client) => {
         const r = await client.query(

@@ -17,7 +17,7 @@ type Fencing = "monotonic" | "single-node" | "none";
 const isAcquired = (e: WorkerEvent) => e.event === "acquired";
 
 /**
- * Fault scenarios of issue #8, each recorded as a {@link History} (runner's monotonic clock)
+ * Fault scenarios, each recorded as a {@link History} (runner's monotonic clock)
  * and checked with {@link checkHistory}: zero violations where the backend declares a
  * guarantee, and at least one in the negative control (the same paused-holder workload with
  * plain writes instead of a fence), which proves the checker can see a violation at all.

@@ -3,7 +3,7 @@ import { DEFAULT_SETTINGS, formatReport, runInvoiceDemo } from "../demo/invoice-
 
 export const DEMO_USAGE = `usage: baton demo [--backend URL] [--ttl MS]
 
-Plays the invoice story (seed 002): three runners bill 20 clients; runner 1 freezes past its
+Plays the invoice story: three runners bill 20 clients; runner 1 freezes past its
 lease after checking its lock; runner 2 takes over. Three ways of guarding the writes: lock
 only, lock + signal, lock + fence. Without --backend (or BATON_BACKEND) it runs on the
 embedded memory backend; with a URL, on that store (runner 1's pause is simulated in process).

@@ -69,7 +69,7 @@ export function compareMarkdown(
     "|---|---|---|---|---|---|---|",
     ...rows,
     "",
-    "- *lock only*: the naive code of seed 002 (holds the lock, never looks at it again).",
+    "- *lock only*: the naive job (holds the lock, never looks at it again).",
     "- *lock + signal*: checks `lock.signal` before each write; the write in flight at the freeze still lands.",
     "- *lock + fence*: correctness mode; the fence is raised with each new token before work starts, and every write goes through it.",
     "",

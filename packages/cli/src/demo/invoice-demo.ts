@@ -1,4 +1,4 @@
-// `baton demo` (and `npm run demo`): the invoice story of seed 002, on the memory backend or any URL.
+// `baton demo` (and `npm run demo`): the invoice story, on the memory backend or any URL.
 //
 // Three runners (servers) share one lock store and one invoices table, and each one's
 // scheduler tries tonight's invoice run until it is marked done. Runner 1 takes the lock,
@@ -11,7 +11,7 @@ export type { ScenarioSettings, Variant, VariantResult };
 
 /** The three ways of guarding the job, one row each. */
 export const VARIANTS: readonly Variant[] = [
-  // The naive seed code: holds the lock, ignores its signal, writes without a fence.
+  // The naive job: holds the lock, ignores its signal, writes without a fence.
   { name: "lock only", checkSignal: false, fenced: false },
   // Checks `lock.signal` before each write: a pause between check and write defeats it.
   { name: "lock + signal", checkSignal: true, fenced: false },

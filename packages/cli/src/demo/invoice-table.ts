@@ -1,4 +1,4 @@
-/** One invoice row: seed 002's `invoices` table. */
+/** One invoice row of the story's `invoices` table. */
 export interface Invoice {
   readonly clientId: number;
   readonly month: string;
@@ -19,8 +19,8 @@ export interface InvoiceTableOptions {
 }
 
 /**
- * The billing database of seed 002, in memory: `PRIMARY KEY (client_id, month)` with
- * `INSERT ... ON CONFLICT DO NOTHING`, plus the "tonight's run is done" flag. It keeps the
+ * The story's billing database, in memory: `PRIMARY KEY (client_id, month)` with
+ * `INSERT ... ON CONFLICT DO NOTHING`, plus the "the night's run is done" flag. It keeps the
  * inserts the key swallowed, so the demo can count the clients who would have been billed twice.
  */
 export class InvoiceTable {

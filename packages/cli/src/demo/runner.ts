@@ -24,7 +24,7 @@ export interface InvoiceJob {
 
 /** How a runner guards its writes: what the demo's three variants change. */
 export interface Protection {
-  /** Check `lock.signal` before each write (`false`: the naive code of seed 002). */
+  /** Check `lock.signal` before each write (`false`: the naive job). */
   readonly checkSignal: boolean;
   /** Send every write through this fence with the lock's token (correctness mode). */
   readonly fence?: MemoryFence;
@@ -44,8 +44,8 @@ export interface Runner {
 }
 
 /**
- * One server's scheduler. Seed 002: "every server's scheduler retries the job until tonight's
- * run is marked done". Waiting in `acquire` is how it retries: the store queues the runners and
+ * One server's scheduler: every server's scheduler retries the job until the night's run is
+ * marked done. Waiting in `acquire` is how it retries: the store queues the runners and
  * hands the lock to the next one when the holder releases it or its lease runs out.
  */
 export async function runScheduler(runner: Runner, signal: AbortSignal): Promise<void> {

@@ -66,7 +66,7 @@ const LOCK_NAME = "invoices";
 /** The servers' 2 a.m. timers fire a few ms apart; runner 1's fires first. */
 const START_GAP_MS = 30;
 
-/** Plays seed 002's story once: three runners, runner 1 frozen past its lease mid-run. */
+/** Plays the invoice story once: three runners, runner 1 frozen past its lease mid-run. */
 export async function runVariant(
   variant: Variant,
   settings: ScenarioSettings,
