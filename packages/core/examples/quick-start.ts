@@ -1,4 +1,4 @@
-// The README's example, runnable: `npx tsx packages/core/examples/quick-start.ts`.
+// The README's example, runnable: `npx tsx --conditions=@baton/source packages/core/examples/quick-start.ts`.
 import { createCoordinator, LockHeldError, MemoryFence } from "@baton/core";
 
 // One coordinator per process; swap the backend by URL (memory:// needs no server).
