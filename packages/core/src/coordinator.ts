@@ -79,9 +79,20 @@ export interface Coordinator extends AsyncDisposable {
    * Rejects with `LockTimeoutError` when the wait runs out, `LockHeldError` when `waitMs`
    * is 0 and the lock is held, `BackendUnavailableError` when the store cannot be reached,
    * `ConfigError` for bad input (before any I/O), or the signal's reason when cancelled.
+   *
+   * It never resolves with a lock that is already lost. A grant lost before it is handed over
+   * (the process was paused past the lease while the fence was raised, or the store ended
+   * the session) is not the caller's: acquire tries again, on a new session if need be,
+   * within what is left of `waitMs`; when nothing is left it rejects with `LockTimeoutError`
+   * (its `cause` is the `LockLostError`). With `waitMs: 0` it tries once more at once, then
+   * rejects with the `LockLostError`.
    */
   acquire(name: string, options?: AcquireOptions): Promise<Lock>;
-  /** Tries once: the lock, or `null` when someone else holds it. */
+  /**
+   * Tries once: the lock, or `null` when someone else holds it. Like `acquire`, it never
+   * resolves with a lost lock: a grant lost before the hand-over gets one more try at once
+   * (within one TTL of the call), then the call rejects with the `LockLostError`.
+   */
   tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lock | null>;
   /**
    * Runs `fn` under the lock and returns its result. The lock is released when `fn` settles;
@@ -498,6 +509,19 @@ class CoordinatorImpl implements Coordinator {
         if (this.#options.fence !== undefined && this.mode === "correctness") {
           at.phase = "fence";
           await this.#raiseFence(held, scope);
+        }
+        // Never hand over a lost lock: the process may have been paused past the lease during
+        // the fence raise, or the store ended the session meanwhile. `held` checks the local
+        // deadline on the spot. Such a grant was never the caller's: try again within the wait.
+        if (!lock.held) {
+          const lost = held.ended.reason; // the LockLostError; held.lose() freed the name here
+          lastFailure = lost;
+          at.phase = "local";
+          if (this.#clock.now() - started >= budgetMs || (!waiting && attempt > 0)) {
+            throw waiting ? new LockTimeoutError(name, opts.waitMs, { cause: lost }) : lost;
+          }
+          unlockLocal = this.#local.tryLock(name) ?? (await this.#local.lock(name, scope));
+          continue;
         }
         if (this.#events.listens("acquired")) {
           this.#events.emit("acquired", {

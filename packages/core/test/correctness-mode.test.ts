@@ -2,12 +2,15 @@ import { describe, expect, it } from "vitest";
 import {
   createCoordinator,
   type Fence,
+  type Lock,
+  LockLostError,
   LockTimeoutError,
   ManualClock,
   MemoryFence,
+  SessionLostError,
   StaleTokenError,
 } from "../src/index.js";
-import { flush, recordEvents, rejectionOf, track } from "./fakes/helpers.js";
+import { expectError, flush, recordEvents, rejectionOf, track } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
 function correctness(fence: Fence, backend = new ScriptedBackend({ clock: new ManualClock() })) {
@@ -132,5 +135,126 @@ describe("correctness mode raises the fence before the caller gets the lock", ()
     });
     await coordinator.acquire("invoices", { waitMs: 0 });
     expect(fence.highest("invoices")).toBeUndefined();
+  });
+});
+
+describe("correctness mode never returns a lock that was lost during the fence raise", () => {
+  /** A MemoryFence whose raise runs `during` (once per listed call) before it answers. */
+  const fenceWith = (during: Array<(() => void) | undefined>) => {
+    const fence = new MemoryFence();
+    let calls = 0;
+    const raise: Fence = {
+      raise: async (resource, token) => {
+        during[calls++]?.();
+        await fence.raise(resource, token);
+      },
+    };
+    return { fence, raise, calls: () => calls };
+  };
+
+  it("paused past the lease during the raise: acquire tries again and resolves with a held lock", async () => {
+    let clock: ManualClock | undefined;
+    const { fence, raise } = fenceWith([() => clock?.jump(2_000)]); // 2 TTLs frozen
+    const setup = correctness(raise);
+    clock = setup.clock;
+    const events = recordEvents(setup.coordinator, ["acquired", "lost"]);
+    const lock = await setup.coordinator.acquire("invoices", { waitMs: 10_000 });
+    expect(lock.signal.aborted).toBe(false);
+    expect(lock.held).toBe(true);
+    expect(lock.token).toBe(2n); // the first grant (token 1) was lost and never handed over
+    expect(fence.highest("invoices")).toBe(lock.token);
+    expect(events.acquired).toMatchObject([{ name: "invoices", token: 2n }]);
+    expect(events.lost).toMatchObject([{ name: "invoices", token: 1n, reason: "deadline" }]);
+    expect(setup.backend.sessions).toHaveLength(2); // the frozen session was given up
+    expect(setup.backend.violations).toEqual([]);
+    await setup.clock.advance(5_000); // and it stays held, renewed on its new session
+    expect(lock.held).toBe(true);
+  });
+
+  it("the store ended the session during the raise: acquire tries again on a new session", async () => {
+    let backend: ScriptedBackend | undefined;
+    const { raise } = fenceWith([
+      () => backend?.lastSession.loseNow(new SessionLostError("terminated by the server")),
+    ]);
+    const setup = correctness(raise);
+    backend = setup.backend;
+    const lock = await setup.coordinator.acquire("invoices", { waitMs: 10_000 });
+    expect(lock.held).toBe(true);
+    expect(lock.signal.aborted).toBe(false);
+    expect(lock.token).toBe(2n);
+    expect(setup.backend.sessions).toHaveLength(2);
+  });
+
+  it("with waitMs 0 it tries once more at once, and resolves when that grant holds", async () => {
+    let backend: ScriptedBackend | undefined;
+    const { raise } = fenceWith([
+      () => backend?.lastSession.loseNow(new SessionLostError("terminated by the server")),
+    ]);
+    const setup = correctness(raise);
+    backend = setup.backend;
+    const lock = await setup.coordinator.tryAcquire("invoices");
+    expect(lock?.held).toBe(true);
+    expect(lock?.token).toBe(2n);
+  });
+
+  it("with waitMs 0, a second grant lost too makes it reject with the LockLostError", async () => {
+    let backend: ScriptedBackend | undefined;
+    const endSession = () =>
+      backend?.lastSession.loseNow(new SessionLostError("terminated by the server"));
+    const { raise, calls } = fenceWith([endSession, endSession]);
+    const setup = correctness(raise);
+    backend = setup.backend;
+    const events = recordEvents(setup.coordinator, ["acquired"]);
+    const error = await rejectionOf(setup.coordinator.acquire("invoices", { waitMs: 0 }));
+    expectError(error, LockLostError, { lockName: "invoices", token: 2n, reason: "session-lost" });
+    expect(calls()).toBe(2);
+    expect(events.acquired).toEqual([]);
+    // Nothing is left held here: the next try gets the lock.
+    expect((await setup.coordinator.tryAcquire("invoices"))?.held).toBe(true);
+  });
+
+  it("a try paused past its TTL during the raise rejects with the LockLostError (reason deadline)", async () => {
+    let clock: ManualClock | undefined;
+    const { raise } = fenceWith([() => clock?.jump(2_000)]);
+    const setup = correctness(raise);
+    clock = setup.clock;
+    const error = await rejectionOf(setup.coordinator.tryAcquire("invoices"));
+    expectError(error, LockLostError, { lockName: "invoices", token: 1n, reason: "deadline" });
+  });
+
+  it("paused past the whole wait during the raise: LockTimeoutError, caused by the loss", async () => {
+    let clock: ManualClock | undefined;
+    const { raise, calls } = fenceWith([() => clock?.jump(3_000)]);
+    const setup = correctness(raise);
+    clock = setup.clock;
+    const error = await rejectionOf(setup.coordinator.acquire("invoices", { waitMs: 2_500 }));
+    const timeout = expectError(error, LockTimeoutError, { lockName: "invoices", waitMs: 2_500 });
+    expectError(timeout.cause, LockLostError, { reason: "deadline" });
+    expect(calls()).toBe(1);
+    expect((await setup.coordinator.tryAcquire("invoices"))?.held).toBe(true);
+  });
+
+  it("a same-name acquire queued in this process meanwhile goes first; the retry waits its turn", async () => {
+    let clock: ManualClock | undefined;
+    let queued: ReturnType<typeof track<Lock>> | undefined;
+    const { raise } = fenceWith([
+      () => {
+        // While the first raise is in flight another caller here asks for the same name.
+        queued = track(setup.coordinator.acquire("invoices", { waitMs: 10_000 }));
+        clock?.jump(2_000);
+      },
+    ]);
+    const setup = correctness(raise);
+    clock = setup.clock;
+    const first = track(setup.coordinator.acquire("invoices", { waitMs: 10_000 }));
+    await flush();
+    expect(queued?.status).toBe("fulfilled");
+    expect(queued?.value?.held).toBe(true);
+    expect(first.status).toBe("pending"); // waiting for the queued caller's lock, not lost
+    await queued?.value?.release();
+    await flush();
+    expect(first.status).toBe("fulfilled");
+    expect(first.value?.held).toBe(true);
+    expect(first.value?.token).toBeGreaterThan(queued?.value?.token ?? 0n);
   });
 });
