@@ -1,5 +1,6 @@
+import { readFileSync } from "node:fs";
 import { type BackendUrl, ConfigError } from "@baton/core";
-import { Etcd3 } from "etcd3";
+import { Etcd3, type IOptions } from "etcd3";
 
 /** Options of {@link EtcdBackend}. Exactly one of `hosts` and `client`. */
 export interface EtcdBackendOptions {
@@ -18,6 +19,22 @@ export interface EtcdBackendOptions {
   readonly prefix?: string;
   /** Bound on each etcd call, in ms (default 5000, like etcdctl's `--command-timeout`). */
   readonly requestTimeoutMs?: number;
+  /**
+   * Connect over TLS (with `hosts`). `true` checks the server certificate against Node's
+   * trusted CAs; `ca` replaces them, and `cert` with `key` is a client certificate (etcd's
+   * `--client-cert-auth`), all PEM. Hosts written `https://host:port` use TLS too.
+   */
+  readonly tls?: boolean | EtcdTlsOptions;
+}
+
+/** PEM files' contents for {@link EtcdBackendOptions.tls}. */
+export interface EtcdTlsOptions {
+  /** CA certificates that sign the server's certificate (instead of Node's trusted CAs). */
+  readonly ca?: Buffer;
+  /** Client certificate chain; give `key` with it. */
+  readonly cert?: Buffer;
+  /** Client private key; give `cert` with it. */
+  readonly key?: Buffer;
 }
 
 /** Options after validation. */
@@ -30,8 +47,16 @@ export interface ResolvedEtcdOptions {
 
 /** Default bound on each etcd call. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
-const OPTION_KEYS = ["hosts", "client", "username", "password", "prefix", "requestTimeoutMs"];
-const URL_PARAMS = ["prefix", "requestTimeoutMs"];
+const OPTION_KEYS = [
+  "hosts",
+  "client",
+  "username",
+  "password",
+  "prefix",
+  "requestTimeoutMs",
+  "tls",
+];
+const URL_PARAMS = ["prefix", "requestTimeoutMs", "tls", "ca", "cert", "key"];
 
 /** Checks options and builds the client; throws `ConfigError` naming the field, before any I/O. */
 export function resolveEtcdOptions(options: EtcdBackendOptions): ResolvedEtcdOptions {
@@ -67,6 +92,9 @@ export function resolveEtcdOptions(options: EtcdBackendOptions): ResolvedEtcdOpt
     if (options.username !== undefined || options.password !== undefined) {
       throw new ConfigError("username", "set credentials on the Etcd3 client you pass, not here");
     }
+    if (options.tls !== undefined) {
+      throw new ConfigError("tls", "set TLS credentials on the Etcd3 client you pass, not here");
+    }
     return { client: options.client, ownsClient: false, prefix, requestTimeoutMs };
   }
   const hosts = options.hosts;
@@ -80,8 +108,10 @@ export function resolveEtcdOptions(options: EtcdBackendOptions): ResolvedEtcdOpt
   if ((options.username === undefined) !== (options.password === undefined)) {
     throw new ConfigError("password", "give both username and password, or neither");
   }
+  const tls = checkTls(options.tls);
   const client = new Etcd3({
-    hosts: [...hosts],
+    hosts: tls === undefined ? [...hosts] : hosts.map((h) => withTls(h)),
+    ...(tls?.credentials === undefined ? {} : { credentials: tls.credentials }),
     dialTimeout: requestTimeoutMs,
     ...(options.username === undefined
       ? {}
@@ -90,9 +120,50 @@ export function resolveEtcdOptions(options: EtcdBackendOptions): ResolvedEtcdOpt
   return { client, ownsClient: true, prefix, requestTimeoutMs };
 }
 
+/** What `tls` asks for: TLS, and the credentials when it names files. */
+function checkTls(
+  tls: EtcdBackendOptions["tls"],
+): { credentials: IOptions["credentials"] | undefined } | undefined {
+  if (tls === undefined || tls === false) return undefined;
+  if (tls === true) return { credentials: undefined };
+  if (tls === null || typeof tls !== "object" || Array.isArray(tls)) {
+    throw new ConfigError("tls", "must be true, false or { ca, cert, key } (PEM Buffers)");
+  }
+  for (const key of Object.keys(tls)) {
+    if (key !== "ca" && key !== "cert" && key !== "key") {
+      throw new ConfigError(`tls.${key}`, "unknown TLS option; allowed: ca, cert, key");
+    }
+    if (!Buffer.isBuffer(tls[key])) {
+      throw new ConfigError(`tls.${key}`, "must be a Buffer of PEM text");
+    }
+  }
+  if ((tls.cert === undefined) !== (tls.key === undefined)) {
+    throw new ConfigError("tls.key", "give a client certificate's cert and key together");
+  }
+  if (tls.ca === undefined && tls.cert === undefined) return { credentials: undefined };
+  // gRPC takes null for "Node's trusted CAs"; etcd3's type insists on a Buffer.
+  return {
+    credentials: {
+      rootCertificate: tls.ca ?? (null as unknown as Buffer),
+      ...(tls.key === undefined ? {} : { privateKey: tls.key }),
+      ...(tls.cert === undefined ? {} : { certChain: tls.cert }),
+    },
+  };
+}
+
+/** `host:port` as etcd3 connects to it over TLS (`https://host:port`). */
+function withTls(host: string): string {
+  if (host.startsWith("http://")) {
+    throw new ConfigError("hosts", `"${host}" is plain http, but tls is on; drop "http://"`);
+  }
+  return host.startsWith("https://") ? host : `https://${host}`;
+}
+
 /**
  * Options from `etcd://h1:2379,h2:2379[?prefix=locks/&requestTimeoutMs=5000]`, with optional
- * `user:password@` for etcd authentication. The port defaults to 2379.
+ * `user:password@` for etcd authentication. The port defaults to 2379. TLS: `?tls=true`
+ * (the server checked against Node's trusted CAs), and `ca=`, `cert=`, `key=` name PEM files
+ * (read when the backend is created; any of them turns TLS on).
  */
 export function etcdOptionsFromUrl(url: BackendUrl): EtcdBackendOptions {
   if (url.hosts.length === 0) {
@@ -124,13 +195,49 @@ export function etcdOptionsFromUrl(url: BackendUrl): EtcdBackendOptions {
       `must be a number of milliseconds, got "${timeoutText}"`,
     );
   }
+  if ((url.username === "") !== (url.password === "")) {
+    throw new ConfigError(
+      "url",
+      "etcd authentication needs both a user name and a password (etcd://user:password@host)",
+    );
+  }
   const prefix = url.searchParams.get("prefix");
+  const tls = tlsFromUrl(url.searchParams);
   return {
     hosts,
     ...(url.username === "" ? {} : { username: url.username, password: url.password }),
+    ...(tls === undefined ? {} : { tls }),
     ...(prefix === null ? {} : { prefix }),
     ...(requestTimeoutMs === undefined ? {} : { requestTimeoutMs }),
   };
+}
+
+/** `tls` from `?tls=true|false` and the PEM files `?ca=`, `?cert=`, `?key=`. */
+function tlsFromUrl(params: URLSearchParams): EtcdBackendOptions["tls"] {
+  const flag = params.get("tls");
+  if (flag !== null && !["true", "false", "1", "0"].includes(flag)) {
+    throw new ConfigError("url", `the parameter "tls" must be true or false, got "${flag}"`);
+  }
+  const files: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
+  for (const name of ["ca", "cert", "key"] as const) {
+    const path = params.get(name);
+    if (path === null) continue;
+    try {
+      files[name] = readFileSync(path);
+    } catch (cause) {
+      throw new ConfigError(
+        "url",
+        `the parameter "${name}" names a file that cannot be read: ${(cause as Error).message}`,
+      );
+    }
+  }
+  const named = Object.keys(files).length > 0;
+  if (flag === "false" || flag === "0") {
+    if (named) throw new ConfigError("url", 'gives "tls=false" and TLS files (ca, cert, key)');
+    return undefined;
+  }
+  if (named) return files;
+  return flag === null ? undefined : true;
 }
 
 /**

@@ -1,6 +1,10 @@
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { inspect } from "node:util";
 import { ConfigError, parseBackendUrl } from "@baton/core";
 import { describe, expect, it } from "vitest";
-import { etcdOptionsFromUrl } from "../src/etcd-options.js";
+import { etcdOptionsFromUrl, resolveEtcdOptions } from "../src/etcd-options.js";
 import { decodeHolder, encodeHolderValue } from "../src/holder-value.js";
 import { leaseSeconds } from "../src/lease-ttl.js";
 import { isQueueKey, leaseHex, lockPrefix, queueKey, rangeEnd } from "../src/lock-keys.js";
@@ -66,6 +70,68 @@ describe("etcd key layout, holder values and options (no server)", () => {
     });
     for (const bad of ["etcd://", "etcd://a/x", "etcd://a?ttl=1", "etcd://a?requestTimeoutMs="]) {
       expect(() => etcdOptionsFromUrl(parseBackendUrl(bad))).toThrow(ConfigError);
+    }
+  });
+
+  it("reads TLS from ?tls= and the PEM files ?ca=, ?cert=, ?key=", () => {
+    const pem = join(tmpdir(), `baton-etcd-options-${process.pid}.pem`);
+    writeFileSync(pem, "-----BEGIN CERTIFICATE-----\n");
+    const fromUrl = (url: string) => etcdOptionsFromUrl(parseBackendUrl(url));
+    expect(fromUrl("etcd://a?tls=true")).toEqual({ hosts: ["a:2379"], tls: true });
+    expect(fromUrl("etcd://a?tls=false")).toEqual({ hosts: ["a:2379"] });
+    const files = fromUrl(
+      `etcd://a?ca=${encodeURIComponent(pem)}&cert=${encodeURIComponent(pem)}&key=${encodeURIComponent(pem)}`,
+    ).tls as { ca: Buffer; cert: Buffer; key: Buffer };
+    expect(files.ca.toString()).toContain("BEGIN CERTIFICATE");
+    expect(Object.keys(files).sort()).toEqual(["ca", "cert", "key"]);
+    for (const [url, message] of [
+      ["etcd://a?tls=maybe", /"tls" must be true or false/],
+      ["etcd://a?ca=/no/such/ca.pem", /"ca" names a file that cannot be read/],
+      [`etcd://a?tls=false&ca=${encodeURIComponent(pem)}`, /tls=false" and TLS files/],
+      ["etcd://a?prefx=x", /unknown etcd URL parameter "prefx"/],
+      ["etcd://user@a", /both a user name and a password/],
+    ] as const) {
+      let error: unknown;
+      try {
+        fromUrl(url);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, url).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).message, url).toMatch(message);
+    }
+    // Turning TLS on makes every endpoint https://; plain http:// then is a mistake.
+    const secured = resolveEtcdOptions({ hosts: ["a:2379"], tls: true });
+    const pool = (secured.client as unknown as { pool: { options: { hosts: string[] } } }).pool;
+    expect(pool.options.hosts).toEqual(["https://a:2379"]);
+    void secured.client.close();
+    expect(() => resolveEtcdOptions({ hosts: ["http://a:2379"], tls: true })).toThrow(/plain http/);
+    expect(() => resolveEtcdOptions({ hosts: ["a"], tls: { cert: Buffer.from("x") } })).toThrow(
+      ConfigError,
+    );
+  });
+
+  it("reads credentials by WHATWG rules and never prints them in an error", () => {
+    expect(etcdOptionsFromUrl(parseBackendUrl("etcd://root:pa@ss@a:1,b:2"))).toMatchObject({
+      hosts: ["a:1", "b:2"],
+      username: "root",
+      password: "pa@ss",
+    });
+    for (const url of [
+      "etcd://root:hunter2@a/x",
+      "etcd://root:hunter2@a?prefx=1",
+      "etcd://root:hunter2@a:0",
+      "etcd://root:hunter2/x@a",
+      "etcd://root:hunter2@a?requestTimeoutMs=x",
+    ]) {
+      let error: unknown;
+      try {
+        etcdOptionsFromUrl(parseBackendUrl(url));
+      } catch (e) {
+        error = e;
+      }
+      expect(error, url).toBeInstanceOf(ConfigError);
+      expect(inspect(error, { depth: 10 }), url).not.toContain("hunter2");
     }
   });
 });
