@@ -327,11 +327,12 @@ function checkPath(path: string, field: string): string {
   return trimmed;
 }
 
-const URL_PARAMS = new Set(["prefix", "connectTimeoutMs"]);
+const URL_PARAMS = new Set(["prefix", "connectTimeoutMs", "tls"]);
 
 /**
  * Options from a URL: `zookeeper://h1:2181,h2:2181/chroot?prefix=baton&connectTimeoutMs=10000`.
- * Throws `ConfigError` (field `url`) for anything it does not understand.
+ * Throws `ConfigError` (field `url`) for anything it does not understand. There is no TLS:
+ * node-zookeeper-client connects over plain TCP only, so `?tls=true` is refused.
  */
 export function zookeeperOptionsFromUrl(url: string | BackendUrl): ZookeeperBackendOptions {
   const parsed = typeof url === "string" ? parseBackendUrl(url) : url;
@@ -357,6 +358,13 @@ export function zookeeperOptionsFromUrl(url: string | BackendUrl): ZookeeperBack
         `unknown zookeeper:// parameter "${key}" (known: ${[...URL_PARAMS].join(", ")})`,
       );
     }
+  }
+  const tls = parsed.searchParams.get("tls");
+  if (tls !== null && tls !== "false" && tls !== "0") {
+    throw new ConfigError(
+      "url",
+      "zookeeper:// cannot use TLS: node-zookeeper-client, the client this backend uses, connects over plain TCP only; reach a TLS-only ensemble through a local TLS tunnel (for example stunnel) and name the tunnel's address",
+    );
   }
   let chroot: string;
   try {

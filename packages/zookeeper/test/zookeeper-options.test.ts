@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { inspect } from "node:util";
 import { describeBackend } from "@baton/conformance/harness";
 import { ConfigError, createBackend, createCoordinator, type Grant } from "@baton/core";
 import zookeeper, { type Client } from "node-zookeeper-client";
@@ -67,6 +68,40 @@ describe("zookeeper options (no server)", () => {
     expect(
       configError(() => new ZookeeperBackend({ hosts: ["a"], createClient: 5 as never })).field,
     ).toBe("createClient");
+  });
+
+  it("says plainly that there is no TLS: ?tls=true is refused, ?tls=false accepted", () => {
+    const error = configError(() => zookeeperOptionsFromUrl("zookeeper://a?tls=true"));
+    expect(error.field).toBe("url");
+    expect(error.message).toMatch(/cannot use TLS: node-zookeeper-client.*plain TCP only/);
+    expect(zookeeperOptionsFromUrl("zookeeper://a?tls=false").hosts).toEqual([
+      { host: "a", port: 2181 },
+    ]);
+  });
+
+  it("reads hosts by WHATWG rules and never prints a credential in an error", () => {
+    expect(
+      zookeeperOptionsFromUrl("zookeeper://[::1]:2181,[fe80::2],h%33:2183/ch%2Droot").hosts,
+    ).toEqual([
+      { host: "::1", port: 2181 },
+      { host: "fe80::2", port: 2181 },
+      { host: "h3", port: 2183 },
+    ]);
+    for (const url of [
+      "zookeeper://u:hunter2@a",
+      "zookeeper://hunter2@a/apps",
+      "zookeeper://u:hunter2/x@a",
+      "zookeeper://u:hunter2@a:70000",
+      "zookeeper://u:hunter2@a?prefx=1",
+      "zookeeper://u:hunter2@a,,b",
+    ]) {
+      const error = configError(() => zookeeperOptionsFromUrl(url));
+      expect(error.field, url).toBe("url");
+      expect(inspect(error, { depth: 10 }), url).not.toContain("hunter2");
+    }
+    expect(configError(() => zookeeperOptionsFromUrl("zookeeper://a?prefx=1")).message).toContain(
+      '"prefx"',
+    );
   });
 
   it("encodes lock names as one node name", () => {
