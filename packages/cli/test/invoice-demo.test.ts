@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SETTINGS, runInvoiceDemo, type VariantResult } from "../src/demo/invoice-demo.js";
+import {
+  DEFAULT_SETTINGS,
+  formatReport,
+  runInvoiceDemo,
+  type VariantResult,
+} from "../src/demo/invoice-demo.js";
 
 // Plays the invoice story (three runners, runner 1 frozen past its lease between its lock
 // check and its next write) once per variant, on real timers: a few seconds.
@@ -42,4 +47,12 @@ describe("invoice demo (npm run demo)", () => {
     expect(fenced.staleRejected).toBeGreaterThanOrEqual(1);
     expect(fenced.duplicates).toBe(0);
   }, 30_000);
+
+  it("the report names the backend without its credentials", () => {
+    for (const backend of ["redis://app:hunter2@cache:6379/0", "redis://hunter2@cache:6379"]) {
+      const report = formatReport([], { ...DEFAULT_SETTINGS, backend });
+      expect(report).toContain("redis://***@cache:6379");
+      expect(report).not.toContain("hunter2");
+    }
+  });
 });

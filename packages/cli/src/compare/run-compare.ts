@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { redactUrl } from "@baton/core";
 import { DEFAULT_SETTINGS, runInvoiceDemo } from "../demo/invoice-demo.js";
 import { type BackendRun, compareMarkdown, compareTable } from "./compare-report.js";
 import { timelineSvg } from "./timeline-svg.js";
@@ -30,7 +31,7 @@ export async function runCompare(
     const rows = await runInvoiceDemo({ ...DEFAULT_SETTINGS, ttlMs: options.ttlMs, backend: url });
     const svg = `timeline-${kind}.svg`;
     writeFileSync(join(options.outDir, svg), timelineSvg(kind, rows));
-    runs.push({ kind, url: url.replace(/\/\/([^:@/]*):([^@/]*)@/, "//$1:***@"), rows, svg });
+    runs.push({ kind, url: redactUrl(url), rows, svg });
   }
   const report = compareMarkdown(runs, {
     date: new Date().toISOString().slice(0, 10),

@@ -5,6 +5,7 @@
 // bills a few clients, checks its lock, and then freezes (a GC pause, a SIGSTOP, a suspended
 // VM) for longer than its lease. Runner 2 takes over with a higher token; runner 1 wakes up.
 // The same story runs three times, each guarding the writes a different way.
+import { redactUrl } from "@baton/core";
 import { runVariant, type ScenarioSettings, type Variant, type VariantResult } from "./scenario.js";
 
 export type { ScenarioSettings, Variant, VariantResult };
@@ -74,7 +75,7 @@ export function formatReport(
     .filter((r) => r.refused !== undefined)
     .map((r) => `${r.variant}: ${r.refused}`);
   return [
-    `Invoice run ${settings.month} on ${settings.backend ?? "memory://"}: 3 runners, ${settings.clients} clients, TTL ${settings.ttlMs} ms;` +
+    `Invoice run ${settings.month} on ${redactUrl(settings.backend ?? "memory://")}: 3 runners, ${settings.clients} clients, TTL ${settings.ttlMs} ms;` +
       ` runner 1 freezes after its lock check, before bill ${settings.freezeBeforeBill}.`,
     "",
     line(header).join("  "),
