@@ -20,8 +20,10 @@ const ETCD_GUARANTEES: Guarantees = {
 
 /**
  * The etcd backend (`etcd://h1:2379,h2:2379`): one lease per session, locks as queue keys
- * `<prefix><name>/<lease hex>` ordered by create revision (FIFO), the key's create revision as
- * the fencing token, waiting by watching only the predecessor's delete.
+ * `<prefix><name>/<lease hex>` ordered by create revision (FIFO), the revision of the write
+ * that took a grant as its fencing token (at least the revision at which the grant took
+ * effect, like `etcdctl lock`'s `ETCD_LOCK_REV`), waiting by watching only the predecessor's
+ * delete.
  *
  * @example
  * const backend = new EtcdBackend({ hosts: ["127.0.0.1:2379"] });

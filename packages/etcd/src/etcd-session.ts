@@ -10,20 +10,27 @@ import {
   sleep,
   systemClock,
 } from "@baton/core";
-import type { IKeyValue } from "etcd3";
 import type { EtcdKv } from "./etcd-kv.js";
-import { encodeHolderValue } from "./holder-value.js";
+import { encodeHolderValue, waitingValue } from "./holder-value.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import { isQueueKey, lockPrefix, queueKey } from "./lock-keys.js";
-import { enqueueTxn, guardedDelete, pickQueueKey, tryTxn, turnTxn } from "./queue-requests.js";
+import {
+  claimTxn,
+  enqueueTxn,
+  guardedDelete,
+  pickQueueKey,
+  tryTxn,
+  turnTxn,
+} from "./queue-requests.js";
 import { readHolder } from "./read-holder.js";
 import { waitForDelete } from "./wait-for-delete.js";
 import { watchHolder } from "./watch-holder.js";
 
 /**
  * What an etcd grant carries to release exactly itself: the lease (shared by the session)
- * and the key's create revision. The key is rebuilt on release: a small Buffer kept per lock
- * would pin a whole 8 KB pool block for every few locks held.
+ * and the key's create revision (not the token: a grant after a wait rewrote the key). The key
+ * is rebuilt on release: a small Buffer kept per lock would pin a whole 8 KB pool block for
+ * every few locks held.
  */
 interface GrantHandle {
   readonly leaseHex: string;
@@ -44,9 +51,19 @@ export interface EtcdSessionInit {
 const BACKOFF_MIN_MS = 25;
 const BACKOFF_MAX_MS = 1_000;
 
+/** Where a turn in the queue stands: the grant's token, or the key to wait for. */
+type Turn =
+  | { readonly token: bigint }
+  | { readonly predecessor: Buffer; readonly fromRevision: bigint };
+
 /**
  * One etcd lease and the locks that live on it. Every queue key of this session is
- * `<prefix><name>/<lease hex>` on this lease; the fencing token is that key's create revision.
+ * `<prefix><name>/<lease hex>` on this lease. The fencing token is the revision of the write
+ * that took the grant: the key's creation when the lock was free, else the rewrite of the key
+ * once no older key is left. That is at least the revision at which the grant took effect
+ * (what `etcdctl lock` hands its child as `ETCD_LOCK_REV`), so the tokens of Baton and of
+ * other clients of the same key layout rise together, and a grant is never handed an earlier
+ * grant's token, not even one of this session whose release did not reach etcd.
  */
 export class EtcdSession implements BackendSession {
   readonly ownerId: string;
@@ -67,6 +84,8 @@ export class EtcdSession implements BackendSession {
   readonly #acquiring = new Set<string>();
   /** Cleanups running in the background, by lock name. */
   readonly #cleaning = new Map<string, Promise<void>>();
+  /** Releases in flight, by lock name: an acquire of the name waits for its outcome. */
+  readonly #releasing = new Map<string, Promise<boolean>>();
   #closing: Promise<void> | undefined;
 
   constructor(init: EtcdSessionInit) {
@@ -115,16 +134,31 @@ export class EtcdSession implements BackendSession {
     }
   }
 
-  async release(grant: Grant): Promise<boolean> {
+  release(grant: Grant): Promise<boolean> {
     const handle = grant.handle as GrantHandle | undefined;
     // Owner check by session: only this lease's queue key of that name is ours to delete.
-    if (handle === undefined || handle.leaseHex !== this.#init.leaseHex) return false;
-    const mine = queueKey(lockPrefix(this.#init.prefix, grant.key), this.#init.leaseHex);
-    const response = await this.#kv.txn(
-      guardedDelete(mine, handle.revision),
-      `could not release "${grant.key}"`,
-    );
-    return response.succeeded;
+    if (handle === undefined || handle.leaseHex !== this.#init.leaseHex) {
+      return Promise.resolve(false);
+    }
+    const name = grant.key;
+    const mine = queueKey(lockPrefix(this.#init.prefix, name), this.#init.leaseHex);
+    const releasing: Promise<boolean> = this.#kv
+      .txn(guardedDelete(mine, handle.revision), `could not release "${name}"`)
+      .then(
+        (response) => {
+          if (this.#releasing.get(name) === releasing) this.#releasing.delete(name);
+          return response.succeeded;
+        },
+        (error: unknown) => {
+          if (this.#releasing.get(name) === releasing) this.#releasing.delete(name);
+          // The key may still be there, and the lease lives on with the session's other
+          // locks: delete it before the next acquire of the name, or after the next keepalive.
+          if (!this.#ended.signal.aborted) this.#leftovers.set(name, handle.revision);
+          throw error;
+        },
+      );
+    this.#releasing.set(name, releasing);
+    return releasing;
   }
 
   async holder(name: string): Promise<Holder | null> {
@@ -167,25 +201,27 @@ export class EtcdSession implements BackendSession {
       await this.#cleanup(name, key, null);
       throw error;
     }
-    let revision: bigint;
-    if (response.succeeded) revision = BigInt(response.header.revision);
-    else {
-      const oldest = response.responses[0]?.response_range.kvs[0];
-      if (oldest?.key.equals(key)) {
-        // A retried call whose first answer was lost: our key is the oldest, so we hold it.
-        revision = BigInt(oldest.create_revision);
-      } else if (oldest === undefined || isQueueKey(prefix, oldest.key)) {
-        return null;
-      } else {
-        // Only keys of nested lock names (`name/x/...`) are there: fall back to the queue.
-        return await this.#tryBehindNested(name, prefix, key, value, signal);
+    if (response.succeeded) {
+      const revision = BigInt(response.header.revision);
+      return this.#finish(name, key, revision, revision, signal);
+    }
+    const oldest = response.responses[0]?.response_range.kvs[0];
+    if (oldest?.key.equals(key)) {
+      // A retried call whose first answer was lost: our key is the oldest, so the lock is ours.
+      // The grant is a write of its own, so its token is after every earlier grant's.
+      const revision = BigInt(oldest.create_revision);
+      let token: bigint;
+      try {
+        token = await this.#claim(name, key, value, revision);
+      } catch (error) {
+        await this.#cleanup(name, key, revision);
+        throw error;
       }
+      return this.#finish(name, key, revision, token, signal);
     }
-    if (signal.aborted) {
-      await this.#cleanup(name, key, revision);
-      throw signal.reason;
-    }
-    return this.#grant(name, revision);
+    if (oldest === undefined || isQueueKey(prefix, oldest.key)) return null;
+    // Only keys of nested lock names (`name/x/...`) are there: fall back to the queue.
+    return await this.#tryBehindNested(name, prefix, key, value, signal);
   }
 
   /** A try when nested lock names share the prefix: join the queue, leave it unless first. */
@@ -197,15 +233,17 @@ export class EtcdSession implements BackendSession {
     signal: AbortSignal,
   ): Promise<Grant | null> {
     const joined = await this.#join(name, prefix, key, value);
-    if (joined.first) return this.#finish(name, key, joined.revision, signal);
-    const predecessor = await pickQueueKey(this.#kv, prefix, joined.predecessor, {
-      oldest: false,
-      below: joined.revision,
-    }).catch(async (error: unknown) => {
+    if (joined.token !== undefined) {
+      return this.#finish(name, key, joined.revision, joined.token, signal);
+    }
+    let turn: Turn;
+    try {
+      turn = await this.#turn(name, prefix, key, value, joined.revision);
+    } catch (error) {
       await this.#cleanup(name, key, joined.revision);
       throw error;
-    });
-    if (predecessor === undefined) return this.#finish(name, key, joined.revision, signal);
+    }
+    if ("token" in turn) return this.#finish(name, key, joined.revision, turn.token, signal);
     await this.#cleanup(name, key, joined.revision);
     return null;
   }
@@ -219,10 +257,13 @@ export class EtcdSession implements BackendSession {
     signal: AbortSignal,
   ): Promise<Grant> {
     const joined = await this.#join(name, prefix, key, value);
-    if (joined.first) return this.#finish(name, key, joined.revision, signal);
+    if (joined.token !== undefined) {
+      return this.#finish(name, key, joined.revision, joined.token, signal);
+    }
     const waitSignal = linkSignals([signal, this.#ended.signal]);
+    let token: bigint;
     try {
-      await this.#waitTurn(name, prefix, key, joined.revision, waitSignal.signal);
+      token = await this.#waitTurn(name, prefix, key, value, joined.revision, waitSignal.signal);
     } catch (error) {
       // Leave nothing behind: a cancelled or failed waiter gives up its place in the queue.
       await this.#cleanup(name, key, joined.revision);
@@ -231,23 +272,23 @@ export class EtcdSession implements BackendSession {
     } finally {
       waitSignal.dispose();
     }
-    return this.#finish(name, key, joined.revision, signal);
+    return this.#finish(name, key, joined.revision, token, signal);
   }
 
   /**
-   * Creates our queue key (or finds it, on a retried call). `first` is true when no queue key
-   * is older than ours; `predecessor` is the newest key below ours, if the first read saw it.
+   * Creates our queue key (or finds it, on a retried call) and resolves its create revision,
+   * and the grant's token when the lock was free (the creation itself took the grant).
    */
   async #join(
     name: string,
     prefix: Buffer,
     key: Buffer,
     value: Buffer,
-  ): Promise<{ revision: bigint; first: boolean; predecessor?: IKeyValue }> {
+  ): Promise<{ revision: bigint; token?: bigint }> {
     let response: Awaited<ReturnType<EtcdKv["txn"]>>;
     try {
       response = await this.#kv.txn(
-        enqueueTxn(prefix, key, value, this.leaseId),
+        enqueueTxn(prefix, key, { held: value, waiting: waitingValue(value) }, this.leaseId),
         `could not acquire "${name}"`,
       );
     } catch (error) {
@@ -255,69 +296,41 @@ export class EtcdSession implements BackendSession {
       throw error;
     }
     const revision = BigInt(response.header.revision);
-    // Nothing under the prefix: our key was created and is the only one.
-    if (response.succeeded) return { revision, first: true };
+    // Nothing under the prefix: our key was created, and the lock is ours since that write.
+    if (response.succeeded) return { revision, token: revision };
     const inner = response.responses[0]?.response_txn;
     if (inner === undefined) {
       throw new BackendUnavailableError(`etcd answered the queue of "${name}" inconsistently`);
     }
-    if (!inner.succeeded) {
-      const mine = inner.responses[0]?.response_range.kvs[0];
-      if (mine === undefined) {
-        throw new BackendUnavailableError(`etcd answered the queue of "${name}" inconsistently`);
-      }
-      // Our key already existed (a retried call): find our place with a read.
-      return { revision: BigInt(mine.create_revision), first: false };
+    // Our key was created (the revision is the put's) and waits behind others.
+    if (inner.succeeded) return { revision };
+    const mine = inner.responses[0]?.response_range.kvs[0];
+    if (mine === undefined) {
+      throw new BackendUnavailableError(`etcd answered the queue of "${name}" inconsistently`);
     }
-    const newest = inner.responses[1]?.response_range.kvs ?? [];
-    const others = newest.filter((kvp) => !kvp.key.equals(key));
-    if (others.length === 0) return { revision, first: true };
-    const predecessor = others[0] as IKeyValue;
-    if (isQueueKey(prefix, predecessor.key)) return { revision, first: false, predecessor };
-    return { revision, first: false };
+    // Our key already existed (a retried call): its place is found by the first turn.
+    return { revision: BigInt(mine.create_revision) };
   }
 
   /**
    * Waits until no queue key is older than ours, watching only the newest older one for its
-   * delete (no herd), then re-reads: our own key must still be there with our revision (a
-   * waiter whose lease ran out while it waited must not be told it holds the lock).
+   * delete (no herd), and resolves the token of the write that then takes the grant.
    */
   async #waitTurn(
     name: string,
     prefix: Buffer,
     key: Buffer,
+    value: Buffer,
     revision: bigint,
     signal: AbortSignal,
-  ): Promise<void> {
+  ): Promise<bigint> {
     let failures = 0;
     for (;;) {
       if (signal.aborted) throw signal.reason;
       try {
-        const response = await this.#kv.txn(
-          turnTxn(prefix, key, revision),
-          `could not read the queue of "${name}"`,
-        );
-        const mine = response.responses[1]?.response_range.kvs[0];
-        if (mine === undefined || BigInt(mine.create_revision) !== revision) {
-          const error = new SessionLostError(
-            `the queue key of "${name}" is gone: the etcd lease expired while waiting`,
-          );
-          this.#markLost(error);
-          throw error;
-        }
-        const predecessor = await pickQueueKey(
-          this.#kv,
-          prefix,
-          response.responses[0]?.response_range.kvs[0],
-          { oldest: false, below: revision },
-        );
-        if (predecessor === undefined) return;
-        await waitForDelete(
-          this.#kv.client,
-          predecessor.key,
-          BigInt(response.header.revision) + 1n,
-          signal,
-        );
+        const turn = await this.#turn(name, prefix, key, value, revision);
+        if ("token" in turn) return turn.token;
+        await waitForDelete(this.#kv.client, turn.predecessor, turn.fromRevision, signal);
         failures = 0;
       } catch (error) {
         if (signal.aborted || error instanceof SessionLostError) throw error;
@@ -330,18 +343,72 @@ export class EtcdSession implements BackendSession {
     }
   }
 
-  /** Hands out the grant, unless the caller gave up meanwhile (then our key is deleted). */
-  async #finish(name: string, key: Buffer, revision: bigint, signal: AbortSignal): Promise<Grant> {
-    if (signal.aborted) {
-      await this.#cleanup(name, key, revision);
-      throw signal.reason;
-    }
-    return this.#grant(name, revision);
+  /**
+   * One look at the queue, in one round trip: when no key is older than ours, the write that
+   * takes the grant (its revision is the token); otherwise the key just before ours. Our own
+   * key must still be there with our revision (a waiter whose lease ran out while it waited
+   * must not be told it holds the lock).
+   */
+  async #turn(
+    name: string,
+    prefix: Buffer,
+    key: Buffer,
+    value: Buffer,
+    revision: bigint,
+  ): Promise<Turn> {
+    const response = await this.#kv.txn(
+      turnTxn(prefix, key, value, this.leaseId, revision),
+      `could not wait in the queue of "${name}"`,
+    );
+    if (response.succeeded) return { token: BigInt(response.header.revision) };
+    const mine = response.responses[1]?.response_range.kvs[0];
+    if (mine === undefined || BigInt(mine.create_revision) !== revision) throw this.#keyGone(name);
+    const predecessor = await pickQueueKey(
+      this.#kv,
+      prefix,
+      response.responses[0]?.response_range.kvs[0],
+      { oldest: false, below: revision },
+    );
+    // Only keys of nested lock names are older than ours: the lock is ours.
+    if (predecessor === undefined) return { token: await this.#claim(name, key, value, revision) };
+    return { predecessor: predecessor.key, fromRevision: BigInt(response.header.revision) + 1n };
   }
 
-  #grant(name: string, revision: bigint): Grant {
+  /** Takes a grant known to be ours with a write of our key; resolves that write's revision. */
+  async #claim(name: string, key: Buffer, value: Buffer, revision: bigint): Promise<bigint> {
+    const response = await this.#kv.txn(
+      claimTxn(key, value, this.leaseId, revision),
+      `could not acquire "${name}"`,
+    );
+    if (!response.succeeded) throw this.#keyGone(name);
+    return BigInt(response.header.revision);
+  }
+
+  /** Our queue key vanished: its lease is gone. Marks the session lost. */
+  #keyGone(name: string): SessionLostError {
+    const error = new SessionLostError(
+      `the queue key of "${name}" is gone: the etcd lease expired while waiting`,
+    );
+    this.#markLost(error);
+    return error;
+  }
+
+  /** Hands out the grant, unless the caller gave up meanwhile (then our key is deleted). */
+  #finish(
+    name: string,
+    key: Buffer,
+    revision: bigint,
+    token: bigint,
+    signal: AbortSignal,
+  ): Grant | Promise<never> {
+    if (signal.aborted) return this.#abandon(name, key, revision, signal.reason);
     const handle: GrantHandle = { leaseHex: this.#init.leaseHex, revision };
-    return { key: name, ownerId: this.ownerId, token: revision, handle };
+    return { key: name, ownerId: this.ownerId, token, handle };
+  }
+
+  async #abandon(name: string, key: Buffer, revision: bigint, reason: unknown): Promise<never> {
+    await this.#cleanup(name, key, revision);
+    throw reason;
   }
 
   /**
@@ -367,6 +434,8 @@ export class EtcdSession implements BackendSession {
 
   /** Before an acquire: finish any cleanup of this name first, so it cannot delete the new key. */
   async #cleanLeftover(name: string): Promise<void> {
+    const releasing = this.#releasing.get(name);
+    if (releasing !== undefined) await releasing.catch(() => undefined);
     const running = this.#cleaning.get(name);
     if (running !== undefined) await running;
     if (!this.#leftovers.has(name)) return;
@@ -385,7 +454,9 @@ export class EtcdSession implements BackendSession {
           if (this.#leftovers.get(name) === revision) this.#leftovers.delete(name);
         })
         .catch(() => undefined)
-        .finally(() => this.#cleaning.delete(name));
+        .finally(() => {
+          if (this.#cleaning.get(name) === run) this.#cleaning.delete(name);
+        });
       this.#cleaning.set(name, run);
     }
   }

@@ -4,6 +4,8 @@ interface Stored {
   readonly baton: 1;
   readonly owner: string;
   readonly value?: string;
+  /** Set while the key waits in the queue; a grant rewrites the key without it. */
+  readonly waiting?: true;
 }
 
 /** What Baton stores in a queue key's value: the owner id and the published value, as JSON. */
@@ -13,16 +15,26 @@ export function encodeHolderValue(ownerId: string, value: string | undefined): B
   return Buffer.from(JSON.stringify(stored));
 }
 
+const WAITING_TAIL = Buffer.from(',"waiting":true}');
+
+/** The value of {@link encodeHolderValue}, marked `waiting` (for a key that joins a queue). */
+export function waitingValue(held: Buffer): Buffer {
+  return Buffer.concat([held.subarray(0, held.length - 1), WAITING_TAIL]);
+}
+
 /**
- * The holder a queue key describes. A key written by another client (e.g. `etcdctl lock`,
- * which stores an empty value) is shown with owner `etcd-lease:<lease hex>` and its raw value.
+ * The holder a queue key describes, or `null` for a Baton key still marked waiting (the lock
+ * is being handed to it: nobody has been granted it yet). A key written by another client
+ * (e.g. `etcdctl lock`, which stores an empty value) is shown with owner
+ * `etcd-lease:<lease hex>` and its raw value.
  */
-export function decodeHolder(raw: Buffer, token: bigint, leaseHex: string): Holder {
+export function decodeHolder(raw: Buffer, token: bigint, leaseHex: string): Holder | null {
   const text = raw.toString();
   if (text.startsWith('{"baton":1')) {
     try {
       const stored = JSON.parse(text) as Partial<Stored>;
       if (typeof stored.owner === "string") {
+        if (stored.waiting === true) return null;
         return typeof stored.value === "string"
           ? { ownerId: stored.owner, token, value: stored.value }
           : { ownerId: stored.owner, token };

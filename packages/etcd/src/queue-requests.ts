@@ -37,40 +37,27 @@ export function newestBelow(prefix: Buffer, revision: bigint, limit: number): IR
 
 /**
  * Joins the queue in one round trip. If nothing lives under the lock's prefix, create our key
- * on our lease: the whole uncontended acquire is that compare and that put. Otherwise, in a
- * nested transaction, create our key if absent and read the two newest keys (ours and, if any,
- * the one just before it); if it exists already (a retried call whose first answer was lost),
- * read it.
+ * on our lease with `held` as its value: the whole uncontended acquire is that compare and that
+ * put, and its revision is the grant's. Otherwise, in a nested transaction, create our key with
+ * `waiting` as its value if absent, or read it if it exists already (a retried call whose first
+ * answer was lost).
  */
 export function enqueueTxn(
   prefix: Buffer,
   key: Buffer,
-  value: Buffer,
+  values: { readonly held: Buffer; readonly waiting: Buffer },
   leaseId: string,
 ): ITxnRequest {
-  const put = { request_put: { key, value, lease: leaseId } };
   return {
     compare: [prefixEmpty(prefix)],
-    success: [put],
+    success: [{ request_put: { key, value: values.held, lease: leaseId } }],
     failure: [
       {
         request_txn: {
           compare: [
             { key, target: CompareTarget.Create, result: CompareResult.Equal, create_revision: 0 },
           ],
-          success: [
-            put,
-            {
-              request_range: {
-                keys_only: true,
-                key: prefix,
-                range_end: rangeEnd(prefix),
-                sort_target: SortTarget.Create,
-                sort_order: SortOrder.Descend,
-                limit: 2,
-              },
-            },
-          ],
+          success: [{ request_put: { key, value: values.waiting, lease: leaseId } }],
           failure: [{ request_range: { key, keys_only: true } }],
         },
       },
@@ -101,29 +88,67 @@ export function tryTxn(prefix: Buffer, key: Buffer, value: Buffer, leaseId: stri
   };
 }
 
-/** Our key (to check it is still ours) and the key just before it in the queue. */
-export function turnTxn(prefix: Buffer, key: Buffer, revision: bigint): ITxnRequest {
+/**
+ * Takes our turn if it has come: while our key still has its create revision and no key under
+ * the prefix is older, rewrite it with `value` (the holder's), so the grant's token is the
+ * revision of that write, after every earlier holder's. Otherwise read the key just before
+ * ours and our own key (to check it is still ours).
+ */
+export function turnTxn(
+  prefix: Buffer,
+  key: Buffer,
+  value: Buffer,
+  leaseId: string,
+  revision: bigint,
+): ITxnRequest {
   return {
-    success: [
+    compare: [
+      isOurs(key, revision),
+      {
+        key: prefix,
+        range_end: rangeEnd(prefix),
+        target: CompareTarget.Create,
+        result: CompareResult.Greater,
+        create_revision: (revision - 1n).toString(),
+      },
+    ],
+    success: [{ request_put: { key, value, lease: leaseId } }],
+    failure: [
       { request_range: newestBelow(prefix, revision, 1) },
       { request_range: { key, keys_only: true } },
     ],
   };
 }
 
+/**
+ * Takes a grant known to be ours (no queue key is older, whatever nested names' keys are):
+ * rewrites our key with `value` while it still has its create revision.
+ */
+export function claimTxn(
+  key: Buffer,
+  value: Buffer,
+  leaseId: string,
+  revision: bigint,
+): ITxnRequest {
+  return {
+    compare: [isOurs(key, revision)],
+    success: [{ request_put: { key, value, lease: leaseId } }],
+  };
+}
+
+/** True while `key` has create revision `revision` (the same key, not a newer one). */
+function isOurs(key: Buffer, revision: bigint): ICompare {
+  return {
+    key,
+    target: CompareTarget.Create,
+    result: CompareResult.Equal,
+    create_revision: revision.toString(),
+  };
+}
+
 /** Deletes `key` only while its create revision is `revision`: a retry never deletes a newer key. */
 export function guardedDelete(key: Buffer, revision: bigint): ITxnRequest {
-  return {
-    compare: [
-      {
-        key,
-        target: CompareTarget.Create,
-        result: CompareResult.Equal,
-        create_revision: revision.toString(),
-      },
-    ],
-    success: [{ request_delete_range: { key } }],
-  };
+  return { compare: [isOurs(key, revision)], success: [{ request_delete_range: { key } }] };
 }
 
 /**

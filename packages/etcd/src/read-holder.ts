@@ -4,7 +4,10 @@ import { decodeHolder } from "./holder-value.js";
 import { leaseHexOf } from "./lock-keys.js";
 import { oldestFirst, pickQueueKey } from "./queue-requests.js";
 
-/** The holder of the lock whose prefix is `prefix` (its oldest queue key), and the read's revision. */
+/**
+ * The holder of the lock whose prefix is `prefix` (its oldest queue key, whose token is the
+ * revision of its last write: its grant's), and the read's revision.
+ */
 export async function readHolder(
   kv: EtcdKv,
   prefix: Buffer,
@@ -17,7 +20,7 @@ export async function readHolder(
   if (first === undefined) return { holder: null, revision };
   const holder = decodeHolder(
     first.value,
-    BigInt(first.create_revision),
+    BigInt(first.mod_revision),
     leaseHexOf(prefix, first.key),
   );
   return { holder, revision };

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describeBackend, findOnPath } from "@baton/conformance/harness";
 import { createCoordinator } from "@baton/core";
+import { Etcd3 } from "etcd3";
 import { afterEach, describe, expect, it } from "vitest";
 import { EtcdBackend } from "../src/index.js";
 import { hostsOf } from "./support/recording-client.js";
@@ -75,7 +76,15 @@ describeBackend("etcd", (url) => {
         });
         return lock;
       };
-      return { coordinator, start };
+      /** A Baton owner of its own (its own session: one place in a queue each). */
+      const baton = (ownerId: string) => {
+        const own = new EtcdBackend({ hosts: hostsOf(url) });
+        cleanups.push(() => own.close());
+        const c = createCoordinator({ backend: own, ttlMs: 5_000, ownerId });
+        cleanups.push(() => c.close());
+        return c;
+      };
+      return { coordinator, start, baton };
     };
 
     it("a Baton holder keeps etcdctl lock waiting until it releases", async () => {
@@ -112,5 +121,70 @@ describeBackend("etcd", (url) => {
       expect(await other.exited).toBe(0);
       await lock.release();
     });
+
+    // B: a Baton coordinator, E: an `etcdctl lock` process. Each queues behind the one before.
+    const orders = ["BBB", "BBE", "BEB", "BEE", "EBB", "EBE", "EEB", "EEE"];
+    it.each(orders)(
+      "mixed queue %s: tokens rise strictly in grant order, Baton's and ETCD_LOCK_REV alike",
+      async (order) => {
+        const { coordinator, start, baton } = setup();
+        const name = `interop-queue-${order}-${Date.now()}`;
+        const inspect = new Etcd3({ hosts: hostsOf(url) });
+        cleanups.push(() => inspect.close());
+        const queued = async (count: number) => {
+          const until = performance.now() + 10_000;
+          for (;;) {
+            const keys = await inspect.getAll().prefix(`${name}/`).keys();
+            if (keys.length >= count) return;
+            if (performance.now() > until) throw new Error(`${count} waiters never queued`);
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        };
+        type Entry = { grant(): Promise<bigint>; release(): Promise<unknown> };
+        const entries: Entry[] = [];
+        for (const [i, kind] of [...order].entries()) {
+          if (kind === "B") {
+            const c = baton(`baton-${i}`);
+            const acquiring = c.acquire(name, { waitMs: 30_000 });
+            acquiring.catch(() => undefined);
+            entries.push({
+              grant: async () => {
+                const lock = await acquiring;
+                // What holder() shows is the token the holder got.
+                expect(await coordinator.holder(name)).toMatchObject({
+                  ownerId: `baton-${i}`,
+                  token: lock.token,
+                });
+                return lock.token;
+              },
+              release: async () => (await acquiring).release(),
+            });
+          } else {
+            const flag = `release-${i}`;
+            const lock = start(name, flag);
+            entries.push({
+              grant: () => lock.waitForRev(30_000),
+              release: async () => {
+                writeFileSync(join(dir, flag), "");
+                expect(await lock.exited).toBe(0);
+              },
+            });
+          }
+          // The next one queues only behind this one.
+          await queued(i + 1);
+        }
+        const tokens: bigint[] = [];
+        for (const entry of entries) {
+          tokens.push(await entry.grant());
+          await entry.release();
+        }
+        for (let i = 1; i < tokens.length; i++) {
+          expect(tokens[i], `grant ${i + 1} of ${order}: ${tokens.join(", ")}`).toBeGreaterThan(
+            tokens[i - 1] as bigint,
+          );
+        }
+      },
+      60_000,
+    );
   });
 });

@@ -6,7 +6,7 @@ import {
   startServers,
 } from "@baton/conformance/harness";
 import { checkHistory, History, RecordedCoordinator } from "@baton/conformance/history";
-import { createCoordinator } from "@baton/core";
+import { BackendUnavailableError, createCoordinator } from "@baton/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdBackend } from "../src/index.js";
 import { hostsOf } from "./support/recording-client.js";
@@ -89,6 +89,46 @@ describeBackend("etcd", () => {
       } finally {
         await Promise.allSettled([holder.close(), rival.close()]);
         await Promise.allSettled([backend.close(), other.close()]);
+      }
+    }, 90_000);
+
+    it("a release cut short by the leader's death is followed by a grant with a greater token", async () => {
+      for (const m of group.members) if (!m.running) await group.restart(m.index);
+      const leader = await leaderIndex(group, 15_000);
+      const address = (group.members[leader] as { address: string }).address;
+      // Talks to the leader only: while it is down this coordinator reaches no member at all.
+      const backend = new EtcdBackend({ hosts: [address], requestTimeoutMs: 1_000 });
+      const coordinator = createCoordinator({ backend, ttlMs: 10_000, ownerId: "releaser" });
+      let sessionsLost = 0;
+      coordinator.on("sessionLost", () => {
+        sessionsLost++;
+      });
+      try {
+        const name = `leader-kill-release-${Date.now()}`;
+        const first = await coordinator.acquire(name);
+        // Frozen, the leader takes the release's request and never answers it; then it dies.
+        group.pause(leader);
+        const releasing = first.release().then(
+          () => "released",
+          (e: unknown) => e,
+        );
+        await new Promise((r) => setTimeout(r, 200));
+        await group.kill(leader);
+        expect(await releasing).toBeInstanceOf(BackendUnavailableError);
+        expect(first.signal.aborted).toBe(true);
+        await group.restart(leader);
+        const next = await coordinator.acquire(name, { waitMs: 40_000 });
+        // The same session throughout: it is this session's next grant that must rise.
+        expect(sessionsLost).toBe(0);
+        expect(next.token).toBeGreaterThan(first.token);
+        expect(await coordinator.holder(name)).toMatchObject({
+          ownerId: "releaser",
+          token: next.token,
+        });
+        expect(await next.release()).toBe(true);
+      } finally {
+        await coordinator.close();
+        await backend.close();
       }
     }, 90_000);
   });

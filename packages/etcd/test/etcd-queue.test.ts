@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { describeBackend } from "@baton/conformance/harness";
 import {
   type BackendSession,
+  BackendUnavailableError,
   ConfigError,
   createBackend,
   createCoordinator,
@@ -10,7 +11,12 @@ import {
 import type { Etcd3 } from "etcd3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EtcdBackend } from "../src/index.js";
-import { hostsOf, type Recording, recordingClient } from "./support/recording-client.js";
+import {
+  flakyClient,
+  hostsOf,
+  type Recording,
+  recordingClient,
+} from "./support/recording-client.js";
 
 const never = () => new AbortController().signal;
 
@@ -131,6 +137,60 @@ describeBackend("etcd", (url) => {
       expect(await a.holder(lock)).toMatchObject({ token: g2.token });
     });
 
+    it("a release that could not reach etcd is followed by grants with greater tokens, try or wait", async () => {
+      const lock = name("failed-release");
+      const flaky = flakyClient(hostsOf(url));
+      const own = new EtcdBackend({ client: flaky.client });
+      try {
+        const a = await own.openSession({ ttlMs: 20_000, ownerId: "a" });
+        const g1 = await a.acquire(lock, { wait: true, signal: never() });
+        if (g1 === null) throw new Error("not granted");
+        flaky.failing = true;
+        await expect(a.release(g1)).rejects.toBeInstanceOf(BackendUnavailableError);
+        flaky.failing = false;
+        // Nobody held the lock in between: still, the next grant is a new one.
+        const g2 = await a.acquire(lock, { wait: false, signal: never() });
+        if (g2 === null) throw new Error("not granted");
+        expect(g2.token).toBeGreaterThan(g1.token);
+        flaky.failing = true;
+        await expect(a.release(g2)).rejects.toBeInstanceOf(BackendUnavailableError);
+        flaky.failing = false;
+        const g3 = await a.acquire(lock, { wait: true, signal: never() });
+        if (g3 === null) throw new Error("not granted");
+        expect(g3.token).toBeGreaterThan(g2.token);
+        expect(await a.holder(lock)).toMatchObject({ ownerId: "a", token: g3.token });
+        expect(await a.release(g3)).toBe(true);
+        expect(await keysUnder(`${lock}/`)).toEqual([]);
+      } finally {
+        await own.close();
+        flaky.client.close();
+      }
+    });
+
+    it("a release that could not reach etcd frees the lock once etcd answers again", async () => {
+      const lock = name("failed-release-frees");
+      const flaky = flakyClient(hostsOf(url));
+      const own = new EtcdBackend({ client: flaky.client });
+      try {
+        const a = await own.openSession({ ttlMs: 20_000, ownerId: "a" });
+        const b = await open();
+        const g1 = await a.acquire(lock, { wait: true, signal: never() });
+        if (g1 === null) throw new Error("not granted");
+        flaky.failing = true;
+        await expect(a.release(g1)).rejects.toBeInstanceOf(BackendUnavailableError);
+        flaky.failing = false;
+        // The session lives on (its lease is shared by its other locks): the next renewal
+        // finishes the release, instead of the key living as long as the session.
+        await a.keepAlive();
+        const waited = await b.acquire(lock, { wait: true, signal: AbortSignal.timeout(10_000) });
+        expect(waited).not.toBeNull();
+        expect(waited?.token).toBeGreaterThan(g1.token);
+      } finally {
+        await own.close();
+        flaky.client.close();
+      }
+    });
+
     it("cancelling a waiting acquire deletes its queue key", async () => {
       const lock = name("cancel");
       const a = await open();
@@ -154,6 +214,23 @@ describeBackend("etcd", (url) => {
       expect(await a.holder(parent)).toMatchObject({ ownerId: "owner" });
       const waited = await a.acquire(`${parent}/other`, { wait: true, signal: never() });
       expect(waited).not.toBeNull();
+    });
+
+    it("a try sees the holder behind keys of nested lock names", async () => {
+      const parent = name("nest-try");
+      const a = await open();
+      const b = await open();
+      const c = await open();
+      // Under `parent/`, by age: a nested key, the holder's key, another nested key.
+      expect(await a.acquire(`${parent}/x`, { wait: false, signal: never() })).not.toBeNull();
+      const held = await b.acquire(parent, { wait: false, signal: never() });
+      expect(held).not.toBeNull();
+      expect(await a.acquire(`${parent}/y`, { wait: false, signal: never() })).not.toBeNull();
+      expect(await c.acquire(parent, { wait: false, signal: never() })).toBeNull();
+      expect(await a.holder(parent)).toMatchObject({ token: held?.token });
+      if (held) expect(await b.release(held)).toBe(true);
+      const next = await c.acquire(parent, { wait: false, signal: never() });
+      expect(next?.token).toBeGreaterThan(held?.token ?? 0n);
     });
 
     it("keepAlive renews the lease, and throws SessionLostError (aborting lost) once it is gone", async () => {

@@ -55,3 +55,17 @@ export function recordingClient(hosts: string[]): { client: Etcd3; recording: Re
 export function hostsOf(url: string): string[] {
   return url.replace(/^etcd:\/\//, "").split(",");
 }
+
+/** A real etcd3 client whose KV transactions fail, without being sent, while `failing` is set. */
+export function flakyClient(hosts: string[]): { client: Etcd3; failing: boolean } {
+  const client = new Etcd3({ hosts });
+  const flaky = { client, failing: false };
+  const kv = client.kv;
+  const txn = kv.txn.bind(kv);
+  kv.txn = (request: ITxnRequest, options) => {
+    if (flaky.failing)
+      return Promise.reject(new Error("14 UNAVAILABLE: no connection established"));
+    return txn(request, options);
+  };
+  return flaky;
+}
