@@ -5,6 +5,7 @@ import {
   type LockBackend,
   type OpenSessionOptions,
 } from "@baton/core";
+import { membersOf } from "./etcd-errors.js";
 import { EtcdKv } from "./etcd-kv.js";
 import { type EtcdBackendOptions, resolveEtcdOptions } from "./etcd-options.js";
 import { EtcdSession } from "./etcd-session.js";
@@ -54,14 +55,14 @@ export class EtcdBackend implements LockBackend {
   async openSession(options: OpenSessionOptions): Promise<BackendSession> {
     const seconds = leaseSeconds(options.ttlMs);
     if (options.signal?.aborted) throw options.signal.reason;
-    if (this.#closed) throw new BackendUnavailableError("this etcd backend is closed");
+    if (this.#closed) throw new BackendUnavailableError(this.#closedMessage());
     const granting = this.#kv.grantLease(seconds);
     const lease = await raceAbort(granting, options.signal, (late) => {
       void late.then((l) => this.#kv.revokeLease(l.id)).catch(() => undefined);
     });
     if (this.#closed) {
       await this.#kv.revokeLease(lease.id).catch(() => undefined);
-      throw new BackendUnavailableError("this etcd backend is closed");
+      throw new BackendUnavailableError(this.#closedMessage());
     }
     const session = new EtcdSession({
       kv: this.#kv,
@@ -74,6 +75,10 @@ export class EtcdBackend implements LockBackend {
     });
     this.#sessions.add(session);
     return session;
+  }
+
+  #closedMessage(): string {
+    return `this etcd backend (etcd at ${membersOf(this.#kv.client)}) is closed; create a new one to reach etcd again`;
   }
 
   async close(): Promise<void> {

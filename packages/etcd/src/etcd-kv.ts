@@ -21,7 +21,7 @@ export class EtcdKv {
     try {
       return await this.client.kv.txn(request, { deadline: this.#deadline() });
     } catch (error) {
-      throw toBatonError(error, context);
+      throw toBatonError(error, context, this.client);
     }
   }
 
@@ -34,7 +34,7 @@ export class EtcdKv {
       const response = await this.client.kv.range(request, { deadline: this.#deadline() });
       return { kvs: response.kvs, revision: BigInt(response.header.revision) };
     } catch (error) {
-      throw toBatonError(error, context);
+      throw toBatonError(error, context, this.client);
     }
   }
 
@@ -48,7 +48,7 @@ export class EtcdKv {
       if (response.error) throw new Error(response.error);
       return { id: response.ID, ttlSeconds: Number(response.TTL) };
     } catch (error) {
-      throw toBatonError(error, "could not grant an etcd lease");
+      throw toBatonError(error, "could not grant an etcd lease", this.client);
     }
   }
 
@@ -57,7 +57,7 @@ export class EtcdKv {
     try {
       await this.client.leaseClient.leaseRevoke({ ID: id }, { deadline: this.#deadline() });
     } catch (error) {
-      const mapped = toBatonError(error, "could not revoke the etcd lease");
+      const mapped = toBatonError(error, "could not revoke the etcd lease", this.client);
       if (mapped.code === "BATON_SESSION_LOST") return;
       throw mapped;
     }

@@ -10,6 +10,7 @@ import {
   sleep,
   systemClock,
 } from "@baton/core";
+import { etcdUnavailable } from "./etcd-errors.js";
 import type { EtcdKv } from "./etcd-kv.js";
 import { encodeHolderValue, waitingValue } from "./holder-value.js";
 import { LeaseKeeper } from "./lease-keeper.js";
@@ -300,13 +301,13 @@ export class EtcdSession implements BackendSession {
     if (response.succeeded) return { revision, token: revision };
     const inner = response.responses[0]?.response_txn;
     if (inner === undefined) {
-      throw new BackendUnavailableError(`etcd answered the queue of "${name}" inconsistently`);
+      throw etcdUnavailable(this.#kv.client, `etcd answered the queue of "${name}" inconsistently`);
     }
     // Our key was created (the revision is the put's) and waits behind others.
     if (inner.succeeded) return { revision };
     const mine = inner.responses[0]?.response_range.kvs[0];
     if (mine === undefined) {
-      throw new BackendUnavailableError(`etcd answered the queue of "${name}" inconsistently`);
+      throw etcdUnavailable(this.#kv.client, `etcd answered the queue of "${name}" inconsistently`);
     }
     // Our key already existed (a retried call): its place is found by the first turn.
     return { revision: BigInt(mine.create_revision) };

@@ -1,6 +1,6 @@
 /**
- * `@baton/etcd`: Baton's etcd backend (one lease per session, create-revision fencing tokens,
- * a FIFO queue of keys per lock). Importing it registers the `etcd://` scheme with
+ * `@baton/etcd`: Baton's etcd backend (one lease per session, fencing tokens from the
+ * revision of each grant, a FIFO queue of keys per lock). Importing it registers the `etcd://` scheme with
  * `@baton/core`.
  *
  * @packageDocumentation

@@ -1,6 +1,6 @@
-import { BackendUnavailableError, SessionLostError } from "@baton/core";
+import { SessionLostError } from "@baton/core";
 import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
-import { toBatonError } from "./etcd-errors.js";
+import { etcdUnavailable, toBatonError } from "./etcd-errors.js";
 
 type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
 
@@ -42,7 +42,8 @@ export class LeaseKeeper {
     return new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#drop(
-          new BackendUnavailableError(
+          etcdUnavailable(
+            this.#client,
             `no etcd member answered a keepalive within ${this.#timeoutMs} ms`,
           ),
         );
@@ -61,7 +62,7 @@ export class LeaseKeeper {
         },
       };
       this.#send().catch((error: unknown) => {
-        this.#drop(toBatonError(error, "could not open an etcd keepalive stream"));
+        this.#drop(toBatonError(error, "could not open an etcd keepalive stream", this.#client));
       });
     });
   }
@@ -87,11 +88,11 @@ export class LeaseKeeper {
       });
       stream.on("error", (error: Error) => {
         if (this.#stream === stream)
-          this.#drop(toBatonError(error, "the etcd keepalive stream failed"));
+          this.#drop(toBatonError(error, "the etcd keepalive stream failed", this.#client));
       });
       stream.on("end", () => {
         if (this.#stream === stream) {
-          this.#drop(new BackendUnavailableError("the etcd keepalive stream ended"));
+          this.#drop(etcdUnavailable(this.#client, "the etcd keepalive stream ended"));
         }
       });
     }

@@ -1,6 +1,5 @@
-import { BackendUnavailableError } from "@baton/core";
 import { type Etcd3, FilterType, type IWatchResponse } from "etcd3";
-import { toBatonError } from "./etcd-errors.js";
+import { etcdUnavailable, toBatonError } from "./etcd-errors.js";
 import { endStream } from "./lease-keeper.js";
 
 /**
@@ -36,10 +35,10 @@ export function waitForDelete(
         }
         stream = opened;
         opened.on("error", (error: Error) =>
-          finish(() => reject(toBatonError(error, "the etcd watch stream failed"))),
+          finish(() => reject(toBatonError(error, "the etcd watch stream failed", client))),
         );
         opened.on("end", () =>
-          finish(() => reject(new BackendUnavailableError("the etcd watch stream ended"))),
+          finish(() => reject(etcdUnavailable(client, "the etcd watch stream ended"))),
         );
         opened.on("data", (response: IWatchResponse) => {
           if (response.canceled) {
@@ -47,7 +46,8 @@ export function waitForDelete(
             else {
               finish(() =>
                 reject(
-                  new BackendUnavailableError(
+                  etcdUnavailable(
+                    client,
                     `etcd cancelled the watch: ${response.cancel_reason || "no reason given"}`,
                   ),
                 ),
@@ -68,7 +68,7 @@ export function waitForDelete(
         });
       },
       (error: unknown) =>
-        finish(() => reject(toBatonError(error, "could not open an etcd watch stream"))),
+        finish(() => reject(toBatonError(error, "could not open an etcd watch stream", client))),
     );
   });
 }

@@ -1,6 +1,6 @@
-import { BackendUnavailableError, type Holder } from "@baton/core";
+import type { Holder } from "@baton/core";
 import type { IWatchResponse } from "etcd3";
-import { toBatonError } from "./etcd-errors.js";
+import { etcdUnavailable, toBatonError } from "./etcd-errors.js";
 import type { EtcdKv } from "./etcd-kv.js";
 import { sameHolder } from "./holder-value.js";
 import { endStream } from "./lease-keeper.js";
@@ -34,16 +34,17 @@ export async function* watchHolder(
       }
       stream = opened;
       opened.on("error", (error: Error) => {
-        failure ??= toBatonError(error, "the etcd watch stream failed");
+        failure ??= toBatonError(error, "the etcd watch stream failed", kv.client);
         poke();
       });
       opened.on("end", () => {
-        failure ??= new BackendUnavailableError("the etcd watch stream ended");
+        failure ??= etcdUnavailable(kv.client, "the etcd watch stream ended");
         poke();
       });
       opened.on("data", (response: IWatchResponse) => {
         if (response.canceled) {
-          failure ??= new BackendUnavailableError(
+          failure ??= etcdUnavailable(
+            kv.client,
             `etcd cancelled the watch: ${response.cancel_reason || "history compacted"}`,
           );
         } else if (response.events.length > 0) dirty = true;
@@ -58,7 +59,7 @@ export async function* watchHolder(
       });
     },
     (error: unknown) => {
-      failure ??= toBatonError(error, "could not open an etcd watch stream");
+      failure ??= toBatonError(error, "could not open an etcd watch stream", kv.client);
       poke();
     },
   );
