@@ -98,7 +98,8 @@ describeBackend("etcd", () => {
       const address = (group.members[leader] as { address: string }).address;
       // Talks to the leader only: while it is down this coordinator reaches no member at all.
       const backend = new EtcdBackend({ hosts: [address], requestTimeoutMs: 1_000 });
-      const coordinator = createCoordinator({ backend, ttlMs: 10_000, ownerId: "releaser" });
+      // A lease that outlives the member's restart on a busy machine: the session must survive.
+      const coordinator = createCoordinator({ backend, ttlMs: 15_000, ownerId: "releaser" });
       let sessionsLost = 0;
       coordinator.on("sessionLost", () => {
         sessionsLost++;
