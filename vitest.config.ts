@@ -9,7 +9,11 @@ export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions } },
   test: {
-    include: ["packages/*/test/**/*.test.ts", "conformance/test/**/*.test.ts"],
+    include: [
+      "packages/*/test/**/*.test.ts",
+      "conformance/test/**/*.test.ts",
+      "packaging/test/**/*.test.ts",
+    ],
     globalSetup: ["./conformance/src/harness/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,

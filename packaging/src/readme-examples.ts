@@ -1,0 +1,46 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** One ```ts block of a README. */
+export interface ReadmeExample {
+  /** Where it stands, e.g. `packages/redis/README.md:42`. */
+  readonly origin: string;
+  /** A file name for it, unique and stable. */
+  readonly fileName: string;
+  readonly code: string;
+}
+
+/** The READMEs whose TypeScript examples users copy. */
+export const READMES = [
+  "README.md",
+  "packages/core/README.md",
+  "packages/redis/README.md",
+  "packages/etcd/README.md",
+  "packages/zookeeper/README.md",
+  "packages/postgres/README.md",
+  "packages/cli/README.md",
+  "conformance/README.md",
+] as const;
+
+/** Every ```ts (or ```typescript) block of the READMEs under `root`, each a whole module. */
+export function readmeExamples(root: string): ReadmeExample[] {
+  const examples: ReadmeExample[] = [];
+  for (const readme of READMES) {
+    const lines = readFileSync(join(root, readme), "utf8").split("\n");
+    let start = -1;
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i] ?? "";
+      if (start < 0 && /^```(ts|typescript)\s*$/.test(line)) start = i + 1;
+      else if (start >= 0 && /^```\s*$/.test(line)) {
+        const slug = readme.replace(/\/?README\.md$/, "").replace(/[^a-z0-9]+/gi, "-") || "root";
+        examples.push({
+          origin: `${readme}:${start}`,
+          fileName: `readme-${slug}-${start}.ts`,
+          code: `${lines.slice(start, i).join("\n")}\n`,
+        });
+        start = -1;
+      }
+    }
+  }
+  return examples;
+}
