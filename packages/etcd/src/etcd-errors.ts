@@ -1,4 +1,10 @@
-import { BackendUnavailableError, BatonError, ConfigError, SessionLostError } from "@baton/core";
+import {
+  BackendUnavailableError,
+  BatonError,
+  ConfigError,
+  redactUrl,
+  SessionLostError,
+} from "@baton/core";
 import {
   EtcdAuthenticationFailedError,
   EtcdLeaseInvalidError,
@@ -16,9 +22,7 @@ const lastFailures = new WeakMap<object, string>();
 export function membersOf(client: object): string {
   const hosts = (client as { options?: { hosts?: unknown } }).options?.hosts;
   const list = typeof hosts === "string" ? [hosts] : Array.isArray(hosts) ? hosts : [];
-  const shown = list
-    .filter((h): h is string => typeof h === "string")
-    .map((h) => h.replace(/^([a-z]+:\/\/)?[^/@]*@/i, "$1"));
+  const shown = list.filter((h): h is string => typeof h === "string").map((h) => redactUrl(h));
   return shown.length > 0 ? shown.join(", ") : "the hosts of the etcd client";
 }
 

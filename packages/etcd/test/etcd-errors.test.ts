@@ -5,8 +5,12 @@ import { toBatonError } from "../src/etcd-errors.js";
 import { EtcdBackend } from "../src/index.js";
 
 describe("etcd errors say what failed, at which members, and what to check", () => {
-  const client = { options: { hosts: ["10.0.0.1:2379", "https://ops:s3cret@10.0.0.2:2379"] } };
-  const members = "10.0.0.1:2379, https://10.0.0.2:2379";
+  const client = {
+    options: {
+      hosts: ["10.0.0.1:2379", "https://ops:s3cret@10.0.0.2:2379", "https://ops:a/s3cret@10.0.0.3"],
+    },
+  };
+  const members = "10.0.0.1:2379, https://***@10.0.0.2:2379, https://***@10.0.0.3";
 
   it("an open circuit breaker names the members and the last failure, never a credential", () => {
     const refused = new Error(
