@@ -31,6 +31,10 @@ const factories = new Map<string, BackendFactory>();
 const namedMemoryStores = new Map<string, MemoryStore>();
 
 factories.set("memory", (url) => {
+  const [param] = url.searchParams.keys();
+  if (param !== undefined) {
+    throw new ConfigError("url", `memory:// takes no parameters, got "?${param}="`);
+  }
   const name = (url.hosts.map((h) => h.host).join(",") + url.pathname).replace(/\/+$/, "");
   if (name === "") return new MemoryBackend();
   let store = namedMemoryStores.get(name);

@@ -44,6 +44,13 @@ describe("backends by URL", () => {
     expect(await b.tryAcquire("jobs")).not.toBeNull();
   });
 
+  it("memory:// refuses a query parameter (a typo is not silently ignored)", async () => {
+    await expect(createBackend("memory://jobs?prefx=a")).rejects.toThrow(
+      /memory:\/\/ takes no parameters, got "\?prefx="/,
+    );
+    await expect(createBackend("memory://jobs?prefx=a")).rejects.toBeInstanceOf(ConfigError);
+  });
+
   it("createBackend('memory://') builds a MemoryBackend", async () => {
     const backend = await createBackend("memory://");
     expect(backend).toBeInstanceOf(MemoryBackend);
