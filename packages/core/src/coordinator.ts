@@ -29,6 +29,7 @@ import {
   BackendUnavailableError,
   BatonError,
   ConfigError,
+  CoordinatorClosedError,
   isAbortError,
   LockHeldError,
   LockTimeoutError,
@@ -373,7 +374,13 @@ class CoordinatorImpl implements Coordinator {
     for (const scope of this.#pending) scope.abort(closedError());
     const opening = this.#opening;
     if (opening) await opening.catch(() => undefined);
-    await Promise.allSettled([...this.#locks].map((held) => held.lock.release()));
+    // Each lock's signal aborts with reason `closed` before the release goes to the store.
+    await Promise.allSettled(
+      [...this.#locks].map((held) => {
+        held.markLost("closed", undefined);
+        return held.lock.release();
+      }),
+    );
     const session = this.#session;
     this.#session = undefined;
     try {
@@ -649,8 +656,8 @@ class ScopedAcquireOptions implements BackendAcquireOptions {
   }
 }
 
-function closedError(): ConfigError {
-  return new ConfigError("coordinator", "this coordinator is closed");
+function closedError(): CoordinatorClosedError {
+  return new CoordinatorClosedError();
 }
 
 function isTransient(error: unknown): boolean {

@@ -1,7 +1,12 @@
 import type { Holder } from "./backend.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
 import type { Coordinator } from "./coordinator.js";
-import { ConfigError, type LockLostReason, LockTimeoutError } from "./errors.js";
+import {
+  ConfigError,
+  CoordinatorClosedError,
+  type LockLostReason,
+  LockTimeoutError,
+} from "./errors.js";
 import type { Lock } from "./lock.js";
 import { reportError } from "./report-error.js";
 import { checkOptions, checkString, LIMITS } from "./validate.js";
@@ -193,7 +198,7 @@ export class CampaignLoop implements Election {
       });
     } catch (error) {
       if (stop.aborted) return undefined;
-      if (error instanceof ConfigError && error.field === "coordinator") {
+      if (error instanceof CoordinatorClosedError) {
         // The coordinator closed under us: so does the election.
         this.#closed = true;
         return undefined;

@@ -11,7 +11,8 @@ export type BatonErrorCode =
   | "BATON_SESSION_LOST"
   | "BATON_STALE_TOKEN"
   | "BATON_BACKEND_UNAVAILABLE"
-  | "BATON_CONFIG";
+  | "BATON_CONFIG"
+  | "BATON_CLOSED";
 
 /** Base class of every error Baton throws. */
 export class BatonError extends Error {
@@ -153,6 +154,18 @@ export class ConfigError extends BatonError {
   constructor(field: string, message: string, options?: { cause?: unknown }) {
     super("BATON_CONFIG", `${field}: ${message}`, options);
     this.field = field;
+  }
+}
+
+/**
+ * A call on a coordinator after its `close()` began (acquire, tryAcquire, withLock, holder,
+ * watch, elect, partitions), or an acquire that was still waiting when it closed. Expected
+ * during shutdown, so it is not a `ConfigError`: alerts on bad configuration stay quiet.
+ * Create a new coordinator to lock again.
+ */
+export class CoordinatorClosedError extends BatonError {
+  constructor(message = "this coordinator is closed; create a new one to lock again") {
+    super("BATON_CLOSED", message);
   }
 }
 

@@ -41,6 +41,7 @@ export {
   BatonError,
   type BatonErrorCode,
   ConfigError,
+  CoordinatorClosedError,
   isAbortError,
   LockHeldError,
   LockLostError,

@@ -1,6 +1,6 @@
 import { type Clock, sleep, systemClock } from "./clock.js";
 import type { Coordinator } from "./coordinator.js";
-import { ConfigError } from "./errors.js";
+import { ConfigError, CoordinatorClosedError } from "./errors.js";
 import type { Lock } from "./lock.js";
 import { reportError } from "./report-error.js";
 import { checkInt, checkOptions } from "./validate.js";
@@ -121,7 +121,7 @@ export class PartitionBalancer implements Partitions {
           await this.#balance();
         } catch (error) {
           if (this.#closed) break;
-          if (error instanceof ConfigError && error.field === "coordinator") break;
+          if (error instanceof CoordinatorClosedError) break;
           this.#error(error, "balancing");
         }
         await sleep(this.#clock, every, this.#stop.signal).catch(() => undefined);

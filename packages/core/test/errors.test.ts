@@ -3,6 +3,7 @@ import {
   BackendUnavailableError,
   BatonError,
   ConfigError,
+  CoordinatorClosedError,
   isAbortError,
   LockHeldError,
   LockLostError,
@@ -35,6 +36,11 @@ const CASES: ReadonlyArray<{ error: BatonError; name: string; code: string }> = 
     code: "BATON_BACKEND_UNAVAILABLE",
   },
   { error: new ConfigError("ttlMs", "bad"), name: "ConfigError", code: "BATON_CONFIG" },
+  {
+    error: new CoordinatorClosedError(),
+    name: "CoordinatorClosedError",
+    code: "BATON_CLOSED",
+  },
 ];
 
 describe("named errors", () => {

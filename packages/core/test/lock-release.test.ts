@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   BackendUnavailableError,
   ConfigError,
+  CoordinatorClosedError,
   createCoordinator,
   LockLostError,
   SessionLostError,
@@ -136,6 +137,10 @@ describe("Coordinator.close", () => {
     const b = await coordinator.acquire("b", { waitMs: 0 });
     await coordinator.close();
     expect([a.held, b.held]).toEqual([false, false]);
+    // Ended by close(), not by the holder: reason `closed`, on the signal and in lostReason.
+    expect([a.lostReason, b.lostReason]).toEqual(["closed", "closed"]);
+    expect(a.signal.reason).toBeInstanceOf(LockLostError);
+    expect((a.signal.reason as LockLostError).reason).toBe("closed");
     expect(events.released.map((e) => e.name).sort()).toEqual(["a", "b"]);
     expect(backend.lastSession.closed).toBe(true);
     // A backend instance passed in is not closed by the coordinator.
@@ -147,13 +152,29 @@ describe("Coordinator.close", () => {
       ttlMs,
     });
     expect(await other.tryAcquire("a")).not.toBeNull();
-    const error = await rejectionOf(coordinator.acquire("a", { waitMs: 0 }));
-    expect(error).toBeInstanceOf(ConfigError);
-    expect(error).toMatchObject({ field: "coordinator" });
+    // Every call after close() rejects with its own class, never a ConfigError: closing is
+    // not a configuration mistake, and alerts on ConfigError must not fire at each shutdown.
+    const calls: Array<() => Promise<unknown>> = [
+      () => coordinator.acquire("a", { waitMs: 0 }),
+      () => coordinator.acquire("a"),
+      () => coordinator.tryAcquire("a"),
+      () => coordinator.withLock("a", () => 1),
+      () => coordinator.holder("a"),
+      () => coordinator.watch("a")[Symbol.asyncIterator]().next(),
+      async () => coordinator.elect("a", { onElected: () => undefined }),
+      async () => coordinator.partitions("a", { count: 2, onAssigned: () => undefined }),
+    ];
+    for (const call of calls) {
+      const error = await rejectionOf(call());
+      expect(error).toBeInstanceOf(CoordinatorClosedError);
+      expect(error).not.toBeInstanceOf(ConfigError);
+      expect(error).toMatchObject({ code: "BATON_CLOSED" });
+      expect((error as Error).message).toContain("closed");
+    }
     await coordinator.close(); // idempotent
   });
 
-  it("close() ends a waiting acquire with ConfigError(coordinator) and opens no new session", async () => {
+  it("close() ends a waiting acquire with CoordinatorClosedError and opens no new session", async () => {
     const { clock, backend, coordinator, ttlMs } = setup();
     const other = createCoordinator({
       backend: new ScriptedBackend({ clock, store: backend.inner.store }),
@@ -167,8 +188,8 @@ describe("Coordinator.close", () => {
     await coordinator.close();
     await flush();
     expect(waiting.status).toBe("rejected");
-    expect(waiting.error).toBeInstanceOf(ConfigError);
-    expect(waiting.error).toMatchObject({ field: "coordinator" });
+    expect(waiting.error).toBeInstanceOf(CoordinatorClosedError);
+    expect(waiting.error).toMatchObject({ code: "BATON_CLOSED" });
     expect(backend.calls.openSession).toBe(1);
   });
 
