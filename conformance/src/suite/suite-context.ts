@@ -82,6 +82,16 @@ export class SuiteContext {
     return { session, grant };
   }
 
+  /** A raw backend session (no core, never renewed), closed after the test. */
+  async session(ttlMs = this.target.ttlMs): Promise<BackendSession> {
+    const session = await this.backend.openSession({
+      ttlMs,
+      ownerId: `raw-${randomUUID().slice(0, 8)}`,
+    });
+    this.#sessions.push(session);
+    return session;
+  }
+
   /** Closes every coordinator and raw session the test opened. */
   async cleanup(): Promise<void> {
     const coordinators = this.#coordinators.splice(0);

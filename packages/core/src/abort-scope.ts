@@ -1,4 +1,5 @@
 import { checkOnRead, type ReadCheck } from "./checked-signal.js";
+import { addSharedAbort, onceAborted, removeSharedAbort } from "./shared-abort.js";
 
 /**
  * A cancellation scope whose `AbortSignal` is built only when someone asks for it.
@@ -21,8 +22,8 @@ export class AbortScope {
   /** The first callback (the usual case: one race per scope), then any others. */
   #callback: ((reason: unknown) => void) | undefined;
   #callbacks: Array<(reason: unknown) => void> | undefined;
-  /** Outside signals this scope follows, each with its listener (see follow, dispose). */
-  #followed: Array<{ signal: AbortSignal; listener: () => void }> | undefined;
+  /** Stop following each outside signal this scope follows (see follow, dispose). */
+  #followed: Array<() => void> | undefined;
   /** Run by the signal before it answers `aborted`, `reason` or `throwIfAborted()`. */
   readonly #readCheck: ReadCheck | undefined;
 
@@ -114,17 +115,20 @@ export class AbortScope {
     if (at >= 0) list.splice(at, 1);
   }
 
-  /** Ends this scope when `signal` aborts, with its reason. May be called for several. */
+  /**
+   * Ends this scope when `signal` aborts, with its reason. May be called for several. However
+   * many scopes follow one signal (a shutdown signal passed to every acquire), the signal
+   * gets one "abort" listener (see `onceAborted`).
+   */
   follow(signal: AbortSignal | undefined): this {
     if (signal === undefined || this.#aborted) return this;
     if (signal.aborted) {
       this.abort(signal.reason);
       return this;
     }
-    const listener = () => this.abort(signal.reason);
-    signal.addEventListener("abort", listener, { once: true });
+    const stop = onceAborted(signal, () => this.abort(signal.reason));
     this.#followed ??= [];
-    this.#followed.push({ signal, listener });
+    this.#followed.push(stop);
     return this;
   }
 
@@ -136,7 +140,7 @@ export class AbortScope {
     const followed = this.#followed;
     this.#followed = undefined;
     if (followed === undefined) return;
-    for (const { signal, listener } of followed) signal.removeEventListener("abort", listener);
+    for (const stop of followed) stop();
   }
 
   #finish(): void {
@@ -177,11 +181,11 @@ export function listenAbort(source: Abortable, callback: () => void): () => void
  */
 export function addAbortCallback(source: Abortable, callback: () => void): void {
   if (source instanceof AbortScope) source.addCallback(callback);
-  else source.addEventListener("abort", callback, { once: true });
+  else addSharedAbort(source, callback);
 }
 
 /** Removes a callback added by {@link addAbortCallback}; harmless when it ran or is gone. @internal */
 export function removeAbortCallback(source: Abortable, callback: () => void): void {
   if (source instanceof AbortScope) source.removeCallback(callback);
-  else source.removeEventListener("abort", callback);
+  else removeSharedAbort(source, callback);
 }

@@ -1,3 +1,4 @@
+import { addSharedAbort, removeSharedAbort } from "./shared-abort.js";
 import { TimerLists } from "./timer-lists.js";
 
 /**
@@ -41,7 +42,8 @@ export const systemClock: Clock = {
 };
 
 /**
- * Sleeps `ms` on `clock`. Rejects with `signal.reason` when `signal` aborts first.
+ * Sleeps `ms` on `clock`. Rejects with `signal.reason` when `signal` aborts first. Any number
+ * of sleeps may share one signal: they add one "abort" listener to it between them.
  */
 export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -55,12 +57,12 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
     };
     const timer = clock.setTimer(
       () => {
-        signal?.removeEventListener("abort", onAbort);
+        if (signal !== undefined) removeSharedAbort(signal, onAbort);
         resolve();
       },
       ms,
       { keepAlive: true },
     );
-    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal !== undefined) addSharedAbort(signal, onAbort);
   });
 }

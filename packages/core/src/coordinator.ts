@@ -45,7 +45,7 @@ import {
 import { HeldLock, type LockHost } from "./held-lock.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { linkSignals } from "./link-signals.js";
-import type { Lock } from "./lock.js";
+import type { Lock, LockJson } from "./lock.js";
 import { ManagedSession } from "./managed-session.js";
 import {
   PartitionBalancer,
@@ -57,7 +57,10 @@ import { createBackend } from "./registry.js";
 import { liveCoordinators } from "./step-down.js";
 import { checkName, checkOptions, checkSignal } from "./validate.js";
 
-/** What `withLock` hands the critical section. */
+/**
+ * What `withLock` hands the critical section. `JSON.stringify(context)` writes the token in
+ * decimal and the lock (see `Lock.toJSON`), so a context can go into a log line as is.
+ */
 export interface LockContext {
   /** Aborted the moment the lock can no longer be trusted. Pass it to your I/O. */
   readonly signal: AbortSignal;
@@ -133,6 +136,35 @@ export interface Coordinator extends AsyncDisposable {
   partitions(name: string, options: PartitionOptions): Partitions;
   /** Subscribes to an event; returns the unsubscribe function. */
   on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void;
+  /**
+   * Subscribes for the next event only, as `EventEmitter.once` does, so Node's
+   * `events.once(coordinator, "acquired")` resolves with `[payload]` at the next grant.
+   *
+   * @example
+   * import { once } from "node:events";
+   * const [{ name, token }] = await once(coordinator, "acquired");
+   */
+  once<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): this;
+  /** Unsubscribes a listener added with `on` or `once`; harmless when it is not there. */
+  off<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): this;
+  /** The same as {@link Coordinator.off} (the `EventEmitter` name). */
+  removeListener<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): this;
+  /**
+   * The `EventTarget` form of {@link Coordinator.on}: `listener` gets a `CustomEvent` whose
+   * `detail` is the payload; `once` and `signal` are honoured.
+   */
+  addEventListener(
+    type: CoordinatorEventName,
+    listener: Parameters<EventTarget["addEventListener"]>[1] | null,
+    options?: Parameters<EventTarget["addEventListener"]>[2],
+  ): void;
+  /** Removes a listener added with {@link Coordinator.addEventListener}. */
+  removeEventListener(
+    type: CoordinatorEventName,
+    listener: Parameters<EventTarget["addEventListener"]>[1] | null,
+  ): void;
+  /** Throws: a coordinator dispatches only its own events. (Part of the `EventTarget` shape.) */
+  dispatchEvent(event: Event): boolean;
   /** The backend (loaded from the URL on first use). */
   backend(): Promise<LockBackend>;
   /** Releases every lock, ends the session and closes a backend the coordinator created. */
@@ -193,6 +225,39 @@ class CoordinatorImpl implements Coordinator {
 
   on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void {
     return this.#events.on(event, listener);
+  }
+
+  once<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): this {
+    this.#events.once(event, listener);
+    return this;
+  }
+
+  off<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): this {
+    this.#events.off(event, listener);
+    return this;
+  }
+
+  removeListener<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): this {
+    return this.off(event, listener);
+  }
+
+  addEventListener(
+    type: CoordinatorEventName,
+    listener: Parameters<EventTarget["addEventListener"]>[1] | null,
+    options?: Parameters<EventTarget["addEventListener"]>[2],
+  ): void {
+    this.#events.addEventListener(type, listener, options);
+  }
+
+  removeEventListener(
+    type: CoordinatorEventName,
+    listener: Parameters<EventTarget["addEventListener"]>[1] | null,
+  ): void {
+    this.#events.removeEventListener(type, listener);
+  }
+
+  dispatchEvent(_event: Event): boolean {
+    throw new TypeError("a coordinator dispatches only its own events");
   }
 
   backend(): Promise<LockBackend> {
@@ -633,6 +698,11 @@ class LockContextOf implements LockContext {
 
   get signal(): AbortSignal {
     return this.lock.signal;
+  }
+
+  /** `JSON.stringify(context)`: the token in decimal and the lock (see `Lock.toJSON`). */
+  toJSON(): { token: string; lock: LockJson } {
+    return { token: this.token.toString(), lock: this.lock.toJSON() };
   }
 }
 

@@ -1,4 +1,5 @@
-import type { LockLostError, LockLostReason } from "./errors.js";
+import { ConfigError, type LockLostError, type LockLostReason } from "./errors.js";
+import { onceAborted } from "./shared-abort.js";
 
 /** Every event a coordinator emits, with its payload. Metrics are built on these. */
 export interface CoordinatorEvents {
@@ -50,6 +51,14 @@ export interface Logger {
  */
 export class EventHub {
   readonly #listeners = new Map<CoordinatorEventName, Set<(payload: never) => void>>();
+  /** `addEventListener` listeners, each with the hub listener that calls it. */
+  readonly #targets = new Map<
+    CoordinatorEventName,
+    Map<
+      Parameters<EventTarget["addEventListener"]>[1],
+      { wrapper: (payload: never) => void; stopOnAbort?: () => void }
+    >
+  >();
   readonly #logger: Logger | undefined;
 
   constructor(logger?: Logger) {
@@ -58,13 +67,92 @@ export class EventHub {
 
   /** Subscribes; returns the function that unsubscribes. */
   on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void {
+    checkListener(listener);
     let set = this.#listeners.get(event);
     if (set === undefined) {
       set = new Set();
       this.#listeners.set(event, set);
     }
     set.add(listener as (payload: never) => void);
-    return () => set.delete(listener as (payload: never) => void);
+    return () => {
+      this.off(event, listener);
+    };
+  }
+
+  /**
+   * Subscribes for the next event only. `off(event, listener)` with the same listener removes
+   * it before it runs, as with Node's `EventEmitter`.
+   */
+  once<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): void {
+    checkListener(listener);
+    const wrapper: OnceListener = (payload: never) => {
+      this.off(event, wrapper as CoordinatorListener<E>);
+      (listener as (payload: never) => void)(payload);
+    };
+    wrapper.listener = listener as (payload: never) => void;
+    this.on(event, wrapper as CoordinatorListener<E>);
+  }
+
+  /**
+   * `EventTarget`'s subscription: `listener` gets a `CustomEvent` whose `detail` is the
+   * payload. Honours `once` and `signal`; adding the same listener twice adds it once.
+   */
+  addEventListener(
+    type: string,
+    listener: Parameters<EventTarget["addEventListener"]>[1] | null,
+    options?: Parameters<EventTarget["addEventListener"]>[2],
+  ): void {
+    if (listener === null) return;
+    const event = type as CoordinatorEventName;
+    let targets = this.#targets.get(event);
+    if (targets === undefined) {
+      targets = new Map();
+      this.#targets.set(event, targets);
+    }
+    if (targets.has(listener)) return;
+    const opts = typeof options === "object" ? options : {};
+    if (opts.signal?.aborted) return;
+    const unsubscribe = () => this.removeEventListener(type, listener);
+    const stopOnAbort = opts.signal ? onceAborted(opts.signal, unsubscribe) : undefined;
+    const wrapper = (payload: never) => {
+      if (opts.once === true) unsubscribe();
+      const dispatched = new CustomEvent(type, { detail: payload });
+      if (typeof listener === "function") listener(dispatched);
+      else listener.handleEvent(dispatched);
+    };
+    targets.set(listener, { wrapper, stopOnAbort });
+    this.on(event, wrapper as CoordinatorListener<typeof event>);
+  }
+
+  /** Removes a listener added with {@link EventHub.addEventListener}. */
+  removeEventListener(
+    type: string,
+    listener: Parameters<EventTarget["addEventListener"]>[1] | null,
+  ): void {
+    if (listener === null) return;
+    const event = type as CoordinatorEventName;
+    const targets = this.#targets.get(event);
+    const entry = targets?.get(listener);
+    if (targets === undefined || entry === undefined) return;
+    targets.delete(listener);
+    if (targets.size === 0) this.#targets.delete(event);
+    entry.stopOnAbort?.();
+    this.off(event, entry.wrapper as CoordinatorListener<typeof event>);
+  }
+
+  /** Unsubscribes `listener` (added with `on` or `once`); harmless when it is not there. */
+  off<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): void {
+    const set = this.#listeners.get(event);
+    if (set === undefined) return;
+    if (!set.delete(listener as (payload: never) => void)) {
+      for (const candidate of set) {
+        if ((candidate as OnceListener).listener === listener) {
+          set.delete(candidate);
+          break;
+        }
+      }
+    }
+    if (set.size === 0) this.#listeners.delete(event);
   }
 
   /**
@@ -89,6 +177,15 @@ export class EventHub {
         else process.emitWarning(`baton: a "${event}" listener threw: ${String(error)}`);
       }
     }
+  }
+}
+
+/** A `once` listener, with the listener it stands for (so `off` finds it). */
+type OnceListener = ((payload: never) => void) & { listener?: (payload: never) => void };
+
+function checkListener(listener: unknown): void {
+  if (typeof listener !== "function") {
+    throw new ConfigError("listener", "must be a function taking the event's payload");
   }
 }
 

@@ -59,7 +59,7 @@ export type {
 export type { Fence } from "./fence.js";
 export type { Guarantees } from "./guarantees.js";
 export { linkSignals } from "./link-signals.js";
-export { Lock } from "./lock.js";
+export { Lock, type LockJson } from "./lock.js";
 export { defaultDriftMs } from "./managed-session.js";
 export { ManualClock } from "./manual-clock.js";
 export { MemoryBackend, type MemoryBackendOptions } from "./memory-backend.js";
@@ -80,6 +80,7 @@ export {
   parseBackendUrl,
   registerBackend,
 } from "./registry.js";
+export { onceAborted } from "./shared-abort.js";
 export { siblingModuleArgs } from "./sibling-module.js";
 export { installStepDown, type StepDownOptions, stepDown } from "./step-down.js";
 export { LIMITS } from "./validate.js";

@@ -17,6 +17,16 @@ export interface LockInit {
   readonly now: () => number;
 }
 
+/** What `JSON.stringify` writes for a {@link Lock}. */
+export interface LockJson {
+  readonly name: string;
+  /** The fencing token in decimal (`BigInt(json.token)` reads it back). */
+  readonly token: string;
+  readonly value?: string;
+  /** Whether the lock was still held when it was written. */
+  readonly held: boolean;
+}
+
 /**
  * A held lock. Use `signal` to stop work the moment the lock can no longer be trusted, pass
  * `token` to a fence with every write, and `release()` (or `await using`) when done.
@@ -98,6 +108,16 @@ export class Lock implements AsyncDisposable {
   release(): Promise<boolean> {
     this.#releasing ??= this.#init.release();
     return this.#releasing;
+  }
+
+  /**
+   * What `JSON.stringify(lock)` writes: the name, the token as a decimal string (JSON has no
+   * bigint), the value when there is one, and whether the lock is still held (checked on the
+   * spot, like {@link Lock.held}). Log lines and error reports can include a lock as is.
+   */
+  toJSON(): LockJson {
+    const json: LockJson = { name: this.name, token: this.token.toString(), held: this.held };
+    return this.value === undefined ? json : { ...json, value: this.value };
   }
 
   /** Releases on scope exit (`await using`). */

@@ -1,6 +1,7 @@
 import type { Holder } from "./backend.js";
 import { type Clock, systemClock, type Timer } from "./clock.js";
 import { SessionLostError } from "./errors.js";
+import { addSharedAbort, removeSharedAbort } from "./shared-abort.js";
 
 interface SessionState {
   readonly id: number;
@@ -109,16 +110,16 @@ export class MemoryStore {
         session,
         value,
         grant: (token) => {
-          signal.removeEventListener("abort", onAbort);
+          removeSharedAbort(signal, onAbort);
           resolve({ token });
         },
         drop: (error) => {
-          signal.removeEventListener("abort", onAbort);
+          removeSharedAbort(signal, onAbort);
           reject(error);
         },
       };
       state.waiters.push(waiter);
-      signal.addEventListener("abort", onAbort, { once: true });
+      addSharedAbort(signal, onAbort);
     });
   }
 

@@ -1,5 +1,7 @@
+import { on, once } from "node:events";
 import { describe, expect, it } from "vitest";
 import {
+  type CoordinatorEvents,
   createCoordinator,
   LockLostError,
   type Logger,
@@ -93,5 +95,93 @@ describe("coordinator events", () => {
     };
     await clock.advance(5_000);
     expect(lock.held).toBe(true);
+  });
+});
+
+describe("coordinator events, EventEmitter and EventTarget style", () => {
+  it("events.once(coordinator, name) from node:events resolves with the next payload", async () => {
+    const { coordinator } = setup();
+    const next = once(coordinator, "acquired");
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    const [payload] = (await next) as [CoordinatorEvents["acquired"]];
+    expect(payload).toMatchObject({ name: "jobs", token: lock.token });
+  });
+
+  it("events.once with a signal that aborts rejects and leaves no listener behind", async () => {
+    const { coordinator } = setup();
+    const controller = new AbortController();
+    const next = once(coordinator, "acquired", { signal: controller.signal });
+    controller.abort();
+    await expect(next).rejects.toMatchObject({ name: "AbortError" });
+    const seen: string[] = [];
+    coordinator.on("acquired", (e) => seen.push(e.name));
+    await coordinator.acquire("a", { waitMs: 0 });
+    expect(seen).toEqual(["a"]);
+  });
+
+  it("once() runs a listener for one event; off() removes on and once listeners", async () => {
+    const { coordinator } = setup();
+    const onceSeen: string[] = [];
+    const removedSeen: string[] = [];
+    const onSeen: string[] = [];
+    const removed = (e: CoordinatorEvents["acquired"]) => removedSeen.push(e.name);
+    const removedOnce = (e: CoordinatorEvents["acquired"]) => removedSeen.push(`once ${e.name}`);
+    const listener = (e: CoordinatorEvents["acquired"]) => onSeen.push(e.name);
+    coordinator
+      .once("acquired", (e) => onceSeen.push(e.name))
+      .once("acquired", removedOnce)
+      .off("acquired", removedOnce);
+    coordinator.on("acquired", removed);
+    coordinator.on("acquired", listener);
+    coordinator.removeListener("acquired", removed);
+    await coordinator.acquire("a", { waitMs: 0 });
+    await coordinator.acquire("b", { waitMs: 0 });
+    coordinator.off("acquired", listener);
+    await coordinator.acquire("c", { waitMs: 0 });
+    expect(onceSeen).toEqual(["a"]);
+    expect(onSeen).toEqual(["a", "b"]);
+    expect(removedSeen).toEqual([]);
+  });
+
+  it("events.on(coordinator, name) iterates the payloads", async () => {
+    const { coordinator } = setup();
+    const controller = new AbortController();
+    const names: string[] = [];
+    const reading = (async () => {
+      for await (const [payload] of on(coordinator, "acquired", { signal: controller.signal })) {
+        names.push((payload as CoordinatorEvents["acquired"]).name);
+        if (names.length === 2) controller.abort();
+      }
+    })().catch((error: unknown) => error);
+    await coordinator.acquire("a", { waitMs: 0 });
+    await coordinator.acquire("b", { waitMs: 0 });
+    expect(await reading).toMatchObject({ name: "AbortError" });
+    expect(names).toEqual(["a", "b"]);
+  });
+
+  it("addEventListener delivers a CustomEvent with the payload, honouring once and signal", async () => {
+    const { coordinator } = setup();
+    const details: string[] = [];
+    const onceDetails: string[] = [];
+    const controller = new AbortController();
+    coordinator.addEventListener(
+      "acquired",
+      (event) => details.push((event as CustomEvent<CoordinatorEvents["acquired"]>).detail.name),
+      { signal: controller.signal },
+    );
+    coordinator.addEventListener(
+      "acquired",
+      {
+        handleEvent: (event) =>
+          onceDetails.push((event as CustomEvent<CoordinatorEvents["acquired"]>).detail.name),
+      },
+      { once: true },
+    );
+    await coordinator.acquire("a", { waitMs: 0 });
+    controller.abort();
+    await coordinator.acquire("b", { waitMs: 0 });
+    expect(details).toEqual(["a"]);
+    expect(onceDetails).toEqual(["a"]);
+    expect(() => coordinator.dispatchEvent(new Event("acquired"))).toThrow(TypeError);
   });
 });

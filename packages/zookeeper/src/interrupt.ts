@@ -1,3 +1,5 @@
+import { onceAborted } from "@baton/core";
+
 /**
  * A one-shot cancellation with plain callbacks. Every ZooKeeper call of an acquire races the
  * caller's signal and the session's end; subscribing through `EventTarget` for each call costs
@@ -48,14 +50,17 @@ export class Interrupt {
     const interrupt = new Interrupt();
     const unsubscribe = parent.subscribe((reason) => interrupt.fire(reason));
     if (signal === undefined) return { interrupt, dispose: unsubscribe };
-    const onAbort = () => interrupt.fire(signal.reason);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
+    if (signal.aborted) {
+      interrupt.fire(signal.reason);
+      return { interrupt, dispose: unsubscribe };
+    }
+    // Many acquires may share one signal: one listener on it between them (see onceAborted).
+    const stop = onceAborted(signal, () => interrupt.fire(signal.reason));
     return {
       interrupt,
       dispose: () => {
         unsubscribe();
-        signal.removeEventListener("abort", onAbort);
+        stop();
       },
     };
   }

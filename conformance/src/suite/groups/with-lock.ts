@@ -19,6 +19,28 @@ export function withLockGroup(ctx: SuiteContext): void {
       expect(await b.tryAcquire(name)).not.toBeNull();
     });
 
+    it("JSON.stringify of a lock and of the withLock context writes the token in decimal", async () => {
+      const name = ctx.name("with-lock-json");
+      const a = ctx.coordinator();
+      const lines = await a.withLock(
+        name,
+        (context) => ({
+          lock: JSON.parse(JSON.stringify(context.lock)) as unknown,
+          context: JSON.parse(JSON.stringify(context)) as unknown,
+          token: context.token,
+        }),
+        { value: "worker-7" },
+      );
+      const lock = { name, token: lines.token.toString(), held: true, value: "worker-7" };
+      expect(lines.lock).toEqual(lock);
+      expect(lines.context).toEqual({ token: lines.token.toString(), lock });
+      const released = await a.acquire(name);
+      await released.release();
+      expect(JSON.parse(JSON.stringify({ released }))).toEqual({
+        released: { name, token: released.token.toString(), held: false },
+      });
+    });
+
     it("releases when fn throws and rethrows fn's error", async () => {
       const name = ctx.name("with-lock-throw");
       const a = ctx.coordinator();
