@@ -22,8 +22,13 @@ export interface StepDownOptions {
 }
 
 /**
- * Opt-in: on SIGTERM/SIGINT, run {@link stepDown} and then let the signal take its normal
- * course (the process exits as it would have). Returns a function that uninstalls the handler.
+ * Opt-in: on SIGTERM/SIGINT, run {@link stepDown}. When nothing else in the process handles
+ * the signal, Baton then lets it take its normal course (the process exits as it would have).
+ * When the application has its own handler for it (`process.on("SIGTERM", ...)`, before or
+ * after this call), that handler runs once, as Node delivers the signal, and the exit is the
+ * application's to make: Baton does not send the signal again, which would run that handler a
+ * second time. Such a handler should await {@link stepDown} before it exits, so the
+ * hand-over finishes first. Returns a function that uninstalls the handler.
  *
  * @example
  * installStepDown(); // deploys no longer wait a TTL for a new leader
@@ -33,10 +38,16 @@ export function installStepDown(options: StepDownOptions = {}): () => void {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const handler = (signal: NodeJS.Signals) => {
     uninstall();
-    const timer = setTimeout(() => process.kill(process.pid, signal), timeoutMs);
+    // Someone else handles this signal: its default action (exit) is theirs to take, and
+    // sending it again would run their handler twice.
+    const handledElsewhere = process.listenerCount(signal) > 0;
+    const exit = () => {
+      if (!handledElsewhere) process.kill(process.pid, signal);
+    };
+    const timer = setTimeout(exit, timeoutMs);
     void stepDown().finally(() => {
       clearTimeout(timer);
-      process.kill(process.pid, signal);
+      exit();
     });
   };
   const uninstall = () => {

@@ -185,3 +185,68 @@ describe("coordinator events, EventEmitter and EventTarget style", () => {
     expect(() => coordinator.dispatchEvent(new Event("acquired"))).toThrow(TypeError);
   });
 });
+
+/**
+ * A logger shaped like pino's: `(obj, msg)` or `(msg)`; like pino, it drops arguments after a
+ * message that has no `%` placeholder for them.
+ */
+function pinoLike() {
+  const lines: { level: string; fields: Record<string, unknown>; msg: string }[] = [];
+  const at =
+    (level: string) =>
+    (first: unknown, ...rest: unknown[]): void => {
+      if (typeof first === "string") lines.push({ level, fields: {}, msg: first });
+      else lines.push({ level, fields: first as Record<string, unknown>, msg: String(rest[0]) });
+    };
+  const logger = {
+    warn: at("warn"),
+    error: at("error"),
+    debug: at("debug"),
+    bindings: () => ({}),
+    child: () => logger,
+  };
+  return { lines, logger };
+}
+
+describe("the logger gets the error in the shape it reads", () => {
+  it("a pino-shaped logger gets (obj, msg) with the error under err", async () => {
+    const clock = new ManualClock();
+    const backend = new ScriptedBackend({ clock });
+    const { lines, logger } = pinoLike();
+    const coordinator = createCoordinator({ backend, clock, ttlMs: 1_000, logger });
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    const blip = new Error("store blip");
+    let failures = 1;
+    backend.hooks.keepAlive = async (_session, next) => {
+      if (failures-- > 0) throw blip;
+      return await next();
+    };
+    await clock.advance(1_000);
+    expect(lock.held).toBe(true);
+    const renewal = lines.find((l) => l.msg.includes("renewal failed"));
+    expect(renewal?.level).toBe("warn");
+    expect(renewal?.fields.err).toBe(blip);
+  });
+
+  it("a console-shaped logger gets (msg, error)", async () => {
+    const clock = new ManualClock();
+    const backend = new ScriptedBackend({ clock });
+    const lines: unknown[][] = [];
+    const logger: Logger = {
+      warn: (...args: unknown[]) => {
+        lines.push(args);
+      },
+    };
+    const coordinator = createCoordinator({ backend, clock, ttlMs: 1_000, logger });
+    await coordinator.acquire("jobs", { waitMs: 0 });
+    const blip = new Error("store blip");
+    let failures = 1;
+    backend.hooks.keepAlive = async (_session, next) => {
+      if (failures-- > 0) throw blip;
+      return await next();
+    };
+    await clock.advance(1_000);
+    const renewal = lines.find((args) => String(args[0]).includes("renewal failed"));
+    expect(renewal).toEqual([expect.stringContaining("renewal failed"), blip]);
+  });
+});
