@@ -27,7 +27,6 @@ import {
 import {
   asUnavailable,
   BackendUnavailableError,
-  BatonError,
   ConfigError,
   CoordinatorClosedError,
   isAbortError,
@@ -46,7 +45,7 @@ import { HeldLock, type LockHost } from "./held-lock.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { linkSignals } from "./link-signals.js";
 import type { Lock, LockJson } from "./lock.js";
-import { ManagedSession } from "./managed-session.js";
+import { ManagedSession, unreachableBoundMs } from "./managed-session.js";
 import {
   PartitionBalancer,
   type PartitionOptions,
@@ -55,6 +54,7 @@ import {
 } from "./partitions.js";
 import { createBackend } from "./registry.js";
 import { liveCoordinators } from "./step-down.js";
+import { isTransient } from "./transient.js";
 import { checkName, checkOptions, checkSignal } from "./validate.js";
 
 /**
@@ -82,7 +82,15 @@ export interface Coordinator extends AsyncDisposable {
    * Acquires `name`, waiting up to `waitMs` (default 60 s) for a holder to let go.
    * Rejects with `LockTimeoutError` when the wait runs out, `LockHeldError` when `waitMs`
    * is 0 and the lock is held, `BackendUnavailableError` when the store cannot be reached,
-   * `ConfigError` for bad input (before any I/O), or the signal's reason when cancelled.
+   * `ConfigError` for bad input (before any I/O), `CoordinatorClosedError` after `close()`,
+   * or the signal's reason when cancelled.
+   *
+   * A store it cannot reach does not hold the call for the whole wait: failures are retried
+   * with backoff for one TTL (at least 5 s), then it rejects with `BackendUnavailableError`
+   * carrying the store's own error (which names the host). Only errors known to be transient
+   * (see `isTransient`) are retried; any other rejects the call at once. In correctness mode
+   * the fence raise after a grant has its own bound of one TTL: a grant that comes within
+   * `waitMs` is raised and handed over even when the wait runs out meanwhile.
    *
    * It never resolves with a lock that is already lost. A grant lost before it is handed over
    * (the process was paused past the lease while the fence was raised, or the store ended
@@ -219,6 +227,16 @@ class CoordinatorImpl implements Coordinator {
     this.ttlMs = options.ttlMs;
     this.#clock = options.clock ?? systemClock;
     this.#events = new EventHub(options.logger);
+    const logger = options.logger;
+    if (logger !== undefined) {
+      // Every background failure reaches the logger too, listened to or not: an elect()-only
+      // service whose campaign keeps failing (a bad URL option, an unreachable store) must
+      // not fail in silence.
+      this.#events.on("backgroundError", ({ error, during }) => {
+        const detail = error instanceof Error ? error.message : String(error);
+        safeLog(logger, "warn", `baton: ${during} failed: ${detail}`, error);
+      });
+    }
     this.#host = { clock: this.#clock, events: this.#events, locks: this.#locks };
     if (options.backend !== undefined) this.#backend = Promise.resolve(options.backend);
   }
@@ -527,15 +545,26 @@ class CoordinatorImpl implements Coordinator {
     const timer = this.#clock.setTimer(
       () => {
         budgetRanOut = true;
-        scope.abort(new Error("baton: budget ran out"));
+        // A grant that came within the wait is not undone by the wait running out while its
+        // fence is raised: the raise has its own bound (see below).
+        if (at.phase !== "fence") scope.abort(new Error("baton: budget ran out"));
       },
       budgetMs,
       { keepAlive: true },
     );
+    let fenceRanOut = false;
     // Where the budget ran out decides the error: waiting for a holder is a timeout,
     // anything else (opening a session, backing off after a failure, a fence) is unavailability.
     const at: { phase: "local" | "session" | "backend" | "backoff" | "fence" } = { phase: "local" };
     let lastFailure: unknown;
+    // A session lost while its backend wait was under way: the store answered and the lock
+    // was held elsewhere, so a wait that runs out after it is a timeout (a waiter frozen past
+    // its wait and its session wakes to exactly this), never a session or store error.
+    let waitInterrupted = false;
+    // Since when the store could not be reached, without an answer in between. Past
+    // `unreachableMs` the call gives up with the store's error instead of waiting out waitMs.
+    let unreachableSince: number | undefined;
+    const unreachableMs = Math.min(budgetMs, unreachableBoundMs(this.ttlMs));
     let unlockLocal: (() => void) | undefined;
     try {
       if (scope.aborted) throw scope.reason; // an already-aborted signal: no round trip at all
@@ -547,12 +576,14 @@ class CoordinatorImpl implements Coordinator {
       unlockLocal = this.#local.tryLock(name) ?? (await this.#local.lock(name, scope));
       for (let attempt = 0; ; attempt++) {
         this.#assertOpen();
+        const attemptStarted = this.#clock.now();
         let session: ManagedSession | undefined;
         let grant: Grant | null;
         try {
           at.phase = "session";
           const live = this.#session;
           session = live?.isValid() ? live : await this.#currentSession(scope);
+          if (session !== live) unreachableSince = undefined; // a new session: it answered
           at.phase = "backend";
           grant = await this.#backendAcquire(session, name, waiting, opts.value, scope);
         } catch (error) {
@@ -560,7 +591,15 @@ class CoordinatorImpl implements Coordinator {
           const sessionLost = error instanceof SessionLostError;
           if (sessionLost) session?.lose("session-lost", error);
           else if (!isTransient(error)) throw error;
+          waitInterrupted = sessionLost && waiting && at.phase === "backend";
           lastFailure = error;
+          if (!sessionLost && waiting) {
+            // An open that failed counts from when it began; a failed wait from its failure.
+            unreachableSince ??= at.phase === "session" ? attemptStarted : this.#clock.now();
+            if (this.#clock.now() - unreachableSince >= unreachableMs) {
+              throw unreachableError(error, name, unreachableMs);
+            }
+          }
           if (!waiting) {
             // A try answers at once: one more go on a fresh session, no backoff.
             if (sessionLost && attempt === 0) continue;
@@ -580,7 +619,20 @@ class CoordinatorImpl implements Coordinator {
         const lock = held.lock;
         if (this.#options.fence !== undefined && this.mode === "correctness") {
           at.phase = "fence";
-          await this.#raiseFence(held, scope);
+          // One TTL: a raise slower than the lease could not hand over a trusted lock anyway.
+          const fenceTimer = this.#clock.setTimer(
+            () => {
+              fenceRanOut = true;
+              scope.abort(new Error("baton: the fence raise ran out of time"));
+            },
+            this.ttlMs,
+            { keepAlive: true },
+          );
+          try {
+            await this.#raiseFence(held, scope);
+          } finally {
+            fenceTimer.cancel();
+          }
         }
         // Never hand over a lost lock: the process may have been paused past the lease during
         // the fence raise, or the store ended the session meanwhile. `held` checks the local
@@ -609,14 +661,18 @@ class CoordinatorImpl implements Coordinator {
       if (heldError && error instanceof LockHeldError) throw error; // thrown above, as is
       if (opts.signal?.aborted) throw opts.signal.reason;
       if (this.#closing.signal.aborted) throw closedError();
-      if (!budgetRanOut) throw error;
-      if (at.phase === "fence") {
+      if (fenceRanOut) {
         throw new BackendUnavailableError(
-          `the fence did not answer for "${name}" within ${budgetMs} ms`,
+          `the fence did not answer within ${this.ttlMs} ms (one TTL) when raised with the new token of "${name}", so the grant was released; check that the fence's store is reachable and that nothing else holds the fence's row locked`,
         );
       }
+      if (at.phase === "fence") throw error; // the fence's own answer, whatever the wait did
+      if (!budgetRanOut) throw error;
       if (at.phase === "local" || (at.phase === "backend" && waiting)) {
         throw new LockTimeoutError(name, opts.waitMs);
+      }
+      if (waitInterrupted && at.phase === "backoff") {
+        throw new LockTimeoutError(name, opts.waitMs, { cause: lastFailure });
       }
       if (lastFailure !== undefined && at.phase === "backoff") {
         throw asUnavailable(
@@ -726,12 +782,20 @@ class ScopedAcquireOptions implements BackendAcquireOptions {
   }
 }
 
-function closedError(): CoordinatorClosedError {
-  return new CoordinatorClosedError();
+/**
+ * The error of an acquire that gave up on a store it could not reach for `boundMs`: the
+ * store's own error (naming the host) as the cause and in the message, and what to check.
+ */
+function unreachableError(error: unknown, name: string, boundMs: number): BackendUnavailableError {
+  const detail = error instanceof Error ? error.message : String(error);
+  return new BackendUnavailableError(
+    `could not reach the store for "${name}" for ${boundMs} ms, so acquire gave up before its wait ran out: ${detail}. Check that the store is running and reachable from here`,
+    { cause: error },
+  );
 }
 
-function isTransient(error: unknown): boolean {
-  return error instanceof BackendUnavailableError || !(error instanceof BatonError);
+function closedError(): CoordinatorClosedError {
+  return new CoordinatorClosedError();
 }
 
 function backoff(attempt: number): number {

@@ -83,4 +83,5 @@ export {
 export { onceAborted } from "./shared-abort.js";
 export { siblingModuleArgs } from "./sibling-module.js";
 export { installStepDown, type StepDownOptions, stepDown } from "./step-down.js";
+export { isTransient } from "./transient.js";
 export { LIMITS } from "./validate.js";

@@ -23,6 +23,14 @@ export interface SessionSettings {
 /** Shortest bound on opening a session. */
 const OPEN_BOUND_MIN_MS = 5_000;
 
+/**
+ * How long an acquire keeps trying a store it cannot reach before it rejects with
+ * `BackendUnavailableError`, and the bound on opening one session: one TTL, at least 5 s.
+ */
+export function unreachableBoundMs(ttlMs: number): number {
+  return Math.max(ttlMs, OPEN_BOUND_MIN_MS);
+}
+
 /** Default drift allowance: 1% of the TTL plus 2 ms (the Redlock paper's figure). */
 export function defaultDriftMs(ttlMs: number): number {
   return Math.ceil(ttlMs * 0.01) + 2;
@@ -60,7 +68,7 @@ export class ManagedSession {
     const clock = settings.clock;
     const started = clock.now();
     // An open that never answers must not hang every later acquire: bound it.
-    const boundMs = Math.max(ttlMs, OPEN_BOUND_MIN_MS);
+    const boundMs = unreachableBoundMs(ttlMs);
     const controller = new AbortController();
     const timer = clock.setTimer(() => {
       controller.abort(

@@ -7,18 +7,30 @@ import {
   LockTimeoutError,
   SessionLostError,
 } from "../src/index.js";
-import { failOnUnhandledRejections, flush, rejectionOf, setup, track } from "./fakes/helpers.js";
+import {
+  expectError,
+  failOnUnhandledRejections,
+  flush,
+  rejectionOf,
+  setup,
+  track,
+} from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
 failOnUnhandledRejections();
 
+/** An error as Node.js reports a failed connection: `code` names the system error. */
+function networkError(code: string): Error {
+  return Object.assign(new Error(`connect ${code} 127.0.0.1:6379`), { code });
+}
+
 describe("transient backend failures during acquire", () => {
-  it("a plain Error from the backend is retried with backoff while waiting", async () => {
+  it("a network error from the backend is retried with backoff while waiting", async () => {
     const { clock, backend, coordinator } = setup({ ttlMs: 1_000 });
     const attempts: number[] = [];
     backend.hooks.acquire = async (_key, _options, next) => {
       attempts.push(clock.now());
-      if (attempts.length <= 3) throw new Error("ECONNRESET");
+      if (attempts.length <= 3) throw networkError("ECONNRESET");
       return await next();
     };
     const pending = track(coordinator.acquire("jobs", { waitMs: 10_000 }));
@@ -38,7 +50,7 @@ describe("transient backend failures during acquire", () => {
 
   it("reports BackendUnavailableError, not LockTimeoutError, when the store never answers within waitMs", async () => {
     const { clock, backend, coordinator } = setup({ ttlMs: 1_000 });
-    const cause = new Error("ECONNREFUSED");
+    const cause = networkError("ECONNREFUSED");
     backend.hooks.acquire = async () => {
       throw cause;
     };
@@ -61,7 +73,7 @@ describe("transient backend failures during acquire", () => {
     await rival.acquire("jobs", { waitMs: 0 });
     let blips = 1;
     backend.hooks.acquire = async (_key, _options, next) => {
-      if (blips-- > 0) throw new Error("ECONNRESET");
+      if (blips-- > 0) throw networkError("ECONNRESET");
       return await next();
     };
     const pending = track(coordinator.acquire("jobs", { waitMs: 3_000 }));
@@ -72,7 +84,7 @@ describe("transient backend failures during acquire", () => {
 
   it("with waitMs 0 a transient error is reported at once as BackendUnavailableError, never as held", async () => {
     const { backend, coordinator } = setup();
-    const cause = new Error("ECONNRESET");
+    const cause = networkError("ECONNRESET");
     backend.hooks.acquire = async () => {
       throw cause;
     };
@@ -106,7 +118,7 @@ describe("transient backend failures during acquire", () => {
     const { clock, backend, coordinator } = setup({ ttlMs: 1_000 });
     let failures = 2;
     backend.hooks.acquire = async (_key, _options, next) => {
-      if (failures-- > 0) throw new Error("blip");
+      if (failures-- > 0) throw networkError("ECONNRESET");
       return await next();
     };
     const pending = track(coordinator.acquire("jobs", { waitMs: 10_000 }));
@@ -191,5 +203,109 @@ describe("transient backend failures during acquire", () => {
     expect(attemptsAt.filter((t) => t === clock.now()).length).toBeLessThanOrEqual(3);
     await clock.advance(1_000);
     expect(waiting.status).toBe("rejected");
+  });
+
+  it("an error not known to be transient (a URIError) rejects at once, not after the wait", async () => {
+    const { clock, backend, coordinator } = setup({ ttlMs: 1_000 });
+    const bug = new URIError("URI malformed");
+    backend.hooks.acquire = async () => {
+      throw bug;
+    };
+    const pending = track(coordinator.acquire("jobs", { waitMs: 60_000 }));
+    await flush();
+    await clock.advance(0);
+    expect(pending.status).toBe("rejected");
+    expect(pending.error).toBe(bug);
+    expect(backend.calls.acquire).toBe(1);
+  });
+});
+
+describe("a store that cannot be reached fails in a bounded time shorter than the wait", () => {
+  it("refused connections: BackendUnavailableError after one TTL (at least 5 s), not after waitMs", async () => {
+    const { clock, backend, coordinator } = setup({ ttlMs: 1_000 });
+    const refused = networkError("ECONNREFUSED");
+    backend.hooks.openSession = async () => {
+      throw new BackendUnavailableError("redis: could not connect to 127.0.0.1:6390", {
+        cause: refused,
+      });
+    };
+    const pending = track(coordinator.acquire("jobs", { waitMs: 60_000 }));
+    await clock.advance(4_000);
+    expect(pending.status).toBe("pending"); // still retrying: an outage may pass
+    await clock.advance(2_000);
+    expect(pending.status).toBe("rejected");
+    const error = expectError(pending.error, BackendUnavailableError);
+    expect(error.message).toContain("127.0.0.1:6390"); // where
+    expect(error.message).toContain("5000 ms");
+    expect(error.message).toMatch(/check that the store is running/i); // what to do
+    expect(error.cause).toBeInstanceOf(BackendUnavailableError);
+    expect(backend.calls.openSession).toBeGreaterThan(3);
+  });
+
+  it("the bound is one TTL when the TTL is longer than 5 s (the default 15 s before a 60 s wait)", async () => {
+    const { clock, backend, coordinator } = setup({ ttlMs: 15_000 });
+    backend.hooks.openSession = async () => {
+      throw new BackendUnavailableError("etcd: no member answered (127.0.0.1:2390)");
+    };
+    const pending = track(coordinator.acquire("jobs"));
+    await clock.advance(14_000);
+    expect(pending.status).toBe("pending");
+    await clock.advance(2_000);
+    expect(pending.status).toBe("rejected");
+    expect(pending.error).toBeInstanceOf(BackendUnavailableError);
+  });
+
+  it("an open that never answers is given up after the same bound, counted from its start", async () => {
+    const { clock, backend, coordinator } = setup({ ttlMs: 1_000 });
+    backend.hooks.openSession = () => new Promise(() => undefined);
+    const pending = track(coordinator.acquire("jobs", { waitMs: 60_000 }));
+    await clock.advance(5_000);
+    await flush();
+    expect(pending.status).toBe("rejected");
+    expect(pending.error).toBeInstanceOf(BackendUnavailableError);
+  });
+
+  it("a store that answers but keeps the lock held still waits the whole waitMs", async () => {
+    const { clock, backend, coordinator, ttlMs } = setup({ ttlMs: 1_000 });
+    const rival = createCoordinator({
+      backend: new ScriptedBackend({ clock, store: backend.inner.store }),
+      clock,
+      ttlMs,
+    });
+    await rival.acquire("jobs", { waitMs: 0 });
+    const pending = track(coordinator.acquire("jobs", { waitMs: 20_000 }));
+    await clock.advance(19_000);
+    expect(pending.status).toBe("pending");
+    await clock.advance(1_000);
+    expect(pending.error).toBeInstanceOf(LockTimeoutError);
+  });
+});
+
+describe("a waiter whose session ends as its wait runs out", () => {
+  it("is a LockTimeoutError (the lock stayed held elsewhere), not SessionLostError", async () => {
+    // A waiter frozen (SIGSTOP) past its wait and its session wakes with both overdue: the
+    // session's end can arrive before the wait's timer runs.
+    const { clock, backend, coordinator, ttlMs } = setup({ ttlMs: 1_000 });
+    const rival = createCoordinator({
+      backend: new ScriptedBackend({ clock, store: backend.inner.store }),
+      clock,
+      ttlMs,
+    });
+    await rival.acquire("jobs", { waitMs: 0 });
+    let endSession: ((error: unknown) => void) | undefined;
+    backend.hooks.acquire = (_key, _options, next) =>
+      new Promise((resolve, reject) => {
+        endSession = reject;
+        next().then(resolve, reject);
+      });
+    const pending = track(coordinator.acquire("jobs", { waitMs: 3_000 }));
+    await clock.advance(2_999);
+    endSession?.(new SessionLostError("the ZooKeeper session was closed"));
+    await flush();
+    await clock.advance(1);
+    await flush();
+    expect(pending.status).toBe("rejected");
+    const error = expectError(pending.error, LockTimeoutError, { lockName: "jobs", waitMs: 3_000 });
+    expect(error.cause).toBeInstanceOf(SessionLostError);
   });
 });
