@@ -1,10 +1,27 @@
 import { LuaScript } from "./lua-script.js";
 
 /**
+ * Lua: `clock_start()` is the value a missing token counter starts from, the server's clock
+ * (`TIME`) in microseconds, so a counter lost with the node's data (a restart without
+ * persistence, FLUSHALL, an evicted key) starts again above every token it handed out, as long
+ * as the server's clock did not go back and it handed out fewer than one token per
+ * microsecond on average since it was created. `fmt(n)` prints a token: Lua's own conversion
+ * of a number that large to text is in scientific notation.
+ */
+const TOKEN_LUA = `
+local function clock_start()
+  local t = redis.call('TIME')
+  return t[1] * 1000000 + t[2]
+end
+local function fmt(n) return string.format('%d', n) end
+`;
+
+/**
  * Acquire on one node, in one call: `INCR` of the lock's token counter, whose new value is the
  * fencing token stored inside the payload, then `SET lock payload NX PX ttl`; when the SET
  * fails the counter is put back (`DECR`: a script runs alone, so nobody sees the step). One
- * call fewer on the uncontended path than reading the counter first.
+ * call fewer on the uncontended path than reading the counter first. A counter that was
+ * missing (`INCR` answers 1) is set to `clock_start()` first.
  *
  * Waiters stand in a line (a sorted set by arrival, see {@link RELEASE}): a release hands the
  * lock straight to the first of them, so a waiter normally never tries again.
@@ -19,9 +36,13 @@ import { LuaScript } from "./lua-script.js";
  * Returns the token (>= 1) when granted; otherwise `-1 - pttl` (<= 0) with the remaining
  * lease of the holder (`pttl` -1: a key without expiry, not Baton's).
  */
-export const ACQUIRE = new LuaScript(`
+export const ACQUIRE = new LuaScript(`${TOKEN_LUA}
 local token = redis.call('INCR', KEYS[2])
-if redis.call('SET', KEYS[1], ARGV[1] .. token .. ARGV[3], 'NX', 'PX', ARGV[2]) then
+if token == 1 then
+  token = clock_start()
+  redis.call('SET', KEYS[2], fmt(token))
+end
+if redis.call('SET', KEYS[1], ARGV[1] .. fmt(token) .. ARGV[3], 'NX', 'PX', ARGV[2]) then
   if ARGV[6] == '1' then redis.call('ZREM', KEYS[3], ARGV[5]) end
   redis.call('PUBLISH', ARGV[4], 'g' .. ARGV[2])
   return token
@@ -95,13 +116,14 @@ return out
  * session of a waiting wait renews the lock key by the wait's prefix from the start, so the
  * lease is covered before the waiter hears. A waiter that does not hear (its process is gone)
  * is skipped. The waiter behind it is told the new holder's TTL (`b<ms>`), to look again then
- * should that one be frozen. Watchers are told on the watch channel (`r`).
+ * should that one be frozen. Watchers are told on the watch channel (`r`). The next token is
+ * the counter's value plus one, or `clock_start()` when the counter is missing.
  * KEYS: lock keys, then the waiters keys, then the counter keys. ARGV: `1` to skip waiters who
  * do not hear (a PUBLISH count is per node: not on a Cluster), then one owner prefix per key,
  * one watch channel per key, one turn channel prefix per key.
  * Returns how many keys were this session's grants and are released.
  */
-export const RELEASE = new LuaScript(`
+export const RELEASE = new LuaScript(`${TOKEN_LUA}
 local n = #KEYS / 3
 local released = 0
 for i = 1, n do
@@ -119,12 +141,13 @@ for i = 1, n do
       local ttl = nl and tonumber(string.sub(entry, colon + 1, nl - 1))
       if ttl and ttl > 0 then
         local token = (tonumber(redis.call('GET', KEYS[2 * n + i])) or 0) + 1
+        if token == 1 then token = clock_start() end
         local heard = redis.call('PUBLISH', turn .. string.sub(entry, 1, dot - 1),
-          'g' .. string.sub(entry, dot + 1, colon - 1) .. ':' .. token)
+          'g' .. string.sub(entry, dot + 1, colon - 1) .. ':' .. fmt(token))
         if heard > 0 or ARGV[1] ~= '1' then
-          redis.call('SET', KEYS[i], string.sub(entry, 1, colon) .. token .. string.sub(entry, nl),
+          redis.call('SET', KEYS[i], string.sub(entry, 1, colon) .. fmt(token) .. string.sub(entry, nl),
             'PX', ttl)
-          redis.call('INCR', KEYS[2 * n + i])
+          redis.call('SET', KEYS[2 * n + i], fmt(token))
           local second = redis.call('ZRANGE', KEYS[n + i], 0, 0)[1]
           local sdot = second and string.find(second, '.', 1, true)
           if sdot then redis.call('PUBLISH', turn .. string.sub(second, 1, sdot - 1), 'b' .. ttl) end
