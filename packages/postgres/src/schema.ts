@@ -30,12 +30,28 @@ export function schemaNames(quotedSchema: string): SchemaNames {
   };
 }
 
+/**
+ * The token sequence, when missing, starts at the server's clock in microseconds
+ * (`clock_timestamp()`), not at 1: one created again after its schema was dropped hands out
+ * tokens above every token of the one before, as long as the server's clock did not go back
+ * and that one handed out fewer than one token per microsecond on average since it was
+ * created. An existing sequence keeps counting. `START WITH` takes a constant only, hence the
+ * dynamic statement; the name goes in as a quoted literal.
+ */
+function createSequence(names: SchemaNames): string {
+  const name = names.tokens.replaceAll("'", "''");
+  return `DO $baton$ BEGIN
+  EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %s AS bigint START WITH %s', '${name}',
+    (extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
+END $baton$`;
+}
+
 function ddl(names: SchemaNames): string {
   return [
     "BEGIN",
     `SELECT pg_advisory_xact_lock(${MIGRATION_KEY})`,
     `CREATE SCHEMA IF NOT EXISTS ${names.schema}`,
-    `CREATE SEQUENCE IF NOT EXISTS ${names.tokens} AS bigint`,
+    createSequence(names),
     `CREATE UNLOGGED TABLE IF NOT EXISTS ${names.holders} (
       key bigint PRIMARY KEY,
       name text NOT NULL,

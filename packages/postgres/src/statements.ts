@@ -30,17 +30,27 @@ function ownTokenLocks(tags: string): string {
 }
 
 /**
- * The one column of a fenced acquire, `token` (text), from `t.token` and tag `tag` (an SQL
- * parameter): NULL when the lock was not granted; the token when its token lock (`tag`,
- * token) was taken too; `r` and the token when it was not (someone holds that pair
- * exclusively, or the token does not fit in an int4), so the holder row must be recorded.
- * CASE evaluates its branches in order: the token lock is tried only for a token that fits.
- * One column, not three: pg's client work per result column is measurable on this path.
+ * The start value of the token sequence `sequence` (quoted for a string literal): a token
+ * lock holds a token as its offset from it (see token-locks.ts), since the sequence starts at
+ * the server's clock in microseconds (see schema.ts). A system-cache lookup, no catalog scan.
+ */
+function tokenBase(sequence: string): string {
+  return `(pg_sequence_parameters('${sequence}'::regclass)).start_value`;
+}
+
+/**
+ * The one column of a fenced acquire, `token` (text), from `t.token`, `t.base` (the
+ * sequence's {@link tokenBase}) and tag `tag` (an SQL parameter): NULL when the lock was not
+ * granted; the token when its token lock (`tag`, token - base) was taken too; `r` and the
+ * token when it was not (someone holds that pair exclusively, or the offset does not fit in
+ * an int4), so the holder row must be recorded. CASE evaluates its branches in order: the
+ * token lock is tried only for an offset that fits. One column, not three: pg's client work
+ * per result column is measurable on this path.
  */
 function fencedToken(tag: string): string {
   return `CASE WHEN t.token IS NULL THEN NULL
-  WHEN t.token NOT BETWEEN 0 AND ${TOKEN_LOCK_LIMIT - 1n} THEN 'r' || t.token
-  WHEN pg_try_advisory_lock_shared(${tag}::int, t.token::int) THEN t.token::text
+  WHEN t.token - t.base NOT BETWEEN 0 AND ${TOKEN_LOCK_LIMIT - 1n} THEN 'r' || t.token
+  WHEN pg_try_advisory_lock_shared(${tag}::int, (t.token - t.base)::int) THEN t.token::text
   ELSE 'r' || t.token END AS token`;
 }
 
@@ -85,7 +95,8 @@ export interface Statements {
   /** Unlocks `$1`. Returns `unlocked`. The holder row is deleted later, by `renew`. */
   readonly release: Statement;
   /**
-   * Unlocks `$1` and the token lock of token `$2` with tag `$3`. Returns `unlocked` (of `$1`),
+   * Unlocks `$1` and the token lock of token `$2` (at its offset) with tag `$3`. Returns
+   * `unlocked` (of `$1`),
    * one column (the token lock's unlock runs in a subquery that is never pulled up).
    */
   readonly releaseFenced: Statement;
@@ -115,6 +126,7 @@ export interface Statements {
 /** Builds the statements for the schema objects `names`. */
 export function statements(names: SchemaNames): Statements {
   const sequence = names.tokens.replaceAll("'", "''");
+  const base = tokenBase(sequence);
   const upsert = `ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, owner = EXCLUDED.owner,
     token = EXCLUDED.token, value = EXCLUDED.value, pid = EXCLUDED.pid`;
   /** Inserts (or replaces) the holder row of a key from `source` (the six columns, in order). */
@@ -134,37 +146,43 @@ export function statements(names: SchemaNames): Statements {
   USING unnest(${keys}::bigint[], ${tokens}::bigint[]) AS r(key, token)
   WHERE h.key = r.key AND h.token = r.token AND h.pid = pg_backend_pid()`;
   /**
-   * The try of lock `$1` and, only if granted, the next token (else NULL), as `token`: a
-   * subquery or a CTE named `t`. As a subquery its target list has volatile functions, so
-   * PostgreSQL never pulls it up into the outer query (which would evaluate them once per
-   * reference): they run once, and it is cheaper than a CTE.
+   * The try of lock `$1` and, only if granted, the next token (else NULL), as `token` (and
+   * for a fenced acquire the sequence's start, as `base`): a subquery or a CTE named `t`. As a subquery its target
+   * list has volatile functions, so PostgreSQL never pulls it up into the outer query (which
+   * would evaluate them once per reference): they run once, and it is cheaper than a CTE.
    */
-  const tried = `SELECT CASE WHEN pg_try_advisory_lock($1::bigint)
-  THEN nextval('${sequence}') END AS token`;
-  /** CTEs `b`, `l` (the wait for lock `$1`, at most `bound` ms) and `t` (the next token). */
-  const waited = (bound: string) =>
+  const tried = (fenced: boolean) => `SELECT CASE WHEN pg_try_advisory_lock($1::bigint)
+  THEN nextval('${sequence}') END AS token${fenced ? `, ${base} AS base` : ""}`;
+  /**
+   * CTEs `b`, `l` (the wait for lock `$1`, at most `bound` ms) and `t` (the next token, and
+   * for a fenced acquire the sequence's start, as `base`).
+   */
+  const waited = (bound: string, fenced: boolean) =>
     `b AS MATERIALIZED (SELECT set_config('lock_timeout', ${bound}::text, true) AS bound),
 l AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) AS locked FROM b),
-t AS MATERIALIZED (SELECT nextval('${sequence}') AS token FROM l)`;
+t AS MATERIALIZED (SELECT nextval('${sequence}') AS token${fenced ? `, ${base} AS base` : ""} FROM l)`;
   return {
     waitAcquire: statement(
       "wait_acquire",
-      `WITH ${waited("$5")},
+      `WITH ${waited("$5", false)},
 u AS (${recorded})
 SELECT (SELECT u.token::text FROM u) AS token`,
     ),
     waitAcquireFenced: statement(
       "wait_acquire_fenced",
-      `WITH ${waited("$3")}
+      `WITH ${waited("$3", true)}
 SELECT ${fencedToken("$2")} FROM t`,
     ),
     acquire: statement(
       "acquire",
-      `WITH t AS MATERIALIZED (${tried}),
+      `WITH t AS MATERIALIZED (${tried(false)}),
 u AS (${recorded})
 SELECT (SELECT u.token::text FROM u) AS token`,
     ),
-    acquireFenced: statement("acquire_fenced", `SELECT ${fencedToken("$2")} FROM (${tried}) t`),
+    acquireFenced: statement(
+      "acquire_fenced",
+      `SELECT ${fencedToken("$2")} FROM (${tried(true)}) t`,
+    ),
     record: statement(
       "record",
       insertHolder(
@@ -175,7 +193,7 @@ SELECT (SELECT u.token::text FROM u) AS token`,
     releaseFenced: statement(
       "release_fenced",
       `SELECT pg_advisory_unlock($1::bigint) AS unlocked
-FROM (SELECT pg_advisory_unlock_shared($3::int, $2::int)) t`,
+FROM (SELECT pg_advisory_unlock_shared($3::int, ($2::bigint - ${base})::int)) t`,
     ),
     unlockHeld: statement(
       "unlock_held",
@@ -199,7 +217,7 @@ p AS (SELECT l.pid FROM l WHERE l.objsubid = 1),
 c AS (
   SELECT h.owner, h.token, h.value FROM p JOIN ${names.holders} h ON h.key = $1::bigint AND h.pid = p.pid
   UNION ALL
-  SELECT s.owner, a.objid::bigint, NULL
+  SELECT s.owner, a.objid::bigint + ${base}, NULL
   FROM p JOIN l a ON a.pid = p.pid AND a.objsubid = 2
     JOIN ${names.sessions} s ON s.pid = p.pid)
 SELECT c.owner, c.token, c.value FROM c ORDER BY c.token DESC LIMIT 1`,

@@ -1,9 +1,10 @@
 /**
  * The tag of a lock key's _token lock_: the fencing token of a grant held without a holder row
  * is kept in one session-level SHARED advisory lock of PostgreSQL's two-integer key space,
- * (tag, token), taken in the same statement as the lock (see Statements.acquireFenced). Both
- * are non-negative int4 (tokens below {@link TOKEN_LOCK_LIMIT}), so `classid` and `objid` of
- * the lock in `pg_locks` read them back. Queue keys (advisory-key.ts) have a negative first
+ * (tag, offset), taken in the same statement as the lock (see Statements.acquireFenced). The
+ * offset is the token minus the start value of the token sequence (which starts at the
+ * server's clock in microseconds, see schema.ts). Both are non-negative int4 (offsets below
+ * {@link TOKEN_LOCK_LIMIT}), so `classid` and `objid` of the lock in `pg_locks` read them back. Queue keys (advisory-key.ts) have a negative first
  * integer, so they never coincide with a token lock.
  *
  * The tag is the low 31 bits of the key (a SHA-256 prefix, so a 31-bit hash). A session takes
@@ -15,7 +16,10 @@
  */
 export type TokenTag = number;
 
-/** Tokens from here on are recorded in a holder row instead (they do not fit in an int4). */
+/**
+ * Tokens this far from the sequence's start and beyond are recorded in a holder row instead
+ * (the offset does not fit in an int4).
+ */
 export const TOKEN_LOCK_LIMIT = 1n << 31n;
 
 /**

@@ -107,10 +107,16 @@ describeBackend("postgres", (url) => {
       sessions.push(session);
       return session;
     };
-    /** The advisory locks held by connections named `app`. */
+    /**
+     * The advisory locks held by connections named `app`; a token lock's `objid` is listed as
+     * the token it holds (its offset plus the token sequence's start).
+     */
     const locksOf = async (app: string): Promise<AdvisoryLock[]> => {
       const { rows } = await admin.query(
-        `SELECT l.objsubid::int AS objsubid, l.mode, l.classid::text AS classid, l.objid::text AS objid
+        `SELECT l.objsubid::int AS objsubid, l.mode, l.classid::text AS classid,
+           CASE WHEN l.objsubid = 2 THEN (l.objid::bigint + (SELECT s.start_value FROM pg_sequences s
+             WHERE s.schemaname = 'baton' AND s.sequencename = 'token_seq'))::text
+           ELSE l.objid::text END AS objid
          FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
          WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = $1
          ORDER BY l.objsubid, l.objid`,
@@ -310,11 +316,16 @@ describeBackend("postgres", (url) => {
         let fellBack = false;
         for (let attempt = 0; attempt < 5 && !fellBack; attempt++) {
           const blocker = how === "wait" ? granted(await rival.acquire(name, TRY)) : undefined;
-          const { rows } = await admin.query("SELECT last_value::text AS v FROM baton.token_seq");
+          const { rows } = await admin.query(
+            `SELECT last_value::text AS v, start_value::text AS base FROM pg_sequences
+            WHERE schemaname = 'baton' AND sequencename = 'token_seq'`,
+          );
           const from = BigInt(rows[0].v as string) + 1n;
+          // A token lock holds the token's offset from the sequence's start.
+          const base = BigInt(rows[0].base as string);
           await other.query(
-            "SELECT count(pg_advisory_lock($3::int, g::int)) FROM generate_series($1::bigint, $2::bigint) g",
-            [from.toString(), (from + 999n).toString(), tag],
+            "SELECT count(pg_advisory_lock($3::int, (g - $4::bigint)::int)) FROM generate_series($1::bigint, $2::bigint) g",
+            [from.toString(), (from + 999n).toString(), tag, base.toString()],
           );
           let grant: Grant;
           if (blocker === undefined) grant = granted(await session.acquire(name, TRY));
