@@ -14,7 +14,8 @@ import { ReleaseListener } from "./release-listener.js";
 import { whenReady } from "./when-ready.js";
 
 const REDIS_GUARANTEES: Guarantees = {
-  // INCR on the node that holds the lock: rises only while that node keeps its data.
+  // INCR on the node that holds the lock: rises while that node keeps its data; a lost
+  // counter starts again at the server's clock in microseconds (see the README).
   fencing: "single-node",
   // Waiters stand in a line by arrival; a release hands the lock to the first of them.
   fifo: true,
@@ -35,8 +36,12 @@ const REDIS_GUARANTEES: Guarantees = {
  * - waiters share one subscriber connection and wake on the release message or when the
  *   holder's PTTL runs out, whichever is first (no polling).
  *
- * Fencing is `single-node`: tokens rise while the node keeps its data; a restart without
- * persistence or a failover to a lagging replica can repeat them. Correctness mode refuses it.
+ * Fencing is `single-node`: tokens rise while the node keeps its data. A counter lost with it
+ * (a restart without persistence, FLUSHALL) starts again at the server's clock in
+ * microseconds, above every earlier token as long as that clock did not go back and fewer than
+ * one token per microsecond was handed out on average; a failover to a lagging replica, a
+ * reload of an older snapshot or a clock stepped back can repeat tokens. Correctness mode
+ * refuses it.
  */
 export class RedisBackend implements LockBackend {
   readonly kind = "redis";
