@@ -36,9 +36,10 @@ export interface CoordinatorOptions {
   /** Default `efficiency`. */
   readonly mode?: Mode;
   /**
-   * Required in correctness mode: raised with every new token before the lock is handed over,
-   * as `fence.raise(lockName, token)`, so write through the fence with the lock name as its
-   * resource.
+   * Required in correctness mode, refused in efficiency mode: raised with every new token
+   * before the lock is handed over, as `fence.raise(lockName, token, { signal, ttlMs })`, so
+   * write through the fence with the lock name as its resource (or raise any other resource
+   * yourself before writing to it).
    */
   readonly fence?: Fence;
   /** Who holds the locks, as `holder()` shows it. Default `hostname/pid/random`. */
@@ -129,6 +130,11 @@ export function resolveCoordinatorOptions(input: unknown): ResolvedOptions {
     }
     const fencing = backend?.guarantees.fencing ?? (url ? knownFencing(url) : undefined);
     if (fencing !== undefined) checkCorrectness(backend?.kind ?? url?.scheme ?? "?", fencing);
+  } else if (fence !== undefined) {
+    throw new ConfigError(
+      "fence",
+      'is raised only in mode "correctness"; pass mode: "correctness" (with etcd, zookeeper or postgres) to have it raised with every new token, or leave the fence out',
+    );
   }
   const ownerId =
     o.ownerId === undefined

@@ -729,11 +729,17 @@ class CoordinatorImpl implements Coordinator {
   }
 
   /** Correctness mode: raise the fence with the new token before anyone uses the lock. */
-  async #raiseFence(held: HeldLock, signal: Abortable): Promise<void> {
+  async #raiseFence(held: HeldLock, scope: AbortScope): Promise<void> {
     const fence = this.#options.fence;
     if (fence === undefined) return;
     try {
-      await raceSignal(fence.raise(held.name, held.token), signal);
+      // The fence gets the signal too, so a raise given up on is cancelled, not left to
+      // commit later (and to hold a connection open meanwhile).
+      const raised = fence.raise(held.name, held.token, {
+        signal: scope.signal,
+        ttlMs: this.ttlMs,
+      });
+      await raceSignal(raised, scope);
     } catch (error) {
       if (error instanceof StaleTokenError) held.markLost("fence-rejected", error);
       await held.lock.release().catch(() => undefined);

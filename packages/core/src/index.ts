@@ -56,7 +56,7 @@ export type {
   CoordinatorListener,
   Logger,
 } from "./events.js";
-export type { Fence } from "./fence.js";
+export type { Fence, FenceRaiseOptions } from "./fence.js";
 export type { Guarantees } from "./guarantees.js";
 export { linkSignals } from "./link-signals.js";
 export { Lock, type LockJson } from "./lock.js";

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import {
+  ConfigError,
   createCoordinator,
   type Fence,
+  type FenceRaiseOptions,
   type Lock,
   LockLostError,
   LockTimeoutError,
@@ -124,17 +126,38 @@ describe("correctness mode raises the fence before the caller gets the lock", ()
     expect(await coordinator.holder("invoices")).toBeNull();
   });
 
-  it("efficiency mode does not touch a fence", async () => {
+  it("a fence passed in efficiency mode is refused, not silently ignored", () => {
     const fence = new MemoryFence();
-    const clock = new ManualClock();
-    const coordinator = createCoordinator({
-      backend: new ScriptedBackend({ clock }),
-      clock,
-      ttlMs: 1_000,
-      fence,
-    });
-    await coordinator.acquire("invoices", { waitMs: 0 });
-    expect(fence.highest("invoices")).toBeUndefined();
+    const backend = new ScriptedBackend({ clock: new ManualClock() });
+    for (const mode of [undefined, "efficiency"] as const) {
+      let thrown: unknown;
+      try {
+        createCoordinator({ backend, ttlMs: 1_000, fence, ...(mode ? { mode } : {}) });
+      } catch (caught) {
+        thrown = caught;
+      }
+      const error = expectError(thrown, ConfigError);
+      expect(error.field).toBe("fence");
+      expect(error.message).toContain('mode "correctness"');
+    }
+  });
+
+  it("the raise gets the lock's TTL and a signal that aborts when acquire gives up on it", async () => {
+    let seen: FenceRaiseOptions | undefined;
+    const fence: Fence = {
+      raise: (_resource, _token, options) => {
+        seen = options;
+        return new Promise(() => undefined);
+      },
+    };
+    const { clock, coordinator } = correctness(fence);
+    const pending = track(coordinator.acquire("invoices", { waitMs: 2_000 }));
+    await flush();
+    expect(seen?.ttlMs).toBe(1_000);
+    expect(seen?.signal?.aborted).toBe(false);
+    await clock.advance(2_000);
+    expect(pending.status).toBe("rejected");
+    expect(seen?.signal?.aborted).toBe(true);
   });
 });
 

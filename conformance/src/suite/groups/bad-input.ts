@@ -3,6 +3,7 @@ import {
   ConfigError,
   createCoordinator,
   type LockBackend,
+  MemoryFence,
   type OpenSessionOptions,
 } from "@baton/core";
 import { describe, expect, it } from "vitest";
@@ -159,6 +160,25 @@ export function badInputGroup(ctx: SuiteContext): void {
       fail({}, "backend");
       fail({ url: "nope" }, "url");
       fail({ url: "ftp://x" }, "url");
+    });
+
+    it("a fence outside correctness mode is refused, not silently ignored", () => {
+      const { backend } = counting();
+      for (const mode of [undefined, "efficiency"]) {
+        let caught: unknown;
+        try {
+          createCoordinator({
+            backend,
+            fence: new MemoryFence(),
+            ...(mode ? { mode } : {}),
+          } as never);
+        } catch (error) {
+          caught = error;
+        }
+        expect(caught).toBeInstanceOf(ConfigError);
+        expect((caught as ConfigError).field).toBe("fence");
+        expect((caught as ConfigError).message).toContain('mode "correctness"');
+      }
     });
   });
 }
