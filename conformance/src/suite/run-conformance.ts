@@ -7,6 +7,7 @@ import { exclusionGroup } from "./groups/exclusion.js";
 import { expiryGroup } from "./groups/expiry.js";
 import { fifoGroup } from "./groups/fifo.js";
 import { handoffGroup } from "./groups/handoff.js";
+import { lockTtlGroup } from "./groups/lock-ttl.js";
 import { metricsGroup } from "./groups/metrics.js";
 import { partitionsGroup } from "./groups/partitions.js";
 import { renewalGroup } from "./groups/renewal.js";
@@ -66,6 +67,7 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
     handoffGroup(ctx);
     expiryGroup(ctx);
     renewalGroup(ctx);
+    lockTtlGroup(ctx);
     exclusionGroup(ctx);
     badInputGroup(ctx);
     skipUnless(declared.fencing !== "none", `${target.name} declares fencing "none"`, () =>

@@ -60,6 +60,17 @@ export interface AcquireOptions {
   readonly signal?: AbortSignal;
   /** Published with the grant (shown by `holder()`), at most 4096 characters. */
   readonly value?: string;
+  /**
+   * This lock's lease length in ms, when it needs another than the coordinator's `ttlMs`:
+   * how long the store keeps it after this process dies or is cut off, and how far the local
+   * deadline reaches from each renewal. Stores lease per session (an etcd lease, a ZooKeeper
+   * session, a PostgreSQL connection), so the coordinator keeps one session per TTL in use,
+   * each renewed with one request every third of its TTL, whatever the number of locks on
+   * it; a TTL's first lock pays for opening its session. At most 8 TTLs besides the
+   * coordinator's. The TTL a store grants may differ (ZooKeeper bounds session timeouts):
+   * `lock.ttlMs` tells. Default: the coordinator's.
+   */
+  readonly ttlMs?: number;
 }
 
 /** Options of `tryAcquire`. */
@@ -81,8 +92,8 @@ const COORDINATOR_KEYS = [
   "logger",
   "clock",
 ] as const;
-const ACQUIRE_KEYS = ["waitMs", "signal", "value"] as const;
-const TRY_KEYS = ["signal", "value"] as const;
+const ACQUIRE_KEYS = ["waitMs", "signal", "value", "ttlMs"] as const;
+const TRY_KEYS = ["signal", "value", "ttlMs"] as const;
 
 /** Coordinator options after validation. */
 export interface ResolvedOptions {
@@ -166,6 +177,8 @@ export interface ResolvedAcquire {
   readonly waitMs: number;
   readonly signal: AbortSignal | undefined;
   readonly value: string | undefined;
+  /** The lock's own TTL, or undefined for the coordinator's. */
+  readonly ttlMs: number | undefined;
 }
 
 /** Validates `acquire`/`withLock` options (`tryAcquire` when `tryOnly`). */
@@ -179,7 +192,9 @@ export function resolveAcquireOptions(input: unknown, tryOnly: boolean): Resolve
   const signal = o.signal === undefined ? undefined : checkSignal(o.signal);
   const value =
     o.value === undefined ? undefined : checkString(o.value, "value", LIMITS.valueMaxLength);
-  return { waitMs, signal, value };
+  const ttlMs =
+    o.ttlMs === undefined ? undefined : checkInt(o.ttlMs, "ttlMs", LIMITS.ttlMinMs, LIMITS.maxMs);
+  return { waitMs, signal, value, ttlMs };
 }
 
 function checkBackend(value: unknown): LockBackend {

@@ -70,7 +70,10 @@ export interface LockContext {
   readonly lock: Lock;
 }
 
-/** The user-facing API: locks over one backend, one session, one keepalive loop. */
+/**
+ * The user-facing API: locks over one backend, through one session and one keepalive loop
+ * (and one more of each per other TTL that `acquire`'s `ttlMs` asks for).
+ */
 export interface Coordinator extends AsyncDisposable {
   /** Who holds this coordinator's locks. */
   readonly ownerId: string;
@@ -195,6 +198,8 @@ export function createCoordinator(options: CoordinatorOptions): Coordinator {
   return coordinator;
 }
 
+/** TTLs, besides the coordinator's, that locks of one coordinator may use (a session each). */
+const MAX_LOCK_TTLS = 8;
 const RETRY_MIN_MS = 20;
 const RETRY_MAX_MS = 1_000;
 
@@ -217,6 +222,9 @@ class CoordinatorImpl implements Coordinator {
   #backend: Promise<LockBackend> | undefined;
   #session: ManagedSession | undefined;
   #opening: Promise<ManagedSession> | undefined;
+  /** Sessions for locks acquired with a `ttlMs` other than the coordinator's, by TTL. */
+  readonly #ttlSessions = new Map<number, ManagedSession>();
+  readonly #ttlOpenings = new Map<number, Promise<ManagedSession>>();
   #closed = false;
   readonly #closing = new AbortController();
 
@@ -457,6 +465,7 @@ class CoordinatorImpl implements Coordinator {
     for (const scope of this.#pending) scope.abort(closedError());
     const opening = this.#opening;
     if (opening) await opening.catch(() => undefined);
+    await Promise.allSettled(this.#ttlOpenings.values());
     // Each lock's signal aborts with reason `closed` before the release goes to the store.
     await Promise.allSettled(
       [...this.#locks].map((held) => {
@@ -466,8 +475,15 @@ class CoordinatorImpl implements Coordinator {
     );
     const session = this.#session;
     this.#session = undefined;
+    const ttlSessions = [...this.#ttlSessions.values()];
+    this.#ttlSessions.clear();
     try {
-      await session?.close();
+      const closed = await Promise.allSettled([
+        session?.close(),
+        ...ttlSessions.map((s) => s.close()),
+      ]);
+      const failed = closed.find((c) => c.status === "rejected");
+      if (failed !== undefined) throw failed.reason;
     } finally {
       if (this.#options.url !== undefined && this.#backend !== undefined) {
         const backend = await this.#backend.catch(() => undefined);
@@ -501,11 +517,46 @@ class CoordinatorImpl implements Coordinator {
     return await raceSignal(this.#opening, signal);
   }
 
-  async #openSession(): Promise<ManagedSession> {
+  /** The live session for locks of `ttlMs` (undefined: the coordinator's), if there is one. */
+  #liveSession(ttlMs: number | undefined): ManagedSession | undefined {
+    const session =
+      ttlMs === undefined || ttlMs === this.ttlMs ? this.#session : this.#ttlSessions.get(ttlMs);
+    return session?.isValid() ? session : undefined;
+  }
+
+  /**
+   * The session for locks of `ttlMs`, opening one when there is none or the last one was
+   * lost: stores lease per session, so each TTL in use has a session (and a keepalive) of
+   * its own.
+   */
+  async #sessionFor(
+    ttlMs: number | undefined,
+    signal: Abortable | undefined,
+  ): Promise<ManagedSession> {
+    if (ttlMs === undefined || ttlMs === this.ttlMs) return await this.#currentSession(signal);
+    const live = this.#liveSession(ttlMs);
+    if (live !== undefined) return live;
+    let opening = this.#ttlOpenings.get(ttlMs);
+    if (opening === undefined) {
+      if (!this.#ttlSessions.has(ttlMs) && this.#ttlSessions.size >= MAX_LOCK_TTLS) {
+        throw new ConfigError(
+          "ttlMs",
+          `this coordinator already keeps sessions for ${MAX_LOCK_TTLS} TTLs besides its own ${this.ttlMs} ms (${[...this.#ttlSessions.keys()].join(", ")} ms), and each TTL is a session of its own with the store: use a few fixed TTLs, or another coordinator`,
+        );
+      }
+      opening = this.#openSession(ttlMs).finally(() => {
+        this.#ttlOpenings.delete(ttlMs);
+      });
+      this.#ttlOpenings.set(ttlMs, opening);
+    }
+    return await raceSignal(opening, signal);
+  }
+
+  async #openSession(ttlMs = this.ttlMs): Promise<ManagedSession> {
     const backend = await this.backend();
     let session: ManagedSession;
     try {
-      session = await ManagedSession.open(backend, this.ttlMs, this.ownerId, {
+      session = await ManagedSession.open(backend, ttlMs, this.ownerId, {
         clock: this.#clock,
         renewEveryMs: this.#options.renewEveryMs,
         events: this.#events,
@@ -518,12 +569,13 @@ class CoordinatorImpl implements Coordinator {
       await session.close();
       throw closedError();
     }
-    this.#session = session;
-    if (session.ttlMs !== this.ttlMs) {
+    if (ttlMs === this.ttlMs) this.#session = session;
+    else this.#ttlSessions.set(ttlMs, session);
+    if (session.ttlMs !== ttlMs) {
       safeLog(
         this.#options.logger,
         "warn",
-        `baton: the ${backend.kind} server granted a ${session.ttlMs} ms session instead of the ${this.ttlMs} ms asked for; deadlines use ${session.ttlMs} ms`,
+        `baton: the ${backend.kind} server granted a ${session.ttlMs} ms session instead of the ${ttlMs} ms asked for; deadlines use ${session.ttlMs} ms`,
       );
     }
     this.#events.emit("sessionOpened", { ownerId: this.ownerId, ttlMs: session.ttlMs });
@@ -581,8 +633,8 @@ class CoordinatorImpl implements Coordinator {
         let grant: Grant | null;
         try {
           at.phase = "session";
-          const live = this.#session;
-          session = live?.isValid() ? live : await this.#currentSession(scope);
+          const live = this.#liveSession(opts.ttlMs);
+          session = live ?? (await this.#sessionFor(opts.ttlMs, scope));
           if (session !== live) unreachableSince = undefined; // a new session: it answered
           at.phase = "backend";
           grant = await this.#backendAcquire(session, name, waiting, opts.value, scope);
@@ -763,8 +815,9 @@ class LockContextOf implements LockContext {
   }
 
   /** `JSON.stringify(context)`: the token in decimal and the lock (see `Lock.toJSON`). */
-  toJSON(): { token: string; lock: LockJson } {
-    return { token: this.token.toString(), lock: this.lock.toJSON() };
+  toJSON(): { token?: string; lock: LockJson } {
+    const lock = this.lock.toJSON();
+    return lock.token === undefined ? { lock } : { token: lock.token, lock };
   }
 }
 

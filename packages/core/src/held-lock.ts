@@ -4,6 +4,7 @@ import type { Clock } from "./clock.js";
 import {
   asUnavailable,
   BackendUnavailableError,
+  ConfigError,
   LockLostError,
   type LockLostReason,
 } from "./errors.js";
@@ -66,6 +67,45 @@ export class HeldLock implements SessionLock, LockInit {
 
   deadline(): number {
     return this.#session.deadline;
+  }
+
+  get ttlMs(): number {
+    return this.#session.ttlMs;
+  }
+
+  /**
+   * Renews the lock's session now, unless `ms` is given and at least that much is already
+   * left; resolves with the milliseconds left. See `Lock.extend` for what it promises.
+   */
+  async extend(ms: number | undefined): Promise<number> {
+    const session = this.#session;
+    const clock = this.#host.clock;
+    const longestMs = session.ttlMs - session.driftMs;
+    if (ms !== undefined && (!Number.isInteger(ms) || ms < 1 || ms > longestMs)) {
+      throw new ConfigError(
+        "ms",
+        `must be an integer between 1 and ${longestMs} (this lock's ${session.ttlMs} ms TTL less the ${session.driftMs} ms drift allowance), got ${String(ms)}: a renewal extends a lease by its TTL, no further. For a longer lease acquire with a larger ttlMs; the keepalive renews it for as long as the process lives`,
+      );
+    }
+    this.check();
+    if (this.ended.aborted) throw this.ended.reason;
+    if (ms !== undefined && session.deadline - clock.now() >= ms) {
+      return session.deadline - clock.now();
+    }
+    try {
+      await session.renewNow();
+    } catch (error) {
+      this.check();
+      if (this.ended.aborted) throw this.ended.reason;
+      const leftMs = Math.max(0, Math.round(session.deadline - clock.now()));
+      throw asUnavailable(
+        error,
+        `could not extend "${this.name}": the store did not confirm a renewal; ${leftMs} ms are left before its deadline, and the keepalive keeps trying`,
+      );
+    }
+    this.check();
+    if (this.ended.aborted) throw this.ended.reason;
+    return session.deadline - clock.now();
   }
 
   now(): number {

@@ -12,6 +12,10 @@ export interface LockInit {
   readonly release: () => Promise<boolean>;
   /** Monotonic deadline of the lock right now. */
   readonly deadline: () => number;
+  /** The TTL the store granted the lock's session. */
+  readonly ttlMs: number;
+  /** Renews now unless `ms` are already left; resolves with the ms left. */
+  readonly extend: (ms: number | undefined) => Promise<number>;
   /** Checks the deadline now (unless ended), aborting the signal at once if it has passed. */
   readonly check: () => void;
   readonly now: () => number;
@@ -20,8 +24,11 @@ export interface LockInit {
 /** What `JSON.stringify` writes for a {@link Lock}. */
 export interface LockJson {
   readonly name: string;
-  /** The fencing token in decimal (`BigInt(json.token)` reads it back). */
-  readonly token: string;
+  /**
+   * The fencing token in decimal (`BigInt(json.token)` reads it back); absent when the
+   * backend's grants carry no ordered token (fencing `none`).
+   */
+  readonly token?: string;
   readonly value?: string;
   /** Whether the lock was still held when it was written. */
   readonly held: boolean;
@@ -93,6 +100,40 @@ export class Lock implements AsyncDisposable {
     return reason instanceof LockLostError ? reason.reason : undefined;
   }
 
+  /**
+   * The lease length in ms: the TTL the store granted this lock's session (the `ttlMs` the
+   * lock was acquired with, or the coordinator's; ZooKeeper may grant another).
+   */
+  get ttlMs(): number {
+    return this.#init.ttlMs;
+  }
+
+  /**
+   * Renews the lock's lease now, for when a caller needs more time than is left: before a
+   * step that must not be interrupted, or after a long stretch of synchronous work kept the
+   * keepalive from running. Without `ms` it always renews; with `ms` only when fewer than
+   * `ms` are left. Resolves with the milliseconds now left before the local deadline: after
+   * a renewal, the TTL less the drift allowance and the time the store took to confirm.
+   *
+   * A renewal restarts the lease at its TTL, so a lock is extended by at most its TTL at a
+   * time, the same on every store: the store's lease is per session (a Redis key's expiry
+   * renewed with the session's others, an etcd lease, a ZooKeeper session, a PostgreSQL
+   * connection's idle timeout), and the renewal is the session's, one request for every lock
+   * on it. For a longer lease, acquire with a larger `ttlMs`.
+   *
+   * Rejects with `ConfigError` when `ms` is not an integer from 1 to the TTL less the drift
+   * allowance, with the `LockLostError` when the lock is lost or released (before or during
+   * the renewal), and with `BackendUnavailableError` when the store did not confirm in time
+   * (the lock stays held until its deadline and the keepalive keeps trying).
+   *
+   * @example
+   * await lock.extend(30_000); // at least 30 s left, or it throws
+   * await chargeCard({ token: lock.token, signal: lock.signal });
+   */
+  extend(ms?: number): Promise<number> {
+    return this.#init.extend(ms);
+  }
+
   /** Milliseconds left before the local deadline (0 once lost or released). */
   remainingMs(): number {
     if (!this.held) return 0;
@@ -112,12 +153,23 @@ export class Lock implements AsyncDisposable {
 
   /**
    * What `JSON.stringify(lock)` writes: the name, the token as a decimal string (JSON has no
-   * bigint), the value when there is one, and whether the lock is still held (checked on the
-   * spot, like {@link Lock.held}). Log lines and error reports can include a lock as is.
+   * bigint; no token on a backend without ordered tokens), the value when there is one, and
+   * whether the lock is still held (checked on the spot, like {@link Lock.held}). Log lines
+   * and error reports can include a lock as is; it never throws.
    */
   toJSON(): LockJson {
-    const json: LockJson = { name: this.name, token: this.token.toString(), held: this.held };
-    return this.value === undefined ? json : { ...json, value: this.value };
+    let token: string | undefined;
+    try {
+      token = this.token.toString();
+    } catch {
+      // A backend whose grants carry no ordered token has none to write.
+    }
+    return {
+      name: this.name,
+      ...(token === undefined ? {} : { token }),
+      ...(this.value === undefined ? {} : { value: this.value }),
+      held: this.held,
+    };
   }
 
   /** Releases on scope exit (`await using`). */

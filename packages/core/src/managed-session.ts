@@ -57,6 +57,10 @@ export class ManagedSession {
   #renewTimer: Timer | undefined;
   #deadlineTimer: Timer | undefined;
   #unsubscribeLost: (() => void) | undefined;
+  /** The renewal in flight, if any (true once confirmed). */
+  #renewing: Promise<boolean> | undefined;
+  /** Why the last renewal that failed did. */
+  #renewError: unknown;
 
   /** Opens a backend session and starts keeping it alive. */
   static async open(
@@ -187,24 +191,47 @@ export class ManagedSession {
     this.#unsubscribeLost?.();
   }
 
+  /**
+   * Renews now, after any renewal already in flight, instead of at the next interval (a
+   * lock's `extend()`); the interval then runs from this renewal. Resolves once the store
+   * confirmed it; rejects with why it did not (`SessionLostError` when the session is gone).
+   * The keepalive loop goes on either way.
+   */
+  async renewNow(): Promise<void> {
+    while (this.#renewing !== undefined) await this.#renewing;
+    if (this.#dead) throw new SessionLostError("the session has ended");
+    this.#renewTimer?.cancel();
+    if (!(await this.#startRenew())) throw this.#renewError;
+  }
+
   #scheduleRenew(delayMs: number): void {
     this.#renewTimer = this.#settings.clock.setTimer(() => {
-      void this.#renew();
+      void this.#startRenew();
     }, delayMs);
   }
 
-  async #renew(): Promise<void> {
+  /** Starts a renewal, tracked so that `renewNow()` never runs two at once. */
+  #startRenew(): Promise<boolean> {
+    const renewing = this.#renew().finally(() => {
+      if (this.#renewing === renewing) this.#renewing = undefined;
+    });
+    this.#renewing = renewing;
+    return renewing;
+  }
+
+  /** One renewal: true when the store confirmed it; otherwise false, with `#renewError` set. */
+  async #renew(): Promise<boolean> {
     // After a pause (SIGSTOP, a long GC) the renewal timer can run before the deadline timer.
     // Past the deadline the locks were untrusted during the pause: isValid() loses them for
     // that reason, and no renewal that happened to succeed makes them trusted again.
-    if (!this.isValid()) return;
+    if (!this.isValid()) return this.#renewFailed(new SessionLostError("the session has ended"));
     const clock = this.#settings.clock;
     const started = clock.now();
     try {
       // Never two renewals in flight: the next one starts only after this one settled. The
       // contract asks backends to bound keepAlive(); the deadline fires regardless.
       const result = await this.backendSession.keepAlive();
-      if (this.#dead) return;
+      if (this.#dead) return this.#renewFailed(new SessionLostError("the session has ended"));
       this.#confirm(started);
       for (const key of result?.lostKeys ?? []) {
         const lock = this.#locks.get(key);
@@ -218,11 +245,12 @@ export class ManagedSession {
       });
       // The interval runs from the start of this renewal, so a slow store costs no margin.
       this.#scheduleRenew(Math.max(0, started + this.renewEveryMs - clock.now()));
+      return true;
     } catch (error) {
-      if (this.#dead) return;
+      if (this.#dead) return this.#renewFailed(error);
       if (error instanceof SessionLostError) {
         this.lose("session-lost", error);
-        return;
+        return this.#renewFailed(error);
       }
       const remainingMs = Math.max(0, this.#deadline - clock.now());
       this.#settings.events.emit("renewFailed", {
@@ -238,7 +266,13 @@ export class ManagedSession {
       );
       // Retry sooner than the normal interval, so a short outage costs no lock.
       this.#scheduleRenew(Math.max(5, Math.min(this.renewEveryMs / 2, remainingMs / 3)));
+      return this.#renewFailed(error);
     }
+  }
+
+  #renewFailed(error: unknown): false {
+    this.#renewError = error;
+    return false;
   }
 
   #confirm(started: number): void {
