@@ -10,7 +10,8 @@ import { type BackendUrl, registerBackend } from "@baton/core";
 import { PostgresBackend } from "./postgres-backend.js";
 
 export { advisoryKey } from "./advisory-key.js";
-export { PgFence, type PgFenceOptions, pgFence } from "./pg-fence.js";
+export { PgFence, pgFence } from "./pg-fence.js";
+export type { PgFenceOptions } from "./pg-fence-options.js";
 export { POSTGRES_GUARANTEES, PostgresBackend } from "./postgres-backend.js";
 export type { PostgresBackendOptions } from "./postgres-options.js";
 export { type MigrateOptions, migrate, type Queryable } from "./schema.js";

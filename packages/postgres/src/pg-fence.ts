@@ -1,17 +1,27 @@
-import { ConfigError, type Fence, StaleTokenError } from "@baton/core";
-import type pg from "pg";
-import { isPrivilegeError, sqlState } from "./pg-errors.js";
+import {
+  BackendUnavailableError,
+  BatonError,
+  ConfigError,
+  DEFAULT_TTL_MS,
+  type Fence,
+  type FenceRaiseOptions,
+  parseBackendUrl,
+  StaleTokenError,
+} from "@baton/core";
+import pg from "pg";
+import { asBatonError, sqlState } from "./pg-errors.js";
+import {
+  type PgFenceOptions,
+  type ResolvedPgFenceOptions,
+  resolvePgFenceOptions,
+  transactionLimits,
+} from "./pg-fence-options.js";
+import { prepareFenceTable } from "./pg-fence-table.js";
+import { connectionFromUrl } from "./postgres-options.js";
 import type { Queryable } from "./schema.js";
-import { quoteQualified } from "./sql-identifier.js";
 
-/** Options of {@link pgFence}. */
-export interface PgFenceOptions {
-  /**
-   * The fence table, `table` or `schema.table` (default `baton.fence`), with columns
-   * `resource text PRIMARY KEY, token bigint NOT NULL`. Created on first use when missing.
-   */
-  readonly table?: string;
-}
+/** Connections of the pool a fence opens for itself from a URL. */
+const OWN_POOL_SIZE = 4;
 
 /**
  * A fence in PostgreSQL (a `job_fence` table): one row per resource holding the newest token
@@ -19,49 +29,76 @@ export interface PgFenceOptions {
  * leaves nothing behind, and the fence row stays locked until that transaction ends, so
  * fenced writes to one resource are serialised.
  *
- * Usable as the `fence` of a correctness-mode coordinator with any backend: the coordinator
- * raises it with each new lock's token (under the lock name) before the holder's first write.
+ * Usable as the `fence` of a correctness-mode coordinator with any backend that mode accepts
+ * (etcd, ZooKeeper, PostgreSQL, memory): the coordinator raises it with each new lock's token
+ * (under the lock name) before the holder's first write. A write then passes only with the
+ * token its resource was raised to: a stale token is a `StaleTokenError`, a resource nothing
+ * raised (not the lock's name) a `ConfigError`, unless `raiseOnWrite` is set.
+ *
+ * Its own transactions set `lock_timeout` and `idle_in_transaction_session_timeout` (see
+ * `timeoutMs`), so a holder paused in the middle of a fenced write is cut off by the server
+ * and cannot block the next holder for long, nor commit when it wakes.
  */
 export class PgFence implements Fence {
   /** The quoted table name. */
   readonly table: string;
   readonly #pool: pg.Pool;
-  readonly #tableName: string;
+  readonly #ownsPool: boolean;
+  readonly #o: ResolvedPgFenceOptions;
   readonly #raise: string;
+  readonly #read: string;
   #ready: Promise<void> | undefined;
 
-  constructor(pool: pg.Pool, options: PgFenceOptions = {}) {
-    if (typeof pool !== "object" || pool === null || typeof pool.connect !== "function") {
-      throw new ConfigError("pool", "must be a pg.Pool");
-    }
-    if (typeof options !== "object" || options === null) {
-      throw new ConfigError("options", "must be an object");
-    }
-    for (const key of Object.keys(options)) {
-      if (key !== "table") throw new ConfigError(`options.${key}`, "unknown option; use table");
-    }
-    this.#tableName = options.table ?? "baton.fence";
-    this.table = quoteQualified(this.#tableName, "table");
-    this.#pool = pool;
-    this.#raise = `INSERT INTO ${this.table} AS f (resource, token) VALUES ($1::text, $2::bigint)
-ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token WHERE f.token <= EXCLUDED.token
-RETURNING f.token`;
-  }
-
   /**
-   * Raises the fence of `resource` to `token` in its own transaction. Rejects with
-   * `StaleTokenError` when a greater token was already seen; the same token is accepted again.
+   * @param pool a `pg.Pool` (never ended by the fence), or a `postgres://` URL: the fence
+   *   then opens a small pool of its own, ended by {@link PgFence.close}.
    */
-  async raise(resource: string, token: bigint): Promise<void> {
-    checkArgs(resource, token);
-    await this.#ensureTable();
-    await this.#check(this.#pool, resource, token);
+  constructor(pool: pg.Pool | string, options: PgFenceOptions = {}) {
+    this.#o = resolvePgFenceOptions(options);
+    if (typeof pool === "string") {
+      this.#pool = poolFromUrl(pool);
+      this.#ownsPool = true;
+    } else {
+      if (typeof pool !== "object" || pool === null || typeof pool.connect !== "function") {
+        throw new ConfigError("pool", "must be a pg.Pool or a postgres:// URL");
+      }
+      this.#pool = pool;
+      this.#ownsPool = false;
+    }
+    const { table, resource, token } = this.#o;
+    this.table = table;
+    this.#raise = `INSERT INTO ${table} AS f (${resource}, ${token}) VALUES ($1::text, $2::bigint)
+ON CONFLICT (${resource}) DO UPDATE SET ${token} = EXCLUDED.${token} WHERE f.${token} <= EXCLUDED.${token}
+RETURNING 1`;
+    this.#read = `SELECT ${token}::bigint::text AS token FROM ${table} WHERE ${resource} = $1`;
   }
 
   /**
-   * Checks and raises the fence inside the caller's own open transaction on `client`: rejects
-   * with `StaleTokenError` when a greater token was seen (then roll the transaction back).
-   * The fence row stays locked until that transaction ends.
+   * Raises the fence of `resource` to `token` in a transaction of its own. Rejects with
+   * `StaleTokenError` when a greater token was already seen; the same token is accepted
+   * again. Waits for a row lock at most `timeoutMs` (or `options.ttlMs`); when
+   * `options.signal` aborts, the raise is rolled back (its connection closed if need be) and
+   * never takes effect later.
+   */
+  async raise(resource: string, token: bigint, options: FenceRaiseOptions = {}): Promise<void> {
+    checkArgs(resource, token);
+    const { signal, ttlMs } = checkRaiseOptions(options);
+    signal?.throwIfAborted();
+    await this.#ensureTable();
+    const limitMs = this.#o.timeoutMs ?? ttlMs ?? DEFAULT_TTL_MS;
+    await this.#inTransaction(resource, limitMs, true, signal, async (client) => {
+      await this.#upsert(client, resource, token);
+    });
+  }
+
+  /**
+   * Checks the fence inside the caller's own open transaction on `client`: passes when the
+   * fence of `resource` holds `token` (the lock's raise put it there), rejects with
+   * `StaleTokenError` when it holds a greater one (then roll the transaction back), and with
+   * `ConfigError` (field `resource`) when it was not raised to `token`, unless
+   * `raiseOnWrite`. The fence row stays locked until that transaction ends. Bound the
+   * transaction yourself (see the package README): `SET LOCAL lock_timeout` and
+   * `SET LOCAL idle_in_transaction_session_timeout` to the lock's TTL, right after `BEGIN`.
    */
   async check(client: Queryable, resource: string, token: bigint): Promise<void> {
     checkArgs(resource, token);
@@ -73,9 +110,12 @@ RETURNING f.token`;
   }
 
   /**
-   * Runs `fn` in one transaction that first raises the fence of `resource` to `token`. A stale
-   * token rejects with `StaleTokenError` before `fn` runs; an error of `fn` rolls back the
-   * raise as well. Resolves with `fn`'s result after the commit.
+   * Runs `fn` in one transaction that first checks the fence of `resource` (as
+   * {@link PgFence.check}). A stale token rejects with `StaleTokenError` before `fn` runs;
+   * an error of `fn` rolls everything back. Resolves with `fn`'s result after the commit.
+   * The transaction waits for a row lock, and sits idle between statements, at most
+   * `timeoutMs` (default 15000): past that the server ends it, nothing is committed, and it
+   * rejects with `BackendUnavailableError` (the lock is then likely lost as well).
    */
   async transaction<T>(
     resource: string,
@@ -85,88 +125,176 @@ RETURNING f.token`;
     checkArgs(resource, token);
     if (typeof fn !== "function") throw new ConfigError("fn", "must be a function");
     await this.#ensureTable();
-    const client = await this.#pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query("BEGIN");
-      try {
-        await this.#check(client, resource, token);
-        const result = await fn(client);
-        await client.query("COMMIT");
-        return result;
-      } catch (error) {
-        await client.query("ROLLBACK").catch((rollbackError: Error) => {
-          broken = rollbackError;
-        });
-        throw error;
-      }
-    } finally {
-      client.release(broken);
-    }
+    const limitMs = this.#o.timeoutMs ?? DEFAULT_TTL_MS;
+    return this.#inTransaction(resource, limitMs, false, undefined, async (client) => {
+      await this.#check(client, resource, token);
+      return fn(client);
+    });
   }
 
   /** The newest token the fence has seen for `resource`, or `undefined`. */
   async highest(resource: string): Promise<bigint | undefined> {
     await this.#ensureTable();
-    const result = await this.#pool.query(`SELECT token FROM ${this.table} WHERE resource = $1`, [
-      resource,
-    ]);
+    const result = await this.#pool.query(this.#read, [resource]);
     const row = result.rows[0] as { token: string } | undefined;
     return row === undefined ? undefined : BigInt(row.token);
   }
 
-  /** Creates the fence table (and its schema) when missing. Idempotent. */
+  /**
+   * Creates the fence table (and its schema) when missing and checks an existing one's
+   * columns. Idempotent. Every other method does it on first use.
+   */
   migrate(): Promise<void> {
     return this.#ensureTable();
   }
 
+  /** Ends the pool the fence opened from a URL; does nothing to a pool it was given. */
+  async close(): Promise<void> {
+    if (this.#ownsPool && !this.#pool.ended) await this.#pool.end();
+  }
+
   async #check(db: Queryable, resource: string, token: bigint): Promise<void> {
+    if (this.#o.raiseOnWrite) {
+      await this.#upsert(db, resource, token);
+      return;
+    }
+    const row = (await db.query(`${this.#read} FOR UPDATE`, [resource])).rows[0] as
+      | { token: string }
+      | undefined;
+    const held = row === undefined ? undefined : BigInt(row.token);
+    if (held === token) return;
+    if (held !== undefined && held > token) throw new StaleTokenError(resource, token, held);
+    throw new ConfigError(
+      "resource",
+      `the fence of "${resource}" in ${this.table} ${held === undefined ? "was never raised" : `holds token ${held}`}, not ${token}: nothing raised it when that token's lock was granted, so it cannot reject a stale holder. Correctness mode raises the fence under the lock's name: write with the lock's name as the resource, or call raise(resource, token) for each other resource right after acquiring, before its first write`,
+    );
+  }
+
+  async #upsert(db: Queryable, resource: string, token: bigint): Promise<void> {
     const raised = await db.query(this.#raise, [resource, token.toString()]);
     if (raised.rows.length > 0) return;
-    const current = await db.query(`SELECT token FROM ${this.table} WHERE resource = $1`, [
-      resource,
-    ]);
-    const row = current.rows[0] as { token: string } | undefined;
+    const row = (await db.query(this.#read, [resource])).rows[0] as { token: string } | undefined;
     throw new StaleTokenError(resource, token, row === undefined ? token : BigInt(row.token));
   }
 
+  /**
+   * Runs `fn` between `BEGIN` (with the limits) and `COMMIT` on a pooled connection. When
+   * `signal` aborts before the commit, the connection is closed, so the server rolls back
+   * even a statement still waiting for a lock. A connection that dies (the server ended the
+   * transaction, say) is never returned to the pool.
+   */
+  async #inTransaction<T>(
+    resource: string,
+    limitMs: number,
+    ownStatements: boolean,
+    signal: AbortSignal | undefined,
+    fn: (client: pg.PoolClient) => Promise<T>,
+  ): Promise<T> {
+    const client = await connect(this.#pool, signal);
+    let ended: unknown;
+    // A checked-out client has no error listener of the pool's: without this, a connection
+    // ended by the server between statements would crash the process.
+    const onError = (error: unknown) => {
+      ended ??= error;
+    };
+    client.on("error", onError);
+    let committing = false;
+    const onAbort = () => {
+      if (committing) return;
+      ended ??= signal?.reason;
+      void client.end().catch(() => undefined);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await client.query(transactionLimits(limitMs, ownStatements));
+      const result = await fn(client);
+      signal?.throwIfAborted();
+      committing = true;
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      // After a failed COMMIT there is nothing to roll back, and this only warns.
+      if (ended === undefined) {
+        await client.query("ROLLBACK").catch((rollbackError: unknown) => {
+          ended = rollbackError;
+        });
+      }
+      if (signal?.aborted) throw signal.reason;
+      throw this.#explain(error, resource, limitMs, ended !== undefined);
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      if (ended === undefined) client.removeListener("error", onError);
+      client.release(ended === undefined ? undefined : true);
+    }
+  }
+
+  /** What a failed fence transaction tells its caller. */
+  #explain(error: unknown, resource: string, limitMs: number, connectionGone: boolean): unknown {
+    const state = sqlState(error);
+    if (state === "55P03" || state === "57014") {
+      return new BackendUnavailableError(
+        `a fenced transaction on "${resource}" in ${this.table} waited ${limitMs} ms for a row lock, held by another transaction (a paused holder's fenced write, or one of your own without a lock_timeout); nothing was committed`,
+        { cause: error },
+      );
+    }
+    if (error instanceof BatonError) return error;
+    if (connectionGone) {
+      return new BackendUnavailableError(
+        `a fenced transaction on "${resource}" in ${this.table} lost its connection before it committed, so nothing of it was committed (${(error as Error)?.message ?? String(error)}). PostgreSQL ends a fenced transaction left idle for ${limitMs} ms, as when its process was paused: its lock is then likely lost too`,
+        { cause: error },
+      );
+    }
+    return error;
+  }
+
   #ensureTable(): Promise<void> {
-    this.#ready ??= this.#createTable().catch((error: unknown) => {
+    this.#ready ??= prepareFenceTable(this.#pool, this.#o).catch((error: unknown) => {
       this.#ready = undefined;
       throw error;
     });
     return this.#ready;
   }
+}
 
-  async #createTable(): Promise<void> {
-    const found = await this.#pool.query("SELECT to_regclass($1) IS NOT NULL AS ready", [
-      this.table,
-    ]);
-    if ((found.rows[0] as { ready: boolean }).ready) return;
-    const dot = this.table.indexOf('"."');
-    const schema = dot >= 0 ? this.table.slice(0, dot + 1) : undefined;
-    const ddl = [
-      "BEGIN",
-      // Serialise concurrent creators (the key is SHA-256 of "baton:fence").
-      "SELECT pg_advisory_xact_lock(-1790974060622371838)",
-      ...(schema === undefined ? [] : [`CREATE SCHEMA IF NOT EXISTS ${schema}`]),
-      `CREATE TABLE IF NOT EXISTS ${this.table} (resource text PRIMARY KEY, token bigint NOT NULL)`,
-      "COMMIT",
-    ].join(";\n");
-    try {
-      await this.#pool.query(ddl);
-    } catch (error) {
-      if (sqlState(error) === "23505") return;
-      if (isPrivilegeError(error)) {
-        throw new ConfigError(
-          "privileges",
-          `may not create the fence table ${this.table} (${(error as Error).message}); create it once as a privileged role: CREATE TABLE ${this.table} (resource text PRIMARY KEY, token bigint NOT NULL)`,
-          { cause: error },
-        );
-      }
-      throw error;
-    }
+/** A pooled client, or the signal's reason; a client that comes after the abort goes back. */
+async function connect(pool: pg.Pool, signal: AbortSignal | undefined): Promise<pg.PoolClient> {
+  const pending = pool.connect();
+  if (signal === undefined) return asConnectError(pending);
+  return new Promise<pg.PoolClient>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    asConnectError(pending).then(
+      (client) => {
+        signal.removeEventListener("abort", onAbort);
+        if (signal.aborted) client.release();
+        else resolve(client);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function asConnectError(pending: Promise<pg.PoolClient>): Promise<pg.PoolClient> {
+  return pending.catch((error: unknown) => {
+    throw asBatonError(error, "the fence could not connect to PostgreSQL");
+  });
+}
+
+function poolFromUrl(url: string): pg.Pool {
+  const parsed = connectionFromUrl(parseBackendUrl(url));
+  if (parsed.schema !== undefined || parsed.namespace !== undefined) {
+    throw new ConfigError(
+      "url",
+      'a fence URL takes no "schema" or "namespace" parameter; name the fence table with the table option',
+    );
   }
+  const pool = new pg.Pool({ ...parsed.connection, max: OWN_POOL_SIZE });
+  // An idle connection the server ended is dropped by the pool and replaced on next use.
+  pool.on("error", () => undefined);
+  return pool;
 }
 
 function checkArgs(resource: unknown, token: unknown): void {
@@ -178,10 +306,26 @@ function checkArgs(resource: unknown, token: unknown): void {
   }
 }
 
+function checkRaiseOptions(options: unknown): FenceRaiseOptions {
+  if (typeof options !== "object" || options === null) {
+    throw new ConfigError("options", "must be an object");
+  }
+  const { signal, ttlMs } = options as FenceRaiseOptions;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new ConfigError("signal", "must be an AbortSignal");
+  }
+  if (ttlMs !== undefined && !(Number.isSafeInteger(ttlMs) && ttlMs > 0)) {
+    throw new ConfigError("ttlMs", `must be a positive whole number of ms, got ${String(ttlMs)}`);
+  }
+  return { ...(signal ? { signal } : {}), ...(ttlMs ? { ttlMs } : {}) };
+}
+
 /**
  * A fenced store in PostgreSQL: `check(client, resource, token)` inside your own
  * transaction, or `transaction(resource, token, fn)`. Also a `Fence` for correctness mode.
+ * `pool` is a `pg.Pool`, or a `postgres://` URL for a pool of the fence's own (see
+ * {@link PgFence.close}).
  */
-export function pgFence(pool: pg.Pool, options?: PgFenceOptions): PgFence {
+export function pgFence(pool: pg.Pool | string, options?: PgFenceOptions): PgFence {
   return new PgFence(pool, options);
 }

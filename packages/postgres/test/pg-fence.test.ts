@@ -159,10 +159,12 @@ describeBackend("postgres", (url) => {
       }
       expect(await rows(month)).toEqual([]);
 
-      // A write that fails after the fence accepted a newer token rolls the raise back too.
+      // A write that fails after the fence accepted a newer token rolls the raise back too
+      // (a fence that raises on writes: raiseOnWrite).
       const boom = new Error("write failed");
+      const raising = pgFence(pool, { raiseOnWrite: true });
       await expect(
-        fence.transaction(job, 101n, async (c) => {
+        raising.transaction(job, 101n, async (c) => {
           await c.query(
             `INSERT INTO ${invoices} (client_id, month, amount, token) VALUES (2, $1, 10, 101)`,
             [month],

@@ -62,6 +62,8 @@ describeBackend("postgres", (url) => {
       workers.push(worker);
       const acquired = await worker.request({ op: "acquire", name }, (e) => e.event === "acquired");
       const oldToken = BigInt((acquired as { token: string }).token);
+      // An efficiency-mode holder raises the fence itself before its first write.
+      await fence.raise(name, oldToken);
       await fence.transaction(name, oldToken, () => undefined); // it wrote once while healthy
 
       worker.pause();
