@@ -2,10 +2,13 @@ import {
   BackendUnavailableError,
   ConfigError,
   createCoordinator,
+  type Fence,
   type Lock,
   LockHeldError,
   LockLostError,
   LockTimeoutError,
+  parseBackendUrl,
+  StaleTokenError,
 } from "@baton/core";
 import { backendFrom, msOption, nameFrom, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
@@ -13,17 +16,101 @@ import { loadAdapter } from "../load-adapter.js";
 import { exitCodeOf, onSignals, runChild } from "../run-child.js";
 import { UsageError } from "../usage-error.js";
 
-export const LOCK_USAGE = `usage: baton lock NAME [--backend URL] [--ttl MS] [--wait MS | --no-wait] [--grace MS] [--value TEXT] -- CMD [ARGS...]
+export const LOCK_USAGE = `usage: baton lock NAME [--backend URL] [--ttl MS] [--wait MS | --no-wait] [--grace MS]
+       [--value TEXT] [--fence URL [--fence-table T] [--fence-resource-column C]
+       [--fence-token-column C]] -- CMD [ARGS...]
 
 Runs CMD while holding the lock NAME. CMD gets BATON_LOCK_NAME, BATON_FENCING_TOKEN and
-BATON_BACKEND. If the lock is lost, CMD gets SIGTERM, then SIGKILL after --grace (default 5000).
+BATON_BACKEND. If the lock is lost, CMD gets SIGTERM, then SIGKILL after --grace.
 Signals sent to baton are forwarded to CMD; the lock is released when CMD ends.
 
   --backend URL   store URL (or BATON_BACKEND), e.g. redis://127.0.0.1:6379, etcd://h1:2379,h2:2379
   --ttl MS        lease length (default 15000)
-  --wait MS       wait up to MS for the lock (default 60000); --no-wait: try once
+  --wait MS       wait up to MS for the lock (default 60000)
+  --no-wait       try once: exit ${EXIT.held} at once if someone else holds the lock
+  --grace MS      how long a CMD whose lock was lost has after SIGTERM before SIGKILL (default 5000)
+  --value TEXT    published with the lock, shown by baton status (at most 4096 characters)
+  --fence URL     correctness mode: before CMD starts, raise the fence in this PostgreSQL
+                  database (postgres://user@host/db) to the new token, under NAME, so writes
+                  of an older holder are rejected from then on. CMD's fenced writes use NAME
+                  and BATON_FENCING_TOKEN. Needs a backend with ordered tokens: etcd,
+                  zookeeper or postgres
+  --fence-table T            the fence table, table or schema.table (default baton.fence;
+                             created when missing)
+  --fence-resource-column C  its column of lock names (default resource)
+  --fence-token-column C     its column of tokens (default token)
+  -h, --help      show this text
 Exit codes: CMD's own when it ran; ${EXIT.held} held (--no-wait); ${EXIT.timeout} wait ran out;
-${EXIT.lost} lock lost while CMD ran; ${EXIT.unavailable} store unreachable; ${EXIT.usage} bad usage; ${EXIT.cannotRun} CMD could not start.`;
+${EXIT.lost} lock lost while CMD ran, or the fence had seen a newer token; ${EXIT.unavailable} store or fence unreachable;
+${EXIT.usage} bad usage; ${EXIT.cannotRun} CMD could not start.`;
+
+/** The options `baton lock` takes (besides -h, --help), each documented in {@link LOCK_USAGE}. */
+export const LOCK_OPTIONS = {
+  backend: { type: "string" },
+  ttl: { type: "string" },
+  wait: { type: "string" },
+  "no-wait": { type: "boolean" },
+  grace: { type: "string" },
+  value: { type: "string" },
+  fence: { type: "string" },
+  "fence-table": { type: "string" },
+  "fence-resource-column": { type: "string" },
+  "fence-token-column": { type: "string" },
+} as const;
+
+/** The `--fence*` flag of each `pgFence` option, for messages. */
+const FENCE_FLAGS: Record<string, string> = {
+  table: "--fence-table",
+  resourceColumn: "--fence-resource-column",
+  tokenColumn: "--fence-token-column",
+};
+
+/** A fence that the command opened and closes. */
+type OwnFence = Fence & { close(): Promise<void> };
+
+/** The `--fence` options as a PostgreSQL fence, checked without I/O; undefined without `--fence`. */
+async function fenceFrom(values: Record<string, unknown>): Promise<OwnFence | undefined> {
+  const url = values.fence;
+  const flags = ["fence-table", "fence-resource-column", "fence-token-column"];
+  if (typeof url !== "string") {
+    const stray = flags.find((flag) => values[flag] !== undefined);
+    if (stray !== undefined) throw new UsageError(`--${stray} needs --fence URL`);
+    return undefined;
+  }
+  let scheme: string;
+  try {
+    scheme = parseBackendUrl(url).scheme;
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(`--fence: ${error.message}`);
+    throw error;
+  }
+  if (scheme !== "postgres" && scheme !== "postgresql") {
+    throw new UsageError(
+      `--fence must be a PostgreSQL URL (postgres://user@host/db), got "${scheme}:"`,
+    );
+  }
+  const { pgFence } = await import("@baton/postgres");
+  const pick = (flag: string) => (typeof values[flag] === "string" ? values[flag] : undefined);
+  const options = {
+    ...(pick("fence-table") ? { table: pick("fence-table") } : {}),
+    ...(pick("fence-resource-column") ? { resourceColumn: pick("fence-resource-column") } : {}),
+    ...(pick("fence-token-column") ? { tokenColumn: pick("fence-token-column") } : {}),
+  };
+  try {
+    return pgFence(url, options);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      throw error.field === "url" ? new UsageError(`--fence: ${error.message}`) : fenceUsage(error);
+    }
+    throw error;
+  }
+}
+
+/** A fence's `ConfigError` as a usage error naming the flag. */
+function fenceUsage(error: ConfigError): UsageError {
+  const flag = FENCE_FLAGS[error.field];
+  return new UsageError(flag === undefined ? error.message : `${flag}: ${error.message}`);
+}
 
 /** `baton lock`. Resolves with the exit code. */
 export async function lockCommand(
@@ -31,14 +118,7 @@ export async function lockCommand(
   out: (s: string) => void,
   err: (s: string) => void,
 ): Promise<number> {
-  const { values, positionals, command } = parse(argv, {
-    backend: { type: "string" },
-    ttl: { type: "string" },
-    wait: { type: "string" },
-    "no-wait": { type: "boolean" },
-    grace: { type: "string" },
-    value: { type: "string" },
-  });
+  const { values, positionals, command } = parse(argv, LOCK_OPTIONS);
   if (values.help) {
     out(LOCK_USAGE);
     return 0;
@@ -53,8 +133,21 @@ export async function lockCommand(
   const graceMs = msOption(values.grace, "grace", 5_000, 0);
   const value = typeof values.value === "string" ? values.value : undefined;
 
+  const fence = await fenceFrom(values);
+
   await loadAdapter(backend);
-  const coordinator = createCoordinator({ url: backend, ttlMs });
+  let coordinator: ReturnType<typeof createCoordinator>;
+  try {
+    coordinator = createCoordinator({
+      url: backend,
+      ttlMs,
+      ...(fence === undefined ? {} : { mode: "correctness" as const, fence }),
+    });
+  } catch (error) {
+    await fence?.close();
+    if (error instanceof ConfigError) throw new UsageError(error.message);
+    throw error;
+  }
   const cancel = new AbortController();
   let interrupted: NodeJS.Signals | undefined;
   const stopWaiting = onSignals((signal) => {
@@ -71,6 +164,7 @@ export async function lockCommand(
   } catch (error) {
     stopWaiting();
     await coordinator.close().catch(() => undefined);
+    await fence?.close().catch(() => undefined);
     if (interrupted !== undefined) return exitCodeOf({ code: null, signal: interrupted });
     if (error instanceof LockHeldError) {
       err(`baton: lock "${name}" is held by someone else`);
@@ -80,7 +174,13 @@ export async function lockCommand(
       err(`baton: ${error.message}`);
       return EXIT.timeout;
     }
-    if (error instanceof ConfigError) throw new UsageError(error.message);
+    if (error instanceof ConfigError) {
+      throw fence === undefined ? new UsageError(error.message) : fenceUsage(error);
+    }
+    if (error instanceof StaleTokenError) {
+      err(`baton: the fence rejected the new token of "${name}": ${error.message}`);
+      return EXIT.lost;
+    }
     if (error instanceof BackendUnavailableError) {
       err(`baton: ${error.message}`);
       return EXIT.unavailable;
@@ -112,6 +212,7 @@ export async function lockCommand(
     .release()
     .catch((error: unknown) => err(`baton: release failed: ${(error as Error).message}`));
   await coordinator.close().catch(() => undefined);
+  await fence?.close().catch(() => undefined);
   if (exit.spawnError !== undefined) {
     err(`baton: cannot run ${command[0]}: ${exit.spawnError.message}`);
     return EXIT.cannotRun;
