@@ -24,4 +24,4 @@ export {
 } from "./history/index.js";
 export { type DeclaredCapabilities, runConformance } from "./suite/run-conformance.js";
 export { delay, SuiteContext, settle } from "./suite/suite-context.js";
-export type { ConformanceTarget } from "./suite/target.js";
+export type { ConformanceTarget, ProxyTarget } from "./suite/target.js";

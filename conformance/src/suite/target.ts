@@ -26,4 +26,22 @@ export interface ConformanceTarget {
   readonly url?: string | (() => string);
   /** Prefix for lock names, so runs against one server do not meet (default a random one). */
   readonly namePrefix?: string;
+  /**
+   * A backend like the one {@link ConformanceTarget.url} connects to, with every connection
+   * routed through proxies the fault scenarios control (link cut, blackhole, delayed or
+   * dropped replies). `proxy` starts one proxy to a `host:port` and resolves to the address
+   * to connect to instead. Give it when the backend's client does not stay on the hosts of its
+   * URL, such as a Redis Cluster client, which connects to each node at the address the node
+   * announces. Without it, the suite puts a proxy in front of the URL's hosts and connects
+   * through them by URL. The suite closes the backend after the test.
+   */
+  proxiedBackend?(
+    proxy: (to: ProxyTarget) => Promise<ProxyTarget>,
+  ): LockBackend | Promise<LockBackend>;
+}
+
+/** A `host:port` a proxy forwards to, or listens on. */
+export interface ProxyTarget {
+  readonly host: string;
+  readonly port: number;
 }

@@ -10,6 +10,7 @@ import { RedisBackend } from "./redis-backend.js";
 import { RedlockBackend } from "./redlock-backend.js";
 
 export { LockKeys, lockKeys } from "./key-names.js";
+export type { RedisAddress, RedisNatMap } from "./nat-map.js";
 export { RedisBackend } from "./redis-backend.js";
 export {
   DEFAULT_COMMAND_TIMEOUT_MS,

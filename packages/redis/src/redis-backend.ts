@@ -67,9 +67,12 @@ export class RedisBackend implements LockBackend {
       this.client = resolved.client;
       this.#owned = false;
     } else {
-      this.client = clientFromUrl(resolved.url as BackendUrl, resolved.cluster, this.#timeoutMs) as
-        | Redis
-        | Cluster;
+      this.client = clientFromUrl(
+        resolved.url as BackendUrl,
+        resolved.cluster,
+        this.#timeoutMs,
+        resolved.natMap,
+      ) as Redis | Cluster;
       this.#owned = true;
     }
     const client = this.client;

@@ -1,6 +1,7 @@
 import type { BackendUrl } from "@baton/core";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
 import type { RedisClient } from "./lua-script.js";
+import type { RedisNatMap } from "./nat-map.js";
 import { checkDb } from "./redis-options.js";
 
 /**
@@ -32,8 +33,16 @@ export function credentials(url: BackendUrl): { username?: string; password?: st
     : { username: url.username, password: url.password };
 }
 
-/** A client for one node (`redis://host:port/db`) or a Cluster (several hosts). */
-export function clientFromUrl(url: BackendUrl, cluster: boolean, timeoutMs: number): RedisClient {
+/**
+ * A client for one node (`redis://host:port/db`) or a Cluster (several hosts), reaching the
+ * Cluster's announced addresses through `natMap` when given.
+ */
+export function clientFromUrl(
+  url: BackendUrl,
+  cluster: boolean,
+  timeoutMs: number,
+  natMap?: RedisNatMap,
+): RedisClient {
   const common = ownedClientOptions(url, timeoutMs);
   const hosts = url.hosts.map((h) => ({ host: h.host, port: h.port ?? 6379 }));
   let client: RedisClient;
@@ -43,6 +52,7 @@ export function clientFromUrl(url: BackendUrl, cluster: boolean, timeoutMs: numb
       enableOfflineQueue: false,
       clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
       redisOptions: { ...common, lazyConnect: false },
+      ...(natMap === undefined ? {} : { natMap: { ...natMap } }),
     });
   } else {
     const db = url.pathname === "" || url.pathname === "/" ? 0 : checkDb(url.pathname);

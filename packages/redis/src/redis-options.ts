@@ -1,6 +1,7 @@
 import type { BackendUrl } from "@baton/core";
 import { ConfigError } from "@baton/core";
 import type { Cluster, Redis } from "ioredis";
+import { checkNatMap, type RedisNatMap } from "./nat-map.js";
 
 /** Options of {@link RedisBackend}. Exactly one of `url` and `client`. */
 export interface RedisBackendOptions {
@@ -24,6 +25,14 @@ export interface RedisBackendOptions {
    * by half the TTL too. Default 2000.
    */
   readonly commandTimeoutMs?: number;
+  /**
+   * A Redis Cluster whose nodes announce addresses this process cannot reach (Docker or
+   * Kubernetes port mappings, NAT, a proxy per node): where to connect instead of each
+   * announced `host:port`. The URL's hosts are connected to as written; every node found
+   * through them (`CLUSTER SLOTS`, `MOVED`, `ASK`) through this map. Only with a cluster
+   * `url`; on your own `client`, set ioredis' `natMap` there.
+   */
+  readonly natMap?: RedisNatMap;
 }
 
 /** Validated {@link RedisBackendOptions}. */
@@ -33,6 +42,7 @@ export interface ResolvedRedisOptions {
   readonly keyPrefix: string;
   readonly commandTimeoutMs: number;
   readonly cluster: boolean;
+  readonly natMap: RedisNatMap | undefined;
 }
 
 /** Default key prefix. */
@@ -40,7 +50,7 @@ export const DEFAULT_KEY_PREFIX = "baton:";
 /** Default bound on one Redis call. */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 2_000;
 
-const KEYS = ["url", "client", "keyPrefix", "commandTimeoutMs"] as const;
+const KEYS = ["url", "client", "keyPrefix", "commandTimeoutMs", "natMap"] as const;
 
 /** Checks every option before any I/O; throws `ConfigError` naming the field. */
 export function resolveRedisOptions(
@@ -90,12 +100,29 @@ export function resolveRedisOptions(
     }
     cluster = (input.client as { isCluster?: boolean }).isCluster === true;
   }
+  let natMap: RedisNatMap | undefined;
+  if (input.natMap !== undefined) {
+    if (input.client !== undefined) {
+      throw new ConfigError(
+        "natMap",
+        "applies to the client the backend builds from `url`; set ioredis' natMap on your own Cluster instead",
+      );
+    }
+    if (!cluster) {
+      throw new ConfigError(
+        "natMap",
+        "applies to a Redis Cluster only: list several hosts in the URL or add ?cluster=true",
+      );
+    }
+    natMap = checkNatMap(input.natMap);
+  }
   return {
     url,
     client: input.client,
     keyPrefix: checkPrefix(keyPrefix ?? DEFAULT_KEY_PREFIX),
     commandTimeoutMs: checkTimeout(commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS),
     cluster,
+    natMap,
   };
 }
 

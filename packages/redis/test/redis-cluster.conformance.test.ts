@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runConformance } from "@baton/conformance";
+import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend, type ServerGroup, startRedisCluster } from "@baton/conformance/harness";
 import { createCoordinator, type Lock } from "@baton/core";
 import { Cluster } from "ioredis";
@@ -28,6 +29,14 @@ describeBackend("redis", () => {
     if (cluster === undefined) throw new Error("redis cluster not started");
     return cluster.url;
   };
+  /** Each node's address as it announces it (`CLUSTER SLOTS`, `MOVED`). */
+  const announced = () => {
+    if (cluster === undefined) throw new Error("redis cluster not started");
+    return cluster.members.map((m) => {
+      const [host, port] = m.address.split(":");
+      return { host: host as string, port: Number(port) };
+    });
+  };
 
   runConformance(
     {
@@ -35,6 +44,14 @@ describeBackend("redis", () => {
       ttlMs: 1_000,
       url,
       createBackend: () => new RedisBackend({ url: url(), keyPrefix: "conf:" }),
+      // A client connects to every node at the address the node announces: a proxy per node,
+      // and natMap sends the client from each announced address to that node's proxy.
+      proxiedBackend: async (proxy) => {
+        const natMap: Record<string, { host: string; port: number }> = {};
+        for (const node of announced()) natMap[`${node.host}:${node.port}`] = await proxy(node);
+        const hosts = Object.values(natMap).map((p) => `${p.host}:${p.port}`);
+        return new RedisBackend({ url: `redis://${hosts.join(",")}`, natMap });
+      },
     },
     { fencing: "single-node", fifo: true, watch: true, crossProcess: true },
   );
@@ -74,6 +91,43 @@ describeBackend("redis", () => {
       } finally {
         await c.close();
         raw.disconnect();
+      }
+    });
+
+    it("natMap: nodes found through the cluster are reached at their mapped addresses; locks on every master hold through them and are lost when they go dark", async () => {
+      const nodes = announced();
+      const proxies = await Promise.all(nodes.map((n) => TcpProxy.start(n)));
+      const natMap = Object.fromEntries(
+        nodes.map((n, i) => {
+          const p = proxies[i] as TcpProxy;
+          return [`${n.host}:${n.port}`, { host: p.host, port: p.port }];
+        }),
+      );
+      // The URL names the first node's mapped address only; the client learns the others
+      // from the cluster, at their announced addresses.
+      const first = proxies[0] as TcpProxy;
+      const backend = new RedisBackend({
+        url: `redis://${first.host}:${first.port}?cluster=true`,
+        natMap,
+      });
+      const c = createCoordinator({ backend, ttlMs: 1_000 });
+      const locks: Lock[] = [];
+      try {
+        for (let i = 0; i < 12; i++) locks.push(await c.acquire(`nat-${i}`));
+        await new Promise((r) => setTimeout(r, 2_500)); // renewals, through the mapped addresses
+        for (const l of locks) expect(l.held).toBe(true);
+        for (const p of proxies) expect(p.connections).toBeGreaterThan(0);
+        for (const p of proxies) p.blackhole();
+        const deadline = performance.now() + 15_000;
+        while (locks.some((l) => !l.signal.aborted) && performance.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(locks.filter((l) => !l.signal.aborted).map((l) => l.name)).toEqual([]);
+      } finally {
+        for (const p of proxies) p.forward();
+        await c.close();
+        await backend.close();
+        await Promise.all(proxies.map((p) => p.close()));
       }
     });
   });

@@ -34,6 +34,41 @@ describe("redis options", () => {
     ).toBe("options.ttl");
   });
 
+  it("natMap: a Redis Cluster URL only, each entry an announced host:port to a { host, port }", () => {
+    const cluster = "redis://10.0.0.5:6379,10.0.0.6:6379";
+    const to = { host: "127.0.0.1", port: 7001 };
+    const natMapError = (natMap: unknown, url = cluster) => {
+      const error = configErrorOf(() => new RedisBackend({ url, natMap } as never));
+      expect(error.field).toBe("natMap");
+      return error.message;
+    };
+    expect(natMapError({ "10.0.0.5:6379": to }, "redis://10.0.0.5:6379")).toContain("Cluster only");
+    expect(
+      configErrorOf(() => new RedisBackend({ client: {} as never, natMap: { "h:1": to } })).field,
+    ).toBe("client");
+    expect(natMapError(null)).toContain("must be an object");
+    expect(natMapError([["10.0.0.5:6379", to]])).toContain("must be an object");
+    expect(natMapError({})).toContain("at least one");
+    expect(natMapError({ "10.0.0.5": to })).toContain('"10.0.0.5"');
+    expect(natMapError({ "10.0.0.5:0": to })).toContain("host:port");
+    expect(natMapError({ "10.0.0.5:70000": to })).toContain("host:port");
+    expect(natMapError({ ":6379": to })).toContain("host:port");
+    expect(natMapError({ "[::1]:6379": to })).toContain("without brackets");
+    expect(natMapError({ "10.0.0.5:6379": { host: "", port: 1 } })).toContain(".host");
+    expect(natMapError({ "10.0.0.5:6379": { host: "h", port: 1.5 } })).toContain(".port");
+    expect(natMapError({ "10.0.0.5:6379": { host: "h", port: "7001" } })).toContain(".port");
+    expect(natMapError({ "10.0.0.5:6379": { host: "h", port: 1, tls: true } })).toContain(
+      'unknown field "tls"',
+    );
+    expect(natMapError({ "10.0.0.5:6379": "127.0.0.1:7001" })).toContain("{ host, port }");
+    // Accepted: several hosts, or one host with ?cluster=true; IPv6 keys without brackets.
+    const ok = [
+      new RedisBackend({ url: cluster, natMap: { "10.0.0.5:6379": to, "::1:6380": to } }),
+      new RedisBackend({ url: "redis://127.0.0.1:7001?cluster=true", natMap: { "h:1": to } }),
+    ];
+    return Promise.all(ok.map((b) => b.close()));
+  });
+
   it("bad redlock options: an even or too small node count, a path, a duplicate node", () => {
     const even = configErrorOf(() => new RedlockBackend({ url: "redlock://a:1,b:2,c:3,d:4" }));
     expect(even.field).toBe("url");

@@ -1,13 +1,20 @@
 import { randomUUID } from "node:crypto";
-import { createCoordinator, MemoryFence, parseBackendUrl, StaleTokenError } from "@baton/core";
+import {
+  createCoordinator,
+  type LockBackend,
+  MemoryFence,
+  parseBackendUrl,
+  StaleTokenError,
+} from "@baton/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { proxyHosts } from "../../faults/proxy-hosts.js";
 import { spawnLockWorker } from "../../faults/spawn-lock-worker.js";
-import type { TcpProxy } from "../../faults/tcp-proxy.js";
+import { TcpProxy } from "../../faults/tcp-proxy.js";
 import type { WorkerEvent } from "../../faults/worker-protocol.js";
 import { checkHistory, type Violation } from "../../history/check-history.js";
 import { History } from "../../history/history.js";
 import { RecordedCoordinator } from "../../history/recorded-coordinator.js";
+import { recordedToken } from "../../history/recorded-token.js";
 import { RecordedWorker, type WroteEvent } from "../../history/recorded-worker.js";
 import { skipUnless } from "../skip-unless.js";
 import { delay, type SuiteContext, settle } from "../suite-context.js";
@@ -44,8 +51,13 @@ export function scenariosGroup(
       cleanups.push(() => w.kill());
       return new RecordedWorker(history, process, w, onWrite ? { onWrite } : {});
     };
-    const coordinator = (history: History, process: string, at = url()) => {
-      const c = createCoordinator({ url: at, ttlMs: ttl, ownerId: owner(process) });
+    /** A coordinator on the backend's URL, or on `at`: another URL or a backend instance. */
+    const coordinator = (history: History, process: string, at: string | LockBackend = url()) => {
+      const c = createCoordinator({
+        ...(typeof at === "string" ? { url: at } : { backend: at }),
+        ttlMs: ttl,
+        ownerId: owner(process),
+      });
       cleanups.push(() => c.close());
       return new RecordedCoordinator(history, process, c);
     };
@@ -198,7 +210,7 @@ export function scenariosGroup(
       expect(lock.held).toBe(true);
       expect(await watcher.holder(name)).toMatchObject({
         ownerId: next.coordinator.ownerId,
-        token: lock.token,
+        token: recordedToken(lock),
       });
       expect(await watcher.tryAcquire(name)).toBeNull();
       expect(await next.release(lock)).toBe(true);
@@ -206,21 +218,33 @@ export function scenariosGroup(
     });
 
     /**
-     * One proxy per host of the URL, and the URL through them; or why that cannot work.
-     * `firstHostOnly` (clusters, not Redlock): one proxy, to the first host only, so a client that has been used once
-     * is connected to every host it will use (a client connecting to another member through a
-     * proxy that drops replies never finishes its handshake, and its request is never sent).
+     * Where a proxied client connects (a URL through proxies, or the target's proxied backend)
+     * and its proxies; or why that cannot work. Without the target's `proxiedBackend`: one
+     * proxy per host of the URL. `firstHostOnly` (clusters, not Redlock): one proxy, to the
+     * first host only, so a client that has been used once is connected to every host it will
+     * use (a client connecting to another member through a proxy that drops replies never
+     * finishes its handshake, and its request is never sent). A target's `proxiedBackend`
+     * decides for itself which connections go through which proxy.
      */
     const proxied = async (
       options: { firstHostOnly?: boolean } = {},
-    ): Promise<{ url: string; proxies: TcpProxy[] } | { skip: string }> => {
+    ): Promise<{ via: string | LockBackend; proxies: TcpProxy[] } | { skip: string }> => {
+      const makeBackend = ctx.target.proxiedBackend?.bind(ctx.target);
+      if (makeBackend !== undefined) {
+        const proxies: TcpProxy[] = [];
+        cleanups.push(() => Promise.all(proxies.map((p) => p.close())));
+        const backend = await makeBackend(async (to) => {
+          const p = await TcpProxy.start({ host: to.host, port: to.port });
+          proxies.push(p);
+          return { host: p.host, port: p.port };
+        });
+        cleanups.push(() => backend.close());
+        if (proxies.length === 0)
+          throw new Error(`${ctx.target.name}: proxiedBackend started no proxy`);
+        return { via: backend, proxies };
+      }
       const direct = url();
       const parsed = parseBackendUrl(direct);
-      if (parsed.scheme === "redis" && parsed.hosts.length > 1) {
-        return {
-          skip: `${ctx.target.name}: a Redis Cluster client reaches every node at the address it announces, around any proxy`,
-        };
-      }
       if (parsed.hosts.some((h) => h.port === undefined)) {
         return {
           skip: `${ctx.target.name}: the URL names no host:port to put a proxy in front of`,
@@ -230,7 +254,7 @@ export function scenariosGroup(
       const firstHostOnly = options.firstHostOnly === true && parsed.scheme !== "redlock";
       const px = await proxyHosts(direct, { firstHostOnly });
       cleanups.push(() => px.close());
-      return { url: px.url, proxies: [...px.proxies] };
+      return { via: px.url, proxies: [...px.proxies] };
     };
     /** Skips the running test, with the reason printed. */
     const skipWith = (t: { skip: (note?: string) => never }, why: string): never => {
@@ -250,7 +274,7 @@ export function scenariosGroup(
         if ("skip" in px) return skipWith(t, px.skip);
         const history = new History();
         const name = ctx.name(`link-${fault}`);
-        const holder = coordinator(history, "cut-off", px.url);
+        const holder = coordinator(history, "cut-off", px.via);
         const other = coordinator(history, "other");
         restoreLinks(px.proxies);
         const lock = await holder.acquire(name);
@@ -271,7 +295,7 @@ export function scenariosGroup(
       if ("skip" in px) return skipWith(t, px.skip);
       const history = new History();
       const name = ctx.name("late-reply");
-      const slow = coordinator(history, "slow", px.url);
+      const slow = coordinator(history, "slow", px.via);
       const direct = coordinator(history, "direct");
       restoreLinks(px.proxies);
       // Connected, session open, and whatever the lock's first use sets up is set up.
@@ -297,7 +321,7 @@ export function scenariosGroup(
       if ("skip" in px) return skipWith(t, px.skip);
       const history = new History();
       const name = ctx.name("dropped-reply");
-      const deaf = coordinator(history, "deaf", px.url);
+      const deaf = coordinator(history, "deaf", px.via);
       const direct = coordinator(history, "direct");
       const watcher = observer();
       restoreLinks(px.proxies);
