@@ -15,6 +15,7 @@ import {
   type Lock,
   type Partitions,
 } from "@baton/core";
+import { recordedToken } from "../history/recorded-token.js";
 import type { TickCheck, WorkerCommand, WorkerEvent } from "./worker-protocol.js";
 
 const url = process.env.BATON_URL;
@@ -40,7 +41,7 @@ const tickers = new Map<string, NodeJS.Timeout>();
  */
 function guard(name: string): { held: boolean; token: bigint } | undefined {
   const lock = locks.get(name);
-  if (lock !== undefined) return { held: lock.held, token: lock.token };
+  if (lock !== undefined) return { held: lock.held, token: recordedToken(lock) };
   const election = elections.get(name);
   if (election === undefined) return undefined;
   const held = election.isLeader;
@@ -74,7 +75,8 @@ function refuses(name: string, check: TickCheck = "held"): string | undefined {
 
 /** The token a write under `name` carries: the lock's, or the election's term. */
 function tokenOf(name: string): bigint {
-  return locks.get(name)?.token ?? elections.get(name)?.term ?? 0n;
+  const lock = locks.get(name);
+  return lock !== undefined ? recordedToken(lock) : (elections.get(name)?.term ?? 0n);
 }
 
 function lossReason(error: unknown): string {
@@ -106,9 +108,9 @@ async function handle(command: WorkerCommand): Promise<void> {
       lock.signal.addEventListener("abort", () => {
         const reason = (lock.signal.reason as { reason?: string }).reason ?? "unknown";
         if (reason !== "released")
-          emit({ event: "lost", name: command.name, token: `${lock.token}`, reason });
+          emit({ event: "lost", name: command.name, token: `${recordedToken(lock)}`, reason });
       });
-      emit({ event: "acquired", name: command.name, token: `${lock.token}` });
+      emit({ event: "acquired", name: command.name, token: `${recordedToken(lock)}` });
       return;
     }
     case "release": {

@@ -7,6 +7,7 @@ import type {
 } from "@baton/core";
 import { acquireFailureOf } from "./acquire-outcome.js";
 import type { History } from "./history.js";
+import { recordedToken } from "./recorded-token.js";
 
 /**
  * An in-process coordinator whose acquires, releases, renewals and losses go into a
@@ -106,7 +107,7 @@ export class RecordedCoordinator {
     }
     const now = this.history.now();
     const deadline = now + lock.remainingMs();
-    handle.ok(lock.token, { deadline, at: now });
+    handle.ok(recordedToken(lock), { deadline, at: now });
     this.#track(lock, deadline);
     return lock;
   }
@@ -121,7 +122,7 @@ export class RecordedCoordinator {
       if (reason === "released") return;
       // A loss by deadline happened at the deadline, however late the timer fired.
       const at = reason === "deadline" && known !== undefined ? Math.min(now, known) : now;
-      this.history.lost(this.process, lock.name, { token: lock.token, reason, at });
+      this.history.lost(this.process, lock.name, { token: recordedToken(lock), reason, at });
     };
     if (lock.signal.aborted) onAbort();
     else lock.signal.addEventListener("abort", onAbort, { once: true });

@@ -245,7 +245,12 @@ class CoordinatorImpl implements Coordinator {
         safeLog(logger, "warn", `baton: ${during} failed: ${detail}`, error);
       });
     }
-    this.#host = { clock: this.#clock, events: this.#events, locks: this.#locks };
+    this.#host = {
+      clock: this.#clock,
+      events: this.#events,
+      locks: this.#locks,
+      fencing: options.backend?.guarantees.fencing,
+    };
     if (options.backend !== undefined) this.#backend = Promise.resolve(options.backend);
   }
 
@@ -554,6 +559,7 @@ class CoordinatorImpl implements Coordinator {
 
   async #openSession(ttlMs = this.ttlMs): Promise<ManagedSession> {
     const backend = await this.backend();
+    this.#host.fencing = backend.guarantees.fencing;
     let session: ManagedSession;
     try {
       session = await ManagedSession.open(backend, ttlMs, this.ownerId, {
@@ -702,7 +708,7 @@ class CoordinatorImpl implements Coordinator {
         if (this.#events.listens("acquired")) {
           this.#events.emit("acquired", {
             name,
-            token: lock.token,
+            token: held.token,
             waitedMs: this.#clock.now() - started,
           });
         }
@@ -802,12 +808,15 @@ class CoordinatorImpl implements Coordinator {
 
 /** A `withLock` context whose `signal` is built only if `fn` reads it (see Lock.signal). */
 class LockContextOf implements LockContext {
-  readonly token: bigint;
   readonly lock: Lock;
 
   constructor(lock: Lock) {
-    this.token = lock.token;
     this.lock = lock;
+  }
+
+  /** Read from the lock when asked: a backend without fencing has none (see Lock.token). */
+  get token(): bigint {
+    return this.lock.token;
   }
 
   get signal(): AbortSignal {

@@ -7,7 +7,7 @@ import {
   type LockLostReason,
   LockTimeoutError,
 } from "./errors.js";
-import type { Lock } from "./lock.js";
+import { grantToken, type Lock } from "./lock.js";
 import { reportError } from "./report-error.js";
 import { checkOptions, checkString, LIMITS } from "./validate.js";
 
@@ -128,7 +128,8 @@ export class CampaignLoop implements Election {
   }
 
   get term(): bigint | undefined {
-    return this.isLeader ? this.#lock?.token : undefined;
+    const lock = this.#lock;
+    return this.isLeader && lock !== undefined ? grantToken(lock) : undefined;
   }
 
   async leader(): Promise<Leader | null> {
@@ -215,10 +216,18 @@ export class CampaignLoop implements Election {
       return;
     }
     this.#lock = lock;
-    this.#host.termChanged({ term: lock.token, started: true });
+    const term = grantToken(lock);
+    this.#host.termChanged({ term, started: true });
     let failed = false;
     try {
-      await this.#options.onElected({ signal: lock.signal, term: lock.token, token: lock.token });
+      await this.#options.onElected({
+        signal: lock.signal,
+        term,
+        // Read from the lock: a backend without fencing has no token (see Lock.token).
+        get token() {
+          return lock.token;
+        },
+      });
     } catch (error) {
       failed = true;
       this.#error(error, "onElected");
@@ -238,9 +247,9 @@ export class CampaignLoop implements Election {
         : this.#closed
           ? "closed"
           : (lock.lostReason ?? "released");
-    this.#host.termChanged({ term: lock.token, started: false, reason });
+    this.#host.termChanged({ term, started: false, reason });
     try {
-      await this.#options.onRevoked?.({ term: lock.token, reason });
+      await this.#options.onRevoked?.({ term, reason });
     } catch (error) {
       this.#error(error, "onRevoked");
     }

@@ -9,6 +9,7 @@ import {
   type LockLostReason,
 } from "./errors.js";
 import type { EventHub } from "./events.js";
+import type { Guarantees } from "./guarantees.js";
 import { Lock, type LockInit } from "./lock.js";
 import type { ManagedSession, SessionLock } from "./managed-session.js";
 
@@ -18,6 +19,8 @@ export interface LockHost {
   readonly events: EventHub;
   /** The coordinator's live locks: a lock is in it from its grant until it ends. */
   readonly locks: Set<HeldLock>;
+  /** The backend's declared fencing, once it is known (before its first session opens). */
+  fencing: Guarantees["fencing"] | undefined;
 }
 
 /**
@@ -67,6 +70,10 @@ export class HeldLock implements SessionLock, LockInit {
 
   deadline(): number {
     return this.#session.deadline;
+  }
+
+  get fencing(): Guarantees["fencing"] | undefined {
+    return this.#host.fencing;
   }
 
   get ttlMs(): number {

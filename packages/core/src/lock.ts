@@ -1,10 +1,13 @@
 import type { AbortScope } from "./abort-scope.js";
-import { LockLostError, type LockLostReason } from "./errors.js";
+import { ConfigError, LockLostError, type LockLostReason } from "./errors.js";
+import type { Guarantees } from "./guarantees.js";
 
 /** @internal What the coordinator gives a {@link Lock}. */
 export interface LockInit {
   readonly name: string;
   readonly token: bigint;
+  /** What the backend declares of its tokens; with `none` the lock has no token to give. */
+  readonly fencing: Guarantees["fencing"] | undefined;
   readonly value: string | undefined;
   /** Ends (with a `LockLostError` reason) when the lock is lost or released. */
   readonly ended: AbortScope;
@@ -34,6 +37,17 @@ export interface LockJson {
   readonly held: boolean;
 }
 
+/** Reads a lock's grant token whatever the backend declares (see {@link grantToken}). */
+let grantTokenOf: (lock: Lock) => bigint;
+
+/**
+ * @internal The token of `lock`'s grant, also on a backend whose fencing is `none` (where it
+ * orders nothing and `lock.token` throws): for core's own records (events, election terms).
+ */
+export function grantToken(lock: Lock): bigint {
+  return grantTokenOf(lock);
+}
+
 /**
  * A held lock. Use `signal` to stop work the moment the lock can no longer be trusted, pass
  * `token` to a fence with every write, and `release()` (or `await using`) when done.
@@ -45,8 +59,6 @@ export interface LockJson {
 export class Lock implements AsyncDisposable {
   /** The lock name. */
   readonly name: string;
-  /** Fencing token: strictly greater for every later grant of this name (per the backend's guarantees). */
-  readonly token: bigint;
   /** The value published with this grant, if any. */
   readonly value: string | undefined;
   readonly #init: LockInit;
@@ -55,9 +67,31 @@ export class Lock implements AsyncDisposable {
   /** @internal Built by the coordinator. */
   constructor(init: LockInit) {
     this.name = init.name;
-    this.token = init.token;
     this.value = init.value;
     this.#init = init;
+  }
+
+  static {
+    grantTokenOf = (lock) => lock.#init.token;
+  }
+
+  /**
+   * Fencing token: strictly greater for every later grant of this name (per the backend's
+   * guarantees). Pass it to a fence with every write.
+   *
+   * A backend whose guarantees declare fencing `none` (Redlock) has no token: its grants carry
+   * no order, and a fence fed one would accept every stale write. Reading `token` on such a
+   * lock throws a `ConfigError` (field `token`) instead. Locks that only save duplicate work
+   * (efficiency mode) never need to read it.
+   */
+  get token(): bigint {
+    if (this.#init.fencing === "none") {
+      throw new ConfigError(
+        "token",
+        `lock "${this.name}" has no fencing token: its backend declares fencing "none", so its grants carry no order a fence could check. Use such locks without a token, or a backend with ordered tokens (etcd, ZooKeeper, PostgreSQL) where writes must be fenced`,
+      );
+    }
+    return this.#init.token;
   }
 
   /**

@@ -164,7 +164,13 @@ export class PartitionBalancer implements Partitions {
       if (lock === null) continue;
       this.#owned.set(p, lock);
       try {
-        await this.#options.onAssigned(p, { signal: lock.signal, token: lock.token });
+        // The token is read from the lock: a backend without fencing has none (Lock.token).
+        await this.#options.onAssigned(p, {
+          signal: lock.signal,
+          get token() {
+            return lock.token;
+          },
+        });
       } catch (error) {
         this.#error(error, `onAssigned(${p})`);
         await this.#giveUp(p, "failed");
@@ -180,7 +186,12 @@ export class PartitionBalancer implements Partitions {
       .release()
       .catch((error: unknown) => this.#error(error, `releasing partition ${partition}`));
     try {
-      await this.#options.onRevoked?.(partition, { token: lock.token, reason });
+      await this.#options.onRevoked?.(partition, {
+        get token() {
+          return lock.token;
+        },
+        reason,
+      });
     } catch (error) {
       this.#error(error, `onRevoked(${partition})`);
     }

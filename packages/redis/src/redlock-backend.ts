@@ -17,7 +17,8 @@ import { RedlockSession } from "./redlock-session.js";
 import { whenReady } from "./when-ready.js";
 
 const REDLOCK_GUARANTEES: Guarantees = {
-  // The Redlock algorithm hands out no ordered token: every grant's token is 0n.
+  // The Redlock algorithm hands out no ordered token: core's locks then have none to give
+  // (lock.token throws); grants and holders carry 0n.
   fencing: "none",
   fifo: false,
   // A quorum of independent nodes, not replicas agreeing by consensus.
@@ -43,8 +44,9 @@ const CONNECT_MIN_MS = 2_000;
  * - renewals need a quorum within validity too; a key a quorum no longer holds for this
  *   session is reported lost.
  *
- * Fencing is `none`, declared honestly: tokens are always `0n`. Use it for efficiency locks
- * only; correctness mode refuses it.
+ * Fencing is `none`, declared honestly: its locks have no token (`lock.token` throws a
+ * `ConfigError`; `holder()` reports `0n`). Use it for efficiency locks only; correctness mode
+ * refuses it.
  */
 export class RedlockBackend implements LockBackend {
   readonly kind = "redlock";

@@ -21,13 +21,14 @@ export function exclusionGroup(ctx: SuiteContext): void {
         for (let i = 0; i < sections; i++) {
           await coordinator.withLock(
             name,
-            async ({ token }) => {
+            async (context) => {
               inside++;
               if (inside > 1) overlaps++;
               // Yield inside the critical section so an overlap would have a chance to show.
               await delay(0);
               if (fenced) {
                 try {
+                  const token = context.token;
                   await fence.write(name, token, () => {
                     ledger.push(token);
                   });

@@ -1,5 +1,6 @@
 import type { Lock } from "@baton/core";
 import { describe, expect, it } from "vitest";
+import { recordedToken } from "../../history/recorded-token.js";
 import type { SuiteContext } from "../suite-context.js";
 
 /** `withLock` returns fn's result, passes signal and token, and always releases. */
@@ -9,12 +10,16 @@ export function withLockGroup(ctx: SuiteContext): void {
       const name = ctx.name("with-lock");
       const a = ctx.coordinator();
       const b = ctx.coordinator();
-      const result = await a.withLock(name, async ({ token, signal, lock }) => {
+      const tokenless = ctx.backend.guarantees.fencing === "none";
+      const result = await a.withLock(name, async (context) => {
+        const { signal, lock } = context;
         expect(signal.aborted).toBe(false);
-        expect(lock.token).toBe(token);
+        // A backend with no ordered tokens has none to give: reading one throws.
+        if (tokenless) expect(() => context.token).toThrow(/no fencing token/);
+        else expect(lock.token).toBe(context.token);
         expect(await b.tryAcquire(name)).toBeNull();
-        expect(await a.holder(name)).toMatchObject({ token });
-        return { token };
+        expect(await a.holder(name)).toMatchObject({ token: recordedToken(lock) });
+        return { token: recordedToken(lock) };
       });
       expect(typeof result.token).toBe("bigint");
       expect(await b.tryAcquire(name)).not.toBeNull();

@@ -8,7 +8,8 @@ import { UsageError } from "../usage-error.js";
 export const ELECT_USAGE = `usage: baton elect NAME [--backend URL] [--ttl MS] [--value TEXT] [--once] [--grace MS] -- CMD [ARGS...]
 
 Campaigns for leadership of NAME and runs CMD only while this instance leads. CMD gets
-BATON_ELECTION_NAME, BATON_FENCING_TOKEN (the term) and BATON_BACKEND. When leadership is lost
+BATON_ELECTION_NAME, BATON_FENCING_TOKEN (the term; not set, with a warning, on a backend whose
+grants carry no ordered token, such as redlock://) and BATON_BACKEND. When leadership is lost
 CMD gets SIGTERM, then SIGKILL after --grace (default 5000); after re-election CMD runs again.
 If CMD ends by itself, this instance resigns and campaigns again; with --once, baton exits
 with CMD's code after the first term. SIGTERM/SIGINT to baton stop CMD and resign at once.`;
@@ -38,6 +39,15 @@ export async function electCommand(
   const once = values.once === true;
   await loadAdapter(backend);
   const coordinator = createCoordinator({ url: backend, ttlMs });
+  const store = await coordinator.backend().catch(() => undefined); // errors reach onError
+  const tokenless = store?.guarantees.fencing === "none";
+  if (tokenless) {
+    // Not even one inherited from an outer run: CMD must not mistake it for this term's.
+    delete process.env.BATON_FENCING_TOKEN;
+    err(
+      `baton: warning: the ${store?.kind} backend hands out no ordered fencing token, so CMD gets no BATON_FENCING_TOKEN; terms do not order leaders there`,
+    );
+  }
 
   let finish: (code: number) => void = () => undefined;
   const finished = new Promise<number>((resolve) => {
@@ -49,7 +59,7 @@ export async function electCommand(
     onElected: ({ signal, term }) => {
       const run = runChild(command, {
         BATON_ELECTION_NAME: name,
-        BATON_FENCING_TOKEN: `${term}`,
+        ...(tokenless ? {} : { BATON_FENCING_TOKEN: `${term}` }),
         BATON_BACKEND: backend,
       });
       child = run;

@@ -21,7 +21,9 @@ export const LOCK_USAGE = `usage: baton lock NAME [--backend URL] [--ttl MS] [--
        [--fence-token-column C]] -- CMD [ARGS...]
 
 Runs CMD while holding the lock NAME. CMD gets BATON_LOCK_NAME, BATON_FENCING_TOKEN and
-BATON_BACKEND. If the lock is lost, CMD gets SIGTERM, then SIGKILL after --grace.
+BATON_BACKEND (no BATON_FENCING_TOKEN, and a warning, on a backend whose grants carry no
+ordered token, such as redlock://: a fence could not tell an old holder from a new one).
+If the lock is lost, CMD gets SIGTERM, then SIGKILL after --grace.
 Signals sent to baton are forwarded to CMD; the lock is released when CMD ends.
 
   --backend URL   store URL (or BATON_BACKEND), e.g. redis://127.0.0.1:6379, etcd://h1:2379,h2:2379
@@ -189,11 +191,16 @@ export async function lockCommand(
   }
   stopWaiting();
 
-  const child = runChild(command, {
-    BATON_LOCK_NAME: name,
-    BATON_FENCING_TOKEN: `${lock.token}`,
-    BATON_BACKEND: backend,
-  });
+  const env: Record<string, string> = { BATON_LOCK_NAME: name, BATON_BACKEND: backend };
+  const store = await coordinator.backend();
+  if (store.guarantees.fencing === "none") {
+    // Not even one inherited from an outer run: CMD must not mistake it for this lock's.
+    delete process.env.BATON_FENCING_TOKEN;
+    err(
+      `baton: warning: the ${store.kind} backend hands out no ordered fencing token, so CMD gets no BATON_FENCING_TOKEN; the lock avoids duplicate work but cannot fence writes`,
+    );
+  } else env.BATON_FENCING_TOKEN = `${lock.token}`;
+  const child = runChild(command, env);
   const stopForwarding = onSignals((signal) => child.signal(signal));
   let lost: LockLostError | undefined;
   const onLost = () => {
