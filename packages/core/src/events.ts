@@ -62,7 +62,7 @@ export class EventHub {
     CoordinatorEventName,
     Map<
       Parameters<EventTarget["addEventListener"]>[1],
-      { wrapper: (payload: never) => void; stopOnAbort?: () => void }
+      { wrapper: (payload: never) => void; stopOnAbort: (() => void) | undefined }
     >
   >();
   readonly #logger: Logger | undefined;

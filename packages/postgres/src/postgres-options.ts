@@ -14,9 +14,15 @@ export interface PostgresBackendOptions {
    */
   readonly url?: string;
   /**
-   * A `pg.Pool`. Baton reads its connection settings to open its own dedicated connections
-   * (a pooled connection is never used to hold locks) and uses the pool itself only to create
-   * the schema. Baton never ends a pool it was given.
+   * A `pg.Pool`. Baton reads its connection settings (`pool.options`) to open its own
+   * dedicated connections and uses the pool itself only to check or create the schema; it
+   * never ends a pool it was given. It does not hold locks on the pool's connections: a
+   * session-level advisory lock belongs to the connection that took it until that connection
+   * unlocks it or ends, so a Baton session keeps its connection for its whole life, with
+   * `idle_session_timeout` set to the TTL on it. Taken from the pool, each would be a slot the
+   * application never gets back (one per coordinator and lock TTL, one per waiting acquire);
+   * given back, it would hand Baton's locks and that timeout to the next borrower. The
+   * package README counts the connections Baton opens.
    */
   readonly pool?: pg.Pool;
   /** `pg` connection settings for the dedicated connections. */

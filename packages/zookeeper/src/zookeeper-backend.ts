@@ -40,9 +40,13 @@ export interface ZookeeperBackendOptions {
   /** Builds each session's client (default: `createClient` with `spinDelay: 100`). */
   readonly createClient?: ClientFactory;
   /**
-   * A user-supplied client, connected or not. Every Baton session then shares its one ZooKeeper
-   * session (and its negotiated timeout as TTL); closing a Baton session deletes its nodes but
-   * leaves the client open, and `close()` never closes it: the caller owns it.
+   * A user-supplied client, connected or not. A client has one ZooKeeper session, and every
+   * Baton session of this backend (each coordinator's, one per lock TTL) then is that session:
+   * every lock's TTL is its negotiated timeout whatever `ttlMs` asks for, and its expiry loses
+   * every lock of every coordinator on the backend at once. Locks still exclude each other
+   * (a lock is its node); closing a Baton session deletes its own nodes but leaves the client
+   * open, and `close()` never closes it: the caller owns it. For client options or auth with
+   * a ZooKeeper session per Baton session, pass `createClient` instead.
    */
   readonly client?: Client;
   /** Bound on opening a session (connecting and negotiating), default 10 000 ms. */
