@@ -795,7 +795,7 @@ class CoordinatorImpl implements Coordinator {
       // commit later (and to hold a connection open meanwhile).
       const raised = fence.raise(held.name, held.token, {
         signal: scope.signal,
-        ttlMs: this.ttlMs,
+        ttlMs: held.ttlMs,
       });
       await raceSignal(raised, scope);
     } catch (error) {

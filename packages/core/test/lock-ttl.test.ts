@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { BackendUnavailableError, ConfigError, LockLostError } from "../src/index.js";
+import {
+  BackendUnavailableError,
+  ConfigError,
+  createCoordinator,
+  type Fence,
+  LockLostError,
+  ManualClock,
+} from "../src/index.js";
 import {
   failOnUnhandledRejections,
   recordEvents,
@@ -7,6 +14,7 @@ import {
   setup,
   track,
 } from "./fakes/helpers.js";
+import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
 failOnUnhandledRejections();
 
@@ -189,5 +197,27 @@ describe("lock.extend()", () => {
     const lostError = await rejectionOf(lost.extend());
     expect(lostError).toBeInstanceOf(LockLostError);
     expect((lostError as LockLostError).reason).toBe("key-lost");
+  });
+});
+
+describe("a TTL per lock in correctness mode", () => {
+  it("the fence raise is told the lock's own TTL", async () => {
+    const clock = new ManualClock();
+    const seen: (number | undefined)[] = [];
+    const fence: Fence = {
+      raise: async (_resource, _token, options) => {
+        seen.push(options?.ttlMs);
+      },
+    };
+    const coordinator = createCoordinator({
+      backend: new ScriptedBackend({ clock }),
+      clock,
+      ttlMs: 1_000,
+      mode: "correctness",
+      fence,
+    });
+    await coordinator.acquire("invoices", { waitMs: 0 });
+    await coordinator.acquire("ledger", { waitMs: 0, ttlMs: 4_000 });
+    expect(seen).toEqual([1_000, 4_000]);
   });
 });
