@@ -89,11 +89,12 @@ export interface Coordinator extends AsyncDisposable {
    * or the signal's reason when cancelled.
    *
    * A store it cannot reach does not hold the call for the whole wait: failures are retried
-   * with backoff for one TTL (at least 5 s), then it rejects with `BackendUnavailableError`
-   * carrying the store's own error (which names the host). Only errors known to be transient
-   * (see `isTransient`) are retried; any other rejects the call at once. In correctness mode
-   * the fence raise after a grant has its own bound of one TTL: a grant that comes within
-   * `waitMs` is raised and handed over even when the wait runs out meanwhile.
+   * with backoff for one TTL (at least 5 s; an attempt under way then ends on its own bound),
+   * then it rejects with `BackendUnavailableError` carrying the store's own error (which
+   * names the host). Only errors known to be transient (see `isTransient`) are retried; any
+   * other rejects the call at once. In correctness mode the fence raise after a grant has its
+   * own bound of one TTL: a grant that comes within `waitMs` is raised and handed over even
+   * when the wait runs out meanwhile.
    *
    * It never resolves with a lock that is already lost. A grant lost before it is handed over
    * (the process was paused past the lease while the fence was raised, or the store ended
@@ -655,7 +656,7 @@ class CoordinatorImpl implements Coordinator {
             // An open that failed counts from when it began; a failed wait from its failure.
             unreachableSince ??= at.phase === "session" ? attemptStarted : this.#clock.now();
             if (this.#clock.now() - unreachableSince >= unreachableMs) {
-              throw unreachableError(error, name, unreachableMs);
+              throw unreachableError(error, name, this.#clock.now() - unreachableSince);
             }
           }
           if (!waiting) {
@@ -851,13 +852,13 @@ class ScopedAcquireOptions implements BackendAcquireOptions {
 }
 
 /**
- * The error of an acquire that gave up on a store it could not reach for `boundMs`: the
+ * The error of an acquire that gave up on a store it could not reach for `forMs`: the
  * store's own error (naming the host) as the cause and in the message, and what to check.
  */
-function unreachableError(error: unknown, name: string, boundMs: number): BackendUnavailableError {
+function unreachableError(error: unknown, name: string, forMs: number): BackendUnavailableError {
   const detail = error instanceof Error ? error.message : String(error);
   return new BackendUnavailableError(
-    `could not reach the store for "${name}" for ${boundMs} ms, so acquire gave up before its wait ran out: ${detail}. Check that the store is running and reachable from here`,
+    `could not reach the store for "${name}": ${detail}. Gave up after ${Math.round(forMs)} ms of failed attempts, without waiting out waitMs; check that the store is running and reachable from here`,
     { cause: error },
   );
 }

@@ -74,6 +74,7 @@ export {
 export { enablePrometheus, type PrometheusHandle, type PrometheusOptions } from "./prometheus.js";
 export {
   type BackendFactory,
+  type BackendUrlCheck,
   createBackend,
   declareBackendPackage,
   knownFencing,

@@ -8,6 +8,14 @@ import { MemoryStore } from "./memory-store.js";
 /** Builds a backend from a parsed URL. Adapters register one per scheme. */
 export type BackendFactory = (url: BackendUrl) => LockBackend | Promise<LockBackend>;
 
+/**
+ * Checks what an adapter reads from a parsed URL (query parameters, path, user info) without
+ * any I/O, throwing `ConfigError` for anything it does not understand. Registered with
+ * {@link registerBackend}, it runs in {@link parseBackendUrl}, so `createCoordinator({ url })`
+ * refuses a misspelt option at construction. It must not call `parseBackendUrl` itself.
+ */
+export type BackendUrlCheck = (url: BackendUrl) => void;
+
 /** A scheme an adapter package serves, known before that package is loaded. */
 interface KnownScheme {
   /** The package that registers it. */
@@ -28,13 +36,16 @@ const KNOWN: Record<string, KnownScheme> = {
 };
 
 const factories = new Map<string, BackendFactory>();
+const urlChecks = new Map<string, BackendUrlCheck>();
 const namedMemoryStores = new Map<string, MemoryStore>();
 
-factories.set("memory", (url) => {
+urlChecks.set("memory", (url) => {
   const [param] = url.searchParams.keys();
   if (param !== undefined) {
     throw new ConfigError("url", `memory:// takes no parameters, got "?${param}="`);
   }
+});
+factories.set("memory", (url) => {
   const name = (url.hosts.map((h) => h.host).join(",") + url.pathname).replace(/\/+$/, "");
   if (name === "") return new MemoryBackend();
   let store = namedMemoryStores.get(name);
@@ -48,12 +59,22 @@ factories.set("memory", (url) => {
 /**
  * Registers `factory` for `scheme` (without `:`). Adapter packages call this when imported;
  * a third-party backend may register its own scheme. Replaces an earlier registration.
+ * `checkUrl` checks the adapter's URL options before any I/O (see {@link BackendUrlCheck}).
  */
-export function registerBackend(scheme: string, factory: BackendFactory): void {
+export function registerBackend(
+  scheme: string,
+  factory: BackendFactory,
+  checkUrl?: BackendUrlCheck,
+): void {
   if (!/^[a-z][a-z0-9+.-]*$/.test(scheme)) {
     throw new ConfigError("scheme", `must be a lower-case URL scheme without ":", got "${scheme}"`);
   }
+  if (checkUrl !== undefined && typeof checkUrl !== "function") {
+    throw new ConfigError("checkUrl", "must be a function (url) => void");
+  }
   factories.set(scheme, factory);
+  if (checkUrl === undefined) urlChecks.delete(scheme);
+  else urlChecks.set(scheme, checkUrl);
 }
 
 /**
@@ -75,7 +96,9 @@ export function declareBackendPackage(
 
 /**
  * Parses and checks a backend URL without any I/O: the scheme must be registered or one that
- * a Baton adapter serves. Throws `ConfigError` (field `url`) naming what is wrong.
+ * a Baton adapter serves, and when its adapter is registered (imported), the adapter checks
+ * its options too, so a misspelt `?prefx=` fails here. Throws `ConfigError` naming what is
+ * wrong (field `url`, or the adapter's option a URL parameter sets, such as `schema`).
  */
 export function parseBackendUrl(url: unknown): BackendUrl {
   if (typeof url !== "string" || url.trim() === "") {
@@ -92,6 +115,7 @@ export function parseBackendUrl(url: unknown): BackendUrl {
       `unknown scheme "${parsed.scheme}:"; use one of ${schemes.map((s) => `${s}://`).join(", ")}`,
     );
   }
+  urlChecks.get(parsed.scheme)?.(parsed);
   return parsed;
 }
 
