@@ -3,6 +3,7 @@ import { badInputGroup } from "./groups/bad-input.js";
 import { basicGroup } from "./groups/basic.js";
 import { cancellationGroup } from "./groups/cancellation.js";
 import { electionGroup } from "./groups/election.js";
+import { errorsGroup } from "./groups/errors.js";
 import { exclusionGroup } from "./groups/exclusion.js";
 import { expiryGroup } from "./groups/expiry.js";
 import { fifoGroup } from "./groups/fifo.js";
@@ -70,6 +71,11 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
     lockTtlGroup(ctx);
     exclusionGroup(ctx);
     badInputGroup(ctx);
+    errorsGroup(
+      ctx,
+      target.url === undefined ? undefined : () => urlOf(target),
+      declared.crossProcess === true,
+    );
     skipUnless(declared.fencing !== "none", `${target.name} declares fencing "none"`, () =>
       tokensGroup(ctx),
     );
@@ -100,6 +106,11 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
       scenariosGroup(ctx, workerUrl, declared),
     );
   });
+}
+
+function urlOf(target: ConformanceTarget): string {
+  const url = target.url;
+  return typeof url === "function" ? url() : (url ?? "");
 }
 
 async function probeWatch(ctx: SuiteContext): Promise<boolean> {

@@ -19,4 +19,11 @@ export {
 export type { EtcdSession } from "./etcd-session.js";
 export { MIN_LEASE_SECONDS } from "./lease-ttl.js";
 
-registerBackend("etcd", (url) => new EtcdBackend(etcdOptionsFromUrl(url)));
+// The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
+registerBackend(
+  "etcd",
+  (url) => new EtcdBackend(etcdOptionsFromUrl(url)),
+  (url) => {
+    etcdOptionsFromUrl(url);
+  },
+);

@@ -8,6 +8,7 @@
  */
 import { type BackendUrl, registerBackend } from "@baton/core";
 import { PostgresBackend } from "./postgres-backend.js";
+import { checkPostgresUrl } from "./postgres-options.js";
 
 export { advisoryKey } from "./advisory-key.js";
 export { PgFence, pgFence } from "./pg-fence.js";
@@ -20,5 +21,6 @@ function fromUrl(url: BackendUrl): PostgresBackend {
   return new PostgresBackend({ url: url.href });
 }
 
-registerBackend("postgres", fromUrl);
-registerBackend("postgresql", fromUrl);
+// The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
+registerBackend("postgres", fromUrl, checkPostgresUrl);
+registerBackend("postgresql", fromUrl, checkPostgresUrl);

@@ -86,8 +86,13 @@ RETURNING 1`;
     signal?.throwIfAborted();
     await this.#ensureTable();
     const limitMs = this.#o.timeoutMs ?? ttlMs ?? DEFAULT_TTL_MS;
+    // No user code runs in this transaction: every error is the store's, so none escapes as
+    // a raw driver error (a server restart mid-raise is a BackendUnavailableError).
     await this.#inTransaction(resource, limitMs, true, signal, async (client) => {
       await this.#upsert(client, resource, token);
+    }).catch((error: unknown) => {
+      if (signal?.aborted && error === signal.reason) throw error;
+      throw asBatonError(error, `could not raise the fence of "${resource}" in ${this.table}`);
     });
   }
 

@@ -7,7 +7,7 @@ import {
 } from "@baton/core";
 import pg from "pg";
 import { KeyWaits } from "./key-waits.js";
-import { asBatonError } from "./pg-errors.js";
+import { asBatonError, describeTarget } from "./pg-errors.js";
 import {
   type PostgresBackendOptions,
   type ResolvedPostgresOptions,
@@ -106,7 +106,11 @@ export class PostgresBackend implements LockBackend {
           this.options.migrate,
         );
       } catch (error) {
-        throw asBatonError(error, "could not prepare Baton's PostgreSQL schema");
+        throw asBatonError(
+          error,
+          "could not prepare Baton's PostgreSQL schema",
+          describeTarget(this.options.connection),
+        );
       }
     })().catch((error: unknown) => {
       this.#ready = undefined;

@@ -133,6 +133,19 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
   };
 }
 
+/**
+ * Checks a parsed `postgres://` URL as {@link resolvePostgresOptions} would, without any I/O
+ * (and without parsing it again): the URL check registered for the scheme.
+ */
+export function checkPostgresUrl(url: BackendUrl): void {
+  const fromUrl = connectionFromUrl(url);
+  resolvePostgresOptions({
+    config: fromUrl.connection,
+    ...(fromUrl.schema === undefined ? {} : { schema: fromUrl.schema }),
+    ...(fromUrl.namespace === undefined ? {} : { namespace: fromUrl.namespace }),
+  });
+}
+
 /** `pg` settings from a parsed `postgres://` URL. */
 export function connectionFromUrl(url: BackendUrl): {
   connection: pg.ClientConfig;

@@ -12,7 +12,7 @@ import {
 import pg from "pg";
 import { advisoryKey } from "./advisory-key.js";
 import type { KeyWaits, WaitTicket } from "./key-waits.js";
-import { asBatonError, sqlState } from "./pg-errors.js";
+import { asBatonError, describeTarget, sqlState } from "./pg-errors.js";
 import { StatementQueue } from "./statement-queue.js";
 import type { Statement, Statements } from "./statements.js";
 import { MAX_TOKEN_LOCKS, type TokenTag } from "./token-locks.js";
@@ -197,7 +197,11 @@ export class PostgresSession implements BackendSession {
     } catch (error) {
       void client.end().catch(() => undefined);
       if (signal?.aborted) throw signal.reason;
-      throw asBatonError(error, "could not open a PostgreSQL session");
+      throw asBatonError(
+        error,
+        "could not open a PostgreSQL session",
+        describeTarget(context.connection),
+      );
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }

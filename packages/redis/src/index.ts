@@ -5,9 +5,11 @@
  * @packageDocumentation
  * @module @baton/redis
  */
-import { registerBackend } from "@baton/core";
+import { type BackendUrl, registerBackend } from "@baton/core";
 import { RedisBackend } from "./redis-backend.js";
+import { resolveRedisOptions } from "./redis-options.js";
 import { RedlockBackend } from "./redlock-backend.js";
+import { resolveRedlockOptions } from "./redlock-options.js";
 
 export { LockKeys, lockKeys } from "./key-names.js";
 export type { RedisAddress, RedisNatMap } from "./nat-map.js";
@@ -20,6 +22,16 @@ export {
 export { RedlockBackend } from "./redlock-backend.js";
 export { defaultNodeTimeoutMs, type RedlockBackendOptions } from "./redlock-options.js";
 
-registerBackend("redis", (url) => new RedisBackend({ url: url.href }));
-registerBackend("rediss", (url) => new RedisBackend({ url: url.href }));
-registerBackend("redlock", (url) => new RedlockBackend({ url: url.href }));
+// The URL checks run in createCoordinator, before any I/O: a misspelt option fails there.
+const checkRedisUrl = (url: BackendUrl) => {
+  resolveRedisOptions({ url: url.href }, () => url);
+};
+registerBackend("redis", (url) => new RedisBackend({ url: url.href }), checkRedisUrl);
+registerBackend("rediss", (url) => new RedisBackend({ url: url.href }), checkRedisUrl);
+registerBackend(
+  "redlock",
+  (url) => new RedlockBackend({ url: url.href }),
+  (url) => {
+    resolveRedlockOptions({ url: url.href }, () => url);
+  },
+);

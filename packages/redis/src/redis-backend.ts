@@ -7,6 +7,7 @@ import type {
 } from "@baton/core";
 import { BackendUnavailableError, ConfigError, parseBackendUrl } from "@baton/core";
 import type { Cluster, Redis } from "ioredis";
+import { clientAddress } from "./client-address.js";
 import { clientFromUrl, duplicateForSubscriber } from "./redis-client.js";
 import { type RedisBackendOptions, resolveRedisOptions } from "./redis-options.js";
 import { RedisSession } from "./redis-session.js";
@@ -84,7 +85,13 @@ export class RedisBackend implements LockBackend {
     if (!Number.isInteger(options.ttlMs) || options.ttlMs < 1) {
       throw new ConfigError("ttlMs", `must be a positive integer, got ${options.ttlMs}`);
     }
-    await whenReady(this.client, this.#timeoutMs, "redis", options.signal);
+    const where = clientAddress(this.client);
+    await whenReady(
+      this.client,
+      this.#timeoutMs,
+      where === undefined ? "redis" : `redis at ${where}`,
+      options.signal,
+    );
     const session = new RedisSession(
       {
         client: this.client,

@@ -7,6 +7,7 @@ import type {
 } from "@baton/core";
 import { BackendUnavailableError, ConfigError, parseBackendUrl } from "@baton/core";
 import { Redis } from "ioredis";
+import { clientAddress } from "./client-address.js";
 import { ownedClientOptions } from "./redis-client.js";
 import {
   defaultNodeTimeoutMs,
@@ -124,23 +125,21 @@ export class RedlockBackend implements LockBackend {
     const need = this.quorum;
     return new Promise((resolve, reject) => {
       let ready = 0;
-      let failed = 0;
-      let lastError: unknown;
+      const failures: string[] = [];
       this.nodes.forEach((node, i) => {
-        whenReady(node, timeoutMs, `redlock node ${i + 1}`, signal).then(
+        whenReady(node, timeoutMs, `redlock node ${clientAddress(node) ?? i + 1}`, signal).then(
           () => {
             ready++;
             if (ready === need) resolve();
           },
           (error: unknown) => {
-            failed++;
-            lastError = error;
+            failures.push(error instanceof Error ? error.message : String(error));
             if (signal?.aborted) reject(signal.reason);
-            else if (failed === this.nodes.length - need + 1) {
+            else if (failures.length === this.nodes.length - need + 1) {
               reject(
                 new BackendUnavailableError(
-                  `redlock: fewer than ${need} of ${this.nodes.length} nodes could be reached`,
-                  { cause: lastError },
+                  `redlock: fewer than ${need} of ${this.nodes.length} nodes could be reached (${failures.join("; ")}); check that Redis runs at each address and is reachable from here`,
+                  { cause: error },
                 ),
               );
             }

@@ -6,16 +6,18 @@
  * @module @baton/zookeeper
  */
 import { registerBackend } from "@baton/core";
-import { ZookeeperBackend } from "./zookeeper-backend.js";
+import { checkZookeeperUrl, ZookeeperBackend } from "./zookeeper-backend.js";
 
 export { czxidToken, encodeLockName } from "./lock-node.js";
 export {
   type ClientFactory,
   type ClientRequest,
+  checkZookeeperUrl,
   ZookeeperBackend,
   type ZookeeperBackendOptions,
   zookeeperOptionsFromUrl,
 } from "./zookeeper-backend.js";
 export { ZookeeperSession } from "./zookeeper-session.js";
 
-registerBackend("zookeeper", (url) => ZookeeperBackend.fromUrl(url));
+// The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
+registerBackend("zookeeper", (url) => ZookeeperBackend.fromUrl(url), checkZookeeperUrl);

@@ -49,7 +49,12 @@ export interface ZookeeperBackendOptions {
    * a ZooKeeper session per Baton session, pass `createClient` instead.
    */
   readonly client?: Client;
-  /** Bound on opening a session (connecting and negotiating), default 10 000 ms. */
+  /**
+   * Bound on opening a session (connecting and negotiating), default 4000 ms: below core's
+   * own bound on opening a session (one TTL, at least 5 s), so an ensemble that cannot be
+   * reached fails with this backend's error, which names the members and the last
+   * connection error.
+   */
   readonly connectTimeoutMs?: number;
 }
 
@@ -61,6 +66,7 @@ const GUARANTEES: Guarantees = {
 };
 
 const DEFAULT_PORT = 2181;
+const DEFAULT_CONNECT_TIMEOUT_MS = 4_000;
 const NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
 
 /**
@@ -111,7 +117,7 @@ export class ZookeeperBackend implements LockBackend {
       );
     }
     this.#factory = options.createClient ?? defaultFactory;
-    const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+    const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 1 || connectTimeoutMs > 600_000) {
       throw new ConfigError(
         "connectTimeoutMs",
@@ -139,7 +145,7 @@ export class ZookeeperBackend implements LockBackend {
       ownerId: options.ownerId,
     });
     try {
-      await connect(client, this.#connectTimeoutMs, options.signal);
+      await connect(client, this.#connectTimeoutMs, options.signal, this.#members());
     } catch (error) {
       void closeClient(client, 0);
       throw error;
@@ -162,12 +168,23 @@ export class ZookeeperBackend implements LockBackend {
       );
     }
     if (client.getState() !== zookeeper.State.SYNC_CONNECTED) {
-      this.#sharedReady ??= connect(client, this.#connectTimeoutMs, undefined, true).finally(() => {
+      this.#sharedReady ??= connect(
+        client,
+        this.#connectTimeoutMs,
+        undefined,
+        "the supplied client's ensemble",
+        true,
+      ).finally(() => {
         this.#sharedReady = undefined;
       });
       await raceAbort(this.#sharedReady, options.signal);
     }
     return this.#track(client, options.ownerId, false);
+  }
+
+  /** The ensemble members for messages, e.g. `zk1:2181, zk2:2181` (no credentials in them). */
+  #members(): string {
+    return this.#hosts.map((h) => formatHost(h)).join(", ");
   }
 
   #track(client: Client, ownerId: string, ownsClient: boolean): ZookeeperSession {
@@ -187,10 +204,12 @@ export class ZookeeperBackend implements LockBackend {
   }
 }
 
+function formatHost(h: { host: string; port: number }): string {
+  return `${h.host.includes(":") ? `[${h.host}]` : h.host}:${h.port}`;
+}
+
 function defaultFactory(request: ClientRequest): Client {
-  const hosts = request.hosts.map(
-    (h) => `${h.host.includes(":") ? `[${h.host}]` : h.host}:${h.port}`,
-  );
+  const hosts = request.hosts.map(formatHost);
   return zookeeper.createClient(hosts.join(","), {
     sessionTimeout: request.sessionTimeoutMs,
     spinDelay: 100,
@@ -200,17 +219,21 @@ function defaultFactory(request: ClientRequest): Client {
 
 /**
  * Connects `client` (calling `connect()` unless `alreadyStarted` is plausible) and resolves once
- * a session is established; rejects with `BackendUnavailableError` after `timeoutMs`, or the
- * signal's reason.
+ * a session is established; rejects with `BackendUnavailableError` after `timeoutMs` (naming
+ * `members` and the last connection error), or the signal's reason.
  */
 function connect(
   client: Client,
   timeoutMs: number,
   signal: AbortSignal | undefined,
+  members: string,
   mayBeStarted = false,
 ): Promise<void> {
+  const started = performance.now();
+  const lastError = watchSocketErrors(client);
   return new Promise<void>((resolve, reject) => {
     const cleanup = () => {
+      lastError.stop();
       clearTimeout(timer);
       client.removeListener("connected", onConnected);
       client.removeListener("expired", onExpired);
@@ -227,29 +250,63 @@ function connect(
     };
     const onExpired = () =>
       fail(
-        new BackendUnavailableError("zookeeper: the new session expired before it was established"),
+        new BackendUnavailableError(
+          `zookeeper: the new session with ${members} expired before it was established; check the ensemble's health (zkServer.sh status) and retry`,
+        ),
       );
     const onAuth = () =>
-      fail(new BackendUnavailableError("zookeeper: the ensemble refused the client's credentials"));
-    const onAbort = () => fail(signal?.reason);
-    const timer = setTimeout(
-      () =>
-        fail(
-          new BackendUnavailableError(
-            `zookeeper: no ensemble member accepted a session within ${timeoutMs} ms`,
-          ),
+      fail(
+        new BackendUnavailableError(
+          `zookeeper: ${members} refused the client's credentials; check the digest or SASL settings of the client you pass`,
         ),
-      timeoutMs,
-    );
+      );
+    const onAbort = () => fail(signal?.reason);
+    const timer = setTimeout(() => {
+      const cause = lastError.error;
+      const detail = cause === undefined ? "no answer" : `last error: ${cause.message}`;
+      fail(
+        new BackendUnavailableError(
+          `zookeeper: no ensemble member of ${members} accepted a session within ${Math.round(performance.now() - started)} ms (${detail}); check that ZooKeeper runs there and is reachable from here`,
+          cause === undefined ? undefined : { cause },
+        ),
+      );
+    }, timeoutMs);
     client.on("connected", onConnected);
     client.on("expired", onExpired);
     client.on("authenticationFailed", onAuth);
     signal?.addEventListener("abort", onAbort, { once: true });
-    const started = (client as unknown as { connectionManager?: { state?: number } })
+    const state = (client as unknown as { connectionManager?: { state?: number } })
       .connectionManager?.state;
     // 0 is the connection manager's DISCONNECTED before the first connect().
-    if (!mayBeStarted || started === 0 || started === undefined) client.connect();
+    if (!mayBeStarted || state === 0 || state === undefined) client.connect();
   });
+}
+
+/**
+ * Remembers the last socket error of `client`'s connection attempts (the client itself only
+ * retries and keeps no record), so a connect that times out can say why. Reads the client's
+ * connection manager, which binds its `onSocketError` anew on every attempt; without one (a
+ * client of another shape) it records nothing.
+ */
+function watchSocketErrors(client: Client): { readonly error: Error | undefined; stop(): void } {
+  const manager = (client as unknown as { connectionManager?: Record<string, unknown> })
+    .connectionManager;
+  const original = manager?.onSocketError;
+  const record: { error: Error | undefined; stop(): void } = {
+    error: undefined,
+    stop: () => undefined,
+  };
+  if (manager === undefined || typeof original !== "function") return record;
+  const own = Object.hasOwn(manager, "onSocketError");
+  manager.onSocketError = function (this: unknown, error: unknown) {
+    if (error instanceof Error) record.error = error;
+    return (original as (e: unknown) => unknown).call(this, error);
+  };
+  record.stop = () => {
+    if (own) manager.onSocketError = original;
+    else delete manager.onSocketError;
+  };
+  return record;
 }
 
 function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
@@ -384,6 +441,16 @@ export function zookeeperOptionsFromUrl(url: string | BackendUrl): ZookeeperBack
     ...(prefix === null ? {} : { prefix }),
     ...(timeoutText === null ? {} : { connectTimeoutMs: Number(timeoutText) }),
   };
+}
+
+/**
+ * Checks a `zookeeper://` URL's options (hosts, chroot, `prefix`, `connectTimeoutMs`) without
+ * any I/O; throws `ConfigError` naming what is wrong. Registered as the scheme's URL check, so
+ * `createCoordinator({ url })` refuses a bad option at construction.
+ */
+export function checkZookeeperUrl(url: BackendUrl): void {
+  // The constructor checks every option and does no I/O (sessions connect when opened).
+  void new ZookeeperBackend(zookeeperOptionsFromUrl(url));
 }
 
 function hasControlCharacter(text: string): boolean {

@@ -1,0 +1,161 @@
+import { randomUUID } from "node:crypto";
+import { describeBackend, freePort } from "@baton/conformance/harness";
+import { BackendUnavailableError, createCoordinator, type Lock, MemoryBackend } from "@baton/core";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PostgresBackend, pgFence } from "../src/index.js";
+import { asBatonError, describeTarget } from "../src/pg-errors.js";
+
+const dbError = (code: string, message: string) => Object.assign(new Error(message), { code });
+
+describe("PostgreSQL errors say what failed, where, and what to do", () => {
+  it("57P01 (a restart, pg_terminate_backend) is BackendUnavailableError, never the raw driver error", () => {
+    const raw = dbError("57P01", "terminating connection due to administrator command");
+    const error = asBatonError(raw, "could not raise the fence", "db1:5432/app");
+    expect(error).toBeInstanceOf(BackendUnavailableError);
+    expect(error.message).toContain("57P01");
+    expect(error.message).toContain("restarting");
+    expect(error.message).toContain("db1:5432/app");
+    expect(error.cause).toBe(raw);
+  });
+
+  it("a refused connection names the server, not a schema step", () => {
+    const refused = Object.assign(new Error("connect ECONNREFUSED 10.0.0.9:5433"), {
+      code: "ECONNREFUSED",
+    });
+    const error = asBatonError(
+      refused,
+      "could not prepare Baton's PostgreSQL schema",
+      "db1:5433/app",
+    );
+    expect(error).toBeInstanceOf(BackendUnavailableError);
+    expect(error.message).toContain("could not connect to PostgreSQL at db1:5433/app");
+    expect(error.message).not.toContain("schema");
+    expect(error.message).toMatch(/check that the server runs there/);
+  });
+
+  it("describeTarget prints host, port and database, never the user or password", () => {
+    const target = describeTarget({
+      host: "db1",
+      port: 5433,
+      user: "u",
+      password: "s3cret",
+      database: "app",
+    });
+    expect(target).toBe("db1:5433/app");
+    expect(describeTarget({ host: "/var/run/postgresql" })).toContain("unix socket");
+  });
+
+  it("a server that is down: openSession rejects naming host and port, without the password", async () => {
+    const port = await freePort();
+    const backend = new PostgresBackend({ url: `postgres://baton:s3cret@127.0.0.1:${port}/app` });
+    try {
+      const error = await backend.openSession({ ttlMs: 1_000, ownerId: "o" }).then(
+        () => expect.unreachable("opened a session on a closed port"),
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(BackendUnavailableError);
+      const message = (error as Error).message;
+      expect(message).toContain(`could not connect to PostgreSQL at 127.0.0.1:${port}/app`);
+      expect(message).not.toContain("schema");
+      expect(message).not.toContain("s3cret");
+    } finally {
+      await backend.close();
+    }
+  });
+});
+
+describeBackend("postgres", (url) => {
+  describe("a fence raise whose connection the server ends (57P01)", () => {
+    let pool: pg.Pool;
+    let admin: pg.Pool;
+    beforeAll(() => {
+      pool = new pg.Pool({ connectionString: url, max: 4 });
+      pool.on("error", () => undefined);
+      admin = new pg.Pool({ connectionString: url, max: 2 });
+      admin.on("error", () => undefined);
+    });
+    afterAll(async () => {
+      await pool?.end();
+      await admin?.end();
+    });
+
+    /** Ends the fence's own connection while it waits on `resource`'s row. */
+    const terminateWaitingRaise = async (resource: string, fenceTable: string) => {
+      const blocker = await admin.connect();
+      await blocker.query("BEGIN");
+      await blocker.query(`SELECT 1 FROM ${fenceTable} WHERE resource = $1 FOR UPDATE`, [resource]);
+      return {
+        async whileBlocked(): Promise<void> {
+          for (let i = 0; i < 200; i++) {
+            const { rows } = await admin.query(
+              "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid()",
+            );
+            const pid = (rows[0] as { pid: number } | undefined)?.pid;
+            if (pid !== undefined) {
+              await admin.query("SELECT pg_terminate_backend($1)", [pid]);
+              return;
+            }
+            await new Promise((r) => setTimeout(r, 25));
+          }
+          throw new Error("the raise never waited on the fence row");
+        },
+        async end(): Promise<void> {
+          await blocker.query("ROLLBACK").catch(() => undefined);
+          blocker.release();
+        },
+      };
+    };
+
+    it("pgFence.raise rejects with BackendUnavailableError carrying 57P01", async () => {
+      const fence = pgFence(pool);
+      const resource = `restart-${randomUUID().slice(0, 8)}`;
+      await fence.raise(resource, 1n);
+      const block = await terminateWaitingRaise(resource, fence.table);
+      try {
+        const raising = fence.raise(resource, 2n, { ttlMs: 10_000 }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        await block.whileBlocked();
+        const error = await raising;
+        expect(error).toBeInstanceOf(BackendUnavailableError);
+        expect((error as Error).message).toContain(resource);
+        expect(((error as Error).cause as { code?: string }).code).toBe("57P01");
+      } finally {
+        await block.end();
+      }
+    });
+
+    it("correctness mode: acquire rejects with BackendUnavailableError, not pg's DatabaseError", async () => {
+      const fence = pgFence(pool);
+      const name = `restart-${randomUUID().slice(0, 8)}`;
+      const coordinator = createCoordinator({
+        backend: new MemoryBackend(),
+        ttlMs: 10_000,
+        mode: "correctness",
+        fence,
+      });
+      try {
+        const first: Lock = await coordinator.acquire(name, { waitMs: 0 });
+        await first.release();
+        const block = await terminateWaitingRaise(name, fence.table);
+        try {
+          const acquiring = coordinator.acquire(name, { waitMs: 0 }).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          await block.whileBlocked();
+          const error = await acquiring;
+          expect(error).toBeInstanceOf(BackendUnavailableError);
+          expect(error).not.toBeInstanceOf(pg.DatabaseError);
+          expect(((error as Error).cause as { code?: string }).code).toBe("57P01");
+        } finally {
+          await block.end();
+        }
+      } finally {
+        await coordinator.close();
+      }
+    });
+  });
+});
