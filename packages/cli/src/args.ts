@@ -47,6 +47,29 @@ export function parse(
   }
 }
 
+/** Library options by the flag that sets them, so errors name what the user typed. */
+const FLAGS: Readonly<Record<string, string>> = {
+  ttlMs: "--ttl",
+  waitMs: "--wait",
+  value: "--value",
+  url: "--backend",
+  name: "NAME",
+};
+
+/**
+ * A library `ConfigError` as a `UsageError` that names the flag the user typed (`--ttl`, not
+ * the library's field `ttlMs`), keeping the library's explanation.
+ */
+export function usageFromConfig(error: ConfigError): UsageError {
+  const flag = FLAGS[error.field];
+  if (flag === undefined) return new UsageError(error.message);
+  const prefix = `${error.field}: `;
+  const text = error.message.startsWith(prefix)
+    ? error.message.slice(prefix.length)
+    : error.message;
+  return new UsageError(`${flag}: ${text}`);
+}
+
 /** The backend URL from `--backend` or `BATON_BACKEND`, checked without I/O. */
 export function backendFrom(
   value: string | boolean | string[] | undefined,
@@ -61,7 +84,7 @@ export function backendFrom(
   try {
     parseBackendUrl(url);
   } catch (error) {
-    if (error instanceof ConfigError) throw new UsageError(`--backend: ${error.message}`);
+    if (error instanceof ConfigError) throw usageFromConfig(error);
     throw error;
   }
   return url;

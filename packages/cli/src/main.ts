@@ -1,4 +1,5 @@
-import { BackendUnavailableError } from "@baton/core";
+import { BackendUnavailableError, ConfigError } from "@baton/core";
+import { usageFromConfig } from "./args.js";
 import { COMPARE_USAGE, compareCommand } from "./commands/compare.js";
 import { DEMO_USAGE, demoCommand } from "./commands/demo.js";
 import { ELECT_USAGE, electCommand } from "./commands/elect.js";
@@ -61,8 +62,10 @@ export async function main(
       err(`baton: ${error.message}`);
       return EXIT.unavailable;
     }
-    if (error instanceof UsageError) {
-      err(`baton: ${error.message}`);
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      // A library ConfigError (from createCoordinator or the store) names the flag, not the field.
+      const usage = error instanceof ConfigError ? usageFromConfig(error) : error;
+      err(`baton: ${usage.message}`);
       if (command !== undefined && USAGES[command] === undefined) err(USAGE);
       return EXIT.usage;
     }

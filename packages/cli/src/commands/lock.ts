@@ -10,7 +10,7 @@ import {
   parseBackendUrl,
   StaleTokenError,
 } from "@baton/core";
-import { backendFrom, msOption, nameFrom, parse } from "../args.js";
+import { backendFrom, msOption, nameFrom, parse, usageFromConfig } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { loadAdapter } from "../load-adapter.js";
 import { exitCodeOf, onSignals, runChild } from "../run-child.js";
@@ -111,7 +111,7 @@ async function fenceFrom(values: Record<string, unknown>): Promise<OwnFence | un
 /** A fence's `ConfigError` as a usage error naming the flag. */
 function fenceUsage(error: ConfigError): UsageError {
   const flag = FENCE_FLAGS[error.field];
-  return new UsageError(flag === undefined ? error.message : `${flag}: ${error.message}`);
+  return flag === undefined ? usageFromConfig(error) : new UsageError(`${flag}: ${error.message}`);
 }
 
 /** `baton lock`. Resolves with the exit code. */
@@ -147,7 +147,7 @@ export async function lockCommand(
     });
   } catch (error) {
     await fence?.close();
-    if (error instanceof ConfigError) throw new UsageError(error.message);
+    if (error instanceof ConfigError) throw usageFromConfig(error);
     throw error;
   }
   const cancel = new AbortController();
@@ -177,7 +177,7 @@ export async function lockCommand(
       return EXIT.timeout;
     }
     if (error instanceof ConfigError) {
-      throw fence === undefined ? new UsageError(error.message) : fenceUsage(error);
+      throw fence === undefined ? usageFromConfig(error) : fenceUsage(error);
     }
     if (error instanceof StaleTokenError) {
       err(`baton: the fence rejected the new token of "${name}": ${error.message}`);
