@@ -7,9 +7,11 @@ export interface Guarantees {
    * Fencing tokens:
    * - `monotonic`: every later grant of a key has a strictly greater token, through failures
    *   of the store (consensus-backed counters, or an in-process counter for `memory`).
-   * - `single-node`: strictly greater while the one node keeps its data; a restart without
-   *   persistence or a failover to a lagging replica can hand out a smaller token.
-   * - `none`: tokens carry no order (Redlock).
+   * - `single-node`: strictly greater while the one node keeps its data; a failover to a
+   *   lagging replica can hand out a smaller token (what a counter lost with the data does is
+   *   the adapter's to say: Redis starts it again from the server's clock).
+   * - `none`: grants carry no order (Redlock). A lock then has no token: reading `lock.token`
+   *   throws a `ConfigError`, so it never reaches a fence.
    */
   readonly fencing: "monotonic" | "single-node" | "none";
   /** Waiters are granted the lock in the order they started waiting. */
