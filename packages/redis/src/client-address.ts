@@ -1,3 +1,4 @@
+import { redactUrl } from "@baton/core";
 import type { RedisClient } from "./lua-script.js";
 
 /**
@@ -19,7 +20,7 @@ export function clientAddress(client: RedisClient): string | undefined {
 
 function formatNode(node: unknown): string | undefined {
   if (typeof node === "number") return `127.0.0.1:${node}`;
-  if (typeof node === "string") return node.replace(/^rediss?:\/\/[^@/]*@/, "");
+  if (typeof node === "string") return redactUrl(node);
   const n = node as { host?: unknown; port?: unknown } | undefined;
   if (typeof n?.host !== "string") return undefined;
   const host = n.host.includes(":") ? `[${n.host}]` : n.host;
