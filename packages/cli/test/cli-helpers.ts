@@ -14,10 +14,14 @@ export interface BatonRun {
 
 /** Spawns `node bin/baton.js ...args`, running the CLI from its TypeScript sources. */
 export function baton(args: readonly string[], env: Record<string, string> = {}): BatonRun {
-  const child = spawn(process.execPath, ["--conditions=@baton/source", "--import", "tsx", BIN, ...args], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    ["--conditions=@baton/source", "--import", "tsx", BIN, ...args],
+    {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let out = "";
   child.stdout?.on("data", (d) => {
     out += d;

@@ -167,7 +167,9 @@ export async function createBackend(url: string): Promise<LockBackend> {
  * with its own copy only.
  */
 const COPIES_KEY = Symbol.for("@baton/core.registry-copies");
-const copies: string[] = ((globalThis as Record<symbol, string[] | undefined>)[COPIES_KEY] ??= []);
+const shared = globalThis as Record<symbol, string[] | undefined>;
+const copies: string[] = shared[COPIES_KEY] ?? [];
+shared[COPIES_KEY] = copies;
 copies.push(import.meta.url);
 
 function noFactoryMessage(scheme: string, known: KnownScheme | undefined): string {
