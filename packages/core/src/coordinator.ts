@@ -612,6 +612,7 @@ class CoordinatorImpl implements Coordinator {
       { keepAlive: true },
     );
     let fenceRanOut = false;
+    let fenceBoundMs = this.ttlMs;
     // Where the budget ran out decides the error: waiting for a holder is a timeout,
     // anything else (opening a session, backing off after a failure, a fence) is unavailability.
     const at: { phase: "local" | "session" | "backend" | "backoff" | "fence" } = { phase: "local" };
@@ -623,7 +624,7 @@ class CoordinatorImpl implements Coordinator {
     // Since when the store could not be reached, without an answer in between. Past
     // `unreachableMs` the call gives up with the store's error instead of waiting out waitMs.
     let unreachableSince: number | undefined;
-    const unreachableMs = Math.min(budgetMs, unreachableBoundMs(this.ttlMs));
+    const unreachableMs = Math.min(budgetMs, unreachableBoundMs(opts.ttlMs ?? this.ttlMs));
     let unlockLocal: (() => void) | undefined;
     try {
       if (scope.aborted) throw scope.reason; // an already-aborted signal: no round trip at all
@@ -678,13 +679,14 @@ class CoordinatorImpl implements Coordinator {
         const lock = held.lock;
         if (this.#options.fence !== undefined && this.mode === "correctness") {
           at.phase = "fence";
-          // One TTL: a raise slower than the lease could not hand over a trusted lock anyway.
+          // The lock's TTL: a raise slower than the lease could not hand over a trusted lock anyway.
+          fenceBoundMs = held.ttlMs;
           const fenceTimer = this.#clock.setTimer(
             () => {
               fenceRanOut = true;
               scope.abort(new Error("baton: the fence raise ran out of time"));
             },
-            this.ttlMs,
+            fenceBoundMs,
             { keepAlive: true },
           );
           try {
@@ -722,7 +724,7 @@ class CoordinatorImpl implements Coordinator {
       if (this.#closing.signal.aborted) throw closedError();
       if (fenceRanOut) {
         throw new BackendUnavailableError(
-          `the fence did not answer within ${this.ttlMs} ms (one TTL) when raised with the new token of "${name}", so the grant was released; check that the fence's store is reachable and that nothing else holds the fence's row locked`,
+          `the fence did not answer within ${fenceBoundMs} ms (the lock's TTL) when raised with the new token of "${name}", so the grant was released; check that the fence's store is reachable and that nothing else holds the fence's row locked`,
         );
       }
       if (at.phase === "fence") throw error; // the fence's own answer, whatever the wait did
