@@ -29,6 +29,7 @@ export interface Timer {
 }
 
 const timers = new TimerLists();
+const KEEP_ALIVE: TimerOptions = { keepAlive: true };
 
 /**
  * The production clock: `performance.now()`, and timers grouped by delay on shared Node.js
@@ -43,9 +44,18 @@ export const systemClock: Clock = {
 
 /**
  * Sleeps `ms` on `clock`. Rejects with `signal.reason` when `signal` aborts first. Any number
- * of sleeps may share one signal: they add one "abort" listener to it between them.
+ * of sleeps may share one signal: they add one "abort" listener to it between them. The sleep
+ * keeps the process alive unless `options.keepAlive` is `false` (for background pauses).
+ *
+ * @example
+ * await sleep(systemClock, 250, signal);
  */
-export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(
+  clock: Clock,
+  ms: number,
+  signal?: AbortSignal,
+  options: TimerOptions = KEEP_ALIVE,
+): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
@@ -61,7 +71,7 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
         resolve();
       },
       ms,
-      { keepAlive: true },
+      options,
     );
     if (signal !== undefined) addSharedAbort(signal, onAbort);
   });

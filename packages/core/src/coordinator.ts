@@ -1,11 +1,8 @@
-import {
-  type Abortable,
-  AbortScope,
-  addAbortCallback,
-  removeAbortCallback,
-} from "./abort-scope.js";
+import { type Abortable, AbortScope } from "./abort-scope.js";
 import type { BackendAcquireOptions, Grant, Holder, LockBackend } from "./backend.js";
 import type { BackendUrl } from "./backend-url.js";
+import { type BackoffOptions, backoffMs } from "./backoff.js";
+import { raceAbortable } from "./bounded-call.js";
 import { type Clock, sleep, systemClock } from "./clock.js";
 import {
   type AcquireOptions,
@@ -201,8 +198,7 @@ export function createCoordinator(options: CoordinatorOptions): Coordinator {
 
 /** TTLs, besides the coordinator's, that locks of one coordinator may use (a session each). */
 const MAX_LOCK_TTLS = 8;
-const RETRY_MIN_MS = 20;
-const RETRY_MAX_MS = 1_000;
+const RETRY: BackoffOptions = { minMs: 20, maxMs: 1_000 };
 
 class CoordinatorImpl implements Coordinator {
   readonly ownerId: string;
@@ -352,7 +348,7 @@ class CoordinatorImpl implements Coordinator {
     );
     try {
       const session = await this.#currentSession(bound);
-      return await raceSignal(session.backendSession.holder(name), bound);
+      return await raceAbortable(session.backendSession.holder(name), bound);
     } catch (error) {
       if (this.#closing.signal.aborted) throw closedError();
       if (bound.aborted) {
@@ -433,7 +429,7 @@ class CoordinatorImpl implements Coordinator {
           if (signal.aborted) break;
           this.#events.emit("backgroundError", { error, during: `watching "${name}"` });
           failures++;
-          await sleep(this.#clock, backoff(failures), signal).catch(() => undefined);
+          await sleep(this.#clock, backoffMs(failures, RETRY), signal).catch(() => undefined);
         }
       }
     } finally {
@@ -448,7 +444,7 @@ class CoordinatorImpl implements Coordinator {
   ): AsyncGenerator<Holder | null> {
     let last: string | undefined;
     while (!signal.aborted && session.isValid()) {
-      const holder = await raceSignal(session.backendSession.holder(name), signal);
+      const holder = await raceAbortable(session.backendSession.holder(name), signal);
       const key = holder === null ? "" : `${holder.ownerId}\u0000${holder.token}`;
       if (key !== last) {
         last = key;
@@ -520,7 +516,7 @@ class CoordinatorImpl implements Coordinator {
     this.#opening ??= this.#openSession().finally(() => {
       this.#opening = undefined;
     });
-    return await raceSignal(this.#opening, signal);
+    return await raceAbortable(this.#opening, signal);
   }
 
   /** The live session for locks of `ttlMs` (undefined: the coordinator's), if there is one. */
@@ -555,7 +551,7 @@ class CoordinatorImpl implements Coordinator {
       });
       this.#ttlOpenings.set(ttlMs, opening);
     }
-    return await raceSignal(opening, signal);
+    return await raceAbortable(opening, signal);
   }
 
   async #openSession(ttlMs = this.ttlMs): Promise<ManagedSession> {
@@ -666,7 +662,7 @@ class CoordinatorImpl implements Coordinator {
             throw asUnavailable(error, `could not acquire "${name}"`);
           }
           at.phase = "backoff";
-          await sleep(this.#clock, backoff(attempt), scope.signal);
+          await sleep(this.#clock, backoffMs(attempt, RETRY), scope.signal);
           continue;
         }
         if (grant === null) {
@@ -765,9 +761,9 @@ class CoordinatorImpl implements Coordinator {
   ): Promise<Grant | null> {
     const backendSession = session.backendSession;
     const pending = backendSession.acquire(name, new ScopedAcquireOptions(wait, value, scope));
-    return raceSignal(pending, scope, (late) =>
-      this.#releaseLate(late, backendSession, name, scope),
-    );
+    return raceAbortable(pending, scope, {
+      onAbandoned: (late) => this.#releaseLate(late, backendSession, name, scope),
+    });
   }
 
   /** A grant that arrives after its acquire was given up is released in the background. */
@@ -800,7 +796,7 @@ class CoordinatorImpl implements Coordinator {
         signal: scope.signal,
         ttlMs: held.ttlMs,
       });
-      await raceSignal(raised, scope);
+      await raceAbortable(raised, scope);
     } catch (error) {
       if (error instanceof StaleTokenError) held.markLost("fence-rejected", error);
       await held.lock.release().catch(() => undefined);
@@ -867,46 +863,4 @@ function unreachableError(error: unknown, name: string, forMs: number): BackendU
 
 function closedError(): CoordinatorClosedError {
   return new CoordinatorClosedError();
-}
-
-function backoff(attempt: number): number {
-  const ceiling = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** attempt);
-  return ceiling / 2 + Math.random() * (ceiling / 2);
-}
-
-function raceSignal<T>(
-  promise: Promise<T>,
-  signal: Abortable | undefined,
-  onAbandoned?: (late: Promise<T>) => void,
-): Promise<T> {
-  if (signal === undefined) return promise;
-  if (signal.aborted) {
-    onAbandoned?.(promise);
-    return Promise.reject(signal.reason);
-  }
-  // One callback on the signal (no remover closure): this runs on every acquire.
-  return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    const onAbort = () => {
-      if (settled) return;
-      settled = true;
-      onAbandoned?.(promise);
-      reject(signal.reason);
-    };
-    addAbortCallback(signal, onAbort);
-    promise.then(
-      (value) => {
-        removeAbortCallback(signal, onAbort);
-        if (settled) return;
-        settled = true;
-        resolve(value);
-      },
-      (error: unknown) => {
-        removeAbortCallback(signal, onAbort);
-        if (settled) return;
-        settled = true;
-        reject(error);
-      },
-    );
-  });
 }

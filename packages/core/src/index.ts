@@ -17,6 +17,8 @@ export type {
 } from "./backend.js";
 export type { BackendUrl, HostPort } from "./backend-url.js";
 export { redactUrl } from "./backend-url.js";
+export { type BackoffOptions, backoffMs } from "./backoff.js";
+export { type BoundedCallOptions, boundedCall } from "./bounded-call.js";
 export { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./clock.js";
 export { type Coordinator, createCoordinator, type LockContext } from "./coordinator.js";
 export {
@@ -62,7 +64,7 @@ export { linkSignals } from "./link-signals.js";
 export { Lock, type LockJson } from "./lock.js";
 export { defaultDriftMs } from "./managed-session.js";
 export { ManualClock } from "./manual-clock.js";
-export { MemoryBackend, type MemoryBackendOptions } from "./memory-backend.js";
+export { MEMORY_GUARANTEES, MemoryBackend, type MemoryBackendOptions } from "./memory-backend.js";
 export { type FenceStats, MemoryFence } from "./memory-fence.js";
 export { MemoryStore } from "./memory-store.js";
 export {
@@ -79,6 +81,7 @@ export {
   declareBackendPackage,
   knownFencing,
   parseBackendUrl,
+  type RegisterBackendOptions,
   registerBackend,
 } from "./registry.js";
 export { onceAborted } from "./shared-abort.js";

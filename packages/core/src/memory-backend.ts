@@ -20,7 +20,7 @@ export interface MemoryBackendOptions {
   readonly clock?: Clock;
 }
 
-const MEMORY_GUARANTEES: Guarantees = {
+export const MEMORY_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: true,
   consensus: false,

@@ -2,7 +2,7 @@ import type { LockBackend } from "./backend.js";
 import { type BackendUrl, parseUrlParts } from "./backend-url.js";
 import { ConfigError } from "./errors.js";
 import type { Guarantees } from "./guarantees.js";
-import { MemoryBackend } from "./memory-backend.js";
+import { MEMORY_GUARANTEES, MemoryBackend } from "./memory-backend.js";
 import { MemoryStore } from "./memory-store.js";
 
 /** Builds a backend from a parsed URL. Adapters register one per scheme. */
@@ -16,27 +16,36 @@ export type BackendFactory = (url: BackendUrl) => LockBackend | Promise<LockBack
  */
 export type BackendUrlCheck = (url: BackendUrl) => void;
 
-/** A scheme an adapter package serves, known before that package is loaded. */
-interface KnownScheme {
-  /** The package that registers it. */
-  readonly packageName: string;
-  /** The fencing it declares, so correctness mode can refuse it before any I/O. */
-  readonly fencing: Guarantees["fencing"];
-}
-
-const KNOWN: Record<string, KnownScheme> = {
-  memory: { packageName: "@baton/core", fencing: "monotonic" },
-  redis: { packageName: "@baton/redis", fencing: "single-node" },
-  rediss: { packageName: "@baton/redis", fencing: "single-node" },
-  redlock: { packageName: "@baton/redis", fencing: "none" },
-  etcd: { packageName: "@baton/etcd", fencing: "monotonic" },
-  zookeeper: { packageName: "@baton/zookeeper", fencing: "monotonic" },
-  postgres: { packageName: "@baton/postgres", fencing: "monotonic" },
-  postgresql: { packageName: "@baton/postgres", fencing: "monotonic" },
+/**
+ * The package that serves each of Baton's own schemes, loaded on first use when the app did
+ * not import it. What a backend guarantees is declared by its adapter alone, when it registers.
+ */
+const KNOWN: Record<string, string> = {
+  memory: "@baton/core",
+  redis: "@baton/redis",
+  rediss: "@baton/redis",
+  redlock: "@baton/redis",
+  etcd: "@baton/etcd",
+  zookeeper: "@baton/zookeeper",
+  postgres: "@baton/postgres",
+  postgresql: "@baton/postgres",
 };
+
+/** Options of {@link registerBackend}. */
+export interface RegisterBackendOptions {
+  /** Checks the adapter's URL options before any I/O (see {@link BackendUrlCheck}). */
+  readonly checkUrl?: BackendUrlCheck | undefined;
+  /**
+   * What the scheme's backends guarantee: the adapter's own guarantees constant. Known at
+   * registration, it lets correctness mode refuse a scheme without ordered tokens in
+   * `createCoordinator`, before any I/O.
+   */
+  readonly guarantees?: Guarantees | undefined;
+}
 
 const factories = new Map<string, BackendFactory>();
 const urlChecks = new Map<string, BackendUrlCheck>();
+const registeredGuarantees = new Map<string, Guarantees>();
 const namedMemoryStores = new Map<string, MemoryStore>();
 
 urlChecks.set("memory", (url) => {
@@ -45,6 +54,7 @@ urlChecks.set("memory", (url) => {
     throw new ConfigError("url", `memory:// takes no parameters, got "?${param}="`);
   }
 });
+registeredGuarantees.set("memory", MEMORY_GUARANTEES);
 factories.set("memory", (url) => {
   const name = (url.hosts.map((h) => h.host).join(",") + url.pathname).replace(/\/+$/, "");
   if (name === "") return new MemoryBackend();
@@ -59,39 +69,47 @@ factories.set("memory", (url) => {
 /**
  * Registers `factory` for `scheme` (without `:`). Adapter packages call this when imported;
  * a third-party backend may register its own scheme. Replaces an earlier registration.
- * `checkUrl` checks the adapter's URL options before any I/O (see {@link BackendUrlCheck}).
+ *
+ * @example
+ * registerBackend("acme", (url) => new AcmeBackend(url), {
+ *   checkUrl: (url) => checkAcmeUrl(url),
+ *   guarantees: ACME_GUARANTEES,
+ * });
  */
 export function registerBackend(
   scheme: string,
   factory: BackendFactory,
-  checkUrl?: BackendUrlCheck,
+  options: RegisterBackendOptions = {},
 ): void {
-  if (!/^[a-z][a-z0-9+.-]*$/.test(scheme)) {
-    throw new ConfigError("scheme", `must be a lower-case URL scheme without ":", got "${scheme}"`);
+  checkScheme(scheme);
+  if (typeof factory !== "function") {
+    throw new ConfigError("factory", "must be a function (url) => LockBackend");
   }
+  const { checkUrl, guarantees } = options;
   if (checkUrl !== undefined && typeof checkUrl !== "function") {
     throw new ConfigError("checkUrl", "must be a function (url) => void");
   }
   factories.set(scheme, factory);
   if (checkUrl === undefined) urlChecks.delete(scheme);
   else urlChecks.set(scheme, checkUrl);
+  if (guarantees === undefined) registeredGuarantees.delete(scheme);
+  else registeredGuarantees.set(scheme, guarantees);
 }
 
 /**
  * Declares that `scheme` is served by `packageName`, loaded on first use (as Baton's own
- * adapters are). `fencing`, when given, lets correctness mode refuse the scheme before any I/O.
- * For third-party adapters that want lazy loading by URL.
+ * adapters are) when the app has not imported it. For third-party adapters that want lazy
+ * loading by URL; the package registers the scheme, with its guarantees, when it loads.
  */
-export function declareBackendPackage(
-  scheme: string,
-  packageName: string,
-  fencing?: Guarantees["fencing"],
-): void {
+export function declareBackendPackage(scheme: string, packageName: string): void {
+  checkScheme(scheme);
+  KNOWN[scheme] = packageName;
+}
+
+function checkScheme(scheme: string): void {
   if (!/^[a-z][a-z0-9+.-]*$/.test(scheme)) {
     throw new ConfigError("scheme", `must be a lower-case URL scheme without ":", got "${scheme}"`);
   }
-  KNOWN[scheme] = { packageName, fencing: fencing ?? "none" };
-  if (fencing === undefined) delete (KNOWN[scheme] as { fencing?: unknown }).fencing;
 }
 
 /**
@@ -120,11 +138,11 @@ export function parseBackendUrl(url: unknown): BackendUrl {
 }
 
 /**
- * The fencing a URL's backend declares, when it is known without loading the adapter
- * (Baton's own schemes); `undefined` for third-party schemes.
+ * The fencing a URL's backend declares, when its adapter has registered (been imported);
+ * `undefined` before that.
  */
 export function knownFencing(url: BackendUrl): Guarantees["fencing"] | undefined {
-  return KNOWN[url.scheme]?.fencing;
+  return registeredGuarantees.get(url.scheme)?.fencing;
 }
 
 /**
@@ -145,11 +163,11 @@ export async function createBackend(url: string): Promise<LockBackend> {
   const known = KNOWN[scheme];
   if (factory === undefined && known !== undefined) {
     try {
-      await import(/* @vite-ignore */ known.packageName);
+      await import(/* @vite-ignore */ known);
     } catch (cause) {
       throw new ConfigError(
         "url",
-        `the "${scheme}:" backend needs the package ${known.packageName}: install it (npm install ${known.packageName}) and import it once in your app (import "${known.packageName}"), which is also what a bundler needs to include it`,
+        `the "${scheme}:" backend needs the package ${known}: install it (npm install ${known}) and import it once in your app (import "${known}"), which is also what a bundler needs to include it`,
         { cause },
       );
     }
@@ -172,11 +190,11 @@ const copies: string[] = shared[COPIES_KEY] ?? [];
 shared[COPIES_KEY] = copies;
 copies.push(import.meta.url);
 
-function noFactoryMessage(scheme: string, known: KnownScheme | undefined): string {
+function noFactoryMessage(scheme: string, known: string | undefined): string {
   if (copies.length > 1) {
     return `no "${scheme}:" backend is registered with this copy of @baton/core; ${copies.length} copies are loaded (${copies.join(", ")}), so the adapter registered with another one. Make the app and its adapters share one @baton/core (npm ls @baton/core; npm dedupe)`;
   }
   return known === undefined
     ? `no backend is registered for "${scheme}:"; import the adapter package that serves it first`
-    : `the package ${known.packageName} loaded but registered no "${scheme}:" backend; is it a Baton adapter of a matching version?`;
+    : `the package ${known} loaded but registered no "${scheme}:" backend; is it a Baton adapter of a matching version?`;
 }

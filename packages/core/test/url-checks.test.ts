@@ -25,11 +25,13 @@ describe("URL options are checked in createCoordinator, before any I/O", () => {
         built++;
         return new MemoryBackend();
       },
-      (url) => {
-        checked.push(url);
-        const unknown = [...url.searchParams.keys()].find((k) => k !== "prefix");
-        if (unknown !== undefined)
-          throw new ConfigError("prefix", `unknown parameter "${unknown}"`);
+      {
+        checkUrl: (url) => {
+          checked.push(url);
+          const unknown = [...url.searchParams.keys()].find((k) => k !== "prefix");
+          if (unknown !== undefined)
+            throw new ConfigError("prefix", `unknown parameter "${unknown}"`);
+        },
       },
     );
     const error = configErrorOf({ url: "check-test://db:1?prefx=a" });
@@ -46,7 +48,9 @@ describe("URL options are checked in createCoordinator, before any I/O", () => {
 
   it("a check that is not a function is refused", () => {
     expect(() =>
-      registerBackend("check-test-2", () => new MemoryBackend(), 42 as unknown as () => void),
+      registerBackend("check-test-2", () => new MemoryBackend(), {
+        checkUrl: 42 as unknown as () => void,
+      }),
     ).toThrow(ConfigError);
   });
 });

@@ -67,7 +67,7 @@ describe("backend and url", () => {
 
   it("a missing adapter package is a ConfigError(url) naming it, on first acquire", async () => {
     // A scheme served by a package that is not installed (as @baton/etcd would be, without it).
-    declareBackendPackage("acme-missing", "@acme/baton-missing-adapter", "monotonic");
+    declareBackendPackage("acme-missing", "@acme/baton-missing-adapter");
     // No I/O at construction: the adapter is loaded lazily.
     const coordinator = createCoordinator({ url: "acme-missing://127.0.0.1:2379", ttlMs: 5_000 });
     const error = await rejectionOf(coordinator.acquire("jobs", { waitMs: 0 }));

@@ -33,23 +33,18 @@ describe("correctness mode refuses what cannot fence, before any I/O", () => {
     expect(error.message).toMatch(USE_INSTEAD);
   });
 
-  it("redis://, rediss:// and redlock:// URLs are refused at createCoordinator (no adapter needed)", () => {
-    for (const url of ["redis://127.0.0.1:6379", "rediss://cache:6380", "redlock://a:6379"]) {
-      const error = configErrorOf({ url, mode: "correctness", fence: new MemoryFence() });
-      expect(error.field).toBe("mode");
-      expect(error.message).toMatch(USE_INSTEAD);
-    }
-  });
-
-  it("a multi-node redlock:// URL is refused for its fencing, not as a bad URL", () => {
+  it("a registered scheme whose guarantees have no ordered tokens is refused at createCoordinator", () => {
+    const backend = new ScriptedBackend({ kind: "weaknode", fencing: "single-node" });
+    registerBackend("weaknode", () => backend, { guarantees: backend.guarantees });
     const error = configErrorOf({
-      url: "redlock://h1:6379,h2:6379,h3:6379",
+      url: "weaknode://h1:1,h2:2",
       mode: "correctness",
       fence: new MemoryFence(),
     });
     expect(error.field).toBe("mode");
-    expect(error.message).toMatch(/no ordered fencing token/);
+    expect(error.message).toMatch(/refuses the weaknode backend/);
     expect(error.message).toMatch(USE_INSTEAD);
+    expect(backend.calls.openSession).toBe(0);
   });
 
   it("the same backends are accepted in efficiency mode", () => {

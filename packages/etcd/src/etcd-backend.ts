@@ -12,7 +12,7 @@ import { EtcdSession } from "./etcd-session.js";
 import { leaseSeconds } from "./lease-ttl.js";
 import { leaseHex } from "./lock-keys.js";
 
-const ETCD_GUARANTEES: Guarantees = {
+export const ETCD_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: true,
   consensus: true,

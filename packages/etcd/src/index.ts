@@ -7,10 +7,10 @@
  * @module @baton/etcd
  */
 import { registerBackend } from "@baton/core";
-import { EtcdBackend } from "./etcd-backend.js";
+import { ETCD_GUARANTEES, EtcdBackend } from "./etcd-backend.js";
 import { etcdOptionsFromUrl } from "./etcd-options.js";
 
-export { EtcdBackend } from "./etcd-backend.js";
+export { ETCD_GUARANTEES, EtcdBackend } from "./etcd-backend.js";
 export {
   DEFAULT_REQUEST_TIMEOUT_MS,
   type EtcdBackendOptions,
@@ -20,10 +20,9 @@ export type { EtcdSession } from "./etcd-session.js";
 export { MIN_LEASE_SECONDS } from "./lease-ttl.js";
 
 // The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
-registerBackend(
-  "etcd",
-  (url) => new EtcdBackend(etcdOptionsFromUrl(url)),
-  (url) => {
+registerBackend("etcd", (url) => new EtcdBackend(etcdOptionsFromUrl(url)), {
+  checkUrl: (url) => {
     etcdOptionsFromUrl(url);
   },
-);
+  guarantees: ETCD_GUARANTEES,
+});

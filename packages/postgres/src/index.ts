@@ -7,7 +7,7 @@
  * @module @baton/postgres
  */
 import { type BackendUrl, registerBackend } from "@baton/core";
-import { PostgresBackend } from "./postgres-backend.js";
+import { POSTGRES_GUARANTEES, PostgresBackend } from "./postgres-backend.js";
 import { checkPostgresUrl } from "./postgres-options.js";
 
 export { advisoryKey } from "./advisory-key.js";
@@ -22,5 +22,6 @@ function fromUrl(url: BackendUrl): PostgresBackend {
 }
 
 // The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
-registerBackend("postgres", fromUrl, checkPostgresUrl);
-registerBackend("postgresql", fromUrl, checkPostgresUrl);
+const postgres = { checkUrl: checkPostgresUrl, guarantees: POSTGRES_GUARANTEES };
+registerBackend("postgres", fromUrl, postgres);
+registerBackend("postgresql", fromUrl, postgres);

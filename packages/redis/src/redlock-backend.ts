@@ -17,7 +17,7 @@ import {
 import { RedlockSession } from "./redlock-session.js";
 import { whenReady } from "./when-ready.js";
 
-const REDLOCK_GUARANTEES: Guarantees = {
+export const REDLOCK_GUARANTEES: Guarantees = {
   // The Redlock algorithm hands out no ordered token: core's locks then have none to give
   // (lock.token throws); grants and holders carry 0n.
   fencing: "none",

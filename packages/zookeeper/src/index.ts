@@ -6,13 +6,14 @@
  * @module @baton/zookeeper
  */
 import { registerBackend } from "@baton/core";
-import { checkZookeeperUrl, ZookeeperBackend } from "./zookeeper-backend.js";
+import { checkZookeeperUrl, ZOOKEEPER_GUARANTEES, ZookeeperBackend } from "./zookeeper-backend.js";
 
 export { czxidToken, encodeLockName } from "./lock-node.js";
 export {
   type ClientFactory,
   type ClientRequest,
   checkZookeeperUrl,
+  ZOOKEEPER_GUARANTEES,
   ZookeeperBackend,
   type ZookeeperBackendOptions,
   zookeeperOptionsFromUrl,
@@ -20,4 +21,7 @@ export {
 export { ZookeeperSession } from "./zookeeper-session.js";
 
 // The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
-registerBackend("zookeeper", (url) => ZookeeperBackend.fromUrl(url), checkZookeeperUrl);
+registerBackend("zookeeper", (url) => ZookeeperBackend.fromUrl(url), {
+  checkUrl: checkZookeeperUrl,
+  guarantees: ZOOKEEPER_GUARANTEES,
+});

@@ -58,7 +58,7 @@ export interface ZookeeperBackendOptions {
   readonly connectTimeoutMs?: number;
 }
 
-const GUARANTEES: Guarantees = {
+export const ZOOKEEPER_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: true,
   consensus: true,
@@ -76,7 +76,7 @@ const NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
  */
 export class ZookeeperBackend implements LockBackend {
   readonly kind = "zookeeper";
-  readonly guarantees = GUARANTEES;
+  readonly guarantees = ZOOKEEPER_GUARANTEES;
   /** Path of the node holding the lock parents, e.g. `/baton`. */
   readonly root: string;
   readonly #hosts: readonly { host: string; port: number }[];

@@ -1,0 +1,126 @@
+import { type Abortable, addAbortCallback, removeAbortCallback } from "./abort-scope.js";
+import { systemClock, type Timer } from "./clock.js";
+import { BackendUnavailableError } from "./errors.js";
+
+/** Options of {@link boundedCall}. */
+export interface BoundedCallOptions<T> {
+  /**
+   * Gives up after this many ms, rejecting with a `BackendUnavailableError` that says
+   * `<what>: no answer within <timeoutMs> ms`. Omit it to wait as long as the call takes.
+   */
+  readonly timeoutMs?: number | undefined;
+  /** Gives up when it aborts, rejecting with its `reason`. */
+  readonly signal?: AbortSignal | undefined;
+  /** What the call does, for the timeout error: `redis acquire`, or a whole phrase. */
+  readonly what?: string | undefined;
+  /** The lock the call is about, if any: the timeout error says `<what> of "<name>"`. */
+  readonly name?: string | undefined;
+  /**
+   * Turns the call's own failure into the error the caller sees (an adapter passes its
+   * `toBatonError`). Not applied to the give-up errors. Default: the failure unchanged.
+   */
+  readonly mapError?: ((error: unknown) => unknown) | undefined;
+  /**
+   * Receives the still pending call when it is given up (timeout or abort), so a late grant
+   * can be released instead of left behind. Without it, a late failure is swallowed.
+   */
+  readonly onAbandoned?: ((late: Promise<T>) => void) | undefined;
+}
+
+/**
+ * Waits for a store call at most `timeoutMs`, or until `signal` aborts, whichever comes first.
+ *
+ * - resolves with the call's value when it answers in time;
+ * - rejects with `signal.reason` when `signal` aborts first (at once when it already has);
+ * - rejects with `BackendUnavailableError` when `timeoutMs` runs out;
+ * - rejects with `mapError(error)` when the call fails.
+ *
+ * A call given up on may still run: `onAbandoned` sees it. Any number of calls may share one
+ * signal; they add a single "abort" listener to it between them.
+ *
+ * @example
+ * const value = await boundedCall(client.get(key), {
+ *   timeoutMs: 2_000,
+ *   signal,
+ *   what: "read the holder",
+ * });
+ */
+export function boundedCall<T>(call: Promise<T>, options: BoundedCallOptions<T>): Promise<T> {
+  return raceAbortable(call, options.signal, options);
+}
+
+/**
+ * {@link boundedCall} with any {@link Abortable} (a signal or a scope) as the signal.
+ *
+ * @internal
+ */
+export function raceAbortable<T>(
+  call: Promise<T>,
+  signal: Abortable | undefined,
+  options?: Omit<BoundedCallOptions<T>, "signal">,
+): Promise<T> {
+  const timeoutMs = options?.timeoutMs;
+  const onAbandoned = options?.onAbandoned;
+  if (signal?.aborted) {
+    abandon(call, onAbandoned);
+    return Promise.reject(signal.reason);
+  }
+  if (signal === undefined && timeoutMs === undefined && options?.mapError === undefined) {
+    return call;
+  }
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let timer: Timer | undefined;
+    const finish = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      timer?.cancel();
+      if (signal !== undefined) removeAbortCallback(signal, onAbort);
+      return true;
+    };
+    const giveUp = (error: unknown) => {
+      if (!finish()) return;
+      abandon(call, onAbandoned);
+      reject(error);
+    };
+    const onAbort = () => giveUp(signal?.reason);
+    if (timeoutMs !== undefined) {
+      // Core's timers: one shared Node.js timer per delay, not one created per call.
+      timer = systemClock.setTimer(
+        () =>
+          giveUp(
+            new BackendUnavailableError(`${describe(options)}: no answer within ${timeoutMs} ms`),
+          ),
+        timeoutMs,
+        KEEP_ALIVE,
+      );
+    }
+    if (signal !== undefined) addAbortCallback(signal, onAbort);
+    call.then(
+      (value) => {
+        if (finish()) resolve(value);
+      },
+      (error: unknown) => {
+        if (!finish()) return;
+        const mapError = options?.mapError;
+        reject(mapError === undefined ? error : mapError(error));
+      },
+    );
+  });
+}
+
+const KEEP_ALIVE = { keepAlive: true } as const;
+
+function abandon<T>(call: Promise<T>, onAbandoned: ((late: Promise<T>) => void) | undefined) {
+  if (onAbandoned !== undefined) onAbandoned(call);
+  // The call may still fail; its error must not go unhandled.
+  else call.catch(() => undefined);
+}
+
+/** The call's description for an error: built only on failure. */
+function describe(
+  options: { readonly what?: string | undefined; readonly name?: string | undefined } | undefined,
+): string {
+  const what = options?.what ?? "the store";
+  return options?.name === undefined ? what : `${what} of "${options.name}"`;
+}
