@@ -14,6 +14,7 @@ export type {
   KeepAliveResult,
   LockBackend,
   OpenSessionOptions,
+  StoredRecord,
 } from "./backend.js";
 export type { BackendUrl, HostPort } from "./backend-url.js";
 export { redactUrl } from "./backend-url.js";
@@ -49,6 +50,7 @@ export {
   LockLostError,
   type LockLostReason,
   LockTimeoutError,
+  RunTimeoutError,
   SessionLostError,
   StaleTokenError,
 } from "./errors.js";
@@ -60,12 +62,14 @@ export type {
 } from "./events.js";
 export type { Fence, FenceRaiseOptions } from "./fence.js";
 export type { Guarantees } from "./guarantees.js";
+export { decodeJobRecord, encodeJobRecord, type JobRecord } from "./job-record.js";
 export { linkSignals } from "./link-signals.js";
 export { Lock, type LockJson } from "./lock.js";
 export { defaultDriftMs } from "./managed-session.js";
 export { ManualClock } from "./manual-clock.js";
-export { MEMORY_GUARANTEES, MemoryBackend, type MemoryBackendOptions } from "./memory-backend.js";
+export { MEMORY_GUARANTEES, MemoryBackend } from "./memory-backend.js";
 export { type FenceStats, MemoryFence } from "./memory-fence.js";
+export { type MemoryBackendOptions, memoryOptionsFromUrl } from "./memory-options.js";
 export { MemoryStore } from "./memory-store.js";
 export {
   fairShare,
@@ -84,6 +88,7 @@ export {
   type RegisterBackendOptions,
   registerBackend,
 } from "./registry.js";
+export type { RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from "./run-once.js";
 export { onceAborted } from "./shared-abort.js";
 export { siblingModuleArgs } from "./sibling-module.js";
 export { installStepDown, type StepDownOptions, stepDown } from "./step-down.js";

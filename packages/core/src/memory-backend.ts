@@ -1,25 +1,15 @@
-import type {
-  BackendAcquireOptions,
-  BackendSession,
-  Grant,
-  Holder,
-  KeepAliveResult,
-  LockBackend,
-  OpenSessionOptions,
-} from "./backend.js";
-import type { Clock } from "./clock.js";
-import { BackendUnavailableError, SessionLostError } from "./errors.js";
+import type { BackendSession, LockBackend, OpenSessionOptions } from "./backend.js";
+import { BackendUnavailableError } from "./errors.js";
 import type { Guarantees } from "./guarantees.js";
-import { type MemorySessionState, MemoryStore } from "./memory-store.js";
+import { checkMemoryOptions, type MemoryBackendOptions } from "./memory-options.js";
+import { MemorySession } from "./memory-session.js";
+import { MemoryStore, namedStore } from "./memory-store.js";
 
-/** Options of {@link MemoryBackend}. */
-export interface MemoryBackendOptions {
-  /** Share locks with other backends built on this store (default: a new private store). */
-  readonly store?: MemoryStore;
-  /** Clock of a new private store, e.g. a `ManualClock` in tests. Ignored when `store` is given. */
-  readonly clock?: Clock;
-}
-
+/**
+ * What the memory backend guarantees: tokens from one in-process counter (they rise across
+ * all keys and never go back while the process lives), FIFO waiting, and locks that exclude
+ * only coordinators of this process.
+ */
 export const MEMORY_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: true,
@@ -39,16 +29,25 @@ export class MemoryBackend implements LockBackend {
   readonly #sessions = new Set<MemorySession>();
   #closed = false;
 
+  /** Throws `ConfigError` naming the field for options it does not understand. */
   constructor(options?: MemoryBackendOptions) {
-    this.store = options?.store ?? new MemoryStore({ clock: options?.clock });
+    checkMemoryOptions(options);
+    this.store =
+      options?.store ??
+      (options?.storeName === undefined
+        ? new MemoryStore({ clock: options?.clock })
+        : namedStore(options.storeName));
   }
 
   async openSession(options: OpenSessionOptions): Promise<BackendSession> {
     if (this.#closed) throw new BackendUnavailableError("this memory backend is closed");
     if (options.signal?.aborted) throw options.signal.reason;
-    const session = new MemorySession(this.store, options.ownerId, options.ttlMs, (s) =>
-      this.#sessions.delete(s),
-    );
+    const session = new MemorySession({
+      store: this.store,
+      ownerId: options.ownerId,
+      ttlMs: options.ttlMs,
+      onClose: (s) => this.#sessions.delete(s),
+    });
     this.#sessions.add(session);
     return session;
   }
@@ -56,60 +55,5 @@ export class MemoryBackend implements LockBackend {
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all([...this.#sessions].map((s) => s.close()));
-  }
-}
-
-class MemorySession implements BackendSession {
-  readonly ownerId: string;
-  readonly ttlMs: number;
-  readonly #store: MemoryStore;
-  readonly #state: MemorySessionState;
-  readonly #onClose: (s: MemorySession) => void;
-
-  constructor(
-    store: MemoryStore,
-    ownerId: string,
-    ttlMs: number,
-    onClose: (s: MemorySession) => void,
-  ) {
-    this.#store = store;
-    this.ownerId = ownerId;
-    this.ttlMs = ttlMs;
-    this.#state = store.openSession(ownerId, ttlMs);
-    this.#onClose = onClose;
-  }
-
-  async keepAlive(): Promise<KeepAliveResult | undefined> {
-    if (this.#state.closed) throw new SessionLostError("memory session is closed");
-    this.#store.keepAlive(this.#state);
-    return undefined;
-  }
-
-  async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
-    const got = await this.#store.acquire(
-      this.#state,
-      key,
-      options.wait,
-      options.value,
-      options, // its signal is read only if the call waits
-    );
-    return got === null ? null : { key, ownerId: this.ownerId, token: got.token };
-  }
-
-  async release(grant: Grant): Promise<boolean> {
-    return this.#store.release(this.#state, grant.key, grant.token);
-  }
-
-  async holder(key: string): Promise<Holder | null> {
-    return this.#store.holder(key);
-  }
-
-  watch(key: string, signal: AbortSignal): AsyncIterable<Holder | null> {
-    return this.#store.watch(key, signal);
-  }
-
-  async close(): Promise<void> {
-    this.#store.closeSession(this.#state);
-    this.#onClose(this);
   }
 }

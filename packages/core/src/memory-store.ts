@@ -267,3 +267,18 @@ export class MemoryStore {
 
 /** The per-session state of a {@link MemoryStore}; opaque to users. */
 export type MemorySessionState = SessionState;
+
+const named = new Map<string, MemoryStore>();
+
+/**
+ * The store called `name` in this process (in this copy of `@baton/core`), created on first
+ * use on the system clock: what `memory://NAME` and `{ storeName }` share.
+ */
+export function namedStore(name: string): MemoryStore {
+  let store = named.get(name);
+  if (store === undefined) {
+    store = new MemoryStore();
+    named.set(name, store);
+  }
+  return store;
+}
