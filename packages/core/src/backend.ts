@@ -89,8 +89,30 @@ export interface BackendSession {
   holder(key: string): Promise<Holder | null>;
   /** Pushes the holder of `key` now and after every change, until `signal` aborts. */
   watch?(key: string, signal: AbortSignal): AsyncIterable<Holder | null>;
+  /**
+   * Reads the durable record `key`, or `null` when there is none. Records (what
+   * `coordinator.runOnce` keeps per job and slot) live in the same store as the locks, in a
+   * key space of their own, and never expire. Optional: a backend without records cannot
+   * serve `runOnce`, which then fails with a `ConfigError`. Implement both methods or neither.
+   */
+  readRecord?(key: string): Promise<StoredRecord | null>;
+  /**
+   * Writes `value` to record `key` if, and only if, its version is still `expected` (`null`:
+   * only if there is no record), in one atomic step of the store. Resolves the new version,
+   * or `null` when the version did not match (nothing was written). Versions are opaque
+   * strings; every successful write changes it.
+   */
+  writeRecord?(key: string, value: string, expected: string | null): Promise<string | null>;
   /** Ends the session and frees every lock it holds. Idempotent; never throws for "already gone". */
   close(): Promise<void>;
+}
+
+/** A durable record as read by {@link BackendSession.readRecord}. */
+export interface StoredRecord {
+  /** What was written. */
+  readonly value: string;
+  /** The version to pass as `expected` to {@link BackendSession.writeRecord}. */
+  readonly version: string;
 }
 
 /** Proof of one acquisition. */

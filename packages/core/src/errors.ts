@@ -12,7 +12,8 @@ export type BatonErrorCode =
   | "BATON_STALE_TOKEN"
   | "BATON_BACKEND_UNAVAILABLE"
   | "BATON_CONFIG"
-  | "BATON_CLOSED";
+  | "BATON_CLOSED"
+  | "BATON_RUN_TIMEOUT";
 
 /** Base class of every error Baton throws. */
 export class BatonError extends Error {
@@ -166,6 +167,29 @@ export class ConfigError extends BatonError {
 export class CoordinatorClosedError extends BatonError {
   constructor(message = "this coordinator is closed; create a new one to lock again") {
     super("BATON_CLOSED", message);
+  }
+}
+
+/**
+ * A `runOnce` attempt ran past its `atMostMs`: its signal was aborted with this error, the
+ * attempt was recorded as failed and its lock released, so another replica may retry it.
+ */
+export class RunTimeoutError extends BatonError {
+  /** The job. */
+  readonly job: string;
+  /** The slot. */
+  readonly slot: string;
+  /** The bound that ran out. */
+  readonly atMostMs: number;
+
+  constructor(job: string, slot: string, atMostMs: number) {
+    super(
+      "BATON_RUN_TIMEOUT",
+      `job "${job}" slot "${slot}" ran past atMostMs=${atMostMs}: its signal was aborted and the attempt recorded as failed`,
+    );
+    this.job = job;
+    this.slot = slot;
+    this.atMostMs = atMostMs;
   }
 }
 

@@ -8,6 +8,7 @@ import {
   LockHeldError,
   LockLostError,
   LockTimeoutError,
+  RunTimeoutError,
   SessionLostError,
   StaleTokenError,
 } from "../src/index.js";
@@ -40,6 +41,11 @@ const CASES: ReadonlyArray<{ error: BatonError; name: string; code: string }> = 
     error: new CoordinatorClosedError(),
     name: "CoordinatorClosedError",
     code: "BATON_CLOSED",
+  },
+  {
+    error: new RunTimeoutError("invoices", "2026-12-01", 1_000),
+    name: "RunTimeoutError",
+    code: "BATON_RUN_TIMEOUT",
   },
 ];
 

@@ -1,0 +1,435 @@
+import type { Holder, StoredRecord } from "./backend.js";
+import { backoffMs } from "./backoff.js";
+import type { Clock } from "./clock.js";
+import { sleep } from "./clock.js";
+import type { Coordinator } from "./coordinator.js";
+import {
+  BackendUnavailableError,
+  ConfigError,
+  LockLostError,
+  LockTimeoutError,
+  RunTimeoutError,
+} from "./errors.js";
+import { decodeJobRecord, encodeJobRecord, type JobRecord } from "./job-record.js";
+import { linkSignals } from "./link-signals.js";
+import type { Lock } from "./lock.js";
+import { isTransient } from "./transient.js";
+import { checkInt, checkName, checkOptions, checkSignal, LIMITS } from "./validate.js";
+
+/** What `fn` of {@link Coordinator.runOnce} is given. */
+export interface RunContext {
+  /** The job. */
+  readonly job: string;
+  /** The slot being run, e.g. `2026-12-01T02:00`. */
+  readonly slot: string;
+  /** The fencing token of this attempt's lock: send it with every write to a fenced store. */
+  readonly token: bigint;
+  /** This attempt's number, from 1. */
+  readonly attempt: number;
+  /**
+   * Aborted when the attempt must stop: past `atMostMs` (reason `RunTimeoutError`), on loss of
+   * its lock (`LockLostError`), or when the caller's `signal` aborts.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** Options of {@link Coordinator.runOnce}. */
+export interface RunOnceOptions {
+  /**
+   * The longest an attempt may run, ms (default one hour, at most one day). Past it the
+   * attempt's signal aborts with a `RunTimeoutError`, the attempt is recorded as failed and
+   * its lock released, so another replica may retry; `fn` is not awaited any longer.
+   */
+  readonly atMostMs?: number;
+  /** Attempts a slot gets in all, crashed ones included (default 3). */
+  readonly maxAttempts?: number;
+  /**
+   * How long to wait while another replica runs the slot, ms (default 0: resolve at once with
+   * `running-elsewhere`). A replica that waits takes over when that run crashes or fails and
+   * learns when it is done, so schedulers pass a wait as long as a run may take.
+   */
+  readonly waitMs?: number;
+  /** Lease of the slot's lock, ms (default: the coordinator's TTL). Renewed while `fn` runs. */
+  readonly ttlMs?: number;
+  /** Cancels the call; once `fn` runs, aborts its signal (the attempt is recorded as failed). */
+  readonly signal?: AbortSignal;
+}
+
+/** What one call of {@link Coordinator.runOnce} did. */
+export type RunOnceResult<T> =
+  /** `fn` ran here and returned `value`; the slot is recorded done. */
+  | { readonly outcome: "ran"; readonly value: T; readonly attempt: number; readonly token: bigint }
+  /** `fn` ran here and failed (or ran past `atMostMs`); recorded, retried while attempts remain. */
+  | {
+      readonly outcome: "failed";
+      readonly error: unknown;
+      readonly attempt: number;
+      readonly token: bigint;
+      /** Attempts that remain for later calls. */
+      readonly attemptsLeft: number;
+    }
+  /** Skipped: the slot was done before (by any replica); `record` says by whom. */
+  | { readonly outcome: "already-done"; readonly record: JobRecord }
+  /** Skipped: another replica holds the slot now (`holder`, when it could be read). */
+  | { readonly outcome: "running-elsewhere"; readonly holder: Holder | null }
+  /** Skipped: the slot failed `maxAttempts` times; `record` holds the last failure. */
+  | { readonly outcome: "attempts-exhausted"; readonly record: JobRecord };
+
+/** The outcome names of {@link RunOnceResult}, as used in metrics and events. */
+export type RunOutcome = RunOnceResult<unknown>["outcome"];
+
+/** Durable records, as a coordinator reaches them through its session. @internal */
+export interface RecordAccess {
+  read(key: string): Promise<StoredRecord | null>;
+  write(key: string, value: string, expected: string | null): Promise<string | null>;
+}
+
+/** What {@link runOnce} needs of its coordinator. @internal */
+export interface RunOnceHost {
+  readonly coordinator: Coordinator;
+  readonly clock: Clock;
+  /** The store's records; rejects with `ConfigError` when the backend keeps none. */
+  records(signal: AbortSignal | undefined): Promise<RecordAccess>;
+  /** Called once per call with what happened (events, metrics). */
+  ran(report: { job: string; slot: string; outcome: RunOutcome; attempt?: number }): void;
+  /** Reports a failure nobody awaits (a run given up on that failed later). */
+  report(error: unknown, during: string): void;
+}
+
+const DEFAULT_AT_MOST_MS = 3_600_000;
+const DEFAULT_MAX_ATTEMPTS = 3;
+/** Writes lost to another writer before a call gives up (only a stale holder can race one). */
+const MAX_RECORD_RACES = 8;
+const OPTION_KEYS = ["atMostMs", "maxAttempts", "waitMs", "ttlMs", "signal"] as const;
+
+interface ResolvedRunOnce {
+  readonly atMostMs: number;
+  readonly maxAttempts: number;
+  readonly waitMs: number;
+  readonly ttlMs: number | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+/** The lock (and record) name of one slot of one job. */
+export function slotKey(job: string, slot: string): string {
+  return checkName(`${job}/slot/${slot}`, "slot");
+}
+
+/** Runs `fn` for `(job, slot)` unless the slot is done or running elsewhere. @internal */
+export async function runOnce<T>(
+  host: RunOnceHost,
+  job: string,
+  slot: string,
+  fn: (context: RunContext) => T | Promise<T>,
+  options: RunOnceOptions | undefined,
+): Promise<RunOnceResult<T>> {
+  checkName(job, "job");
+  checkName(slot, "slot");
+  if (typeof fn !== "function")
+    throw new ConfigError("fn", "must be a function ({ token, signal, slot, attempt }) => ...");
+  const o = resolveRunOnceOptions(options);
+  const key = slotKey(job, slot);
+  const records = await host.records(o.signal);
+  const result = await runSlot(host, records, { job, slot, key }, fn, o);
+  host.ran({ job, slot, outcome: result.outcome, ...attemptOf(result) });
+  return result;
+}
+
+function resolveRunOnceOptions(options: RunOnceOptions | undefined): ResolvedRunOnce {
+  const o = checkOptions(options, "options", OPTION_KEYS);
+  return {
+    atMostMs:
+      o.atMostMs === undefined
+        ? DEFAULT_AT_MOST_MS
+        : checkInt(o.atMostMs, "atMostMs", 1, LIMITS.maxMs),
+    maxAttempts:
+      o.maxAttempts === undefined
+        ? DEFAULT_MAX_ATTEMPTS
+        : checkInt(o.maxAttempts, "maxAttempts", 1, 1_000),
+    waitMs: o.waitMs === undefined ? 0 : checkInt(o.waitMs, "waitMs", 0, LIMITS.maxMs),
+    ttlMs:
+      o.ttlMs === undefined ? undefined : checkInt(o.ttlMs, "ttlMs", LIMITS.ttlMinMs, LIMITS.maxMs),
+    signal: o.signal === undefined ? undefined : checkSignal(o.signal),
+  };
+}
+
+interface SlotId {
+  readonly job: string;
+  readonly slot: string;
+  readonly key: string;
+}
+
+async function runSlot<T>(
+  host: RunOnceHost,
+  records: RecordAccess,
+  id: SlotId,
+  fn: (context: RunContext) => T | Promise<T>,
+  o: ResolvedRunOnce,
+): Promise<RunOnceResult<T>> {
+  // A slot done or given up is answered from its record alone, without taking its lock.
+  const skip = skipFor((await readRecord(records, id.key))?.record, o.maxAttempts);
+  if (skip !== undefined) return skip;
+  const lock = await takeSlotLock(host.coordinator, id.key, o);
+  if (lock === null) return { outcome: "running-elsewhere", holder: await holderOf(host, id.key) };
+  try {
+    const started = await startAttempt(records, id, lock, host.coordinator.ownerId, o.maxAttempts);
+    if ("outcome" in started) return started;
+    return await attempt(host, records, id, lock, started, fn, o);
+  } finally {
+    await lock.release().catch((error: unknown) => host.report(error, `releasing "${id.key}"`));
+  }
+}
+
+/** The outcome of a slot whose record already decides it, or `undefined` to go on. */
+function skipFor(
+  record: JobRecord | undefined,
+  maxAttempts: number,
+): RunOnceResult<never> | undefined {
+  if (record?.state === "done") return { outcome: "already-done", record };
+  if (record?.state === "failed" && record.attempt >= maxAttempts) {
+    return { outcome: "attempts-exhausted", record };
+  }
+  return undefined;
+}
+
+async function takeSlotLock(
+  coordinator: Coordinator,
+  key: string,
+  o: ResolvedRunOnce,
+): Promise<Lock | null> {
+  const lockOptions = {
+    ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }),
+    ...(o.signal === undefined ? {} : { signal: o.signal }),
+  };
+  if (o.waitMs === 0) return await coordinator.tryAcquire(key, lockOptions);
+  try {
+    return await coordinator.acquire(key, { ...lockOptions, waitMs: o.waitMs });
+  } catch (error) {
+    if (error instanceof LockTimeoutError) return null;
+    throw error;
+  }
+}
+
+async function holderOf(host: RunOnceHost, key: string): Promise<Holder | null> {
+  try {
+    return await host.coordinator.holder(key);
+  } catch {
+    return null;
+  }
+}
+
+interface StartedAttempt {
+  readonly attempt: number;
+  readonly version: string;
+  readonly startedAt: number;
+}
+
+/**
+ * Records the start of an attempt under `lock`, deciding from the record: a faster replica
+ * may have finished and released between our first read and our grant, and a record left
+ * `running` by a lock that has ended is a crashed attempt, counted.
+ */
+async function startAttempt(
+  records: RecordAccess,
+  id: SlotId,
+  lock: Lock,
+  ownerId: string,
+  maxAttempts: number,
+): Promise<StartedAttempt | RunOnceResult<never>> {
+  for (let race = 0; race < MAX_RECORD_RACES; race++) {
+    const stored = await readRecord(records, id.key);
+    const record = stored?.record;
+    const skip = skipFor(record, maxAttempts);
+    if (skip !== undefined) return skip;
+    if (record !== undefined && record.token >= lock.token) {
+      return { outcome: "running-elsewhere", holder: null };
+    }
+    const attempt = (record?.attempt ?? 0) + 1;
+    if (record !== undefined && attempt > maxAttempts) {
+      const version = await records.write(
+        id.key,
+        encodeJobRecord(crashed(record)),
+        stored?.version ?? null,
+      );
+      if (version !== null) return { outcome: "attempts-exhausted", record: crashed(record) };
+      continue;
+    }
+    const startedAt = Date.now();
+    const running: JobRecord = {
+      state: "running",
+      attempt,
+      token: lock.token,
+      holder: ownerId,
+      startedAt,
+    };
+    const version = await records.write(id.key, encodeJobRecord(running), stored?.version ?? null);
+    if (version !== null) return { attempt, version, startedAt };
+  }
+  throw raceError(id.key);
+}
+
+/** A `running` record whose holder ended without an outcome, as a failure. */
+function crashed(record: JobRecord): JobRecord {
+  return {
+    ...record,
+    state: "failed",
+    endedAt: Date.now(),
+    error: `the holder (${record.holder}) ended without recording an outcome`,
+  };
+}
+
+async function attempt<T>(
+  host: RunOnceHost,
+  records: RecordAccess,
+  id: SlotId,
+  lock: Lock,
+  started: StartedAttempt,
+  fn: (context: RunContext) => T | Promise<T>,
+  o: ResolvedRunOnce,
+): Promise<RunOnceResult<T>> {
+  const linked = linkSignals([lock.signal, o.signal]);
+  const timer = host.clock.setTimer(
+    () => linked.abort(new RunTimeoutError(id.job, id.slot, o.atMostMs)),
+    o.atMostMs,
+  );
+  const context: RunContext = {
+    job: id.job,
+    slot: id.slot,
+    token: lock.token,
+    attempt: started.attempt,
+    signal: linked.signal,
+  };
+  try {
+    const ended = await settleOrAbort(host, id, () => fn(context), linked.signal);
+    const base = {
+      state: "done",
+      attempt: started.attempt,
+      token: lock.token,
+      holder: host.coordinator.ownerId,
+      startedAt: started.startedAt,
+      endedAt: Date.now(),
+    } as const;
+    const record: JobRecord = ended.ok
+      ? base
+      : { ...base, state: "failed", error: messageOf(ended.error) };
+    const written = await recordOutcome(host, records, id.key, record, started.version, lock);
+    if (ended.ok && written !== null) {
+      return { outcome: "ran", value: ended.value, attempt: started.attempt, token: lock.token };
+    }
+    const error = ended.ok ? supersededError(id.key, lock.token) : ended.error;
+    return {
+      outcome: "failed",
+      error,
+      attempt: started.attempt,
+      token: lock.token,
+      attemptsLeft: Math.max(0, o.maxAttempts - started.attempt),
+    };
+  } finally {
+    timer.cancel();
+    linked.dispose();
+  }
+}
+
+type Settled<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly error: unknown };
+
+/**
+ * `fn`'s outcome, or its signal's reason once that aborts: a run past its bound is not awaited
+ * (its later failure is reported, not thrown).
+ */
+function settleOrAbort<T>(
+  host: RunOnceHost,
+  id: SlotId,
+  fn: () => T | Promise<T>,
+  signal: AbortSignal,
+): Promise<Settled<T>> {
+  let running: Promise<T>;
+  try {
+    running = Promise.resolve(fn());
+  } catch (error) {
+    return Promise.resolve({ ok: false, error });
+  }
+  return new Promise<Settled<T>>((resolve) => {
+    const onAbort = () => {
+      running.catch((error: unknown) => host.report(error, `the abandoned run of "${id.key}"`));
+      resolve({ ok: false, error: signal.reason });
+    };
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    running.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve({ ok: true, value });
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve({ ok: false, error });
+      },
+    );
+  });
+}
+
+/**
+ * Writes an attempt's outcome, retrying a store that does not answer for as long as the lock
+ * is held: while it is, nobody else can start the slot, and an outcome left unwritten would
+ * have the slot run again.
+ */
+async function recordOutcome(
+  host: RunOnceHost,
+  records: RecordAccess,
+  key: string,
+  record: JobRecord,
+  version: string,
+  lock: Lock,
+): Promise<string | null> {
+  for (let failures = 0; ; failures++) {
+    try {
+      return await records.write(key, encodeJobRecord(record), version);
+    } catch (error) {
+      if (!isTransient(error) || lock.signal.aborted) throw error;
+      host.report(error, `recording the outcome of "${key}" (retrying while the lock is held)`);
+      await sleep(host.clock, backoffMs(failures, OUTCOME_RETRY), lock.signal).catch(
+        () => undefined,
+      );
+    }
+  }
+}
+
+const OUTCOME_RETRY = { minMs: 50, maxMs: 2_000 } as const;
+
+async function readRecord(
+  records: RecordAccess,
+  key: string,
+): Promise<{ record: JobRecord; version: string } | undefined> {
+  const stored = await records.read(key);
+  if (stored === null) return undefined;
+  const record = decodeJobRecord(stored.value);
+  if (record === undefined) {
+    throw new ConfigError(
+      "job",
+      `the record of "${key}" holds something that is not a job record: another program writes to Baton's record keys; use another job name`,
+    );
+  }
+  return { record, version: stored.version };
+}
+
+function attemptOf(result: RunOnceResult<unknown>): { attempt?: number } {
+  if (result.outcome === "ran" || result.outcome === "failed") return { attempt: result.attempt };
+  return {};
+}
+
+function messageOf(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).slice(0, 1_000);
+}
+
+/** The run finished, but a newer holder had taken the slot over: its outcome stands. */
+function supersededError(key: string, token: bigint): LockLostError {
+  return new LockLostError(key, token, "key-lost");
+}
+
+function raceError(key: string): BackendUnavailableError {
+  return new BackendUnavailableError(
+    `the record of "${key}" changed under every one of ${MAX_RECORD_RACES} writes; gave up`,
+  );
+}
