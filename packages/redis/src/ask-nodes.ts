@@ -1,4 +1,5 @@
-import { boundedCall } from "./bounded-call.js";
+import { boundedCall } from "@baton/core";
+import { toBatonError } from "./redis-errors.js";
 
 /** What one node answered in a round: a value, a failure, or nothing yet. */
 export type NodeAnswer<T> =
@@ -33,9 +34,11 @@ export function askNodes<N, T>(
       }
     };
     nodes.forEach((node, i) => {
+      const what = `${options.what} (node ${i + 1})`;
       boundedCall(call(node), {
         timeoutMs: options.timeoutMs,
-        what: `${options.what} (node ${i + 1})`,
+        what,
+        mapError: (e) => toBatonError(e, what),
       }).then(
         (value) => {
           answers[i] = { state: "ok", value };

@@ -6,11 +6,11 @@ import type {
   Holder,
   KeepAliveResult,
 } from "@baton/core";
-import { linkSignals, SessionLostError } from "@baton/core";
-import { boundedCall } from "./bounded-call.js";
+import { boundedCall, linkSignals, SessionLostError } from "@baton/core";
 import { type LockKeys, lockKeys } from "./key-names.js";
 import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
 import type { RedisClient } from "./lua-script.js";
+import { toBatonError } from "./redis-errors.js";
 import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js";
 import {
   ACQUIRE,
@@ -116,6 +116,7 @@ export class RedisSession implements BackendSession {
     const renewed = await boundedCall(this.#renew(items), {
       timeoutMs: this.#leaseCallTimeoutMs,
       what: "redis renewal",
+      mapError: (e) => toBatonError(e, "redis renewal"),
     });
     const lostKeys: string[] = [];
     held.forEach(([name, h], i) => {
@@ -318,6 +319,7 @@ export class RedisSession implements BackendSession {
           what: "redis acquire",
           name,
           signal,
+          mapError: (e) => toBatonError(e, `redis acquire of "${name}"`),
           // Given up while in flight: the server may have granted it and only the reply be
           // lost. Delete any grant of this try on the key now (the next command on this
           // connection, so never a later grant), and a late grant again when it arrives.
@@ -368,6 +370,7 @@ export class RedisSession implements BackendSession {
       timeoutMs: this.#ctx.commandTimeoutMs,
       what: "redis release",
       name: grant.key,
+      mapError: (e) => toBatonError(e, `redis release of "${grant.key}"`),
     });
     return releasedOne(reply);
   }
@@ -410,6 +413,7 @@ export class RedisSession implements BackendSession {
     const payload = await boundedCall(this.#ctx.client.get(keys.lock), {
       timeoutMs: this.#ctx.commandTimeoutMs,
       what: `redis holder of "${name}"`,
+      mapError: (e) => toBatonError(e, `redis holder of "${name}"`),
     });
     return payload === null ? null : parsePayload(payload, true);
   }
@@ -435,7 +439,12 @@ export class RedisSession implements BackendSession {
       while (!signal.aborted) {
         const [payload, pttl] = (await boundedCall(
           READ_HOLDER.run(this.#ctx.client, [keys.lock], []),
-          { timeoutMs: this.#ctx.commandTimeoutMs, what: `redis watch of "${name}"`, signal },
+          {
+            timeoutMs: this.#ctx.commandTimeoutMs,
+            what: `redis watch of "${name}"`,
+            signal,
+            mapError: (e) => toBatonError(e, `redis watch of "${name}"`),
+          },
         )) as [string | null | false, number];
         const current = typeof payload === "string" ? payload : null;
         if (current !== last) {
@@ -469,6 +478,7 @@ export class RedisSession implements BackendSession {
     await boundedCall(call, {
       timeoutMs: this.#ctx.commandTimeoutMs,
       what: "redis release of a closing session's locks",
+      mapError: (e) => toBatonError(e, "redis release of a closing session's locks"),
     });
   }
 

@@ -11,6 +11,8 @@ import {
   defaultDriftMs,
   linkSignals,
   SessionLostError,
+  sleep,
+  systemClock,
 } from "@baton/core";
 import type { Redis } from "ioredis";
 import { askNodes, count, type NodeAnswer } from "./ask-nodes.js";
@@ -102,7 +104,7 @@ export class RedlockSession implements BackendSession {
       }
       if (outcome.unavailable !== undefined) throw outcome.unavailable;
       if (!options.wait) return null;
-      await this.#sleep(this.#retryDelay(), signal);
+      await sleep(systemClock, this.#retryDelay(), signal);
     }
   }
 
@@ -293,23 +295,5 @@ export class RedlockSession implements BackendSession {
   #retryDelay(): number {
     const { retryMinMs, retryMaxMs } = this.#ctx;
     return retryMinMs + Math.random() * (retryMaxMs - retryMinMs);
-  }
-
-  #sleep(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      };
-      const timer = setTimeout(() => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      }, ms);
-      signal.addEventListener("abort", onAbort, { once: true });
-    });
   }
 }

@@ -1,6 +1,6 @@
-import { asUnavailable, BackendUnavailableError } from "@baton/core";
-import { boundedCall } from "./bounded-call.js";
+import { BackendUnavailableError, boundedCall } from "@baton/core";
 import type { RedisClient } from "./lua-script.js";
+import { toBatonError } from "./redis-errors.js";
 
 /** One waiter's view of a release channel. */
 export interface ReleaseSubscription {
@@ -113,13 +113,14 @@ export class ReleaseListener {
         timeoutMs: this.#timeoutMs,
         what: `subscribing to ${channel}`,
         signal,
+        mapError: (e) => toBatonError(e, `subscribing to ${channel}`),
       });
       return subscription;
     } catch (error) {
       // A SUBSCRIBE that never answered must not block every later waiter of this channel.
       if (!signal.aborted) this.#pending.delete(channel);
       subscription.close();
-      throw signal.aborted ? signal.reason : asUnavailable(error, `subscribing to ${channel}`);
+      throw signal.aborted ? signal.reason : toBatonError(error, `subscribing to ${channel}`);
     }
   }
 
