@@ -1,9 +1,10 @@
 import { type Abortable, AbortScope } from "./abort-scope.js";
+import { AcquireCall } from "./acquire-call.js";
 import type { BackendAcquireOptions, Grant, Holder, LockBackend } from "./backend.js";
 import type { BackendUrl } from "./backend-url.js";
 import { type BackoffOptions, backoffMs } from "./backoff.js";
-import { raceAbortable } from "./bounded-call.js";
-import { type Clock, sleep, systemClock } from "./clock.js";
+import { boundedCall, raceAbortable } from "./bounded-call.js";
+import { type Clock, sleep, systemClock, type TimerOptions } from "./clock.js";
 import {
   type AcquireOptions,
   type CoordinatorOptions,
@@ -28,7 +29,6 @@ import {
   CoordinatorClosedError,
   isAbortError,
   LockHeldError,
-  LockTimeoutError,
   SessionLostError,
   StaleTokenError,
 } from "./errors.js";
@@ -38,11 +38,12 @@ import {
   EventHub,
   safeLog,
 } from "./events.js";
+import type { Fence } from "./fence.js";
 import { HeldLock, type LockHost } from "./held-lock.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { linkSignals } from "./link-signals.js";
 import type { Lock, LockJson } from "./lock.js";
-import { ManagedSession, unreachableBoundMs } from "./managed-session.js";
+import { ManagedSession } from "./managed-session.js";
 import {
   PartitionBalancer,
   type PartitionOptions,
@@ -50,6 +51,15 @@ import {
   resolvePartitionOptions,
 } from "./partitions.js";
 import { createBackend } from "./registry.js";
+import {
+  type RecordAccess,
+  type RunContext,
+  type RunOnceHost,
+  type RunOnceOptions,
+  type RunOnceResult,
+  runOnce,
+} from "./run-once.js";
+import { CronSchedule, type Schedule, type ScheduleOptions } from "./schedule.js";
 import { liveCoordinators } from "./step-down.js";
 import { isTransient } from "./transient.js";
 import { checkName, checkOptions, checkSignal } from "./validate.js";
@@ -143,6 +153,47 @@ export interface Coordinator extends AsyncDisposable {
    * balancing round (ttl/3).
    */
   partitions(name: string, options: PartitionOptions): Partitions;
+  /**
+   * Runs `fn` for one slot of a job (tonight's billing run: job `"invoices"`, slot
+   * `"2026-12-01"`) on exactly one replica, and records the outcome durably in the store,
+   * beside the slot's lock: a slot that is done never runs again, even after every lock has
+   * expired; a crashed or failed attempt is retried by the next replica that asks, up to
+   * `maxAttempts`; an attempt past `atMostMs` has its signal aborted. Resolves with what
+   * happened here: `ran`, `failed`, or skipped (`already-done`, `running-elsewhere`,
+   * `attempts-exhausted`). Rejects with `ConfigError` for bad input or a backend that keeps no
+   * records (Redlock), and with the store's errors before `fn` starts.
+   *
+   * @example
+   * const result = await coordinator.runOnce("invoices", "2026-12-01", async ({ token, signal }) => {
+   *   await billEveryClient({ fencingToken: token, signal });
+   * });
+   * if (result.outcome === "failed") console.error(result.error);
+   */
+  runOnce<T>(
+    job: string,
+    slot: string,
+    fn: (context: RunContext) => T | Promise<T>,
+    options?: RunOnceOptions,
+  ): Promise<RunOnceResult<T>>;
+  /**
+   * Runs `fn` once per tick of `cron` (five or six fields, read in `options.timezone`, UTC by
+   * default) across every replica that schedules the same job: each tick is a slot of
+   * {@link Coordinator.runOnce}, named after the tick's instant in UTC (`2026-12-01T02:00:00Z`),
+   * so replicas whose timers or clocks differ by seconds agree on it. Replicas that do not run
+   * a slot wait while it runs and take it over if it crashes. Ticks missed while no replica
+   * ran are skipped unless within `catchUpMs`. Stops with `stop()`, the signal, or `close()`.
+   *
+   * @example
+   * const nightly = coordinator.schedule("0 2 * * *", "invoices", ({ token, signal }) =>
+   *   billEveryClient({ fencingToken: token, signal }),
+   * );
+   */
+  schedule<T>(
+    cron: string,
+    job: string,
+    fn: (context: RunContext) => T | Promise<T>,
+    options?: ScheduleOptions<T>,
+  ): Schedule;
   /** Subscribes to an event; returns the unsubscribe function. */
   on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void;
   /**
@@ -199,6 +250,7 @@ export function createCoordinator(options: CoordinatorOptions): Coordinator {
 /** TTLs, besides the coordinator's, that locks of one coordinator may use (a session each). */
 const MAX_LOCK_TTLS = 8;
 const RETRY: BackoffOptions = { minMs: 20, maxMs: 1_000 };
+const KEEP_ALIVE: TimerOptions = { keepAlive: true };
 
 class CoordinatorImpl implements Coordinator {
   readonly ownerId: string;
@@ -207,6 +259,8 @@ class CoordinatorImpl implements Coordinator {
   readonly #options: ResolvedOptions;
   readonly #clock: Clock;
   readonly #events: EventHub;
+  /** The fence every grant raises before the hand-over: correctness mode's, if it has one. */
+  readonly #fence: Fence | undefined;
   readonly #local = new KeyedMutex();
   /** Live locks (see HeldLock). */
   readonly #locks = new Set<HeldLock>();
@@ -216,6 +270,7 @@ class CoordinatorImpl implements Coordinator {
   readonly #pending = new Set<AbortScope>();
   readonly #elections = new Set<Election>();
   readonly #partitionSets = new Set<Partitions>();
+  readonly #schedules = new Set<Schedule>();
   #backend: Promise<LockBackend> | undefined;
   #session: ManagedSession | undefined;
   #opening: Promise<ManagedSession> | undefined;
@@ -232,6 +287,7 @@ class CoordinatorImpl implements Coordinator {
     this.ttlMs = options.ttlMs;
     this.#clock = options.clock ?? systemClock;
     this.#events = new EventHub(options.logger);
+    this.#fence = options.mode === "correctness" ? options.fence : undefined;
     const logger = options.logger;
     if (logger !== undefined) {
       // Every background failure reaches the logger too, listened to or not: an elect()-only
@@ -301,13 +357,18 @@ class CoordinatorImpl implements Coordinator {
     } catch (error) {
       return Promise.reject(error);
     }
-    // No async frame of its own: #acquire throws LockHeldError where it would return null.
-    return this.#acquire(name, opts, true) as Promise<Lock>;
+    // Hot path: see docs/hot-path.md, "Core".
+    return this.#acquire(name, opts);
   }
 
   async tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lock | null> {
     checkName(name);
-    return await this.#acquire(name, resolveAcquireOptions(options, true), false);
+    try {
+      return await this.#acquire(name, resolveAcquireOptions(options, true));
+    } catch (error) {
+      if (error instanceof LockHeldError) return null;
+      throw error;
+    }
   }
 
   async withLock<T>(
@@ -406,6 +467,69 @@ class CoordinatorImpl implements Coordinator {
     return set;
   }
 
+  runOnce<T>(
+    job: string,
+    slot: string,
+    fn: (context: RunContext) => T | Promise<T>,
+    options?: RunOnceOptions,
+  ): Promise<RunOnceResult<T>> {
+    return runOnce(this.#runOnceHost(), job, slot, fn, options);
+  }
+
+  schedule<T>(
+    cron: string,
+    job: string,
+    fn: (context: RunContext) => T | Promise<T>,
+    options?: ScheduleOptions<T>,
+  ): Schedule {
+    this.#assertOpen();
+    const schedule = new CronSchedule(
+      {
+        clock: this.#clock,
+        ttlMs: this.ttlMs,
+        runOnce: (j, s, f, o) => this.runOnce(j, s, f, o),
+        report: (error, during) => this.#events.emit("backgroundError", { error, during }),
+        closed: (done) => this.#schedules.delete(done),
+      },
+      cron,
+      job,
+      fn,
+      options,
+    );
+    this.#schedules.add(schedule);
+    return schedule;
+  }
+
+  #runOnceHost(): RunOnceHost {
+    return {
+      coordinator: this,
+      clock: this.#clock,
+      records: (signal) => this.#records(signal),
+      ran: (report) => this.#events.emit("jobRun", report),
+      report: (error, during) => this.#events.emit("backgroundError", { error, during }),
+    };
+  }
+
+  /** The store's durable records, through the live session, each call bounded by one TTL. */
+  async #records(signal: AbortSignal | undefined): Promise<RecordAccess> {
+    this.#assertOpen();
+    const backend = await this.backend();
+    const session = (await this.#currentSession(signal)).backendSession;
+    const { readRecord, writeRecord } = session;
+    if (readRecord === undefined || writeRecord === undefined) {
+      throw new ConfigError(
+        "backend",
+        `the ${backend.kind} backend keeps no durable records, which runOnce and schedule need to remember a slot is done; use memory, redis, etcd, zookeeper or postgres`,
+      );
+    }
+    const bound = { timeoutMs: this.ttlMs, signal: this.#closing.signal, what: "the job record" };
+    return {
+      read: (key) => boundedCall(readRecord.call(session, key), { ...bound, name: key }),
+      write: (key, value, expected) =>
+        boundedCall(writeRecord.call(session, key, value, expected), { ...bound, name: key }),
+    };
+  }
+
   async *watch(name: string, options?: { signal?: AbortSignal }): AsyncGenerator<Holder | null> {
     checkName(name);
     const o = checkOptions(options, "options", ["signal"]);
@@ -462,6 +586,7 @@ class CoordinatorImpl implements Coordinator {
     await Promise.allSettled([
       ...[...this.#elections].map((election) => election.close()),
       ...[...this.#partitionSets].map((set) => set.close()),
+      ...[...this.#schedules].map((schedule) => schedule.stop()),
     ]);
     this.#closing.abort(closedError());
     for (const scope of this.#pending) scope.abort(closedError());
@@ -585,183 +710,182 @@ class CoordinatorImpl implements Coordinator {
     return session;
   }
 
-  /** Acquires `name`; `null` when it is held (a try), or `LockHeldError` when `heldError`. */
-  async #acquire(name: string, opts: ResolvedAcquire, heldError: boolean): Promise<Lock | null> {
+  /**
+   * Acquires `name`. Rejects with `LockHeldError` when it is held and the call may not wait;
+   * every other error is raised by the step it ends (see each step).
+   */
+  async #acquire(name: string, opts: ResolvedAcquire): Promise<Lock> {
     this.#assertOpen();
-    const started = this.#clock.now();
-    const waiting = opts.waitMs > 0;
-    // One bound for the whole call: the wait, or one TTL for a try, so nothing hangs.
-    const budgetMs = waiting ? opts.waitMs : this.ttlMs;
-    // Ends on the caller's signal, on close() and when the budget runs out. Its AbortSignal
-    // is built only if the backend asks for it (a wait), keeping the quick path cheap.
-    const scope = new AbortScope().follow(opts.signal);
-    this.#pending.add(scope);
-    let budgetRanOut = false;
-    const timer = this.#clock.setTimer(
-      () => {
-        budgetRanOut = true;
-        // A grant that came within the wait is not undone by the wait running out while its
-        // fence is raised: the raise has its own bound (see below).
-        if (at.phase !== "fence") scope.abort(new Error("baton: budget ran out"));
-      },
-      budgetMs,
-      { keepAlive: true },
-    );
-    let fenceRanOut = false;
-    let fenceBoundMs = this.ttlMs;
-    // Where the budget ran out decides the error: waiting for a holder is a timeout,
-    // anything else (opening a session, backing off after a failure, a fence) is unavailability.
-    const at: { phase: "local" | "session" | "backend" | "backoff" | "fence" } = { phase: "local" };
-    let lastFailure: unknown;
-    // A session lost while its backend wait was under way: the store answered and the lock
-    // was held elsewhere, so a wait that runs out after it is a timeout (a waiter frozen past
-    // its wait and its session wakes to exactly this), never a session or store error.
-    let waitInterrupted = false;
-    // Since when the store could not be reached, without an answer in between. Past
-    // `unreachableMs` the call gives up with the store's error instead of waiting out waitMs.
-    let unreachableSince: number | undefined;
-    const unreachableMs = Math.min(budgetMs, unreachableBoundMs(opts.ttlMs ?? this.ttlMs));
-    let unlockLocal: (() => void) | undefined;
+    const call = new AcquireCall(name, opts, this.ttlMs, this.#clock);
+    this.#pending.add(call.scope);
     try {
-      if (scope.aborted) throw scope.reason; // an already-aborted signal: no round trip at all
-      if (!waiting && this.#local.isLocked(name)) {
-        if (heldError) throw new LockHeldError(name);
-        return null;
-      }
-      // Uncontended in this process: no promise, no turn of the event loop.
-      unlockLocal = this.#local.tryLock(name) ?? (await this.#local.lock(name, scope));
+      if (call.scope.aborted) throw call.scope.reason; // an already-aborted signal: no round trip at all
+      if (!call.waiting && this.#local.isLocked(name)) throw new LockHeldError(name);
+      // Hot path: see docs/hot-path.md, "Core".
+      call.unlockLocal = this.#local.tryLock(name) ?? (await this.#waitLocal(call));
       for (let attempt = 0; ; attempt++) {
         this.#assertOpen();
-        const attemptStarted = this.#clock.now();
-        let session: ManagedSession | undefined;
+        const session = this.#liveSession(opts.ttlMs) ?? (await this.#openFor(call, attempt));
+        if (session === undefined) continue;
         let grant: Grant | null;
         try {
-          at.phase = "session";
-          const live = this.#liveSession(opts.ttlMs);
-          session = live ?? (await this.#sessionFor(opts.ttlMs, scope));
-          if (session !== live) unreachableSince = undefined; // a new session: it answered
-          at.phase = "backend";
-          grant = await this.#backendAcquire(session, name, waiting, opts.value, scope);
+          grant = await this.#backendAcquire(session, call);
         } catch (error) {
-          if (scope.aborted) throw error;
-          const sessionLost = error instanceof SessionLostError;
-          if (sessionLost) session?.lose("session-lost", error);
-          else if (!isTransient(error)) throw error;
-          waitInterrupted = sessionLost && waiting && at.phase === "backend";
-          lastFailure = error;
-          if (!sessionLost && waiting) {
-            // An open that failed counts from when it began; a failed wait from its failure.
-            unreachableSince ??= at.phase === "session" ? attemptStarted : this.#clock.now();
-            if (this.#clock.now() - unreachableSince >= unreachableMs) {
-              throw unreachableError(error, name, this.#clock.now() - unreachableSince);
-            }
-          }
-          if (!waiting) {
-            // A try answers at once: one more go on a fresh session, no backoff.
-            if (sessionLost && attempt === 0) continue;
-            throw asUnavailable(error, `could not acquire "${name}"`);
-          }
-          at.phase = "backoff";
-          await sleep(this.#clock, backoffMs(attempt, RETRY), scope.signal);
+          await this.#afterAcquireFailed(call, attempt, error, session);
           continue;
         }
-        if (grant === null) {
-          unlockLocal();
-          if (heldError) throw new LockHeldError(name);
-          return null;
-        }
+        if (grant === null) throw new LockHeldError(name);
         if (!session.isValid()) continue; // the session died under us: that grant is void
-        const held = new HeldLock(name, grant, opts.value, session, unlockLocal, this.#host);
-        const lock = held.lock;
-        if (this.#options.fence !== undefined && this.mode === "correctness") {
-          at.phase = "fence";
-          // The lock's TTL: a raise slower than the lease could not hand over a trusted lock anyway.
-          fenceBoundMs = held.ttlMs;
-          const fenceTimer = this.#clock.setTimer(
-            () => {
-              fenceRanOut = true;
-              scope.abort(new Error("baton: the fence raise ran out of time"));
-            },
-            fenceBoundMs,
-            { keepAlive: true },
-          );
-          try {
-            await this.#raiseFence(held, scope);
-          } finally {
-            fenceTimer.cancel();
-          }
-        }
-        // Never hand over a lost lock: the process may have been paused past the lease during
-        // the fence raise, or the store ended the session meanwhile. `held` checks the local
-        // deadline on the spot. Such a grant was never the caller's: try again within the wait.
-        if (!lock.held) {
-          const lost = held.ended.reason; // the LockLostError; held.lose() freed the name here
-          lastFailure = lost;
-          at.phase = "local";
-          if (this.#clock.now() - started >= budgetMs || (!waiting && attempt > 0)) {
-            throw waiting ? new LockTimeoutError(name, opts.waitMs, { cause: lost }) : lost;
-          }
-          unlockLocal = this.#local.tryLock(name) ?? (await this.#local.lock(name, scope));
-          continue;
-        }
-        if (this.#events.listens("acquired")) {
-          this.#events.emit("acquired", {
-            name,
-            token: held.token,
-            waitedMs: this.#clock.now() - started,
-          });
-        }
-        return lock;
+        const held = this.#hold(call, grant, session);
+        if (this.#fence !== undefined) await this.#raiseFence(this.#fence, held, call);
+        if (held.lock.held) return this.#handOver(call, held);
+        await this.#afterLostGrant(call, held, attempt);
       }
     } catch (error) {
-      unlockLocal?.();
-      if (heldError && error instanceof LockHeldError) throw error; // thrown above, as is
-      if (opts.signal?.aborted) throw opts.signal.reason;
-      if (this.#closing.signal.aborted) throw closedError();
-      if (fenceRanOut) {
-        throw new BackendUnavailableError(
-          `the fence did not answer within ${fenceBoundMs} ms (the lock's TTL) when raised with the new token of "${name}", so the grant was released; check that the fence's store is reachable and that nothing else holds the fence's row locked`,
-        );
-      }
-      if (at.phase === "fence") throw error; // the fence's own answer, whatever the wait did
-      if (!budgetRanOut) throw error;
-      if (at.phase === "local" || (at.phase === "backend" && waiting)) {
-        throw new LockTimeoutError(name, opts.waitMs);
-      }
-      if (waitInterrupted && at.phase === "backoff") {
-        throw new LockTimeoutError(name, opts.waitMs, { cause: lastFailure });
-      }
-      if (lastFailure !== undefined && at.phase === "backoff") {
-        throw asUnavailable(
-          lastFailure,
-          `could not reach the store for "${name}" within ${budgetMs} ms`,
-        );
-      }
-      throw new BackendUnavailableError(
-        `the store did not answer for "${name}" within ${budgetMs} ms (while ${at.phase === "session" ? "opening a session" : "acquiring"})`,
-        { cause: lastFailure },
-      );
+      call.unlockLocal?.();
+      throw error;
     } finally {
-      timer.cancel();
-      scope.dispose();
-      this.#pending.delete(scope);
+      call.end();
+      this.#pending.delete(call.scope);
     }
+  }
+
+  /** Waits in this process's queue for the name (FIFO), for as long as the call may wait. */
+  async #waitLocal(call: AcquireCall): Promise<() => void> {
+    try {
+      return await this.#local.lock(call.name, call.scope);
+    } catch {
+      throw this.#cutShort(call, () => call.timeout());
+    }
+  }
+
+  /**
+   * Opens the session for the call's TTL; undefined when the open failed and the call may try
+   * again. An open counts as a failure to reach the store from when it began.
+   */
+  async #openFor(call: AcquireCall, attempt: number): Promise<ManagedSession | undefined> {
+    const began = this.#clock.now();
+    try {
+      const session = await this.#sessionFor(call.options.ttlMs, call.scope);
+      call.reached();
+      return session;
+    } catch (error) {
+      if (call.scope.aborted) throw this.#cutShort(call, () => call.noAnswer("opening a session"));
+      await this.#retry(call, attempt, error, began, () => call.storeFailed(error));
+      return undefined;
+    }
+  }
+
+  /**
+   * After a failed backend acquire: rejects with the call's error, or resolves when the call
+   * may try again. A session lost during a wait means the store answered and the lock was held
+   * elsewhere, so a wait that runs out after it is a timeout (a waiter frozen past its wait
+   * and its session wakes to exactly this), never a session or store error.
+   */
+  async #afterAcquireFailed(
+    call: AcquireCall,
+    attempt: number,
+    error: unknown,
+    session: ManagedSession,
+  ): Promise<void> {
+    if (call.scope.aborted) {
+      throw this.#cutShort(call, () =>
+        call.waiting ? call.timeout() : call.noAnswer("acquiring"),
+      );
+    }
+    if (!(error instanceof SessionLostError)) {
+      return await this.#retry(call, attempt, error, this.#clock.now(), () =>
+        call.storeFailed(error),
+      );
+    }
+    session.lose("session-lost", error);
+    await this.#retry(call, attempt, error, this.#clock.now(), () => call.timeout(error));
+  }
+
+  /**
+   * Whether a failed attempt is tried again: an error not known to be transient rejects the
+   * call; a try gets one more go at once after a lost session; a wait backs off, and gives up
+   * on a store failing since `failingSince` for too long. When the wait runs out during the
+   * backoff, rejects with `budgetError()`.
+   */
+  async #retry(
+    call: AcquireCall,
+    attempt: number,
+    error: unknown,
+    failingSince: number,
+    budgetError: () => unknown,
+  ): Promise<void> {
+    const sessionLost = error instanceof SessionLostError;
+    if (!sessionLost && !isTransient(error)) throw error;
+    call.lastFailure = error;
+    if (!call.waiting) {
+      // A try answers at once: one more go on a fresh session, no backoff.
+      if (sessionLost && attempt === 0) return;
+      throw asUnavailable(error, `could not acquire "${call.name}"`);
+    }
+    if (!sessionLost) call.giveUpIfUnreachable(error, failingSince);
+    try {
+      await sleep(this.#clock, backoffMs(attempt, RETRY), call.scope.signal);
+    } catch {
+      throw this.#cutShort(call, budgetError);
+    }
+  }
+
+  /**
+   * The error of a step the call's scope cut short: the caller's reason, the coordinator's
+   * close, or else the wait ran out (`budgetError()`, which depends on the step).
+   */
+  #cutShort(call: AcquireCall, budgetError: () => unknown): unknown {
+    const signal = call.options.signal;
+    if (signal?.aborted) return signal.reason;
+    if (this.#closing.signal.aborted) return closedError();
+    return budgetError();
+  }
+
+  /** The grant becomes a held lock, which frees the name here when it ends. */
+  #hold(call: AcquireCall, grant: Grant, session: ManagedSession): HeldLock {
+    call.stopBudget();
+    const unlockLocal = call.unlockLocal ?? noop;
+    call.unlockLocal = undefined;
+    return new HeldLock(call.name, grant, call.options.value, session, unlockLocal, this.#host);
+  }
+
+  /** The lock goes to the caller. */
+  #handOver(call: AcquireCall, held: HeldLock): Lock {
+    if (this.#events.listens("acquired")) {
+      this.#events.emit("acquired", {
+        name: held.name,
+        token: held.token,
+        waitedMs: this.#clock.now() - call.started,
+      });
+    }
+    return held.lock;
+  }
+
+  /**
+   * Never hand over a lost lock: the process may have been paused past the lease during the
+   * fence raise, or the store ended the session meanwhile (`held` checks the local deadline
+   * on the spot). Such a grant was never the caller's: the call tries again within its wait
+   * (a try: once), or rejects with a `LockTimeoutError` caused by the loss (a try: the loss).
+   */
+  async #afterLostGrant(call: AcquireCall, held: HeldLock, attempt: number): Promise<void> {
+    const lost = held.ended.reason; // the LockLostError; losing it freed the name here
+    call.lastFailure = lost;
+    if (call.scope.aborted) throw this.#cutShort(call, () => call.timeout(lost));
+    if (!call.waiting && attempt > 0) throw lost;
+    if (!call.resumeBudget()) throw call.waiting ? call.timeout(lost) : lost;
+    call.unlockLocal = this.#local.tryLock(call.name) ?? (await this.#waitLocal(call));
   }
 
   /**
    * The backend's acquire, bounded by `signal` even if the backend ignores it. A grant that
    * arrives after we gave up is released in the background, so nothing is left behind.
    */
-  #backendAcquire(
-    session: ManagedSession,
-    name: string,
-    wait: boolean,
-    value: string | undefined,
-    scope: AbortScope,
-  ): Promise<Grant | null> {
+  #backendAcquire(session: ManagedSession, call: AcquireCall): Promise<Grant | null> {
+    const { name, scope } = call;
     const backendSession = session.backendSession;
-    const pending = backendSession.acquire(name, new ScopedAcquireOptions(wait, value, scope));
-    return raceAbortable(pending, scope, {
+    const options = new ScopedAcquireOptions(call.waiting, call.options.value, scope);
+    return raceAbortable(backendSession.acquire(name, options), scope, {
       onAbandoned: (late) => this.#releaseLate(late, backendSession, name, scope),
     });
   }
@@ -785,22 +909,36 @@ class CoordinatorImpl implements Coordinator {
       });
   }
 
-  /** Correctness mode: raise the fence with the new token before anyone uses the lock. */
-  async #raiseFence(held: HeldLock, scope: AbortScope): Promise<void> {
-    const fence = this.#options.fence;
-    if (fence === undefined) return;
+  /**
+   * Correctness mode: raises the fence with the new token before anyone uses the lock, within
+   * the lock's TTL (a raise slower than the lease could not hand over a trusted lock anyway),
+   * whatever the wait does meanwhile. A raise that fails releases the grant and rejects with
+   * the fence's own error (or the caller's reason, or `CoordinatorClosedError`).
+   */
+  async #raiseFence(fence: Fence, held: HeldLock, call: AcquireCall): Promise<void> {
+    const raise = new AbortScope().follow(call.options.signal);
+    this.#pending.add(raise);
+    const timer = this.#clock.setTimer(
+      () => raise.abort(new Error("baton: the fence raise ran out of time")),
+      held.ttlMs,
+      KEEP_ALIVE,
+    );
     try {
       // The fence gets the signal too, so a raise given up on is cancelled, not left to
       // commit later (and to hold a connection open meanwhile).
       const raised = fence.raise(held.name, held.token, {
-        signal: scope.signal,
+        signal: raise.signal,
         ttlMs: held.ttlMs,
       });
-      await raceAbortable(raised, scope);
+      await raceAbortable(raised, raise);
     } catch (error) {
       if (error instanceof StaleTokenError) held.markLost("fence-rejected", error);
       await held.lock.release().catch(() => undefined);
-      throw error;
+      throw raise.aborted ? this.#cutShort(call, () => fenceTimeout(held)) : error;
+    } finally {
+      timer.cancel();
+      raise.dispose();
+      this.#pending.delete(raise);
     }
   }
 }
@@ -849,17 +987,14 @@ class ScopedAcquireOptions implements BackendAcquireOptions {
   }
 }
 
-/**
- * The error of an acquire that gave up on a store it could not reach for `forMs`: the
- * store's own error (naming the host) as the cause and in the message, and what to check.
- */
-function unreachableError(error: unknown, name: string, forMs: number): BackendUnavailableError {
-  const detail = error instanceof Error ? error.message : String(error);
+/** The error of a fence raise that did not answer within the lock's TTL. */
+function fenceTimeout(held: HeldLock): BackendUnavailableError {
   return new BackendUnavailableError(
-    `could not reach the store for "${name}": ${detail}. Gave up after ${Math.round(forMs)} ms of failed attempts, without waiting out waitMs; check that the store is running and reachable from here`,
-    { cause: error },
+    `the fence did not answer within ${held.ttlMs} ms (the lock's TTL) when raised with the new token of "${held.name}", so the grant was released; check that the fence's store is reachable and that nothing else holds the fence's row locked`,
   );
 }
+
+function noop(): void {}
 
 function closedError(): CoordinatorClosedError {
   return new CoordinatorClosedError();

@@ -1,4 +1,5 @@
 import { ConfigError, type LockLostError, type LockLostReason } from "./errors.js";
+import type { RunOutcome } from "./run-once.js";
 import { onceAborted } from "./shared-abort.js";
 
 /** Every event a coordinator emits, with its payload. Metrics are built on these. */
@@ -26,6 +27,11 @@ export interface CoordinatorEvents {
   elected: { name: string; term: bigint };
   /** This instance's term of election `name` ended. */
   revoked: { name: string; term: bigint; reason: string };
+  /**
+   * A `runOnce` call (or a scheduled slot) ended here with `outcome`; `attempt` is given when
+   * `fn` ran here (`ran`, `failed`).
+   */
+  jobRun: { job: string; slot: string; outcome: RunOutcome; attempt?: number };
   /** A background step failed that affects no lock (e.g. closing a dead session). */
   backgroundError: { error: unknown; during: string };
 }

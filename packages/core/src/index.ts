@@ -89,6 +89,7 @@ export {
   registerBackend,
 } from "./registry.js";
 export type { RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from "./run-once.js";
+export type { Schedule, ScheduleOptions } from "./schedule.js";
 export { onceAborted } from "./shared-abort.js";
 export { siblingModuleArgs } from "./sibling-module.js";
 export { installStepDown, type StepDownOptions, stepDown } from "./step-down.js";

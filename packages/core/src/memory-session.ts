@@ -4,6 +4,7 @@ import type {
   Grant,
   Holder,
   KeepAliveResult,
+  StoredRecord,
 } from "./backend.js";
 import { SessionLostError } from "./errors.js";
 import type { MemorySessionState, MemoryStore } from "./memory-store.js";
@@ -60,6 +61,15 @@ export class MemorySession implements BackendSession {
 
   async holder(key: string): Promise<Holder | null> {
     return this.#store.holder(key);
+  }
+
+  async readRecord(key: string): Promise<StoredRecord | null> {
+    return this.#store.readRecord(key);
+  }
+
+  async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
+    this.#assertLive();
+    return this.#store.writeRecord(key, value, expected);
   }
 
   watch(key: string, signal: AbortSignal): AsyncIterable<Holder | null> {

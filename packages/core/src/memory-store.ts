@@ -1,4 +1,4 @@
-import type { Holder } from "./backend.js";
+import type { Holder, StoredRecord } from "./backend.js";
 import { type Clock, systemClock, type Timer } from "./clock.js";
 import { SessionLostError } from "./errors.js";
 import { addSharedAbort, removeSharedAbort } from "./shared-abort.js";
@@ -42,9 +42,24 @@ export class MemoryStore {
   #nextSession = 1;
   #counter = 0n;
   readonly #keys = new Map<string, KeyState>();
+  readonly #records = new Map<string, StoredRecord>();
+  #recordVersion = 0;
 
   constructor(options?: { clock?: Clock }) {
     this.clock = options?.clock ?? systemClock;
+  }
+
+  /** The durable record `key`, or `null` (records live as long as the store). */
+  readRecord(key: string): StoredRecord | null {
+    return this.#records.get(key) ?? null;
+  }
+
+  /** Writes record `key` if its version is `expected` (`null`: absent); the new version or `null`. */
+  writeRecord(key: string, value: string, expected: string | null): string | null {
+    if ((this.#records.get(key)?.version ?? null) !== expected) return null;
+    const version = String(++this.#recordVersion);
+    this.#records.set(key, { value, version });
+    return version;
   }
 
   /** Opens a session whose lease runs `ttlMs` from now. */

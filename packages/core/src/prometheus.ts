@@ -40,6 +40,11 @@ interface PromClient {
  * - `baton_lock_acquire_seconds{name}`: histogram of time from acquire() to the grant.
  * - `baton_failover_seconds{name}`: histogram of gaps with no leader, as this instance's
  *   watch of the election saw them (a direct handoff with no visible gap counts as 0).
+ * - `baton_job_runs_total{job,outcome}`: `runOnce` calls and scheduled slots on this
+ *   instance, by outcome (`ran`, `failed`, `already-done`, `running-elsewhere`,
+ *   `attempts-exhausted`).
+ * - `baton_job_last_success_timestamp_seconds{job}`: when a run of the job last finished
+ *   here (Unix seconds); alert on its age, taking the maximum over instances.
  *
  * @example
  * import { register } from "prom-client";
@@ -103,6 +108,19 @@ export async function enablePrometheus(
     registers,
   });
 
+  const jobRuns = new prom.Counter({
+    name: `${prefix}job_runs_total`,
+    help: "runOnce calls and scheduled slots on this instance, by outcome",
+    labelNames: ["job", "outcome"],
+    registers,
+  });
+  const lastSuccess = new prom.Gauge({
+    name: `${prefix}job_last_success_timestamp_seconds`,
+    help: "When a run of the job last finished on this instance (Unix seconds)",
+    labelNames: ["job"],
+    registers,
+  });
+
   const stop = new AbortController();
   const watched = new Set<string>();
   const watchElection = async (name: string) => {
@@ -132,6 +150,10 @@ export async function enablePrometheus(
       changes.labels({ name }).inc();
     }),
     coordinator.on("revoked", ({ name }) => isLeader.labels({ name }).set(0)),
+    coordinator.on("jobRun", ({ job, outcome }) => {
+      jobRuns.labels({ job, outcome }).inc();
+      if (outcome === "ran") lastSuccess.labels({ job }).set(Date.now() / 1_000);
+    }),
     coordinator.on("renewFailed", ({ names }) => {
       for (const name of names) renewalFailures.labels({ name }).inc();
     }),

@@ -1,0 +1,230 @@
+import { Registry } from "prom-client";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  ConfigError,
+  type Coordinator,
+  createCoordinator,
+  enablePrometheus,
+  MemoryBackend,
+  MemoryStore,
+  type RunOnceResult,
+} from "../src/index.js";
+import { ScriptedBackend } from "./fakes/scripted-backend.js";
+
+const open: Coordinator[] = [];
+afterEach(async () => {
+  await Promise.allSettled(open.splice(0).map((c) => c.close()));
+});
+
+/** Replicas sharing one store, as processes share one server. */
+function replicas(count: number, ttlMs = 1_000): Coordinator[] {
+  const store = new MemoryStore();
+  return Array.from({ length: count }, (_, i) => {
+    const c = createCoordinator({
+      backend: new MemoryBackend({ store }),
+      ttlMs,
+      ownerId: `replica-${i}`,
+    });
+    open.push(c);
+    return c;
+  });
+}
+
+describe("coordinator.runOnce", () => {
+  it("runs a slot once; later calls, from any replica, skip it as done", async () => {
+    const [a, b] = replicas(2);
+    let runs = 0;
+    const first = await a!.runOnce("invoices", "2026-12-01", ({ attempt, token, slot }) => {
+      runs++;
+      return { attempt, token, slot };
+    });
+    expect(first.outcome).toBe("ran");
+    expect(first.outcome === "ran" && first.value).toMatchObject({
+      attempt: 1,
+      slot: "2026-12-01",
+    });
+    const again = await b!.runOnce("invoices", "2026-12-01", () => runs++);
+    expect(again.outcome).toBe("already-done");
+    expect(again.outcome === "already-done" && again.record).toMatchObject({
+      state: "done",
+      holder: "replica-0",
+      attempt: 1,
+    });
+    expect(runs).toBe(1);
+    expect((await b!.runOnce("invoices", "2026-12-02", () => runs++)).outcome).toBe("ran");
+  });
+
+  it("a slot is done for good: it does not run again after its lock's lease is long gone", async () => {
+    const [a, b] = replicas(2, 100);
+    await a!.runOnce("invoices", "2026-12-01", () => undefined);
+    await a!.close();
+    await new Promise((r) => setTimeout(r, 300));
+    const later = await b!.runOnce("invoices", "2026-12-01", () => {
+      throw new Error("must not run");
+    });
+    expect(later.outcome).toBe("already-done");
+  });
+
+  it("while another replica runs the slot, a call without waitMs skips it as running elsewhere", async () => {
+    const [a, b] = replicas(2);
+    let finish: () => void = () => undefined;
+    const running = a!.runOnce(
+      "invoices",
+      "2026-12-01",
+      () => new Promise<void>((r) => (finish = r)),
+    );
+    await until(async () => (await b!.holder("invoices/slot/2026-12-01")) !== null);
+    const skipped = await b!.runOnce("invoices", "2026-12-01", () => undefined);
+    expect(skipped.outcome).toBe("running-elsewhere");
+    expect(skipped.outcome === "running-elsewhere" && skipped.holder?.ownerId).toBe("replica-0");
+    finish();
+    expect((await running).outcome).toBe("ran");
+  });
+
+  it("a replica that waits learns the slot is done, without running it", async () => {
+    const [a, b] = replicas(2);
+    let finish: () => void = () => undefined;
+    const running = a!.runOnce(
+      "invoices",
+      "2026-12-01",
+      () => new Promise<void>((r) => (finish = r)),
+    );
+    await until(async () => (await b!.holder("invoices/slot/2026-12-01")) !== null);
+    let ranOnB = false;
+    const waiting = b!.runOnce(
+      "invoices",
+      "2026-12-01",
+      () => {
+        ranOnB = true;
+      },
+      { waitMs: 10_000 },
+    );
+    finish();
+    expect((await running).outcome).toBe("ran");
+    expect((await waiting).outcome).toBe("already-done");
+    expect(ranOnB).toBe(false);
+  });
+
+  it("a failed attempt is retried by the next call, up to maxAttempts, then skipped", async () => {
+    const [a, b] = replicas(2);
+    const fail = () => {
+      throw new Error("payment API down");
+    };
+    const results: RunOnceResult<never>[] = [];
+    results.push(await a!.runOnce("invoices", "d", fail, { maxAttempts: 2 }));
+    results.push(await b!.runOnce("invoices", "d", fail, { maxAttempts: 2 }));
+    results.push(await a!.runOnce("invoices", "d", fail, { maxAttempts: 2 }));
+    expect(results.map((r) => r.outcome)).toEqual(["failed", "failed", "attempts-exhausted"]);
+    expect(results[0]).toMatchObject({ attempt: 1, attemptsLeft: 1 });
+    expect(results[1]).toMatchObject({ attempt: 2, attemptsLeft: 0 });
+    expect((results[0] as { error: Error }).error.message).toBe("payment API down");
+    expect(results[2]).toMatchObject({ record: { state: "failed", error: "payment API down" } });
+  });
+
+  it("tokens rise from one attempt to the next", async () => {
+    const [a] = replicas(1);
+    const tokens: bigint[] = [];
+    await a!.runOnce("invoices", "d", ({ token }) => {
+      tokens.push(token);
+      throw new Error("retry me");
+    });
+    await a!.runOnce("invoices", "d", ({ token }) => {
+      tokens.push(token);
+    });
+    expect(tokens[1]! > tokens[0]!).toBe(true);
+  });
+
+  it("bad input is a ConfigError naming the field, before any I/O", async () => {
+    const [a] = replicas(1);
+    const fn = () => undefined;
+    await expect(a!.runOnce("", "d", fn)).rejects.toMatchObject({ field: "job" });
+    await expect(a!.runOnce("j", "", fn)).rejects.toMatchObject({ field: "slot" });
+    await expect(a!.runOnce("j", "d", 42 as never)).rejects.toMatchObject({ field: "fn" });
+    await expect(a!.runOnce("j", "d", fn, { atMostMs: 0 })).rejects.toMatchObject({
+      field: "atMostMs",
+    });
+    await expect(a!.runOnce("j", "d", fn, { maxAttempts: 0 })).rejects.toMatchObject({
+      field: "maxAttempts",
+    });
+    await expect(a!.runOnce("j", "d", fn, { atMost: 5 } as never)).rejects.toBeInstanceOf(
+      ConfigError,
+    );
+  });
+
+  it("a backend that keeps no records is refused with a ConfigError saying so", async () => {
+    const coordinator = createCoordinator({ backend: new ScriptedBackend({ kind: "weak" }) });
+    open.push(coordinator);
+    const error = await coordinator.runOnce("j", "d", () => undefined).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(/keeps no durable records/);
+  });
+
+  it("counts outcomes and the last success in Prometheus metrics", async () => {
+    const [a] = replicas(1);
+    const registry = new Registry();
+    await enablePrometheus(a!, { registry });
+    await a!.runOnce("invoices", "d1", () => undefined);
+    await a!.runOnce("invoices", "d1", () => undefined);
+    const text = await registry.metrics();
+    expect(text).toContain('baton_job_runs_total{job="invoices",outcome="ran"} 1');
+    expect(text).toContain('baton_job_runs_total{job="invoices",outcome="already-done"} 1');
+    const last = /baton_job_last_success_timestamp_seconds\{job="invoices"\} (\S+)/.exec(text);
+    expect(Math.abs(Number(last?.[1]) - Date.now() / 1_000)).toBeLessThan(60);
+  });
+});
+
+describe("coordinator.schedule", () => {
+  it("replicas whose clocks differ by seconds run each tick once between them", async () => {
+    const coordinators = replicas(3);
+    // Each replica's wall clock is off by a few seconds; its timer fires at its own 'tick'.
+    const skews = [0, 2_500, -1_700];
+    const start = Date.now();
+    const ran: string[] = [];
+    const results: string[] = [];
+    const schedules = coordinators.map((c, i) =>
+      c.schedule(
+        "* * * * * *",
+        "heartbeat",
+        ({ slot }) => {
+          ran.push(slot);
+        },
+        {
+          now: () => Date.now() + skews[i]!,
+          onResult: (result, slot) => results.push(`${slot} ${result.outcome}`),
+        },
+      ),
+    );
+    await until(() => Date.now() - start > 6_000, 20_000);
+    await Promise.all(schedules.map((s) => s.stop()));
+    expect(ran.length).toBeGreaterThan(2);
+    expect(new Set(ran).size).toBe(ran.length);
+    for (const slot of ran) expect(slot).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  });
+
+  it("a bad cron expression or time zone is a ConfigError, before anything runs", () => {
+    const [a] = replicas(1);
+    expect(() => a!.schedule("not cron", "j", () => undefined)).toThrow(ConfigError);
+    expect(() =>
+      a!.schedule("0 2 * * *", "j", () => undefined, { timezone: "Mars/Olympus" }),
+    ).toThrow(/timezone/);
+  });
+
+  it("nextRun names the next tick, and stop() ends the schedule", async () => {
+    const [a] = replicas(1);
+    const schedule = a!.schedule("0 2 * * *", "nightly", () => undefined, { timezone: "UTC" });
+    const next = schedule.nextRun();
+    await until(() => schedule.nextRun() !== null);
+    expect(schedule.nextRun()?.getUTCHours()).toBe(2);
+    expect(next === null || next.getUTCMinutes() === 0).toBe(true);
+    await schedule.stop();
+    expect(schedule.nextRun()).toBeNull();
+  });
+});
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const started = performance.now();
+  while (!(await check())) {
+    if (performance.now() - started > timeoutMs) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
