@@ -1,0 +1,128 @@
+import { AbortScope } from "./abort-scope.js";
+import type { Clock, Timer, TimerOptions } from "./clock.js";
+import type { ResolvedAcquire } from "./coordinator-options.js";
+import { asUnavailable, BackendUnavailableError, LockTimeoutError } from "./errors.js";
+import { unreachableBoundMs } from "./managed-session.js";
+
+const KEEP_ALIVE: TimerOptions = { keepAlive: true };
+
+/**
+ * One acquire call's bounds and the errors it ends with: its wait (one TTL for a try, so
+ * nothing hangs), the scope that ends on the caller's signal, on `close()` and when the wait
+ * runs out, and how long the store has failed without an answer in between.
+ *
+ * @internal
+ */
+export class AcquireCall {
+  readonly name: string;
+  readonly options: ResolvedAcquire;
+  /** False for a try (`tryAcquire`, `waitMs: 0`): it answers at once when the lock is held. */
+  readonly waiting: boolean;
+  /** The bound of the whole call: `waitMs`, or one TTL for a try. */
+  readonly budgetMs: number;
+  /** When the call began (monotonic). */
+  readonly started: number;
+  /**
+   * Ends on the caller's signal, on `close()` and when the wait runs out. Its `AbortSignal` is
+   * built only if the backend asks for it (a wait).
+   */
+  readonly scope: AbortScope;
+  /** Frees the name in this process, while the call holds it (a held lock then takes it over). */
+  unlockLocal: (() => void) | undefined;
+  /** The error of the last failed attempt: the cause of a later give-up. */
+  lastFailure: unknown;
+  readonly #clock: Clock;
+  /** Past this many ms of failures without an answer, a wait gives up on the store. */
+  readonly #unreachableMs: number;
+  #unreachableSince: number | undefined;
+  #budget: Timer | undefined;
+
+  constructor(name: string, options: ResolvedAcquire, ttlMs: number, clock: Clock) {
+    this.name = name;
+    this.options = options;
+    this.waiting = options.waitMs > 0;
+    this.budgetMs = this.waiting ? options.waitMs : ttlMs;
+    this.#clock = clock;
+    this.started = clock.now();
+    this.#unreachableMs = Math.min(this.budgetMs, unreachableBoundMs(options.ttlMs ?? ttlMs));
+    this.scope = new AbortScope().follow(options.signal);
+    this.#armBudget(this.budgetMs);
+  }
+
+  /** A grant ends the wait: the fence raise that may follow has its own bound. */
+  stopBudget(): void {
+    this.#budget?.cancel();
+  }
+
+  /** After a grant that was lost before the hand-over: the wait goes on, if anything is left. */
+  resumeBudget(): boolean {
+    const leftMs = this.budgetMs - (this.#clock.now() - this.started);
+    if (leftMs <= 0) return false;
+    this.#armBudget(leftMs);
+    return true;
+  }
+
+  /** Ends the call's bounds (the scope stops following the caller's signal). */
+  end(): void {
+    this.#budget?.cancel();
+    this.scope.dispose();
+  }
+
+  /** The store answered (a new session opened): failures count from zero again. */
+  reached(): void {
+    this.#unreachableSince = undefined;
+  }
+
+  /**
+   * Counts a failure without an answer from the store, from `since` for the first of a row;
+   * throws once they have lasted `unreachableMs`, without waiting out `waitMs`.
+   */
+  giveUpIfUnreachable(error: unknown, since: number): void {
+    this.#unreachableSince ??= since;
+    const forMs = this.#clock.now() - this.#unreachableSince;
+    if (forMs >= this.#unreachableMs) throw unreachableError(error, this.name, forMs);
+  }
+
+  /** The wait ran out while the lock stayed held elsewhere. */
+  timeout(cause?: unknown): LockTimeoutError {
+    const waitMs = this.options.waitMs;
+    if (cause === undefined) return new LockTimeoutError(this.name, waitMs);
+    return new LockTimeoutError(this.name, waitMs, { cause });
+  }
+
+  /** The wait ran out during a backoff after `error`, a failure to reach the store. */
+  storeFailed(error: unknown): Error {
+    return asUnavailable(
+      error,
+      `could not reach the store for "${this.name}" within ${this.budgetMs} ms`,
+    );
+  }
+
+  /** The wait ran out while a call to the store (`during`) had no answer. */
+  noAnswer(during: "opening a session" | "acquiring"): BackendUnavailableError {
+    return new BackendUnavailableError(
+      `the store did not answer for "${this.name}" within ${this.budgetMs} ms (while ${during})`,
+      { cause: this.lastFailure },
+    );
+  }
+
+  #armBudget(ms: number): void {
+    this.#budget = this.#clock.setTimer(
+      () => this.scope.abort(new Error("baton: budget ran out")),
+      ms,
+      KEEP_ALIVE,
+    );
+  }
+}
+
+/**
+ * The error of an acquire that gave up on a store it could not reach for `forMs`: the
+ * store's own error (naming the host) as the cause and in the message, and what to check.
+ */
+function unreachableError(error: unknown, name: string, forMs: number): BackendUnavailableError {
+  const detail = error instanceof Error ? error.message : String(error);
+  return new BackendUnavailableError(
+    `could not reach the store for "${name}": ${detail}. Gave up after ${Math.round(forMs)} ms of failed attempts, without waiting out waitMs; check that the store is running and reachable from here`,
+    { cause: error },
+  );
+}
