@@ -11,9 +11,9 @@ import { resolveRedisOptions } from "./redis-options.js";
 import { REDLOCK_GUARANTEES, RedlockBackend } from "./redlock-backend.js";
 import { resolveRedlockOptions } from "./redlock-options.js";
 
-export { LockKeys, lockKeys } from "./key-names.js";
 export type { RedisAddress, RedisNatMap } from "./nat-map.js";
 export { REDIS_GUARANTEES, RedisBackend } from "./redis-backend.js";
+export { LockKeys, lockKeys } from "./redis-keys.js";
 export {
   DEFAULT_COMMAND_TIMEOUT_MS,
   DEFAULT_KEY_PREFIX,

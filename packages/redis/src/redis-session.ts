@@ -7,20 +7,24 @@ import type {
   KeepAliveResult,
 } from "@baton/core";
 import { boundedCall, linkSignals, SessionLostError } from "@baton/core";
-import { type LockKeys, lockKeys } from "./key-names.js";
-import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
 import type { RedisClient } from "./lua-script.js";
-import { toBatonError } from "./redis-errors.js";
-import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js";
 import {
-  ACQUIRE,
-  acquireReply,
+  decodeAcquireReply,
+  decodeHolderReply,
+  decodePayload,
+  decodeReleasedOne,
+  decodeRenewReply,
+  decodeTurnMessage,
+  grantPrefix,
   lineEntry,
-  READ_HOLDER,
-  RELEASE,
-  RENEW,
-  releasedOne,
-} from "./scripts.js";
+  ownerPrefix,
+  payloadTail,
+  waitId,
+} from "./redis-codec.js";
+import { toBatonError } from "./redis-errors.js";
+import { type LockKeys, lockKeys } from "./redis-keys.js";
+import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js";
+import { ACQUIRE, READ_HOLDER, RELEASE, RENEW } from "./scripts.js";
 
 /** What a {@link RedisSession} needs from its backend. */
 export interface RedisSessionContext {
@@ -39,6 +43,8 @@ export interface RedisSessionContext {
  */
 interface Wait {
   readonly id: string;
+  /** Its number `<n>` within the session, as turn messages name it. */
+  readonly number: string;
   readonly prefix: string;
   readonly entry: string;
   /** Its lock key renewed while it waits (see #startWait). */
@@ -95,7 +101,7 @@ export class RedisSession implements BackendSession {
     this.ownerId = ownerId;
     this.ttlMs = ttlMs;
     this.sessionId = randomBytes(12).toString("hex");
-    this.#sessionPrefix = sessionPrefix(this.sessionId);
+    this.#sessionPrefix = ownerPrefix(this.sessionId);
   }
 
   /**
@@ -132,18 +138,18 @@ export class RedisSession implements BackendSession {
   async #renew(items: readonly OwnedKey[]): Promise<boolean[]> {
     const client = this.#ctx.client;
     if (!this.#ctx.cluster) {
-      const out = (await RENEW.run(
+      const out = await RENEW.run(
         client,
         items.map((i) => i.keys.lock),
         [this.ttlMs, ...items.map((i) => i.prefix)],
-      )) as number[];
-      return out.map((n) => n === 1);
+      );
+      return decodeRenewReply(out);
     }
     // Keys of different locks live in different slots: one call per key, sent together.
     const out = await Promise.all(
       items.map((i) => RENEW.run(client, [i.keys.lock], [this.ttlMs, i.prefix])),
     );
-    return out.map((r) => (r as number[])[0] === 1);
+    return out.map((r) => decodeRenewReply(r)[0] === true);
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -156,9 +162,7 @@ export class RedisSession implements BackendSession {
     // subscribing joins the line.
     const listener = this.#ctx.listener;
     let subscription =
-      options.wait && !listener.idle
-        ? listener.listening(keys.turnPrefix + this.sessionId)
-        : undefined;
+      options.wait && !listener.idle ? listener.listening(keys.turn(this.sessionId)) : undefined;
     let wait = subscription === undefined ? undefined : this.#startWait(name, keys, tail);
     let granted = false;
     let link: ReturnType<typeof linkSignals> | undefined;
@@ -178,7 +182,7 @@ export class RedisSession implements BackendSession {
       const abort = link.signal;
       if (subscription === undefined || wait === undefined) {
         // Subscribed before the next try, so a grant made after that try cannot go unheard.
-        subscription = await listener.subscribe(keys.turnPrefix + this.sessionId, abort);
+        subscription = await listener.subscribe(keys.turn(this.sessionId), abort);
         wait = this.#startWait(name, keys, tail);
         got = await this.#try(name, keys, tail, abort, wait);
       }
@@ -210,10 +214,12 @@ export class RedisSession implements BackendSession {
    * so a grant a release hands to it is covered before the waiter has heard of it.
    */
   #startWait(name: string, keys: LockKeys, tail: string): Wait {
-    const id = `${this.sessionId}.${++this.#waitCount}`;
-    const prefix = `${id}:`;
+    const number = ++this.#waitCount;
+    const id = waitId(this.sessionId, number);
+    const prefix = ownerPrefix(id);
     const wait: Wait = {
       id,
+      number: String(number),
       prefix,
       entry: lineEntry(id, this.ttlMs, tail),
       pending: { keys, prefix },
@@ -233,10 +239,10 @@ export class RedisSession implements BackendSession {
   }
 
   /**
-   * Sleeps until this waiter should act: a release handed the lock to this wait
-   * (`g<wait>:<token>`: resolves the token), the holder's lease could have run out (`ms`), or
-   * the waiter ahead was handed the lock (`b<ms>`: its lease, should that one have frozen).
-   * Resolves `undefined` when it should try.
+   * Sleeps until this waiter should act: a release handed the lock to this wait (resolves the
+   * token), the holder's lease could have run out (`ms`), or the waiter ahead was handed the
+   * lock (then until its lease runs out, should that one have frozen). Resolves `undefined`
+   * when it should try. The turn messages: see `decodeTurnMessage`.
    */
   async #awaitTurn(
     subscription: ReleaseSubscription,
@@ -248,19 +254,15 @@ export class RedisSession implements BackendSession {
     for (;;) {
       const message = await subscription.next(until - performance.now(), abort);
       if (message === undefined) return undefined;
-      const kind = message.charCodeAt(0);
-      if (kind === 103) {
+      const turn = decodeTurnMessage(message);
+      if (turn.kind === "granted") {
         // Grants to an earlier wait of this session (it gave them back) are not this one's.
-        const colon = message.indexOf(":");
-        if (message.slice(1, colon) !== wait.id.slice(this.sessionId.length + 1)) continue;
-        const token = message.slice(colon + 1);
-        if (/^\d+$/.test(token)) return BigInt(token);
-        return undefined;
+        if (turn.wait !== wait.number) continue;
+        return turn.token;
       }
-      const leaseMs = kind === 98 ? Number(message.slice(1)) : Number.NaN;
       // Anything else ("" after a reconnect: messages may be lost) means look now.
-      if (!(leaseMs >= 0)) return undefined;
-      until = performance.now() + leaseMs + 1;
+      if (turn.kind === "look") return undefined;
+      until = performance.now() + turn.leaseMs + 1;
     }
   }
 
@@ -313,7 +315,7 @@ export class RedisSession implements BackendSession {
         wait.joined = true;
         wait.lastTry = call;
       }
-      reply = acquireReply(
+      reply = decodeAcquireReply(
         await boundedCall(call, {
           timeoutMs: this.#leaseCallTimeoutMs,
           what: "redis acquire",
@@ -327,7 +329,7 @@ export class RedisSession implements BackendSession {
             if (!this.#held.has(name)) void this.#releaseQuietly(keys, prefix);
             late.then(
               (r) => {
-                const got = acquireReply(r);
+                const got = decodeAcquireReply(r);
                 if ("token" in got) {
                   void this.#releaseQuietly(keys, grantPrefix(owner, got.token));
                 }
@@ -372,7 +374,7 @@ export class RedisSession implements BackendSession {
       name: grant.key,
       mapError: (e) => toBatonError(e, `redis release of "${grant.key}"`),
     });
-    return releasedOne(reply);
+    return decodeReleasedOne(reply);
   }
 
   /**
@@ -415,7 +417,7 @@ export class RedisSession implements BackendSession {
       what: `redis holder of "${name}"`,
       mapError: (e) => toBatonError(e, `redis holder of "${name}"`),
     });
-    return payload === null ? null : parsePayload(payload, true);
+    return payload === null ? null : decodePayload(payload, true);
   }
 
   /**
@@ -437,19 +439,17 @@ export class RedisSession implements BackendSession {
     try {
       let last: string | null | undefined;
       while (!signal.aborted) {
-        const [payload, pttl] = (await boundedCall(
-          READ_HOLDER.run(this.#ctx.client, [keys.lock], []),
-          {
+        const { payload: current, pttl } = decodeHolderReply(
+          await boundedCall(READ_HOLDER.run(this.#ctx.client, [keys.lock], []), {
             timeoutMs: this.#ctx.commandTimeoutMs,
             what: `redis watch of "${name}"`,
             signal,
             mapError: (e) => toBatonError(e, `redis watch of "${name}"`),
-          },
-        )) as [string | null | false, number];
-        const current = typeof payload === "string" ? payload : null;
+          }),
+        );
         if (current !== last) {
           last = current;
-          yield current === null ? null : parsePayload(current, true);
+          yield current === null ? null : decodePayload(current, true);
         }
         // Until the next announcement, or until this holder's lease runs out.
         const sleepMs = current !== null && pttl >= 0 ? pttl + 1 : this.ttlMs;

@@ -16,9 +16,18 @@ import {
 } from "@baton/core";
 import type { Redis } from "ioredis";
 import { askNodes, count, type NodeAnswer } from "./ask-nodes.js";
-import { type LockKeys, lockKeys } from "./key-names.js";
-import { grantPrefix, parsePayload, payloadTail, sessionPrefix } from "./lock-payload.js";
-import { ACQUIRE_NO_TOKEN, RELEASE_ONE, RENEW, releasedOne } from "./scripts.js";
+import {
+  decodeNodeAcquireReply,
+  decodePayload,
+  decodeReleasedOne,
+  decodeRenewReply,
+  encodePayload,
+  grantPrefix,
+  ownerPrefix,
+  payloadTail,
+} from "./redis-codec.js";
+import { type LockKeys, lockKeys } from "./redis-keys.js";
+import { ACQUIRE_NO_TOKEN, RELEASE_ONE, RENEW } from "./scripts.js";
 
 /** What a {@link RedlockSession} needs from its backend. */
 export interface RedlockSessionContext {
@@ -124,16 +133,19 @@ export class RedlockSession implements BackendSession {
     this.#grants += 1;
     const grantId = this.#grants;
     const prefix = grantPrefix(this.sessionId, grantId);
-    const payload = `${prefix.slice(0, -1)}${tail}`;
+    const payload = encodePayload(this.sessionId, grantId, tail);
     const started = performance.now();
     const nodes = this.#ctx.nodes;
     const quorum = this.quorum;
     this.#pending.set(name, keys);
-    let answers: NodeAnswer<number>[];
+    let answers: NodeAnswer<"granted" | "held" | undefined>[];
     try {
       answers = await askNodes(
         nodes,
-        (node) => ACQUIRE_NO_TOKEN.run(node, [keys.lock], [payload, this.ttlMs]) as Promise<number>,
+        (node) =>
+          ACQUIRE_NO_TOKEN.run(node, [keys.lock], [payload, this.ttlMs]).then(
+            decodeNodeAcquireReply,
+          ),
         {
           timeoutMs: this.#ctx.nodeTimeoutMs,
           what: `redlock acquire of "${name}"`,
@@ -142,8 +154,8 @@ export class RedlockSession implements BackendSession {
           // Failures alone never end the round early while the rest could still say "held":
           // "held" and "unreachable" must not be confused.
           enough: (a) => {
-            const yes = count(a, (x) => x.state === "ok" && x.value === 1);
-            const held = count(a, (x) => x.state === "ok" && x.value <= 0);
+            const yes = count(a, (x) => x.state === "ok" && x.value === "granted");
+            const held = count(a, (x) => x.state === "ok" && x.value === "held");
             const failed = count(a, (x) => x.state === "failed");
             const spare = nodes.length - quorum;
             return yes >= quorum || held > spare || failed > spare;
@@ -153,8 +165,8 @@ export class RedlockSession implements BackendSession {
     } finally {
       this.#pending.delete(name);
     }
-    const yes = count(answers, (a) => a.state === "ok" && a.value === 1);
-    const held = count(answers, (a) => a.state === "ok" && a.value <= 0);
+    const yes = count(answers, (a) => a.state === "ok" && a.value === "granted");
+    const held = count(answers, (a) => a.state === "ok" && a.value === "held");
     const validity = this.ttlMs - (performance.now() - started) - this.#driftMs;
     if (yes >= quorum && validity > 0) {
       const handle: RedlockGrantHandle = { sessionId: this.sessionId, prefix };
@@ -186,7 +198,7 @@ export class RedlockSession implements BackendSession {
       ...held.map(([, h]) => ({ keys: h.keys, prefix: h.prefix })),
       ...[...this.#pending.values()].map((keys) => ({
         keys,
-        prefix: sessionPrefix(this.sessionId),
+        prefix: ownerPrefix(this.sessionId),
       })),
     ];
     if (items.length === 0) return undefined;
@@ -198,10 +210,10 @@ export class RedlockSession implements BackendSession {
           node,
           items.map((i) => i.keys.lock),
           [this.ttlMs, ...items.map((i) => i.prefix)],
-        ) as Promise<number[]>,
+        ).then(decodeRenewReply),
       { timeoutMs: this.#ctx.nodeTimeoutMs, what: "redlock renewal" },
     );
-    const answered = answers.filter((a) => a.state === "ok") as { value: number[] }[];
+    const answered = answers.filter((a) => a.state === "ok") as { value: boolean[] }[];
     if (answered.length < this.quorum) {
       throw new BackendUnavailableError(
         `redlock renewal: only ${answered.length} of ${answers.length} nodes answered, a quorum is ${this.quorum}`,
@@ -215,7 +227,7 @@ export class RedlockSession implements BackendSession {
     }
     const lostKeys: string[] = [];
     held.forEach(([name, h], i) => {
-      const yes = answered.filter((a) => a.value[i] === 1).length;
+      const yes = answered.filter((a) => a.value[i] === true).length;
       if (yes >= this.quorum) return;
       if (this.#held.get(name) !== h) return;
       this.#held.delete(name);
@@ -234,11 +246,12 @@ export class RedlockSession implements BackendSession {
     const keys = held?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
     const answers = await askNodes(
       this.#ctx.nodes,
-      (node) => RELEASE_ONE.run(node, [keys.lock], [handle.prefix, keys.channel]),
+      (node) =>
+        RELEASE_ONE.run(node, [keys.lock], [handle.prefix, keys.channel]).then(decodeReleasedOne),
       { timeoutMs: this.#ctx.nodeTimeoutMs, what: `redlock release of "${grant.key}"` },
     );
-    const answered = answers.filter((a) => a.state === "ok") as { value: unknown }[];
-    const released = answered.filter((a) => releasedOne(a.value)).length;
+    const answered = answers.filter((a) => a.state === "ok") as { value: boolean }[];
+    const released = answered.filter((a) => a.value).length;
     if (released >= this.quorum) return true;
     if (answered.length < this.quorum) {
       throw new BackendUnavailableError(
@@ -266,7 +279,7 @@ export class RedlockSession implements BackendSession {
       if (a.value !== null) votes.set(a.value, (votes.get(a.value) ?? 0) + 1);
     }
     for (const [payload, n] of votes) {
-      if (n >= this.quorum) return parsePayload(payload, false);
+      if (n >= this.quorum) return decodePayload(payload, false);
     }
     return null;
   }

@@ -1,4 +1,20 @@
 import { LuaScript } from "./lua-script.js";
+import {
+  GRANTED,
+  HELD_BASE,
+  NOT_RENEWED,
+  RENEWED,
+  TURN_BEHIND,
+  TURN_GRANTED,
+  WATCH_GRANTED,
+  WATCH_RELEASED,
+  WATCH_RELEASED_NO_TOKEN,
+} from "./redis-codec.js";
+
+/*
+ * The Lua scripts, one call each. What they store, answer and publish is in redis-codec.ts;
+ * the constants there are interpolated into the sources below.
+ */
 
 /**
  * Lua: `clock_start()` is the value a missing token counter starts from, the server's clock
@@ -22,19 +38,19 @@ local function fmt(n) return string.format('%d', n) end
  * fails the counter is put back (`DECR`: a script runs alone, so nobody sees the step). One
  * call fewer on the uncontended path than reading the counter first. A counter that was
  * missing (`INCR` answers 1) is set to `clock_start()` first.
+ * Hot path: see docs/hot-path.md, "Redis".
  *
  * Waiters stand in a line (a sorted set by arrival, see {@link RELEASE}): a release hands the
  * lock straight to the first of them, so a waiter normally never tries again.
  *
- * KEYS: lock, counter, waiters. ARGV: grant prefix (`<session id>:`, or `<session id>.<wait>:`
+ * KEYS: lock, counter, waiters. ARGV: owner prefix (`<session id>:`, or `<session id>.<wait>:`
  * in a wait), ttl ms, payload tail (`\n<owner>[\n<value>]`), the lock's watch channel, then for
- * a waiting try: its line entry (see {@link lineEntry}) and `1` if it may be in the line (leave
- * it on a grant). A waiting try that fails joins the line (by the server's clock; the line
+ * a waiting try: its line entry and `1` if it may be in the line (leave it on a grant). A waiting try that fails joins the line (by the server's clock; the line
  * expires 3 TTLs after the last join, so a crashed waiter's entry goes), unless a release has
  * handed the lock to this wait already (its message not yet seen): then that grant's token is
  * returned. A grant is announced on the watch channel as `g<ttl>`.
- * Returns the token (>= 1) when granted; otherwise `-1 - pttl` (<= 0) with the remaining
- * lease of the holder (`pttl` -1: a key without expiry, not Baton's).
+ * Returns the token (>= 1) when granted; otherwise the holder's remaining lease, encoded as
+ * `decodeAcquireReply` reads it.
  */
 export const ACQUIRE = new LuaScript(`${TOKEN_LUA}
 local token = redis.call('INCR', KEYS[2])
@@ -44,7 +60,7 @@ if token == 1 then
 end
 if redis.call('SET', KEYS[1], ARGV[1] .. fmt(token) .. ARGV[3], 'NX', 'PX', ARGV[2]) then
   if ARGV[6] == '1' then redis.call('ZREM', KEYS[3], ARGV[5]) end
-  redis.call('PUBLISH', ARGV[4], 'g' .. ARGV[2])
+  redis.call('PUBLISH', ARGV[4], '${WATCH_GRANTED}' .. ARGV[2])
   return token
 end
 redis.call('DECR', KEYS[2])
@@ -59,40 +75,25 @@ if ARGV[5] then
   redis.call('ZADD', KEYS[3], 'NX', t[1] * 1000000 + t[2], ARGV[5])
   redis.call('PEXPIRE', KEYS[3], 3 * tonumber(ARGV[2]))
 end
-return -1 - redis.call('PTTL', KEYS[1])
+return ${HELD_BASE} - redis.call('PTTL', KEYS[1])
 `);
-
-/**
- * A wait's entry in a lock's line: `<session id>.<wait>:<ttl ms>\n<owner>[\n<value>]`, all a
- * release needs to grant the lock to it: the payload is the entry with the TTL replaced by the
- * token, the lease is the waiter's own TTL, and the session id names its turn channel.
- */
-export function lineEntry(waitId: string, ttlMs: number, tail: string): string {
-  return `${waitId}:${ttlMs}${tail}`;
-}
-
-/** Decodes an {@link ACQUIRE} reply: the token, or the holder's remaining lease. */
-export function acquireReply(reply: unknown): { token: bigint } | { pttl: number } {
-  const n = Number(reply);
-  return n >= 1 ? { token: BigInt(n) } : { pttl: -1 - n };
-}
 
 /**
  * Redlock acquire on one node: `SET lock payload NX PX ttl`, no counter (Redlock has no
  * fencing token). KEYS: lock. ARGV: payload, ttl ms.
- * Returns 1 when granted, `-1 - pttl` (<= 0) when held.
+ * Returns `GRANTED`, or the holder's remaining lease as the acquire script encodes it.
  */
 export const ACQUIRE_NO_TOKEN = new LuaScript(`
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return 1
+  return ${GRANTED}
 end
-return -1 - redis.call('PTTL', KEYS[1])
+return ${HELD_BASE} - redis.call('PTTL', KEYS[1])
 `);
 
 /**
  * Renews every lock of a session in one call: an owner-checked PEXPIRE per key.
  * KEYS: lock keys. ARGV: ttl ms, then one owner prefix per key.
- * Returns one 1 (renewed) or 0 (no longer this grant's) per key, in order.
+ * Returns one `RENEWED` or `NOT_RENEWED` (no longer this grant's) per key, in order.
  */
 export const RENEW = new LuaScript(`
 local out = {}
@@ -101,9 +102,9 @@ for i, key in ipairs(KEYS) do
   local v = redis.call('GET', key)
   if v and string.sub(v, 1, #prefix) == prefix then
     redis.call('PEXPIRE', key, ARGV[1])
-    out[i] = 1
+    out[i] = ${RENEWED}
   else
-    out[i] = 0
+    out[i] = ${NOT_RENEWED}
   end
 end
 return out
@@ -112,7 +113,7 @@ return out
 /**
  * Owner-checked release of one or more locks, each handed straight to the first waiter in its
  * line: the lock is set to that wait's payload with the next token and the waiter's TTL (from
- * its {@link lineEntry}), and the waiter is told on its turn channel (`g<wait>:<token>`). The
+ * its line entry), and the waiter is told on its turn channel (`g<wait>:<token>`). The
  * session of a waiting wait renews the lock key by the wait's prefix from the start, so the
  * lease is covered before the waiter hears. A waiter that does not hear (its process is gone)
  * is skipped. The waiter behind it is told the new holder's TTL (`b<ms>`), to look again then
@@ -143,19 +144,19 @@ for i = 1, n do
         local token = (tonumber(redis.call('GET', KEYS[2 * n + i])) or 0) + 1
         if token == 1 then token = clock_start() end
         local heard = redis.call('PUBLISH', turn .. string.sub(entry, 1, dot - 1),
-          'g' .. string.sub(entry, dot + 1, colon - 1) .. ':' .. fmt(token))
+          '${TURN_GRANTED}' .. string.sub(entry, dot + 1, colon - 1) .. ':' .. fmt(token))
         if heard > 0 or ARGV[1] ~= '1' then
           redis.call('SET', KEYS[i], string.sub(entry, 1, colon) .. fmt(token) .. string.sub(entry, nl),
             'PX', ttl)
           redis.call('SET', KEYS[2 * n + i], fmt(token))
           local second = redis.call('ZRANGE', KEYS[n + i], 0, 0)[1]
           local sdot = second and string.find(second, '.', 1, true)
-          if sdot then redis.call('PUBLISH', turn .. string.sub(second, 1, sdot - 1), 'b' .. ttl) end
+          if sdot then redis.call('PUBLISH', turn .. string.sub(second, 1, sdot - 1), '${TURN_BEHIND}' .. ttl) end
           break
         end
       end
     end
-    redis.call('PUBLISH', ARGV[1 + n + i], 'r')
+    redis.call('PUBLISH', ARGV[1 + n + i], '${WATCH_RELEASED}')
     released = released + 1
   end
 end
@@ -170,20 +171,15 @@ export const RELEASE_ONE = new LuaScript(`
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], '1')
+  redis.call('PUBLISH', ARGV[2], '${WATCH_RELEASED_NO_TOKEN}')
   return 1
 end
 return 0
 `);
 
-/** Whether a {@link RELEASE} of one key or a {@link RELEASE_ONE} released the lock. */
-export function releasedOne(reply: unknown): boolean {
-  return Number(reply) === 1;
-}
-
 /**
  * The holder's payload and remaining lease, read together. KEYS: lock.
- * Returns `{payload or false, pttl}`.
+ * Returns `{payload or false, pttl}` (see `decodeHolderReply`).
  */
 export const READ_HOLDER = new LuaScript(`
 return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}

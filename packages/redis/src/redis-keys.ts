@@ -1,9 +1,10 @@
 /**
- * The Redis keys and channels of one lock: `<prefix>{<name>}:lock`, `:token`, `:waiters`,
- * channels `:released` and `:turn:<session id>`. The hash tag `{<name>}` puts every
- * key of one lock in the same Redis Cluster slot, so the scripts touching them run on one
- * node. Only the lock key is kept (renewals use it); the others are built when used, so a
- * held lock costs two strings.
+ * The Redis keys and channels of one lock, every name the adapter writes in Redis:
+ * `<prefix>{<name>}:lock`, `:token`, `:waiters`, channels `:released` and
+ * `:turn:<session id>` (what is stored and sent there: see `redis-codec.ts`). The hash tag
+ * `{<name>}` puts every key of one lock in the same Redis Cluster slot, so the scripts
+ * touching them run on one node. Only the lock key is kept (renewals use it); the others are
+ * built when used. Hot path: see docs/hot-path.md, "Redis".
  */
 export class LockKeys {
   /** `<prefix>{<name>}`: what every key of this lock starts with. */
@@ -26,14 +27,22 @@ export class LockKeys {
     return `${this.base}:released`;
   }
 
-  /** The waiters in line: a sorted set of line entries (see lineEntry) by arrival time. */
+  /** The waiters in line: a sorted set of line entries by arrival time. */
   get waiters(): string {
     return `${this.base}:waiters`;
   }
 
-  /** Prefix of a waiter's own channel (plus its session id): its grant comes there. */
+  /**
+   * Prefix of a waiter's own channel (plus its session id): its grant comes there. The
+   * release script appends the session id of the wait it hands the lock to.
+   */
   get turnPrefix(): string {
     return `${this.base}:turn:`;
+  }
+
+  /** The turn channel of the waits of session `sessionId`. */
+  turn(sessionId: string): string {
+    return `${this.base}:turn:${sessionId}`;
   }
 }
 

@@ -1,0 +1,222 @@
+import type { Holder } from "@baton/core";
+
+/*
+ * Every wire format of the Redis and Redlock backends: what is stored under a lock's keys,
+ * what the scripts (scripts.ts) answer, and what is published on a lock's channels. Each
+ * format's encoder and decoder sit side by side; where a script encodes or decodes a format,
+ * it uses the constants below (interpolated into its Lua source), and the TypeScript twin
+ * here is what the tests check against a real server.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// The lock payload, stored under the lock key (keys.lock)
+// ---------------------------------------------------------------------------------------------
+
+/*
+ * `<grant owner>:<grant id>\n<ownerId>[\n<value>]`.
+ *
+ * The first line identifies the exact grant: its owner (the session id, or `<session id>.<n>`
+ * for a grant handed to wait n of that session in a line) and the fencing token for
+ * `redis://`, or a per-session grant number for `redlock://`. Owner checks (renewal, release)
+ * compare a prefix of it, so they are by session and grant, never by owner id alone. Owner ids
+ * and values never hold control characters (core rejects them), and the value comes last, so
+ * decoding is unambiguous. The acquire script writes it as
+ * `ownerPrefix .. token .. payloadTail`; the release script rewrites a line entry into it.
+ */
+
+/** Ends the grant's owner in a payload or a line entry: `<grant owner>:`. */
+export const OWNER_END = ":";
+/** Ends each field of a payload or a line entry: the grant line, the owner id. */
+export const FIELD_END = "\n";
+
+/** The owner-check prefix of any grant of `owner` (a session or a wait): `<owner>:`. */
+export function ownerPrefix(owner: string): string {
+  return `${owner}${OWNER_END}`;
+}
+
+/** The owner-check prefix of one grant: `<owner>:<grantId>\n`. */
+export function grantPrefix(owner: string, grantId: bigint | number): string {
+  return `${owner}${OWNER_END}${grantId}${FIELD_END}`;
+}
+
+/** The part of a payload after the grant id: `\n<ownerId>[\n<value>]`. */
+export function payloadTail(ownerId: string, value: string | undefined): string {
+  return value === undefined
+    ? `${FIELD_END}${ownerId}`
+    : `${FIELD_END}${ownerId}${FIELD_END}${value}`;
+}
+
+/** A whole payload: grant `grantId` of `owner`, with the {@link payloadTail} `tail`. */
+export function encodePayload(owner: string, grantId: bigint | number, tail: string): string {
+  return `${owner}${OWNER_END}${grantId}${tail}`;
+}
+
+const DECIMAL = /^\d+$/;
+
+/**
+ * Decodes a stored payload into a holder. `withToken: false` (Redlock) reports token 0, since
+ * the grant id there is a private counter, not a fencing token. `null` for a foreign value.
+ */
+export function decodePayload(payload: string, withToken: boolean): Holder | null {
+  const firstBreak = payload.indexOf(FIELD_END);
+  if (firstBreak < 0) return null;
+  const head = payload.slice(0, firstBreak);
+  const colon = head.lastIndexOf(OWNER_END);
+  if (colon < 0) return null;
+  const grantId = head.slice(colon + 1);
+  if (!DECIMAL.test(grantId)) return null;
+  const rest = payload.slice(firstBreak + 1);
+  const secondBreak = rest.indexOf(FIELD_END);
+  const ownerId = secondBreak < 0 ? rest : rest.slice(0, secondBreak);
+  const token = withToken ? BigInt(grantId) : 0n;
+  return secondBreak < 0
+    ? { ownerId, token }
+    : { ownerId, token, value: rest.slice(secondBreak + 1) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// A wait's entry in a lock's line (the sorted set keys.waiters, by arrival)
+// ---------------------------------------------------------------------------------------------
+
+/** Separates the session id from the wait's number in a wait id: `<session id>.<n>`. */
+export const WAIT_NUMBER_START = ".";
+
+/** The id of wait `n` of session `sessionId`: `<session id>.<n>`, a grant owner. */
+export function waitId(sessionId: string, n: number): string {
+  return `${sessionId}${WAIT_NUMBER_START}${n}`;
+}
+
+/**
+ * A wait's entry in a lock's line: `<session id>.<n>:<ttl ms>\n<owner>[\n<value>]`, all a
+ * release needs to grant the lock to it: the payload is the entry with the TTL replaced by
+ * the token, the lease is the waiter's own TTL, and the session id names its turn channel.
+ * Decoded only by the release script (`RELEASE` in scripts.ts).
+ */
+export function lineEntry(waitId: string, ttlMs: number, tail: string): string {
+  return `${waitId}${OWNER_END}${ttlMs}${tail}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Script replies
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * An acquire reply is one integer: the token (>= 1) when granted; otherwise the holder's
+ * remaining lease folded in as `HELD_BASE - pttl` (<= 0; `pttl` -1, a key without expiry, is
+ * 0). The Lua side: `return ${HELD_BASE} - redis.call('PTTL', KEYS[1])`.
+ */
+export const HELD_BASE = -1;
+
+/** The acquire reply for a lock held for another `pttl` ms (what the scripts answer). */
+export function encodeHeld(pttl: number): number {
+  return HELD_BASE - pttl;
+}
+
+/** Decodes an acquire script's reply: the token, or the holder's remaining lease. */
+export function decodeAcquireReply(reply: unknown): { token: bigint } | { pttl: number } {
+  const n = Number(reply);
+  return n >= 1 ? { token: BigInt(n) } : { pttl: HELD_BASE - n };
+}
+
+/**
+ * The Redlock acquire reply (`ACQUIRE_NO_TOKEN`, no counter): `GRANTED` when this node
+ * granted it, otherwise {@link encodeHeld}`(pttl)` (<= 0).
+ */
+export const GRANTED = 1;
+
+/** Decodes a Redlock node's acquire reply: `"granted"`, `"held"`, or `undefined` if foreign. */
+export function decodeNodeAcquireReply(reply: unknown): "granted" | "held" | undefined {
+  const n = Number(reply);
+  return n === GRANTED ? "granted" : n <= 0 ? "held" : undefined;
+}
+
+/** In a renewal reply (one integer per key, in order): this key was renewed. */
+export const RENEWED = 1;
+/** In a renewal reply: this key no longer holds that grant. */
+export const NOT_RENEWED = 0;
+
+/** Decodes a renewal reply: per key, whether it was renewed. */
+export function decodeRenewReply(reply: unknown): boolean[] {
+  return (reply as number[]).map((n) => n === RENEWED);
+}
+
+/**
+ * Whether a release of one key released the lock. The release scripts answer how many of
+ * their keys were this grant's and are released: `1` (or `0`) for one key.
+ */
+export function decodeReleasedOne(reply: unknown): boolean {
+  return Number(reply) === 1;
+}
+
+/**
+ * Decodes the `READ_HOLDER` reply `{payload or false, pttl}`: a missing key's `GET` (Lua's
+ * `false`) arrives as `null`, its PTTL as -2.
+ */
+export function decodeHolderReply(reply: unknown): { payload: string | null; pttl: number } {
+  const [payload, pttl] = reply as [string | null | false, number];
+  return { payload: typeof payload === "string" ? payload : null, pttl };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Channel messages
+// ---------------------------------------------------------------------------------------------
+
+/*
+ * The watch channel (keys.channel) wakes watchers; they read the holder again and never
+ * decode the message: `g<ttl ms>` a grant, `r` a release, `1` a Redlock release.
+ *
+ * A turn channel (keys.turn(session id)) tells the waits of one session, in a line:
+ * - `g<n>:<token>`: a release handed the lock to wait n of this session, with `token`;
+ * - `b<ms>`: the wait ahead of this one was handed the lock for `ms` (look again then, in
+ *   case that one is frozen);
+ * - `""`, from the subscriber itself, never from Redis: it reconnected or closed, messages
+ *   may have been missed: look now.
+ */
+
+/** Watch channel: a grant, `g<ttl ms>`. */
+export const WATCH_GRANTED = "g";
+/** Watch channel: a release. */
+export const WATCH_RELEASED = "r";
+/** Watch channel: a Redlock release on one node. */
+export const WATCH_RELEASED_NO_TOKEN = "1";
+/** Turn channel: `g<n>:<token>`, the lock handed to wait n. */
+export const TURN_GRANTED = "g";
+/** Turn channel: `b<ms>`, the wait ahead was handed the lock for `ms`. */
+export const TURN_BEHIND = "b";
+
+/** A decoded turn message (see above). */
+export type TurnMessage =
+  | { readonly kind: "granted"; readonly wait: string; readonly token: bigint }
+  | { readonly kind: "behind"; readonly leaseMs: number }
+  | { readonly kind: "look" };
+
+const LOOK: TurnMessage = { kind: "look" };
+
+/** The turn message that hands the lock to wait number `wait` with `token`. */
+export function encodeTurnGranted(wait: number | string, token: bigint | number): string {
+  return `${TURN_GRANTED}${wait}${OWNER_END}${token}`;
+}
+
+/** The turn message that tells the next wait the one ahead holds the lock for `leaseMs`. */
+export function encodeTurnBehind(leaseMs: number): string {
+  return `${TURN_BEHIND}${leaseMs}`;
+}
+
+/** Decodes a turn message; anything it does not know means "look now". */
+export function decodeTurnMessage(message: string): TurnMessage {
+  if (message.startsWith(TURN_GRANTED)) {
+    const colon = message.indexOf(OWNER_END);
+    const token = message.slice(colon + 1);
+    if (colon < 0 || !DECIMAL.test(token)) return LOOK;
+    return {
+      kind: "granted",
+      wait: message.slice(TURN_GRANTED.length, colon),
+      token: BigInt(token),
+    };
+  }
+  if (message.startsWith(TURN_BEHIND)) {
+    const leaseMs = Number(message.slice(TURN_BEHIND.length));
+    return leaseMs >= 0 ? { kind: "behind", leaseMs } : LOOK;
+  }
+  return LOOK;
+}

@@ -1,0 +1,290 @@
+import { randomUUID } from "node:crypto";
+import { describeBackend } from "@baton/conformance/harness";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  decodeAcquireReply,
+  decodeHolderReply,
+  decodeNodeAcquireReply,
+  decodePayload,
+  decodeReleasedOne,
+  decodeRenewReply,
+  decodeTurnMessage,
+  encodeHeld,
+  encodePayload,
+  encodeTurnBehind,
+  encodeTurnGranted,
+  grantPrefix,
+  lineEntry,
+  ownerPrefix,
+  payloadTail,
+  waitId,
+} from "../src/redis-codec.js";
+import { lockKeys } from "../src/redis-keys.js";
+import {
+  ACQUIRE,
+  ACQUIRE_NO_TOKEN,
+  READ_HOLDER,
+  RELEASE,
+  RELEASE_ONE,
+  RENEW,
+} from "../src/scripts.js";
+
+describe("redis codec: the wire formats, both ways", () => {
+  it("lock payload: owner, grant id, owner id and value on their own lines", () => {
+    const tail = payloadTail("billing-7", "job 12");
+    expect(tail).toBe("\nbilling-7\njob 12");
+    expect(payloadTail("billing-7", undefined)).toBe("\nbilling-7");
+    const wire = encodePayload("5f2a9c", 1733050000123456n, tail);
+    expect(wire).toBe("5f2a9c:1733050000123456\nbilling-7\njob 12");
+    expect(decodePayload(wire, true)).toEqual({
+      ownerId: "billing-7",
+      token: 1733050000123456n,
+      value: "job 12",
+    });
+    // Redlock's grant id is a private counter: no token.
+    expect(decodePayload("5f2a9c:3\nbilling-7", false)).toEqual({
+      ownerId: "billing-7",
+      token: 0n,
+    });
+    // A grant handed to wait 4 of the session in a line.
+    expect(decodePayload(encodePayload(waitId("5f2a9c", 4), 9, "\nw"), true)).toEqual({
+      ownerId: "w",
+      token: 9n,
+    });
+    // A value may hold the separators; it comes last.
+    expect(decodePayload("s:1\no\na:b\nc", true)).toEqual({
+      ownerId: "o",
+      token: 1n,
+      value: "a:b\nc",
+    });
+  });
+
+  it("lock payload: a value Baton did not write decodes to null", () => {
+    for (const foreign of ["", "plain", "no-colon\nowner", "s:12x\nowner", "s:\nowner"]) {
+      expect(decodePayload(foreign, true), JSON.stringify(foreign)).toBeNull();
+    }
+  });
+
+  it("owner checks compare prefixes of the payload", () => {
+    const wire = encodePayload("5f2a9c", 42, payloadTail("o", undefined));
+    expect(ownerPrefix("5f2a9c")).toBe("5f2a9c:");
+    expect(grantPrefix("5f2a9c", 42)).toBe("5f2a9c:42\n");
+    expect(wire.startsWith(ownerPrefix("5f2a9c"))).toBe(true);
+    expect(wire.startsWith(grantPrefix("5f2a9c", 42n))).toBe(true);
+    expect(wire.startsWith(grantPrefix("5f2a9c", 4))).toBe(false);
+  });
+
+  it("line entry: the wait id, its TTL, then the payload tail", () => {
+    expect(lineEntry(waitId("5f2a9c", 3), 20_000, payloadTail("w", "v"))).toBe(
+      "5f2a9c.3:20000\nw\nv",
+    );
+  });
+
+  it("acquire reply: a token, or the holder's PTTL folded into an integer <= 0", () => {
+    expect(decodeAcquireReply(1733050000123456)).toEqual({ token: 1733050000123456n });
+    expect(decodeAcquireReply(1)).toEqual({ token: 1n });
+    expect(encodeHeld(4_999)).toBe(-5_000);
+    expect(decodeAcquireReply(-5_000)).toEqual({ pttl: 4_999 });
+    // A key without expiry (PTTL -1), not Baton's.
+    expect(encodeHeld(-1)).toBe(0);
+    expect(decodeAcquireReply(0)).toEqual({ pttl: -1 });
+    expect(decodeNodeAcquireReply(1)).toBe("granted");
+    expect(decodeNodeAcquireReply(-5_000)).toBe("held");
+    expect(decodeNodeAcquireReply(0)).toBe("held");
+  });
+
+  it("renewal, release and holder replies", () => {
+    expect(decodeRenewReply([1, 0, 1])).toEqual([true, false, true]);
+    expect(decodeReleasedOne(1)).toBe(true);
+    expect(decodeReleasedOne(0)).toBe(false);
+    expect(decodeHolderReply(["s:1\no", 900])).toEqual({ payload: "s:1\no", pttl: 900 });
+    expect(decodeHolderReply([null, -2])).toEqual({ payload: null, pttl: -2 });
+  });
+
+  it("turn messages: a grant to a wait, the wait ahead's lease, or look now", () => {
+    expect(encodeTurnGranted(3, 1733050000123457n)).toBe("g3:1733050000123457");
+    expect(decodeTurnMessage("g3:1733050000123457")).toEqual({
+      kind: "granted",
+      wait: "3",
+      token: 1733050000123457n,
+    });
+    expect(encodeTurnBehind(20_000)).toBe("b20000");
+    expect(decodeTurnMessage("b20000")).toEqual({ kind: "behind", leaseMs: 20_000 });
+    expect(decodeTurnMessage("b0")).toEqual({ kind: "behind", leaseMs: 0 });
+    // "" is the subscriber's own: it reconnected; anything unknown means look too.
+    for (const look of ["", "r", "g3:", "g3:x", "g3", "b-1", "bx", "x"]) {
+      expect(decodeTurnMessage(look), JSON.stringify(look)).toEqual({ kind: "look" });
+    }
+  });
+});
+
+describeBackend("redis", (url) => {
+  describe("redis codec against a real server", () => {
+    let raw: Redis;
+    let sub: Redis;
+    const prefix = `codec-${randomUUID().slice(0, 8)}:`;
+
+    beforeAll(async () => {
+      raw = new Redis(url, { lazyConnect: true });
+      sub = new Redis(url, { lazyConnect: true });
+      await Promise.all([raw.connect(), sub.connect()]);
+    });
+    afterAll(() => {
+      raw.disconnect();
+      sub.disconnect();
+    });
+
+    /** Subscribes to `channels`; `take()` resolves the messages published so far, in order. */
+    const listen = async (...channels: string[]) => {
+      const seen: [string, string][] = [];
+      sub.removeAllListeners("message");
+      sub.on("message", (channel: string, message: string) => seen.push([channel, message]));
+      await sub.subscribe(...channels);
+      return {
+        take: async (n: number) => {
+          for (let i = 0; i < 100 && seen.length < n; i++)
+            await new Promise((r) => setTimeout(r, 10));
+          return seen.splice(0);
+        },
+        close: () => sub.unsubscribe(...channels),
+      };
+    };
+
+    it("the acquire script stores the payload the codec decodes, and announces the grant", async () => {
+      const keys = lockKeys(prefix, "acquire");
+      const events = await listen(keys.channel);
+      const tail = payloadTail("billing-7", "job 12");
+      const reply = await ACQUIRE.run(
+        raw,
+        [keys.lock, keys.token, keys.waiters],
+        [ownerPrefix("5f2a9c"), 5_000, tail, keys.channel],
+      );
+      const got = decodeAcquireReply(reply);
+      if (!("token" in got)) throw new Error(`not granted: ${String(reply)}`);
+      // A missing counter starts at the server's clock in microseconds.
+      expect(got.token).toBeGreaterThan(1_600_000_000_000_000n);
+      const stored = await raw.get(keys.lock);
+      expect(stored).toBe(encodePayload("5f2a9c", got.token, tail));
+      expect(decodePayload(stored as string, true)).toEqual({
+        ownerId: "billing-7",
+        token: got.token,
+        value: "job 12",
+      });
+      expect(await events.take(1)).toEqual([[keys.channel, "g5000"]]);
+      await events.close();
+    });
+
+    it("a held lock answers the holder's PTTL, also for a key without expiry", async () => {
+      const keys = lockKeys(prefix, "held");
+      await raw.set(keys.lock, encodePayload("other", 1, "\no"), "PX", 30_000);
+      const held = decodeAcquireReply(
+        await ACQUIRE.run(
+          raw,
+          [keys.lock, keys.token, keys.waiters],
+          [ownerPrefix("me"), 5_000, "\nme", keys.channel],
+        ),
+      );
+      expect(held).toHaveProperty("pttl");
+      const { pttl } = held as { pttl: number };
+      expect(pttl).toBeGreaterThan(25_000);
+      expect(pttl).toBeLessThanOrEqual(30_000);
+      const noTtl = lockKeys(prefix, "no-ttl");
+      await raw.set(noTtl.lock, "not baton's");
+      const reply = await ACQUIRE.run(
+        raw,
+        [noTtl.lock, noTtl.token, noTtl.waiters],
+        [ownerPrefix("me"), 5_000, "\nme", noTtl.channel],
+      );
+      expect(reply).toBe(encodeHeld(-1));
+      expect(decodeAcquireReply(reply)).toEqual({ pttl: -1 });
+      expect(
+        decodeNodeAcquireReply(await ACQUIRE_NO_TOKEN.run(raw, [keys.lock], ["x:1\no", 5_000])),
+      ).toBe("held");
+    });
+
+    it("a release hands the lock to the line's first entry, telling it and the one behind", async () => {
+      const keys = lockKeys(prefix, "handoff");
+      await raw.set(keys.token, "41");
+      await raw.set(keys.lock, encodePayload("holder", 41, "\nh"), "PX", 30_000);
+      const first = lineEntry(waitId("aaaa", 3), 20_000, payloadTail("first", "v1"));
+      const second = lineEntry(waitId("bbbb", 1), 7_000, payloadTail("second", undefined));
+      await raw.zadd(keys.waiters, 1, first, 2, second);
+      const events = await listen(keys.channel, keys.turn("aaaa"), keys.turn("bbbb"));
+      const released = await RELEASE.run(
+        raw,
+        [keys.lock, keys.waiters, keys.token],
+        ["1", grantPrefix("holder", 41), keys.channel, keys.turnPrefix],
+      );
+      expect(decodeReleasedOne(released)).toBe(true);
+      const messages = await events.take(3);
+      expect(messages).toEqual([
+        [keys.turn("aaaa"), encodeTurnGranted(3, 42)],
+        [keys.turn("bbbb"), encodeTurnBehind(20_000)],
+        [keys.channel, "r"],
+      ]);
+      expect(decodeTurnMessage(messages[0]?.[1] ?? "")).toEqual({
+        kind: "granted",
+        wait: "3",
+        token: 42n,
+      });
+      expect(decodeTurnMessage(messages[1]?.[1] ?? "")).toEqual({
+        kind: "behind",
+        leaseMs: 20_000,
+      });
+      // The lock is the first wait's payload with the next token, for its own TTL.
+      expect(await raw.get(keys.lock)).toBe(encodePayload(waitId("aaaa", 3), 42, "\nfirst\nv1"));
+      expect(await raw.pttl(keys.lock)).toBeGreaterThan(19_000);
+      // Not the old holder's any more.
+      expect(
+        decodeReleasedOne(
+          await RELEASE.run(
+            raw,
+            [keys.lock, keys.waiters, keys.token],
+            ["1", grantPrefix("holder", 41), keys.channel, keys.turnPrefix],
+          ),
+        ),
+      ).toBe(false);
+      await events.close();
+    });
+
+    it("renewal and holder replies, and a Redlock node's grant and release", async () => {
+      const mine = lockKeys(prefix, "renew-mine");
+      const gone = lockKeys(prefix, "renew-gone");
+      await raw.set(mine.lock, encodePayload("s", 7, "\no"), "PX", 1_000);
+      const renewed = await RENEW.run(
+        raw,
+        [mine.lock, gone.lock],
+        [30_000, grantPrefix("s", 7), grantPrefix("s", 8)],
+      );
+      expect(renewed).toEqual([1, 0]);
+      expect(decodeRenewReply(renewed)).toEqual([true, false]);
+      expect(await raw.pttl(mine.lock)).toBeGreaterThan(29_000);
+
+      const holder = await READ_HOLDER.run(raw, [mine.lock], []);
+      expect(decodeHolderReply(holder)).toMatchObject({ payload: encodePayload("s", 7, "\no") });
+      const missing = await READ_HOLDER.run(raw, [gone.lock], []);
+      expect(missing).toEqual([null, -2]);
+      expect(decodeHolderReply(missing)).toEqual({ payload: null, pttl: -2 });
+
+      const node = lockKeys(prefix, "redlock");
+      const events = await listen(node.channel);
+      const payload = encodePayload("s", 1, "\no");
+      const granted = await ACQUIRE_NO_TOKEN.run(raw, [node.lock], [payload, 5_000]);
+      expect(granted).toBe(1);
+      expect(decodeNodeAcquireReply(granted)).toBe("granted");
+      expect(
+        decodeReleasedOne(
+          await RELEASE_ONE.run(raw, [node.lock], [grantPrefix("s", 2), node.channel]),
+        ),
+      ).toBe(false);
+      expect(
+        decodeReleasedOne(
+          await RELEASE_ONE.run(raw, [node.lock], [grantPrefix("s", 1), node.channel]),
+        ),
+      ).toBe(true);
+      expect(await events.take(1)).toEqual([[node.channel, "1"]]);
+      await events.close();
+    });
+  });
+});
