@@ -93,6 +93,25 @@ describe("correctness mode raises the fence before the caller gets the lock", ()
     expect(await other.tryAcquire("invoices")).not.toBeNull();
   });
 
+  it("after a failed raise whose release fails too, the name stays taken here until the grant expires, so the session never acquires a key it still holds", async () => {
+    const failure = new Error("fence store down");
+    const fence: Fence = {
+      raise: async () => {
+        throw failure;
+      },
+    };
+    const { clock, backend, coordinator } = correctness(fence);
+    backend.hooks.release = async (_grant, next) => {
+      clock.setTimer(() => void next(), 1_000); // expires by itself within one TTL
+      throw new Error("ECONNRESET");
+    };
+    expect(await rejectionOf(coordinator.acquire("invoices", { waitMs: 0 }))).toBe(failure);
+    delete backend.hooks.release;
+
+    expect(await coordinator.tryAcquire("invoices")).toBeNull();
+    expect(backend.violations).toEqual([]);
+  });
+
   it("a fence that has seen a newer token rejects the acquire with StaleTokenError", async () => {
     const fence = new MemoryFence();
     await fence.raise("invoices", 1_000n); // e.g. tokens of a store that was replaced
