@@ -5,11 +5,11 @@
  * @packageDocumentation
  * @module @baton/redis
  */
-import { type BackendUrl, registerBackend } from "@baton/core";
+import { registerBackend } from "@baton/core";
 import { REDIS_GUARANTEES, RedisBackend } from "./redis-backend.js";
-import { resolveRedisOptions } from "./redis-options.js";
+import { redisOptionsFromUrl } from "./redis-options.js";
 import { REDLOCK_GUARANTEES, RedlockBackend } from "./redlock-backend.js";
-import { resolveRedlockOptions } from "./redlock-options.js";
+import { redlockOptionsFromUrl } from "./redlock-options.js";
 
 export type { RedisAddress, RedisNatMap } from "./nat-map.js";
 export { REDIS_GUARANTEES, RedisBackend } from "./redis-backend.js";
@@ -18,20 +18,27 @@ export {
   DEFAULT_COMMAND_TIMEOUT_MS,
   DEFAULT_KEY_PREFIX,
   type RedisBackendOptions,
+  redisOptionsFromUrl,
 } from "./redis-options.js";
 export { REDLOCK_GUARANTEES, RedlockBackend } from "./redlock-backend.js";
-export { defaultNodeTimeoutMs, type RedlockBackendOptions } from "./redlock-options.js";
+export {
+  DEFAULT_RETRY_MAX_MS,
+  DEFAULT_RETRY_MIN_MS,
+  defaultNodeTimeoutMs,
+  type RedlockBackendOptions,
+  redlockOptionsFromUrl,
+} from "./redlock-options.js";
 
 // The URL checks run in createCoordinator, before any I/O: a misspelt option fails there.
-const checkRedisUrl = (url: BackendUrl) => {
-  resolveRedisOptions({ url: url.href }, () => url);
-};
-const redis = { checkUrl: checkRedisUrl, guarantees: REDIS_GUARANTEES };
-registerBackend("redis", (url) => new RedisBackend({ url: url.href }), redis);
-registerBackend("rediss", (url) => new RedisBackend({ url: url.href }), redis);
-registerBackend("redlock", (url) => new RedlockBackend({ url: url.href }), {
-  checkUrl: (url) => {
-    resolveRedlockOptions({ url: url.href }, () => url);
-  },
+registerBackend("redis", (url) => new RedisBackend(redisOptionsFromUrl(url)), {
+  checkUrl: redisOptionsFromUrl,
+  guarantees: REDIS_GUARANTEES,
+});
+registerBackend("rediss", (url) => new RedisBackend(redisOptionsFromUrl(url)), {
+  checkUrl: redisOptionsFromUrl,
+  guarantees: REDIS_GUARANTEES,
+});
+registerBackend("redlock", (url) => new RedlockBackend(redlockOptionsFromUrl(url)), {
+  checkUrl: redlockOptionsFromUrl,
   guarantees: REDLOCK_GUARANTEES,
 });

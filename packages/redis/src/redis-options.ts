@@ -52,6 +52,44 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 2_000;
 
 const KEYS = ["url", "client", "keyPrefix", "commandTimeoutMs", "natMap"] as const;
 
+/** Query parameters of a `redis://` URL. */
+const URL_PARAMS = ["prefix", "commandTimeoutMs", "cluster"] as const;
+
+/**
+ * Options from `redis://[user:pass@]host:port[/db]`, `rediss://` (TLS), or a Redis Cluster
+ * (`redis://h1:7000,h2:7001`, or one host and `?cluster=true`), with `?prefix=` and
+ * `?commandTimeoutMs=`. No I/O; throws `ConfigError` on anything it does not know. The
+ * credentials, hosts and database stay in `url`.
+ */
+export function redisOptionsFromUrl(url: BackendUrl): RedisBackendOptions {
+  if (url.scheme !== "redis" && url.scheme !== "rediss") {
+    throw new ConfigError("url", `must start with redis:// or rediss://, got "${url.scheme}:"`);
+  }
+  if (url.hosts.length === 0) throw new ConfigError("url", "names no host");
+  const query = checkQuery(url, URL_PARAMS);
+  const cluster = isClusterUrl(url);
+  if (!cluster && url.pathname !== "" && url.pathname !== "/") checkDb(url.pathname);
+  if (cluster && url.pathname !== "" && url.pathname !== "/") {
+    throw new ConfigError("url", "a Redis Cluster has no database number; drop the /db path");
+  }
+  const prefix = query.get("prefix");
+  const timeoutText = query.get("commandTimeoutMs");
+  return {
+    url: url.href,
+    ...(prefix === null ? {} : { keyPrefix: checkPrefix(prefix) }),
+    ...(timeoutText === null ? {} : { commandTimeoutMs: checkTimeout(Number(timeoutText)) }),
+  };
+}
+
+/** Whether a `redis://` URL names a Cluster: several hosts, or `?cluster=true`. */
+function isClusterUrl(url: BackendUrl): boolean {
+  const clusterText = url.searchParams.get("cluster");
+  if (clusterText !== null && clusterText !== "true" && clusterText !== "false") {
+    throw new ConfigError("url", `?cluster must be true or false, got "${clusterText}"`);
+  }
+  return url.hosts.length > 1 || clusterText === "true";
+}
+
 /** Checks every option before any I/O; throws `ConfigError` naming the field. */
 export function resolveRedisOptions(
   input: RedisBackendOptions,
@@ -74,25 +112,11 @@ export function resolveRedisOptions(
   let cluster = false;
   if (input.url !== undefined) {
     url = parseUrl(input.url);
-    if (url.scheme !== "redis" && url.scheme !== "rediss") {
-      throw new ConfigError("url", `must start with redis:// or rediss://, got "${url.scheme}:"`);
-    }
-    if (url.hosts.length === 0) throw new ConfigError("url", "names no host");
-    const query = checkQuery(url, ["prefix", "commandTimeoutMs", "cluster"]);
-    keyPrefix ??= query.get("prefix") ?? undefined;
-    const timeoutText = query.get("commandTimeoutMs");
-    if (commandTimeoutMs === undefined && timeoutText !== null) {
-      commandTimeoutMs = Number(timeoutText);
-    }
-    const clusterText = query.get("cluster");
-    if (clusterText !== null && clusterText !== "true" && clusterText !== "false") {
-      throw new ConfigError("url", `?cluster must be true or false, got "${clusterText}"`);
-    }
-    cluster = url.hosts.length > 1 || clusterText === "true";
-    if (!cluster && url.pathname !== "" && url.pathname !== "/") checkDb(url.pathname);
-    if (cluster && url.pathname !== "" && url.pathname !== "/") {
-      throw new ConfigError("url", "a Redis Cluster has no database number; drop the /db path");
-    }
+    // Options given beside the URL win over its query.
+    const fromUrl = redisOptionsFromUrl(url);
+    keyPrefix ??= fromUrl.keyPrefix;
+    commandTimeoutMs ??= fromUrl.commandTimeoutMs;
+    cluster = isClusterUrl(url);
   } else {
     const c = input.client as Partial<Redis> | null;
     if (c === null || typeof c !== "object" || typeof c.evalsha !== "function") {

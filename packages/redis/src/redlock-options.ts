@@ -21,11 +21,23 @@ export interface RedlockBackendOptions {
    * 50 ms and at most 500 ms.
    */
   readonly nodeTimeoutMs?: number;
-  /** Shortest random delay before a waiting acquire tries again. Default 10. */
+  /**
+   * Shortest delay before a waiting acquire tries again; each delay is drawn uniformly
+   * between `retryMinMs` and `retryMaxMs`, so contenders that failed together spread out.
+   * Default {@link DEFAULT_RETRY_MIN_MS}.
+   */
   readonly retryMinMs?: number;
-  /** Longest random delay before a waiting acquire tries again. Default 60. */
+  /**
+   * Longest delay before a waiting acquire tries again. Default {@link DEFAULT_RETRY_MAX_MS},
+   * or `retryMinMs` when that is larger.
+   */
   readonly retryMaxMs?: number;
 }
+
+/** Default shortest delay before a waiting Redlock acquire tries again. */
+export const DEFAULT_RETRY_MIN_MS = 10;
+/** Default longest delay before a waiting Redlock acquire tries again. */
+export const DEFAULT_RETRY_MAX_MS = 60;
 
 /** Validated {@link RedlockBackendOptions}. */
 export interface ResolvedRedlockOptions {
@@ -39,6 +51,48 @@ export interface ResolvedRedlockOptions {
 }
 
 const KEYS = ["url", "clients", "keyPrefix", "nodeTimeoutMs", "retryMinMs", "retryMaxMs"] as const;
+
+/** Query parameters of a `redlock://` URL. */
+const URL_PARAMS = ["prefix", "nodeTimeoutMs", "retryMinMs", "retryMaxMs"] as const;
+
+/**
+ * Options from `redlock://[user:pass@]h1:p1,h2:p2,h3:p3` (an odd number of independent
+ * nodes, 3 or more), with `?prefix=`, `?nodeTimeoutMs=`, `?retryMinMs=`, `?retryMaxMs=`. No
+ * I/O; throws `ConfigError` on anything it does not know. The credentials and nodes stay in
+ * `url`.
+ */
+export function redlockOptionsFromUrl(url: BackendUrl): RedlockBackendOptions {
+  if (url.scheme !== "redlock") {
+    throw new ConfigError("url", `must start with redlock://, got "${url.scheme}:"`);
+  }
+  if (url.pathname !== "" && url.pathname !== "/") {
+    throw new ConfigError("url", "a redlock:// URL takes no path");
+  }
+  const query = checkQuery(url, URL_PARAMS);
+  const seen = new Set<string>();
+  for (const h of url.hosts) {
+    const id = `${h.host}:${h.port ?? 6379}`;
+    if (seen.has(id)) throw new ConfigError("url", `names node ${id} twice`);
+    seen.add(id);
+  }
+  checkNodeCount(url.hosts.length, "url");
+  const num = (name: string) => {
+    const text = query.get(name);
+    return text === null ? undefined : Number(text);
+  };
+  const prefix = query.get("prefix");
+  const nodeTimeoutMs = num("nodeTimeoutMs");
+  const retry = checkRetry(num("retryMinMs"), num("retryMaxMs"));
+  return {
+    url: url.href,
+    ...(prefix === null ? {} : { keyPrefix: checkPrefix(prefix) }),
+    ...(nodeTimeoutMs === undefined
+      ? {}
+      : { nodeTimeoutMs: checkTimeout(nodeTimeoutMs, "nodeTimeoutMs") }),
+    ...(query.has("retryMinMs") ? { retryMinMs: retry.min } : {}),
+    ...(query.has("retryMaxMs") ? { retryMaxMs: retry.max } : {}),
+  };
+}
 
 /** Checks every option before any I/O; throws `ConfigError` naming the field. */
 export function resolveRedlockOptions(
@@ -64,28 +118,13 @@ export function resolveRedlockOptions(
   let retryMaxMs: unknown = input.retryMaxMs;
   if (input.url !== undefined) {
     url = parseUrl(input.url);
-    if (url.scheme !== "redlock") {
-      throw new ConfigError("url", `must start with redlock://, got "${url.scheme}:"`);
-    }
-    if (url.pathname !== "" && url.pathname !== "/") {
-      throw new ConfigError("url", "a redlock:// URL takes no path");
-    }
-    const query = checkQuery(url, ["prefix", "nodeTimeoutMs", "retryMinMs", "retryMaxMs"]);
-    const num = (name: string) => {
-      const text = query.get(name);
-      return text === null ? undefined : Number(text);
-    };
-    keyPrefix ??= query.get("prefix") ?? undefined;
-    nodeTimeoutMs ??= num("nodeTimeoutMs");
-    retryMinMs ??= num("retryMinMs");
-    retryMaxMs ??= num("retryMaxMs");
+    // Options given beside the URL win over its query.
+    const fromUrl = redlockOptionsFromUrl(url);
+    keyPrefix ??= fromUrl.keyPrefix;
+    nodeTimeoutMs ??= fromUrl.nodeTimeoutMs;
+    retryMinMs ??= fromUrl.retryMinMs;
+    retryMaxMs ??= fromUrl.retryMaxMs;
     nodeCount = url.hosts.length;
-    const seen = new Set<string>();
-    for (const h of url.hosts) {
-      const id = `${h.host}:${h.port ?? 6379}`;
-      if (seen.has(id)) throw new ConfigError("url", `names node ${id} twice`);
-      seen.add(id);
-    }
   } else {
     if (!Array.isArray(input.clients)) {
       throw new ConfigError("clients", "must be an array of ioredis Redis instances");
@@ -96,16 +135,9 @@ export function resolveRedlockOptions(
       }
     }
     nodeCount = input.clients.length;
+    checkNodeCount(nodeCount, "clients");
   }
-  if (nodeCount < 3 || nodeCount % 2 === 0) {
-    throw new ConfigError(
-      input.url === undefined ? "clients" : "url",
-      `Redlock needs an odd number of independent nodes, 3 or more (got ${nodeCount})`,
-    );
-  }
-  const min = retryMinMs === undefined ? 10 : checkTimeout(retryMinMs, "retryMinMs");
-  const max = retryMaxMs === undefined ? Math.max(60, min) : checkTimeout(retryMaxMs, "retryMaxMs");
-  if (max < min) throw new ConfigError("retryMaxMs", `must be at least retryMinMs (${min})`);
+  const { min, max } = checkRetry(retryMinMs, retryMaxMs);
   return {
     url,
     clients: input.clients,
@@ -116,6 +148,25 @@ export function resolveRedlockOptions(
     retryMinMs: min,
     retryMaxMs: max,
   };
+}
+
+/** Redlock needs an odd number of independent nodes, 3 or more. */
+function checkNodeCount(count: number, field: "url" | "clients"): void {
+  if (count < 3 || count % 2 === 0) {
+    throw new ConfigError(
+      field,
+      `Redlock needs an odd number of independent nodes, 3 or more (got ${count})`,
+    );
+  }
+}
+
+/** The retry delay bounds, with their defaults: `min <= max`. */
+function checkRetry(minMs: unknown, maxMs: unknown): { min: number; max: number } {
+  const min = minMs === undefined ? DEFAULT_RETRY_MIN_MS : checkTimeout(minMs, "retryMinMs");
+  const max =
+    maxMs === undefined ? Math.max(DEFAULT_RETRY_MAX_MS, min) : checkTimeout(maxMs, "retryMaxMs");
+  if (max < min) throw new ConfigError("retryMaxMs", `must be at least retryMinMs (${min})`);
+  return { min, max };
 }
 
 /** The default per-node timeout for a TTL: a tenth of it, within 50..500 ms. */

@@ -1,8 +1,20 @@
 import { inspect } from "node:util";
-import { ConfigError, createBackend, createCoordinator, MemoryFence } from "@baton/core";
+import {
+  type BackendUrl,
+  ConfigError,
+  createBackend,
+  createCoordinator,
+  MemoryFence,
+  parseBackendUrl,
+} from "@baton/core";
 import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
-import { RedisBackend, RedlockBackend } from "../src/index.js";
+import {
+  RedisBackend,
+  RedlockBackend,
+  redisOptionsFromUrl,
+  redlockOptionsFromUrl,
+} from "../src/index.js";
 
 function configErrorOf(fn: () => unknown): ConfigError {
   try {
@@ -225,5 +237,45 @@ describe("redis URLs", () => {
       expect(error.field, url).toBe("url");
       expect(error.message, url).toContain('"prefx"');
     }
+  });
+
+  it("redisOptionsFromUrl and redlockOptionsFromUrl read a URL's options, without I/O", () => {
+    const href = "redis://u:pw@h:1/2?prefix=app:&commandTimeoutMs=700";
+    expect(redisOptionsFromUrl(parseBackendUrl(href))).toEqual({
+      url: href,
+      keyPrefix: "app:",
+      commandTimeoutMs: 700,
+    });
+    expect(redisOptionsFromUrl(parseBackendUrl("redis://a:1,b:2"))).toEqual({
+      url: "redis://a:1,b:2",
+    });
+    const nodes = "redlock://a:1,b:2,c:3?nodeTimeoutMs=90&retryMinMs=20&retryMaxMs=30";
+    expect(redlockOptionsFromUrl(parseBackendUrl(nodes))).toEqual({
+      url: nodes,
+      nodeTimeoutMs: 90,
+      retryMinMs: 20,
+      retryMaxMs: 30,
+    });
+    /** A parsed URL with another query, as the registry's own check would not let it through. */
+    const withQuery = (url: string, query: string): BackendUrl => ({
+      ...parseBackendUrl(url),
+      searchParams: new URLSearchParams(query),
+    });
+    const fieldOf = (fn: () => unknown) => configErrorOf(fn).field;
+    expect(fieldOf(() => redisOptionsFromUrl(withQuery("redis://h:1", "commandTimeoutMs=x")))).toBe(
+      "commandTimeoutMs",
+    );
+    expect(fieldOf(() => redisOptionsFromUrl(withQuery("redis://h:1", "cluster=yes")))).toBe("url");
+    expect(fieldOf(() => redisOptionsFromUrl(withQuery("redis://h:1", "prefx=a")))).toBe("url");
+    expect(
+      fieldOf(() => redlockOptionsFromUrl(withQuery("redlock://a:1,b:2,c:3", "retryMaxMs=5"))),
+    ).toBe("retryMaxMs");
+    expect(fieldOf(() => redlockOptionsFromUrl(parseBackendUrl("redis://a:1,b:2,c:3")))).toBe(
+      "url",
+    );
+    // Options given beside the URL win over its query.
+    const backend = new RedisBackend({ url: "redis://h:1?prefix=url:", keyPrefix: "given:" });
+    expect(backend.keyPrefix).toBe("given:");
+    void backend.close();
   });
 });
