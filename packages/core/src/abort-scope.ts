@@ -81,26 +81,16 @@ export class AbortScope {
 
   /**
    * Runs `callback` once when the scope ends. Like an "abort" listener added to an aborted
-   * signal, it never runs when the scope has already ended: check `aborted` first.
-   * Returns a function that removes it.
+   * signal, it never runs when the scope has already ended: check `aborted` first. Remove it
+   * with {@link removeCallback}.
    */
-  onAbort(callback: (reason: unknown) => void): () => void {
-    if (!this.addCallback(callback)) return noop;
-    return () => this.removeCallback(callback);
-  }
-
-  /**
-   * {@link onAbort} without the remover: runs `callback` once when the scope ends; false (and
-   * it never runs) when the scope has already ended. Remove it with {@link removeCallback}.
-   */
-  addCallback(callback: (reason: unknown) => void): boolean {
-    if (this.#aborted) return false;
+  addCallback(callback: (reason: unknown) => void): void {
+    if (this.#aborted) return;
     if (this.#callback === undefined) this.#callback = callback;
     else {
       this.#callbacks ??= [];
       this.#callbacks.push(callback);
     }
-    return true;
   }
 
   /** Removes a callback added by {@link addCallback}; harmless when it is not there. */
@@ -157,25 +147,12 @@ export class AbortScope {
   }
 }
 
-function noop(): void {}
-
 /** Something that can end: a real `AbortSignal` or an {@link AbortScope}. @internal */
 export type Abortable = AbortSignal | AbortScope;
 
 /**
- * Runs `callback` once when `source` aborts; returns a function that stops listening.
- * Does not call `callback` for a source that has already aborted (check `aborted` first).
- *
- * @internal
- */
-export function listenAbort(source: Abortable, callback: () => void): () => void {
-  addAbortCallback(source, callback);
-  return () => removeAbortCallback(source, callback);
-}
-
-/**
- * {@link listenAbort} without a remover to allocate: runs `callback` once when `source` aborts
- * (not for one that has already aborted). Undo with {@link removeAbortCallback}.
+ * Runs `callback` once when `source` aborts (not for one that has already aborted: check
+ * `aborted` first). Undo with {@link removeAbortCallback}.
  *
  * @internal
  */

@@ -1,4 +1,4 @@
-import { type Abortable, listenAbort } from "./abort-scope.js";
+import { type Abortable, addAbortCallback, removeAbortCallback } from "./abort-scope.js";
 
 /**
  * A FIFO mutex per key, in process. The coordinator queues same-name acquires here, so a
@@ -19,18 +19,17 @@ export class KeyedMutex {
       return Promise.resolve(this.#unlocker(key));
     }
     return new Promise((resolve, reject) => {
-      let unlisten: (() => void) | undefined;
       const grant = () => {
-        unlisten?.();
+        if (signal !== undefined) removeAbortCallback(signal, cancel);
         resolve(this.#unlocker(key));
       };
-      waiting.push(grant);
-      if (signal === undefined) return;
-      unlisten = listenAbort(signal, () => {
+      const cancel = () => {
         const at = waiting.indexOf(grant);
         if (at >= 0) waiting.splice(at, 1);
-        reject(signal.reason);
-      });
+        reject(signal?.reason);
+      };
+      waiting.push(grant);
+      if (signal !== undefined) addAbortCallback(signal, cancel);
     });
   }
 

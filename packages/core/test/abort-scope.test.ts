@@ -37,15 +37,17 @@ describe("AbortScope", () => {
     expect(built).toBe(1);
   });
 
-  it("onAbort callbacks run on abort, not after removal, and not for an ended scope", () => {
+  it("callbacks run on abort, not after removal, and not for an ended scope", () => {
     const scope = new AbortScope();
     const calls: string[] = [];
-    scope.onAbort((r) => calls.push(`a:${String(r)}`));
-    const off = scope.onAbort(() => calls.push("b"));
-    off();
+    const b = () => calls.push("b");
+    scope.addCallback((r) => calls.push(`a:${String(r)}`));
+    scope.addCallback(b);
+    scope.addCallback((r) => calls.push(`c:${String(r)}`));
+    scope.removeCallback(b);
     scope.abort("x");
-    scope.onAbort(() => calls.push("late"));
-    expect(calls).toEqual(["a:x"]);
+    scope.addCallback(() => calls.push("late"));
+    expect(calls).toEqual(["a:x", "c:x"]);
   });
 
   it("follows an outside signal until disposed, and leaves no listener on it", () => {
