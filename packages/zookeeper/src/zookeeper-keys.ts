@@ -1,10 +1,24 @@
 /**
- * Names and contents of lock nodes. A lock is a persistent parent node per lock name; every
- * acquisition adds one EPHEMERAL_SEQUENTIAL child named `_c_<attempt id>-lock-<sequence>`.
- * The attempt id (Curator's "protected" mode) lets a retry find the node a lost reply created.
+ * The node layout: every path and node name Baton writes in ZooKeeper, built here.
+ *
+ * A lock is a persistent parent node, `<chroot>/<prefix>/<encoded lock name>`. Every
+ * acquisition adds one EPHEMERAL_SEQUENTIAL child named `_c_<attempt id>-lock-<sequence>`:
+ * the lowest sequence holds the lock. The name is Curator's "protected" mode layout (the
+ * `InterProcessMutex` recipe), so Curator clients and Baton queue on the same parent; the
+ * attempt id lets a retry find the node that a lost reply created.
  */
 
-const NODE_PATTERN = /^_c_([0-9a-f-]{36})-lock-(-?\d+)$/;
+/** Curator's protected-mode prefix: `_c_` followed by the attempt id. */
+export const PROTECTED_PREFIX = "_c_";
+
+/** Separates the attempt id from ZooKeeper's sequence suffix (Curator's lock node name). */
+export const LOCK_NODE_MARKER = "-lock-";
+
+/**
+ * A Baton lock node's name: the attempt id (a UUID) and the sequence ZooKeeper appended (a
+ * signed 32-bit counter, printed `%010d`: negative once the parent's counter wraps).
+ */
+const LOCK_NODE_NAME = /^_c_([0-9a-f-]{36})-lock-(-?\d+)$/;
 
 /** One lock node in a parent's children, parsed. */
 export interface LockNode {
@@ -16,26 +30,14 @@ export interface LockNode {
   readonly seq: number;
 }
 
-/** The name prefix of a node created by attempt `attemptId`; ZooKeeper appends the sequence. */
-export function nodePrefix(attemptId: string): string {
-  return `_c_${attemptId}-lock-`;
+/** The node that holds the lock parents: `<chroot>/<prefix>` (`chroot` without a trailing `/`). */
+export function lockRoot(chroot: string, prefix: string): string {
+  return `${chroot}/${prefix}`;
 }
 
-/** Parses a child name; `undefined` for nodes that are not Baton lock nodes. */
-export function parseNode(name: string): LockNode | undefined {
-  const m = NODE_PATTERN.exec(name);
-  if (m === null) return undefined;
-  return { name, attemptId: m[1] as string, seq: Number(m[2]) };
-}
-
-/** The Baton lock nodes among `children`, in queue order (lowest sequence first). */
-export function queueOrder(children: readonly string[]): LockNode[] {
-  const nodes: LockNode[] = [];
-  for (const child of children) {
-    const node = parseNode(child);
-    if (node !== undefined) nodes.push(node);
-  }
-  return nodes.sort((a, b) => a.seq - b.seq);
+/** The parent node of lock `name` under `root`: its children are the lock's queue. */
+export function lockDir(root: string, name: string): string {
+  return `${root}/${encodeLockName(name)}`;
 }
 
 /**
@@ -49,34 +51,38 @@ export function encodeLockName(name: string): string {
   return encoded;
 }
 
-/** What a lock node stores: the owner id and the published value. */
-export interface NodeData {
-  readonly ownerId: string;
-  readonly value?: string;
+/**
+ * The path to create for attempt `attemptId` in `dir`: `<dir>/_c_<attempt id>-lock-`, to which
+ * ZooKeeper appends the sequence.
+ */
+export function lockNodePrefix(dir: string, attemptId: string): string {
+  return `${dir}/${PROTECTED_PREFIX}${attemptId}${LOCK_NODE_MARKER}`;
 }
 
-/** Serialises a lock node's data. */
-export function encodeNodeData(data: NodeData): Buffer {
-  return Buffer.from(
-    JSON.stringify(
-      data.value === undefined ? { o: data.ownerId } : { o: data.ownerId, v: data.value },
-    ),
-  );
+/** The full path of child `name` of `dir`. */
+export function childPath(dir: string, name: string): string {
+  return `${dir}/${name}`;
 }
 
-/** Reads a lock node's data; unknown contents give an empty owner id. */
-export function decodeNodeData(buffer: Buffer | undefined | null): NodeData {
-  if (buffer === undefined || buffer === null || buffer.length === 0) return { ownerId: "" };
-  try {
-    const parsed = JSON.parse(buffer.toString("utf8")) as { o?: unknown; v?: unknown };
-    const ownerId = typeof parsed.o === "string" ? parsed.o : "";
-    return typeof parsed.v === "string" ? { ownerId, value: parsed.v } : { ownerId };
-  } catch {
-    return { ownerId: "" };
+/** Splits a node's path into its parent's path and its own name. */
+export function splitPath(path: string): { readonly dir: string; readonly name: string } {
+  const at = path.lastIndexOf("/");
+  return { dir: path.slice(0, at), name: path.slice(at + 1) };
+}
+
+/** Parses a child name; `undefined` for nodes that are not Baton lock nodes. */
+export function parseLockNode(name: string): LockNode | undefined {
+  const m = LOCK_NODE_NAME.exec(name);
+  if (m === null) return undefined;
+  return { name, attemptId: m[1] as string, seq: Number(m[2]) };
+}
+
+/** The Baton lock nodes among `children`, in queue order (lowest sequence first). */
+export function queueOrder(children: readonly string[]): LockNode[] {
+  const nodes: LockNode[] = [];
+  for (const child of children) {
+    const node = parseLockNode(child);
+    if (node !== undefined) nodes.push(node);
   }
-}
-
-/** A node's czxid (8-byte big-endian signed integer) as a bigint: the fencing token. */
-export function czxidToken(czxid: Buffer): bigint {
-  return czxid.readBigInt64BE(0);
+  return nodes.sort((a, b) => a.seq - b.seq);
 }
