@@ -6,22 +6,26 @@
  * @module @baton/zookeeper
  */
 import { registerBackend } from "@baton/core";
-import { checkZookeeperUrl, ZOOKEEPER_GUARANTEES, ZookeeperBackend } from "./zookeeper-backend.js";
+import { ZOOKEEPER_GUARANTEES, ZookeeperBackend } from "./zookeeper-backend.js";
+import { zookeeperOptionsFromUrl } from "./zookeeper-options.js";
 
-export { czxidToken, encodeLockName } from "./lock-node.js";
+export { ZOOKEEPER_GUARANTEES, ZookeeperBackend } from "./zookeeper-backend.js";
+export { czxidToken } from "./zookeeper-codec.js";
+export { encodeLockName } from "./zookeeper-keys.js";
 export {
   type ClientFactory,
   type ClientRequest,
   checkZookeeperUrl,
-  ZOOKEEPER_GUARANTEES,
-  ZookeeperBackend,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_PORT,
+  DEFAULT_PREFIX,
   type ZookeeperBackendOptions,
   zookeeperOptionsFromUrl,
-} from "./zookeeper-backend.js";
+} from "./zookeeper-options.js";
 export { ZookeeperSession } from "./zookeeper-session.js";
 
 // The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
-registerBackend("zookeeper", (url) => ZookeeperBackend.fromUrl(url), {
-  checkUrl: checkZookeeperUrl,
+registerBackend("zookeeper", (url) => new ZookeeperBackend(zookeeperOptionsFromUrl(url)), {
+  checkUrl: zookeeperOptionsFromUrl,
   guarantees: ZOOKEEPER_GUARANTEES,
 });

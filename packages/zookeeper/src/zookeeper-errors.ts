@@ -6,9 +6,7 @@ export const ZK_CODE = {
   connectionLoss: zookeeper.Exception.CONNECTION_LOSS,
   operationTimeout: zookeeper.Exception.OPERATION_TIMEOUT,
   noNode: zookeeper.Exception.NO_NODE,
-  nodeExists: zookeeper.Exception.NODE_EXISTS,
   sessionExpired: zookeeper.Exception.SESSION_EXPIRED,
-  authFailed: zookeeper.Exception.AUTH_FAILED,
 } as const;
 
 /** The ZooKeeper error code of `error`, or `undefined` when it is not a ZooKeeper error. */
@@ -27,13 +25,17 @@ export function isConnectionLoss(error: unknown): boolean {
   return code === ZK_CODE.connectionLoss || code === ZK_CODE.operationTimeout;
 }
 
-/** Baton's error for a failed ZooKeeper call made while doing `what`. */
-export function toBatonError(error: unknown, what: string): unknown {
+/**
+ * Baton's error for a failed ZooKeeper call; `context` is what was being done, e.g.
+ * `zookeeper acquire of "invoices"`. A `BatonError` passes through unchanged; an expired
+ * session is a `SessionLostError` (its locks are lost); anything else a
+ * `BackendUnavailableError` with the client's message.
+ */
+export function toBatonError(error: unknown, context: string): BatonError {
   if (error instanceof BatonError) return error;
-  const code = zkCode(error);
-  const detail = error instanceof Error ? error.message : String(error);
-  if (code === ZK_CODE.sessionExpired) {
-    return new SessionLostError(`the ZooKeeper session expired (${what})`, { cause: error });
+  if (zkCode(error) === ZK_CODE.sessionExpired) {
+    return new SessionLostError(`${context}: the ZooKeeper session expired`, { cause: error });
   }
-  return new BackendUnavailableError(`zookeeper: ${what} failed: ${detail}`, { cause: error });
+  const detail = error instanceof Error ? error.message : String(error);
+  return new BackendUnavailableError(`${context} failed: ${detail}`, { cause: error });
 }

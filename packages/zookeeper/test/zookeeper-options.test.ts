@@ -70,6 +70,19 @@ describe("zookeeper options (no server)", () => {
     ).toBe("createClient");
   });
 
+  it("createCoordinator refuses a URL's bad prefix or connect bound, naming the option", () => {
+    for (const [query, field] of [
+      ["prefix=a.b/c", "prefix"],
+      ["prefix=..", "prefix"],
+      ["connectTimeoutMs=soon", "connectTimeoutMs"],
+      ["connectTimeoutMs=0", "connectTimeoutMs"],
+    ] as const) {
+      const url = `zookeeper://127.0.0.1:1/apps?${query}`;
+      expect(configError(() => createCoordinator({ url })).field, query).toBe(field);
+      expect(configError(() => zookeeperOptionsFromUrl(url)).field, query).toBe(field);
+    }
+  });
+
   it("says plainly that there is no TLS: ?tls=true is refused, ?tls=false accepted", () => {
     const error = configError(() => zookeeperOptionsFromUrl("zookeeper://a?tls=true"));
     expect(error.field).toBe("url");

@@ -1,0 +1,171 @@
+/**
+ * Connecting and closing a node-zookeeper-client. The client keeps its connection state in a
+ * private connection manager and never times out a connect attempt or a silent connection
+ * itself; what Baton needs of it (has it started? is it closed for good? drop the socket) is
+ * read here, in one place.
+ */
+import { BackendUnavailableError } from "@baton/core";
+import type { Client } from "node-zookeeper-client";
+import zookeeper from "node-zookeeper-client";
+
+/** The connection manager's states (its `STATES`) that Baton reads. */
+const MANAGER_STATE = {
+  /** Before the first `connect()`. */
+  disconnected: 0,
+  connecting: 1,
+  connected: 2,
+} as const;
+
+/** The client's private connection manager, as far as Baton reads it. */
+interface ConnectionManager {
+  /** Negative once closing, closed, expired or refused (CLOSING ... AUTHENTICATION_FAILED). */
+  state?: unknown;
+  socket?: { destroy?: () => void };
+  onSocketError?: unknown;
+}
+
+function managerOf(client: Client): ConnectionManager | undefined {
+  return (client as unknown as { connectionManager?: ConnectionManager }).connectionManager;
+}
+
+/** True when the client can never connect again (closed, its session expired, or refused). */
+export function isClosedForGood(client: Client): boolean {
+  const state = managerOf(client)?.state;
+  return typeof state === "number" && state < 0;
+}
+
+/**
+ * Drops the client's connection while it connects or is connected (never while it closes):
+ * the client then reconnects, to another member if this one is gone. For a connection that
+ * stopped answering, which the client itself would hold forever (it has no read timeout).
+ */
+export function dropConnection(client: Client): void {
+  const manager = managerOf(client);
+  const live =
+    manager?.state === MANAGER_STATE.connecting || manager?.state === MANAGER_STATE.connected;
+  if (live) manager?.socket?.destroy?.();
+}
+
+/**
+ * Connects `client` (calling `connect()` unless `mayBeStarted` and it has started) and
+ * resolves once a session is established; rejects with `BackendUnavailableError` after
+ * `timeoutMs` (naming `members` and the last connection error), or the signal's reason.
+ */
+export function connect(
+  client: Client,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  members: string,
+  mayBeStarted = false,
+): Promise<void> {
+  const started = performance.now();
+  const lastError = watchSocketErrors(client);
+  return new Promise<void>((resolve, reject) => {
+    const cleanup = () => {
+      lastError.stop();
+      clearTimeout(timer);
+      client.removeListener("connected", onConnected);
+      client.removeListener("expired", onExpired);
+      client.removeListener("authenticationFailed", onAuth);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const onConnected = () => {
+      cleanup();
+      resolve();
+    };
+    const fail = (error: unknown) => {
+      cleanup();
+      reject(error);
+    };
+    const onExpired = () =>
+      fail(
+        new BackendUnavailableError(
+          `zookeeper: the new session with ${members} expired before it was established; check the ensemble's health (zkServer.sh status) and retry`,
+        ),
+      );
+    const onAuth = () =>
+      fail(
+        new BackendUnavailableError(
+          `zookeeper: ${members} refused the client's credentials; check the digest or SASL settings of the client you pass`,
+        ),
+      );
+    const onAbort = () => fail(signal?.reason);
+    const timer = setTimeout(() => {
+      const cause = lastError.error;
+      const detail = cause === undefined ? "no answer" : `last error: ${cause.message}`;
+      fail(
+        new BackendUnavailableError(
+          `zookeeper: no ensemble member of ${members} accepted a session within ${Math.round(performance.now() - started)} ms (${detail}); check that ZooKeeper runs there and is reachable from here`,
+          cause === undefined ? undefined : { cause },
+        ),
+      );
+    }, timeoutMs);
+    client.on("connected", onConnected);
+    client.on("expired", onExpired);
+    client.on("authenticationFailed", onAuth);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const state = managerOf(client)?.state;
+    if (!mayBeStarted || state === MANAGER_STATE.disconnected || state === undefined) {
+      client.connect();
+    }
+  });
+}
+
+/**
+ * Remembers the last socket error of `client`'s connection attempts (the client itself only
+ * retries and keeps no record), so a connect that times out can say why. Wraps the connection
+ * manager's `onSocketError`, which it binds anew on every attempt; without one (a client of
+ * another shape) it records nothing.
+ */
+function watchSocketErrors(client: Client): { readonly error: Error | undefined; stop(): void } {
+  const manager = managerOf(client);
+  const original = manager?.onSocketError;
+  const record: { error: Error | undefined; stop(): void } = {
+    error: undefined,
+    stop: () => undefined,
+  };
+  if (manager === undefined || typeof original !== "function") return record;
+  const own = Object.hasOwn(manager, "onSocketError");
+  manager.onSocketError = function (this: unknown, error: unknown) {
+    if (error instanceof Error) record.error = error;
+    return (original as (e: unknown) => unknown).call(this, error);
+  };
+  record.stop = () => {
+    if (own) manager.onSocketError = original;
+    else delete manager.onSocketError;
+  };
+  return record;
+}
+
+/**
+ * Closes a client: the server deletes its ephemeral nodes at once. Waits at most `boundMs` for
+ * the server's confirmation; a client that is not connected cannot tell the server, and its
+ * nodes go when the session times out.
+ */
+export function closeClient(client: Client, boundMs: number): Promise<void> {
+  const connected = client.getState() === zookeeper.State.SYNC_CONNECTED;
+  return new Promise<void>((resolve) => {
+    if (!connected || boundMs <= 0) {
+      try {
+        client.close();
+      } catch {
+        // already closed
+      }
+      resolve();
+      return;
+    }
+    const timer = setTimeout(() => {
+      // No confirmation (a dead or silent server): drop the socket, or it would keep the
+      // process alive; the server ends the session when it times out.
+      managerOf(client)?.socket?.destroy?.();
+      done();
+    }, boundMs);
+    function done() {
+      clearTimeout(timer);
+      client.removeListener("disconnected", done);
+      resolve();
+    }
+    client.once("disconnected", done);
+    client.close();
+  });
+}
