@@ -3,24 +3,17 @@ import {
   type BackendAcquireOptions,
   type BackendSession,
   BackendUnavailableError,
+  boundedCall,
   type Grant,
   type Holder,
   type KeepAliveResult,
+  linkSignals,
+  onceAborted,
   SessionLostError,
+  systemClock,
 } from "@baton/core";
 import type { Client, Stat } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
-import { Interrupt } from "./interrupt.js";
-import {
-  czxidToken,
-  decodeNodeData,
-  encodeLockName,
-  encodeNodeData,
-  nodePrefix,
-  parseNode,
-  queueOrder,
-} from "./lock-node.js";
-import { bounded, type LateOutcome } from "./settle-bounded.js";
 import {
   createEphemeralSequential,
   exists,
@@ -29,11 +22,22 @@ import {
   mkdirp,
   remove,
   touchSession,
-} from "./zk-calls.js";
-import { isConnectionLoss, toBatonError, ZK_CODE, zkCode } from "./zk-errors.js";
+} from "./client-calls.js";
+import { closeClient, dropConnection } from "./client-connection.js";
+import { czxidToken, decodeNodeData, encodeNodeData } from "./zookeeper-codec.js";
+import { isConnectionLoss, toBatonError, ZK_CODE, zkCode } from "./zookeeper-errors.js";
+import {
+  childPath,
+  lockDir,
+  lockNodePrefix,
+  parseLockNode,
+  queueOrder,
+  splitPath,
+} from "./zookeeper-keys.js";
 
 /** What a grant of this backend carries to release exactly its node. */
-interface NodeHandle {
+export interface ZookeeperGrantHandle {
+  /** The lock node's full path. */
   readonly path: string;
 }
 
@@ -44,16 +48,16 @@ interface Orphan {
   path: string | undefined;
 }
 
-/** Settings of one session, fixed by the backend. */
-export interface ZookeeperSessionSettings {
+/** What a session is given by its backend. */
+export interface ZookeeperSessionContext {
   /** Path of the node under which lock parents live, e.g. `/baton`. */
   readonly root: string;
   /** Owner id stored in every lock node. */
   readonly ownerId: string;
   /** Whether `close()` ends the client (false for a user-supplied shared client). */
   readonly ownsClient: boolean;
-  /** Told once when the session ends, for the backend's bookkeeping. */
-  readonly onEnd: (session: ZookeeperSession) => void;
+  /** Told once when the session ends (expired or closed), for the backend's bookkeeping. */
+  readonly onClose: (session: ZookeeperSession) => void;
 }
 
 /** A call unanswered this long sends a read to set a held reply free (see `#prod`). */
@@ -61,6 +65,15 @@ const PROD_AFTER_MS = 100;
 
 /** How long `close()` waits for the server to confirm the session's end. */
 const CLOSE_BOUND_MS = 2_000;
+
+/** The shortest bound on one call, whatever the session timeout. */
+const MIN_CALL_MS = 1_000;
+
+/** The shortest bound on a session check (`keepAlive`), otherwise half the session timeout. */
+const MIN_SESSION_CHECK_MS = 500;
+
+/** How often a create is retried after ZooKeeper says the lock's parent is missing. */
+const PARENT_CREATES = 3;
 
 /**
  * One ZooKeeper session: the client's session is the lease (its negotiated timeout is the
@@ -74,10 +87,10 @@ export class ZookeeperSession implements BackendSession {
   readonly lost: AbortSignal;
   /** The node-zookeeper-client of this session. */
   readonly client: Client;
-  readonly #settings: ZookeeperSessionSettings;
+  readonly #context: ZookeeperSessionContext;
   readonly #lost = new AbortController();
-  /** Fires when the session ends for any reason (expiry or close). */
-  readonly #ended = new Interrupt();
+  /** Aborted when the session ends for any reason (expiry or close). */
+  readonly #ended = new AbortController();
   /** Paths of the nodes this session holds as grants. */
   readonly #held = new Set<string>();
   readonly #orphans = new Map<string, Orphan>();
@@ -85,10 +98,10 @@ export class ZookeeperSession implements BackendSession {
   #cleaning: Promise<void> | undefined;
   readonly #onState: (state: unknown) => void;
 
-  constructor(client: Client, settings: ZookeeperSessionSettings) {
+  constructor(client: Client, context: ZookeeperSessionContext) {
     this.client = client;
-    this.#settings = settings;
-    this.ownerId = settings.ownerId;
+    this.#context = context;
+    this.ownerId = context.ownerId;
     this.ttlMs = client.getSessionTimeout();
     this.lost = this.#lost.signal;
     this.#onState = (state) => this.#stateChanged(state);
@@ -97,7 +110,7 @@ export class ZookeeperSession implements BackendSession {
 
   /** Bound on one call: the session timeout (an answer later than that is no answer). */
   get #callMs(): number {
-    return Math.max(1_000, this.ttlMs);
+    return Math.max(MIN_CALL_MS, this.ttlMs);
   }
 
   #stateChanged(state: unknown): void {
@@ -114,56 +127,58 @@ export class ZookeeperSession implements BackendSession {
   }
 
   #end(reason: SessionLostError, lost: boolean): void {
-    if (this.#ended.fired) return;
+    if (this.#ended.signal.aborted) return;
     this.client.removeListener("state", this.#onState);
-    this.#ended.fire(reason);
+    this.#ended.abort(reason);
     if (lost) this.#lost.abort(reason);
     for (const wake of [...this.#connectWaiters]) wake();
     this.#held.clear();
-    this.#settings.onEnd(this);
+    this.#context.onClose(this);
   }
 
   #assertLive(): void {
-    if (this.#ended.fired) throw this.#ended.reason;
+    this.#ended.signal.throwIfAborted();
   }
 
   get #connected(): boolean {
     return this.client.getState() === zookeeper.State.SYNC_CONNECTED;
   }
 
-  /** Resolves once the client is connected; rejects when `stop` fires or the session ends. */
-  #whenConnected(stop: Interrupt = this.#ended): Promise<void> {
+  /** Resolves once the client is connected; rejects when `stop` aborts or the session ends. */
+  #whenConnected(stop: AbortSignal = this.#ended.signal): Promise<void> {
     if (this.#connected) return Promise.resolve();
-    if (this.#ended.fired) return Promise.reject(this.#ended.reason);
-    if (stop.fired) return Promise.reject(stop.reason);
+    const ended = this.#ended.signal;
+    if (ended.aborted) return Promise.reject(ended.reason);
+    if (stop.aborted) return Promise.reject(stop.reason);
     return new Promise<void>((resolve, reject) => {
       const done = () => {
         this.#connectWaiters.delete(done);
         unsubscribe();
-        if (this.#ended.fired) reject(this.#ended.reason);
-        else if (stop.fired) reject(stop.reason);
+        if (ended.aborted) reject(ended.reason);
+        else if (stop.aborted) reject(stop.reason);
         else resolve();
       };
       this.#connectWaiters.add(done);
-      const unsubscribe = stop.subscribe(done);
+      const unsubscribe = onceAborted(stop, done);
     });
   }
 
-  /** Runs one call, bounded by the session timeout, `stop` and the session's end. */
+  /**
+   * Runs one call, bounded by `timeoutMs` (default: the session timeout) and by `stop`
+   * (default: the session's end). A call given up on still runs: `onAbandoned` gets it.
+   */
   #call<T>(
     what: string,
     pending: Promise<T>,
-    stop: Interrupt = this.#ended,
-    onLate?: (outcome: LateOutcome<T>) => void,
+    stop: AbortSignal = this.#ended.signal,
+    onAbandoned?: (late: Promise<T>) => void,
     timeoutMs = this.#callMs,
   ): Promise<T> {
-    return bounded(pending, what, {
-      timeoutMs,
-      interrupt: stop,
-      slowMs: PROD_AFTER_MS,
-      onSlow: this.#prod,
-      ...(onLate === undefined ? {} : { onLate }),
-    });
+    const slow = systemClock.setTimer(this.#prod, PROD_AFTER_MS);
+    const call = boundedCall(pending, { timeoutMs, signal: stop, what, onAbandoned });
+    const settled = () => slow.cancel();
+    call.then(settled, settled);
+    return call;
   }
 
   /**
@@ -173,12 +188,12 @@ export class ZookeeperSession implements BackendSession {
    * {@link PROD_AFTER_MS} sends a cheap read. The raw client shows the same stalls.
    */
   readonly #prod = (): void => {
-    if (this.#ended.fired || !this.#connected) return;
+    if (this.#ended.signal.aborted || !this.#connected) return;
     exists(this.client, "/").catch(() => undefined);
   };
 
   #dir(key: string): string {
-    return `${this.#settings.root}/${encodeLockName(key)}`;
+    return lockDir(this.#context.root, key);
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
@@ -186,14 +201,14 @@ export class ZookeeperSession implements BackendSession {
     if (this.#orphans.size > 0) void this.#cleanOrphans();
     try {
       await this.#call(
-        "a session check",
+        "zookeeper session check",
         touchSession(this.client),
         undefined,
         undefined,
-        Math.max(500, Math.floor(this.ttlMs / 2)),
+        Math.max(MIN_SESSION_CHECK_MS, Math.floor(this.ttlMs / 2)),
       );
     } catch (error) {
-      const mapped = toBatonError(error, "renewing the session");
+      const mapped = toBatonError(error, "zookeeper session renewal");
       if (mapped instanceof SessionLostError) this.#end(mapped, true);
       else if (error instanceof BackendUnavailableError) this.#nudgeReconnect();
       throw mapped;
@@ -209,15 +224,7 @@ export class ZookeeperSession implements BackendSession {
    * as the Java client does after its read timeout.
    */
   #nudgeReconnect(): void {
-    const manager = (
-      this.client as unknown as { connectionManager?: { socket?: unknown; state?: unknown } }
-    ).connectionManager;
-    const socket = manager?.socket as { destroy?: () => void } | undefined;
-    // The connection manager's CONNECTING (1) and CONNECTED (2); never while closing.
-    const live = manager?.state === 1 || manager?.state === 2;
-    if (live && !this.#ended.fired && typeof socket?.destroy === "function") {
-      socket.destroy();
-    }
+    if (!this.#ended.signal.aborted) dropConnection(this.client);
   }
 
   async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -228,7 +235,9 @@ export class ZookeeperSession implements BackendSession {
     if (this.#orphansIn(dir)) await this.#cleanOrphans();
     const attemptId = randomUUID();
     let path: string | undefined;
-    const { interrupt: stop, dispose } = Interrupt.of(signal, this.#ended);
+    // Every call of the acquire stops when the caller gives up or the session ends.
+    // Hot path: see docs/hot-path.md, "ZooKeeper".
+    const { signal: stop, dispose } = linkSignals([signal, this.#ended.signal]);
     try {
       const data = encodeNodeData(
         options.value === undefined
@@ -242,7 +251,7 @@ export class ZookeeperSession implements BackendSession {
         return null;
       }
       this.#held.add(path);
-      const handle: NodeHandle = { path };
+      const handle: ZookeeperGrantHandle = { path };
       return { key, ownerId: this.ownerId, token, handle };
     } catch (error) {
       // Leave nothing behind: a node that exists, or may exist, is deleted.
@@ -251,7 +260,7 @@ export class ZookeeperSession implements BackendSession {
         await cleaning;
         throw signal.reason;
       }
-      throw toBatonError(error, `acquiring "${key}"`);
+      throw toBatonError(error, `zookeeper acquire of "${key}"`);
     } finally {
       dispose();
     }
@@ -265,20 +274,20 @@ export class ZookeeperSession implements BackendSession {
     dir: string,
     attemptId: string,
     data: Buffer,
-    stop: Interrupt,
+    stop: AbortSignal,
   ): Promise<string> {
-    const prefix = `${dir}/${nodePrefix(attemptId)}`;
+    const prefix = lockNodePrefix(dir, attemptId);
     for (let round = 0; ; round++) {
       try {
         return await this.#call(
-          "a create",
+          "zookeeper create",
           createEphemeralSequential(this.client, prefix, data),
           stop,
           (late) => this.#lateCreate(dir, attemptId, late),
         );
       } catch (error) {
-        if (zkCode(error) === ZK_CODE.noNode && round < 3) {
-          await this.#call("a create of the lock's parent", mkdirp(this.client, dir), stop);
+        if (zkCode(error) === ZK_CODE.noNode && round < PARENT_CREATES) {
+          await this.#call("zookeeper create of the lock's parent", mkdirp(this.client, dir), stop);
           continue;
         }
         if (!isConnectionLoss(error)) throw error;
@@ -290,25 +299,29 @@ export class ZookeeperSession implements BackendSession {
   }
 
   /** A create we stopped waiting for finished after all: delete what it made. */
-  #lateCreate(dir: string, attemptId: string, late: LateOutcome<string>): void {
-    if (late.ok) void this.#orphan(dir, attemptId, late.value);
-    else if (isConnectionLoss(late.error)) void this.#orphan(dir, attemptId, undefined);
+  #lateCreate(dir: string, attemptId: string, late: Promise<string>): void {
+    late.then(
+      (path) => void this.#orphan(dir, attemptId, path),
+      (error: unknown) => {
+        if (isConnectionLoss(error)) void this.#orphan(dir, attemptId, undefined);
+      },
+    );
   }
 
   async #findAttempt(
     dir: string,
     attemptId: string,
-    stop?: Interrupt,
+    stop?: AbortSignal,
   ): Promise<string | undefined> {
     let children: string[];
     try {
-      children = await this.#call("a list of waiters", getChildren(this.client, dir), stop);
+      children = await this.#call("zookeeper list of waiters", getChildren(this.client, dir), stop);
     } catch (error) {
       if (zkCode(error) === ZK_CODE.noNode) return undefined;
       throw error;
     }
     const node = queueOrder(children).find((n) => n.attemptId === attemptId);
-    return node === undefined ? undefined : `${dir}/${node.name}`;
+    return node === undefined ? undefined : childPath(dir, node.name);
   }
 
   /**
@@ -319,9 +332,9 @@ export class ZookeeperSession implements BackendSession {
     dir: string,
     path: string,
     wait: boolean,
-    stop: Interrupt,
+    stop: AbortSignal,
   ): Promise<bigint | null> {
-    const own = parseNode(path.slice(dir.length + 1));
+    const own = parseLockNode(splitPath(path).name);
     if (own === undefined) throw new Error(`zookeeper: unexpected lock node path ${path}`);
     let token: bigint | undefined;
     for (;;) {
@@ -329,15 +342,20 @@ export class ZookeeperSession implements BackendSession {
         let children: string[];
         if (token === undefined) {
           // Children and our stat in one round trip (both requests leave in one write).
+          // Hot path: see docs/hot-path.md, "ZooKeeper".
           const [list, stat] = await Promise.all([
-            this.#call("a list of waiters", getChildren(this.client, dir), stop),
-            this.#call("a stat of our lock node", exists(this.client, path), stop),
+            this.#call("zookeeper list of waiters", getChildren(this.client, dir), stop),
+            this.#call("zookeeper stat of our lock node", exists(this.client, path), stop),
           ]);
           if (stat === null) throw vanished(path);
           token = czxidToken(stat.czxid);
           children = list;
         } else {
-          children = await this.#call("a list of waiters", getChildren(this.client, dir), stop);
+          children = await this.#call(
+            "zookeeper list of waiters",
+            getChildren(this.client, dir),
+            stop,
+          );
         }
         const queue = queueOrder(children).filter(
           (n) => n.name === own.name || !this.#orphans.has(n.attemptId),
@@ -347,7 +365,7 @@ export class ZookeeperSession implements BackendSession {
         if (index === 0) return token;
         if (!wait) return null;
         const ahead = queue[index - 1] as { name: string };
-        await this.#waitGone(`${dir}/${ahead.name}`, stop);
+        await this.#waitGone(childPath(dir, ahead.name), stop);
       } catch (error) {
         if (!isConnectionLoss(error)) throw error;
         // Our node lives as long as the session: wait for the connection, keep our place.
@@ -357,8 +375,8 @@ export class ZookeeperSession implements BackendSession {
   }
 
   /** Resolves when `path` no longer exists (or changed), watching only that node. */
-  #waitGone(path: string, stop: Interrupt): Promise<void> {
-    if (stop.fired) return Promise.reject(stop.reason);
+  #waitGone(path: string, stop: AbortSignal): Promise<void> {
+    if (stop.aborted) return Promise.reject(stop.reason);
     return new Promise<void>((resolve, reject) => {
       let done = false;
       const finish = (error?: unknown) => {
@@ -368,7 +386,7 @@ export class ZookeeperSession implements BackendSession {
         if (error === undefined) resolve();
         else reject(error);
       };
-      const unsubscribe = stop.subscribe((reason) => finish(reason));
+      const unsubscribe = onceAborted(stop, () => finish(stop.reason));
       exists(this.client, path, () => finish()).then(
         (stat) => {
           if (stat === null) finish();
@@ -381,7 +399,7 @@ export class ZookeeperSession implements BackendSession {
   /** Deletes our own node after a try found the lock held. */
   async #deleteOwn(dir: string, attemptId: string, path: string): Promise<void> {
     try {
-      await this.#call("a delete", remove(this.client, path));
+      await this.#call("zookeeper delete", remove(this.client, path));
     } catch (error) {
       if (zkCode(error) === ZK_CODE.noNode) return;
       void this.#orphan(dir, attemptId, path);
@@ -395,7 +413,7 @@ export class ZookeeperSession implements BackendSession {
 
   /** Records a node to delete and starts deleting it; resolves after the first try. */
   #orphan(dir: string, attemptId: string, path: string | undefined): Promise<void> {
-    if (this.#ended.fired) return Promise.resolve();
+    if (this.#ended.signal.aborted) return Promise.resolve();
     const known = this.#orphans.get(attemptId);
     if (known === undefined) this.#orphans.set(attemptId, { dir, attemptId, path });
     else if (path !== undefined) known.path = path;
@@ -405,13 +423,13 @@ export class ZookeeperSession implements BackendSession {
   /** Deletes every orphan it can; the rest are tried again on reconnect and on keepAlive. */
   #cleanOrphans(): Promise<void> {
     if (this.#cleaning !== undefined) return this.#cleaning.then(() => this.#cleanOrphans());
-    if (!this.#connected || this.#ended.fired) return Promise.resolve();
+    if (!this.#connected || this.#ended.signal.aborted) return Promise.resolve();
     const run = async () => {
       await Promise.all(
         [...this.#orphans.values()].map(async (orphan) => {
           try {
             const path = orphan.path ?? (await this.#findAttempt(orphan.dir, orphan.attemptId));
-            if (path !== undefined) await this.#call("a delete", remove(this.client, path));
+            if (path !== undefined) await this.#call("zookeeper delete", remove(this.client, path));
             this.#orphans.delete(orphan.attemptId);
           } catch (error) {
             if (zkCode(error) === ZK_CODE.noNode) this.#orphans.delete(orphan.attemptId);
@@ -428,20 +446,20 @@ export class ZookeeperSession implements BackendSession {
   }
 
   async release(grant: Grant): Promise<boolean> {
-    const path = (grant.handle as NodeHandle | undefined)?.path;
+    const path = (grant.handle as ZookeeperGrantHandle | undefined)?.path;
     if (path === undefined || !this.#held.delete(path)) return false;
     try {
-      await this.#call("a delete", remove(this.client, path));
+      await this.#call("zookeeper delete", remove(this.client, path));
       return true;
     } catch (error) {
       const code = zkCode(error);
       if (code === ZK_CODE.noNode || code === ZK_CODE.sessionExpired) return false;
       if (error instanceof SessionLostError) return false;
       // Not known to be gone: keep trying to delete it while the session lives.
-      const node = parseNode(path.slice(path.lastIndexOf("/") + 1));
-      if (node !== undefined)
-        void this.#orphan(path.slice(0, path.lastIndexOf("/")), node.attemptId, path);
-      throw toBatonError(error, `releasing "${grant.key}"`);
+      const { dir, name } = splitPath(path);
+      const node = parseLockNode(name);
+      if (node !== undefined) void this.#orphan(dir, node.attemptId, path);
+      throw toBatonError(error, `zookeeper release of "${grant.key}"`);
     }
   }
 
@@ -451,22 +469,22 @@ export class ZookeeperSession implements BackendSession {
       // The session check goes through the leader; the server applies every earlier commit
       // before answering it, so the list read right after it (same session, in order) is not
       // stale: a release or grant by another client is seen once it has been acknowledged.
-      const barrier = this.#call("a session check", touchSession(this.client));
+      const barrier = this.#call("zookeeper session check", touchSession(this.client));
       barrier.catch(() => undefined);
       const holder = await this.#readHolder(this.#dir(key));
       await barrier;
       return holder;
     } catch (error) {
       if (zkCode(error) === ZK_CODE.noNode) return null;
-      throw toBatonError(error, `reading the holder of "${key}"`);
+      throw toBatonError(error, `zookeeper holder read of "${key}"`);
     }
   }
 
   /** The first node's owner, token and value; `null` when the queue is empty. */
-  async #readHolder(dir: string, watcher?: () => void, stop?: Interrupt): Promise<Holder | null> {
+  async #readHolder(dir: string, watcher?: () => void, stop?: AbortSignal): Promise<Holder | null> {
     for (;;) {
       const children = await this.#call(
-        "a list of waiters",
+        "zookeeper list of waiters",
         watcher === undefined
           ? getChildren(this.client, dir)
           : getChildren(this.client, dir, watcher),
@@ -477,8 +495,8 @@ export class ZookeeperSession implements BackendSession {
       let node: { data: Buffer; stat: Stat };
       try {
         node = await this.#call(
-          "a read of the holder",
-          getData(this.client, `${dir}/${first.name}`),
+          "zookeeper read of the holder",
+          getData(this.client, childPath(dir, first.name)),
           stop,
         );
       } catch (error) {
@@ -495,7 +513,7 @@ export class ZookeeperSession implements BackendSession {
 
   async *watch(key: string, signal: AbortSignal): AsyncIterable<Holder | null> {
     const dir = this.#dir(key);
-    const { interrupt: stop, dispose } = Interrupt.of(signal, this.#ended);
+    const { signal: stop, dispose } = linkSignals([signal, this.#ended.signal]);
     let last: string | undefined;
     try {
       while (!signal.aborted) {
@@ -514,21 +532,22 @@ export class ZookeeperSession implements BackendSession {
             holder = null;
             try {
               const stat = await this.#call(
-                "a watch of the lock's parent",
+                "zookeeper watch of the lock's parent",
                 exists(this.client, dir, () => wake()),
                 stop,
               );
               if (stat !== null) wake();
             } catch (inner) {
               if (signal.aborted) return;
-              if (!isConnectionLoss(inner)) throw toBatonError(inner, `watching "${key}"`);
+              if (!isConnectionLoss(inner))
+                throw toBatonError(inner, `zookeeper watch of "${key}"`);
               await this.#whenConnected(stop).catch(() => undefined);
               continue;
             }
           } else if (isConnectionLoss(error)) {
             await this.#whenConnected(stop).catch(() => undefined);
             continue;
-          } else throw toBatonError(error, `watching "${key}"`);
+          } else throw toBatonError(error, `zookeeper watch of "${key}"`);
         }
         const seen = holder === null ? "" : `${holder.token}`;
         if (seen !== last) {
@@ -536,43 +555,49 @@ export class ZookeeperSession implements BackendSession {
           yield holder;
         }
         if (signal.aborted) return;
-        await new Promise<void>((resolve) => {
-          const unsubscribe = stop.subscribe(() => resolve());
-          changed.then(() => {
-            unsubscribe();
-            resolve();
-          });
-        });
+        await this.#untilChanged(changed, stop);
       }
     } finally {
       dispose();
     }
   }
 
+  /** Resolves when `changed` does or `stop` aborts. */
+  #untilChanged(changed: Promise<void>, stop: AbortSignal): Promise<void> {
+    if (stop.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const unsubscribe = onceAborted(stop, resolve);
+      changed.then(() => {
+        unsubscribe();
+        resolve();
+      });
+    });
+  }
+
   async close(): Promise<void> {
-    if (this.#ended.fired) {
-      if (this.#settings.ownsClient) closeClient(this.client, 0);
+    if (this.#ended.signal.aborted) {
+      if (this.#context.ownsClient) closeClient(this.client, 0);
       return;
     }
     const held = [...this.#held];
     this.#end(new SessionLostError("the ZooKeeper session was closed"), false);
-    if (this.#settings.ownsClient) {
+    if (this.#context.ownsClient) {
       await closeClient(this.client, CLOSE_BOUND_MS);
       return;
     }
     // A shared client lives on: delete what this session created.
-    const orphans = [...this.#orphans.values()];
+    const paths = [...this.#orphans.values()].flatMap((o) =>
+      o.path === undefined ? [] : [o.path],
+    );
     this.#orphans.clear();
-    await Promise.allSettled([
-      ...held.map((path) =>
-        bounded(remove(this.client, path), "a delete", { timeoutMs: CLOSE_BOUND_MS }),
+    await Promise.allSettled(
+      [...held, ...paths].map((path) =>
+        boundedCall(remove(this.client, path), {
+          timeoutMs: CLOSE_BOUND_MS,
+          what: "zookeeper delete",
+        }),
       ),
-      ...orphans
-        .filter((o) => o.path !== undefined)
-        .map((o) =>
-          bounded(remove(this.client, o.path as string), "a delete", { timeoutMs: CLOSE_BOUND_MS }),
-        ),
-    ]);
+    );
   }
 }
 
@@ -580,40 +605,4 @@ function vanished(path: string): BackendUnavailableError {
   return new BackendUnavailableError(
     `zookeeper: our lock node ${path} disappeared while we waited (deleted by hand, or the session ended)`,
   );
-}
-
-/**
- * Closes a client: the server deletes its ephemeral nodes at once. Waits at most `boundMs` for
- * the server's confirmation; a client that is not connected cannot tell the server, and its
- * nodes go when the session times out.
- */
-export function closeClient(client: Client, boundMs: number): Promise<void> {
-  const state = client.getState();
-  const connected = state === zookeeper.State.SYNC_CONNECTED;
-  return new Promise<void>((resolve) => {
-    if (!connected || boundMs <= 0) {
-      try {
-        client.close();
-      } catch {
-        // already closed
-      }
-      resolve();
-      return;
-    }
-    const timer = setTimeout(() => {
-      // No confirmation (a dead or silent server): drop the socket, or it would keep the
-      // process alive; the server ends the session when it times out.
-      const manager = (client as unknown as { connectionManager?: { socket?: unknown } })
-        .connectionManager;
-      (manager?.socket as { destroy?: () => void } | undefined)?.destroy?.();
-      done();
-    }, boundMs);
-    function done() {
-      clearTimeout(timer);
-      client.removeListener("disconnected", done);
-      resolve();
-    }
-    client.once("disconnected", done);
-    client.close();
-  });
 }
