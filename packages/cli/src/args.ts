@@ -53,7 +53,15 @@ const FLAGS: Readonly<Record<string, string>> = {
   waitMs: "--wait",
   value: "--value",
   url: "--backend",
+  backend: "--backend",
   name: "NAME",
+  atMostMs: "--at-most",
+  maxAttempts: "--max-attempts",
+  catchUpMs: "--catch-up",
+  timezone: "--timezone",
+  cron: "CRON",
+  job: "JOB",
+  slot: "SLOT",
 };
 
 /**
@@ -90,19 +98,41 @@ export function backendFrom(
   return url;
 }
 
-/** A whole number of milliseconds within bounds, for option `name`. */
+/** A whole number of milliseconds within bounds (at most a day unless `max`), for option `name`. */
 export function msOption(
   value: string | boolean | string[] | undefined,
   name: string,
   fallback: number,
   min: number,
+  max = 86_400_000,
+): number {
+  return wholeOption(value, name, fallback, min, max, "milliseconds");
+}
+
+/** A whole number within bounds, for option `name` (e.g. `--max-attempts`). */
+export function countOption(
+  value: string | boolean | string[] | undefined,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  return wholeOption(value, name, fallback, min, max, "number");
+}
+
+function wholeOption(
+  value: string | boolean | string[] | undefined,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+  unit: "milliseconds" | "number",
 ): number {
   if (value === undefined) return fallback;
   const n = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > 86_400_000) {
-    throw new UsageError(
-      `--${name} must be a whole number of milliseconds from ${min} to 86400000, got "${String(value)}"`,
-    );
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const what = unit === "milliseconds" ? "a whole number of milliseconds" : "a whole number";
+    throw new UsageError(`--${name} must be ${what} from ${min} to ${max}, got "${String(value)}"`);
   }
   return n;
 }

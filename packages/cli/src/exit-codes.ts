@@ -11,6 +11,14 @@ export const EXIT = {
   held: 75,
   /** The lock was lost while CMD ran; CMD was stopped. */
   lost: 76,
+  /** `run-once`: the slot is done (by this or another replica); CMD did not run. */
+  alreadyDone: 80,
+  /** `run-once`: another replica is running the slot now; CMD did not run. */
+  runningElsewhere: 81,
+  /** `run-once`: the slot has failed `--max-attempts` times; CMD did not run. */
+  attemptsExhausted: 82,
+  /** `run-once`: CMD ran past `--at-most`; it was stopped and the attempt recorded as failed. */
+  overran: 83,
   /** `--wait` ran out while someone else held the lock. */
   timeout: 124,
   /** CMD could not be started (not found, not executable). */

@@ -1,9 +1,11 @@
 import { BackendUnavailableError, ConfigError } from "@baton/core";
 import { usageFromConfig } from "./args.js";
 import { COMPARE_USAGE, compareCommand } from "./commands/compare.js";
+import { CRON_USAGE, cronCommand } from "./commands/cron.js";
 import { DEMO_USAGE, demoCommand } from "./commands/demo.js";
 import { ELECT_USAGE, electCommand } from "./commands/elect.js";
 import { LOCK_USAGE, lockCommand } from "./commands/lock.js";
+import { RUN_ONCE_USAGE, runOnceCommand } from "./commands/run-once.js";
 import { STATUS_USAGE, statusCommand } from "./commands/status.js";
 import { EXIT } from "./exit-codes.js";
 import { UsageError } from "./usage-error.js";
@@ -13,6 +15,9 @@ export const USAGE = `usage: baton <command> [options]
 Commands:
   lock NAME -- CMD     run CMD while holding the lock NAME
   elect NAME -- CMD    run CMD only while this instance leads NAME
+  run-once JOB SLOT -- CMD
+                       run CMD once for SLOT across every replica; the outcome is recorded
+  cron CRON JOB -- CMD run CMD once per tick of CRON across every replica (long-running)
   status NAME          show who holds NAME (--watch, --json)
   demo                 the invoice story: lock only, lock + signal, lock + fence
   compare              the invoice story on several backends, with a report and timelines
@@ -24,6 +29,8 @@ postgres://user@host/db. 'baton <command> --help' for each command.`;
 const USAGES: Record<string, string> = {
   lock: LOCK_USAGE,
   elect: ELECT_USAGE,
+  "run-once": RUN_ONCE_USAGE,
+  cron: CRON_USAGE,
   status: STATUS_USAGE,
   demo: DEMO_USAGE,
   compare: COMPARE_USAGE,
@@ -42,6 +49,10 @@ export async function main(
         return await lockCommand(rest, out, err);
       case "elect":
         return await electCommand(rest, out, err);
+      case "run-once":
+        return await runOnceCommand(rest, out, err);
+      case "cron":
+        return await cronCommand(rest, out, err);
       case "status":
         return await statusCommand(rest, out, err);
       case "demo":
