@@ -12,6 +12,7 @@ import { lockTtlGroup } from "./groups/lock-ttl.js";
 import { metricsGroup } from "./groups/metrics.js";
 import { partitionsGroup } from "./groups/partitions.js";
 import { renewalGroup } from "./groups/renewal.js";
+import { runOnceGroup } from "./groups/run-once.js";
 import { scenariosGroup } from "./groups/scenarios.js";
 import { tokensGroup } from "./groups/tokens.js";
 import { watchGroup } from "./groups/watch.js";
@@ -105,6 +106,7 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
     skipUnless(scenariosSkip === undefined, scenariosSkip ?? "", () =>
       scenariosGroup(ctx, workerUrl, declared),
     );
+    runOnceGroup(ctx);
   });
 }
 
