@@ -18,7 +18,9 @@ export const LOCK_NODE_MARKER = "-lock-";
  * A Baton lock node's name: the attempt id (a UUID) and the sequence ZooKeeper appended (a
  * signed 32-bit counter, printed `%010d`: negative once the parent's counter wraps).
  */
-const LOCK_NODE_NAME = /^_c_([0-9a-f-]{36})-lock-(-?\d+)$/;
+const LOCK_NODE_NAME = new RegExp(
+  `^${PROTECTED_PREFIX}([0-9a-f-]{36})${LOCK_NODE_MARKER}(-?\\d+)$`,
+);
 
 /** One lock node in a parent's children, parsed. */
 export interface LockNode {
