@@ -1,0 +1,48 @@
+/**
+ * The key layout of a lock: `<prefix><name>/<lease id in hex>`, one key per waiting or holding
+ * session, ordered by create revision. With an empty prefix this is exactly what
+ * `etcdctl lock <name>` writes, so Baton and etcdctl exclude each other.
+ */
+
+/** The range every queue key of lock `name` lives under: `<prefix><name>/`. */
+export function lockPrefix(prefix: string, name: string): Buffer {
+  return Buffer.from(`${prefix}${name}/`);
+}
+
+/** This session's queue key for a lock: `<lockPrefix><lease id in lower-case hex>`. */
+export function queueKey(lockPrefixKey: Buffer, leaseHex: string): Buffer {
+  return Buffer.concat([lockPrefixKey, Buffer.from(leaseHex)]);
+}
+
+/** Lease id (decimal, as etcd's gRPC API returns it) in the hex etcdctl uses (`%x`). */
+export function leaseHex(leaseId: string): string {
+  return BigInt(leaseId).toString(16);
+}
+
+/** The end of the range of every key starting with `prefix` (etcd's "prefix + 1"). */
+export function rangeEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if ((end[i] as number) < 0xff) {
+      end[i] = (end[i] as number) + 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  // All 0xff: the range runs to the end of the key space.
+  return Buffer.from([0]);
+}
+
+/**
+ * True when `key` is a queue key of the lock whose prefix is `lockPrefixKey`, and not a key of
+ * a nested lock name (`a/b` lives under `a/` too: `a/b/<lease>` is not a waiter of `a`).
+ */
+export function isQueueKey(lockPrefixKey: Buffer, key: Buffer): boolean {
+  if (key.length <= lockPrefixKey.length) return false;
+  if (!key.subarray(0, lockPrefixKey.length).equals(lockPrefixKey)) return false;
+  return !key.subarray(lockPrefixKey.length).includes(0x2f);
+}
+
+/** The lease hex at the end of a queue key. */
+export function leaseHexOf(lockPrefixKey: Buffer, key: Buffer): string {
+  return key.subarray(lockPrefixKey.length).toString();
+}
