@@ -1,5 +1,5 @@
 import { redactUrl } from "@baton/core";
-import type { RedisClient } from "./lua-script.js";
+import type { RedisClient } from "./redis-client.js";
 
 /**
  * Where `client` connects, for messages: `host:port` of a single node, or the startup nodes of

@@ -1,8 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Cluster, Redis } from "ioredis";
-
-/** A Redis instance or a Redis Cluster, as far as the scripts need. */
-export type RedisClient = Redis | Cluster;
+import type { RedisClient } from "./redis-client.js";
 
 /** EVALSHA and EVAL as ioredis runs them: argument arrays are flattened one level. */
 interface ScriptCalls {

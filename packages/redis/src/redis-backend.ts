@@ -14,6 +14,7 @@ import { RedisSession } from "./redis-session.js";
 import { ReleaseListener } from "./release-listener.js";
 import { whenReady } from "./when-ready.js";
 
+/** What the `redis://` / `rediss://` backend guarantees (its `guarantees` field). */
 export const REDIS_GUARANTEES: Guarantees = {
   // INCR on the node that holds the lock: rises while that node keeps its data; a lost
   // counter starts again at the server's clock in microseconds (see the README).

@@ -1,8 +1,10 @@
 import type { BackendUrl } from "@baton/core";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
-import type { RedisClient } from "./lua-script.js";
 import type { RedisNatMap } from "./nat-map.js";
 import { checkDb } from "./redis-options.js";
+
+/** A Redis instance or a Redis Cluster: what the backend runs its scripts on. */
+export type RedisClient = Redis | Cluster;
 
 /**
  * ioredis options for connections the backend owns: lazy connect, fail fast while

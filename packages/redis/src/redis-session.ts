@@ -7,7 +7,7 @@ import type {
   KeepAliveResult,
 } from "@baton/core";
 import { boundedCall, linkSignals, SessionLostError } from "@baton/core";
-import type { RedisClient } from "./lua-script.js";
+import type { RedisClient } from "./redis-client.js";
 import {
   decodeAcquireReply,
   decodeHolderReply,
@@ -114,7 +114,7 @@ export class RedisSession implements BackendSession {
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
-    if (this.#closed) throw new SessionLostError("this redis session is closed");
+    this.#assertLive();
     const held = [...this.#held.entries()];
     const items: OwnedKey[] = held.map(([, h]) => h);
     for (const p of this.#pending.values()) items.push(p);
@@ -153,7 +153,7 @@ export class RedisSession implements BackendSession {
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
-    if (this.#closed) throw new SessionLostError("this redis session is closed");
+    this.#assertLive();
     const keys = lockKeys(this.#ctx.keyPrefix, name);
     const tail = payloadTail(this.ownerId, options.value);
     // A waiter whose turn channel is still subscribed (it waited for this lock a moment ago)
@@ -426,7 +426,7 @@ export class RedisSession implements BackendSession {
    * nothing). Ends when `signal` aborts; a lost connection ends it with an error.
    */
   async *watch(name: string, signal: AbortSignal): AsyncGenerator<Holder | null> {
-    if (this.#closed) throw new SessionLostError("this redis session is closed");
+    this.#assertLive();
     if (signal.aborted) return;
     const keys = lockKeys(this.#ctx.keyPrefix, name);
     let subscription: ReleaseSubscription;
@@ -460,6 +460,11 @@ export class RedisSession implements BackendSession {
     } finally {
       subscription.close();
     }
+  }
+
+  /** Throws `SessionLostError` once the session is closed. */
+  #assertLive(): void {
+    if (this.#closed) throw new SessionLostError("this redis session is closed");
   }
 
   async close(): Promise<void> {

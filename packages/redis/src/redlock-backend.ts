@@ -17,6 +17,7 @@ import {
 import { RedlockSession } from "./redlock-session.js";
 import { whenReady } from "./when-ready.js";
 
+/** What the `redlock://` backend guarantees (its `guarantees` field). */
 export const REDLOCK_GUARANTEES: Guarantees = {
   // The Redlock algorithm hands out no ordered token: core's locks then have none to give
   // (lock.token throws); grants and holders carry 0n.

@@ -82,7 +82,7 @@ export class RedlockSession implements BackendSession {
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
     if (options.signal.aborted) throw options.signal.reason;
-    if (this.#closed) throw new SessionLostError("this redlock session is closed");
+    this.#assertLive();
     const link = linkSignals([options.signal]);
     this.#waits.add(link);
     try {
@@ -192,7 +192,7 @@ export class RedlockSession implements BackendSession {
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
-    if (this.#closed) throw new SessionLostError("this redlock session is closed");
+    this.#assertLive();
     const held = [...this.#held.entries()];
     const items = [
       ...held.map(([, h]) => ({ keys: h.keys, prefix: h.prefix })),
@@ -282,6 +282,11 @@ export class RedlockSession implements BackendSession {
       if (n >= this.quorum) return decodePayload(payload, false);
     }
     return null;
+  }
+
+  /** Throws `SessionLostError` once the session is closed. */
+  #assertLive(): void {
+    if (this.#closed) throw new SessionLostError("this redlock session is closed");
   }
 
   async close(): Promise<void> {

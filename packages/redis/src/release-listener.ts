@@ -1,5 +1,5 @@
 import { BackendUnavailableError, boundedCall } from "@baton/core";
-import type { RedisClient } from "./lua-script.js";
+import type { RedisClient } from "./redis-client.js";
 import { toBatonError } from "./redis-errors.js";
 
 /** One waiter's view of a release channel. */

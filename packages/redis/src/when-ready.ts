@@ -1,5 +1,5 @@
 import { BackendUnavailableError } from "@baton/core";
-import type { RedisClient } from "./lua-script.js";
+import type { RedisClient } from "./redis-client.js";
 
 /**
  * Resolves when `client` is connected and ready, starting a lazy client's connection.
