@@ -5,7 +5,6 @@ import {
   type LockBackend,
   type OpenSessionOptions,
 } from "@baton/core";
-import { membersOf } from "./etcd-errors.js";
 import { EtcdKv } from "./etcd-kv.js";
 import { type EtcdBackendOptions, resolveEtcdOptions } from "./etcd-options.js";
 import { EtcdSession } from "./etcd-session.js";
@@ -78,7 +77,7 @@ export class EtcdBackend implements LockBackend {
   }
 
   #closedMessage(): string {
-    return `this etcd backend (etcd at ${membersOf(this.#kv.client)}) is closed; create a new one to reach etcd again`;
+    return `this etcd backend (etcd at ${this.#kv.members}) is closed; create a new one to reach etcd again`;
   }
 
   async close(): Promise<void> {

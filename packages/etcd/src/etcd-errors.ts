@@ -12,8 +12,8 @@ import {
   EtcdRoleNotGrantedError,
 } from "etcd3";
 
-/** What a client reached for last, by client: named when its circuit breaker later opens. */
-const lastFailures = new WeakMap<object, string>();
+/** How a context names the members a call went to, after what was being done. */
+const AT_MEMBERS = " (etcd at ";
 
 /**
  * The members a client talks to, for messages: `127.0.0.1:2379, 127.0.0.1:22379`. Read from
@@ -26,31 +26,39 @@ export function membersOf(client: object): string {
   return shown.length > 0 ? shown.join(", ") : "the hosts of the etcd client";
 }
 
-/** A `BackendUnavailableError` that says what failed, at which members, and what to check. */
-export function etcdUnavailable(
-  client: object,
-  what: string,
-  cause?: unknown,
-): BackendUnavailableError {
+/**
+ * The context of an etcd call for {@link toBatonError}: what was being done and the members
+ * it went to, `could not acquire "job" (etcd at h1:2379, h2:2379)`.
+ */
+export function etcdContext(what: string, members: string): string {
+  return `${what}${AT_MEMBERS}${members})`;
+}
+
+/** What failed last at each set of members: named when the client's circuit breaker opens. */
+const lastFailures = new Map<string, string>();
+
+/** A `BackendUnavailableError` for `context` (from {@link etcdContext}) that says what to check. */
+export function etcdUnavailable(context: string, cause?: unknown): BackendUnavailableError {
   return new BackendUnavailableError(
-    `${what}; etcd at ${membersOf(client)}: check that it runs there and is reachable`,
+    `${context}; check that etcd runs there and is reachable`,
     cause === undefined ? undefined : { cause },
   );
 }
 
 /**
- * Maps an error of the etcd3 client to Baton's named errors, each naming the members it was
- * sent to: a lost lease is a `SessionLostError`, bad credentials or permissions a
- * `ConfigError` (retrying cannot help), anything else a `BackendUnavailableError` (never
- * "held"). When the client holds off after repeated failures (its circuit breaker is open),
- * the message says so and names the last failure it saw.
+ * Maps an error of the etcd3 client, met while doing `context` (from {@link etcdContext}, so
+ * the message names the members), to Baton's named errors: a `BatonError` passes through, a
+ * lost lease is a `SessionLostError`, bad credentials or permissions a `ConfigError` (retrying
+ * cannot help), anything else a `BackendUnavailableError` (never "held"). When the client
+ * holds off after repeated failures (its circuit breaker is open), the message says so and
+ * names the last failure seen at those members.
  */
-export function toBatonError(error: unknown, context: string, client: object): BatonError {
+export function toBatonError(error: unknown, context: string): BatonError {
   if (error instanceof BatonError) return error;
   const detail = grpcDetail(error);
   if (error instanceof EtcdLeaseInvalidError || /lease not found/i.test(detail)) {
     return new SessionLostError(
-      `${context}: the etcd lease is gone (${detail}; etcd at ${membersOf(client)}); its locks are lost, the next acquire opens a new one`,
+      `${context}: the etcd lease is gone (${detail}); its locks are lost, the next acquire opens a new one`,
       { cause: error },
     );
   }
@@ -61,17 +69,18 @@ export function toBatonError(error: unknown, context: string, client: object): B
   ) {
     return new ConfigError(
       "credentials",
-      `${context}: etcd at ${membersOf(client)} refused them (${detail}); check the user name, password and the user's roles`,
+      `${context}: etcd refused them (${detail}); check the user name, password and the user's roles`,
       { cause: error },
     );
   }
+  const members = context.slice(context.lastIndexOf(AT_MEMBERS));
   if (isBrokenCircuit(error)) {
-    const last = lastFailures.get(client);
+    const last = lastFailures.get(members);
     const why = `the etcd client holds off for a few seconds after repeated failures (its circuit breaker is open${last === undefined ? "" : `; last failure: ${last}`})`;
-    return etcdUnavailable(client, `${context}: ${why}`, error);
+    return etcdUnavailable(`${context}: ${why}`, error);
   }
-  lastFailures.set(client, detail);
-  return etcdUnavailable(client, `${context}: ${detail}`, error);
+  lastFailures.set(members, detail);
+  return etcdUnavailable(`${context}: ${detail}`, error);
 }
 
 /** cockatiel's BrokenCircuitError, which etcd3 lets through when a host's breaker is open. */

@@ -1,40 +1,60 @@
+import type { BackendUnavailableError, BatonError } from "@baton/core";
 import type { Etcd3, IKeyValue, IRangeRequest, ITxnRequest, ITxnResponse } from "etcd3";
-import { toBatonError } from "./etcd-errors.js";
+import { etcdContext, etcdUnavailable, membersOf, toBatonError } from "./etcd-errors.js";
 
 /**
  * The etcd calls the adapter makes, each bounded by a gRPC deadline (so a member that never
- * answers cannot hang a call) and with errors mapped to Baton's named errors.
+ * answers cannot hang a call) and with errors mapped to Baton's named errors, which name the
+ * members the client talks to.
  */
 export class EtcdKv {
   /** The etcd3 client underneath. */
   readonly client: Etcd3;
   /** Bound on every unary call, in ms. */
   readonly requestTimeoutMs: number;
+  /** The members the client talks to, for messages (never with credentials). */
+  readonly members: string;
 
   constructor(client: Etcd3, requestTimeoutMs: number) {
     this.client = client;
     this.requestTimeoutMs = requestTimeoutMs;
+    this.members = membersOf(client);
+  }
+
+  /** `what` was being done, and the members it went to: the context of an error. */
+  context(what: string): string {
+    return etcdContext(what, this.members);
+  }
+
+  /** Baton's error for `error`, met while doing `what` (see `toBatonError`). */
+  fail(error: unknown, what: string): BatonError {
+    return toBatonError(error, this.context(what));
+  }
+
+  /** A `BackendUnavailableError` for `what` (no client error behind it), naming the members. */
+  unavailable(what: string): BackendUnavailableError {
+    return etcdUnavailable(this.context(what));
   }
 
   /** One transaction. */
-  async txn(request: ITxnRequest, context: string): Promise<ITxnResponse> {
+  async txn(request: ITxnRequest, what: string): Promise<ITxnResponse> {
     try {
       return await this.client.kv.txn(request, { deadline: this.#deadline() });
     } catch (error) {
-      throw toBatonError(error, context, this.client);
+      throw this.fail(error, what);
     }
   }
 
   /** One range read (linearizable). */
   async range(
     request: IRangeRequest,
-    context: string,
+    what: string,
   ): Promise<{ kvs: IKeyValue[]; revision: bigint }> {
     try {
       const response = await this.client.kv.range(request, { deadline: this.#deadline() });
       return { kvs: response.kvs, revision: BigInt(response.header.revision) };
     } catch (error) {
-      throw toBatonError(error, context, this.client);
+      throw this.fail(error, what);
     }
   }
 
@@ -48,7 +68,7 @@ export class EtcdKv {
       if (response.error) throw new Error(response.error);
       return { id: response.ID, ttlSeconds: Number(response.TTL) };
     } catch (error) {
-      throw toBatonError(error, "could not grant an etcd lease", this.client);
+      throw this.fail(error, "could not grant an etcd lease");
     }
   }
 
@@ -57,7 +77,7 @@ export class EtcdKv {
     try {
       await this.client.leaseClient.leaseRevoke({ ID: id }, { deadline: this.#deadline() });
     } catch (error) {
-      const mapped = toBatonError(error, "could not revoke the etcd lease", this.client);
+      const mapped = this.fail(error, "could not revoke the etcd lease");
       if (mapped.code === "BATON_SESSION_LOST") return;
       throw mapped;
     }

@@ -10,7 +10,6 @@ import {
   sleep,
   systemClock,
 } from "@baton/core";
-import { etcdUnavailable } from "./etcd-errors.js";
 import type { EtcdKv } from "./etcd-kv.js";
 import { encodeHolderValue, waitingValue } from "./holder-value.js";
 import { LeaseKeeper } from "./lease-keeper.js";
@@ -98,7 +97,7 @@ export class EtcdSession implements BackendSession {
     this.lost = this.#lostController.signal;
     // A keepalive is waited for up to a third of the TTL: core retries sooner after a failure.
     const timeoutMs = Math.min(init.kv.requestTimeoutMs, Math.max(500, Math.floor(init.ttlMs / 3)));
-    this.#keeper = new LeaseKeeper(init.kv.client, init.leaseId, timeoutMs);
+    this.#keeper = new LeaseKeeper(init.kv, init.leaseId, timeoutMs);
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
@@ -301,13 +300,13 @@ export class EtcdSession implements BackendSession {
     if (response.succeeded) return { revision, token: revision };
     const inner = response.responses[0]?.response_txn;
     if (inner === undefined) {
-      throw etcdUnavailable(this.#kv.client, `etcd answered the queue of "${name}" inconsistently`);
+      throw this.#kv.unavailable(`etcd answered the queue of "${name}" inconsistently`);
     }
     // Our key was created (the revision is the put's) and waits behind others.
     if (inner.succeeded) return { revision };
     const mine = inner.responses[0]?.response_range.kvs[0];
     if (mine === undefined) {
-      throw etcdUnavailable(this.#kv.client, `etcd answered the queue of "${name}" inconsistently`);
+      throw this.#kv.unavailable(`etcd answered the queue of "${name}" inconsistently`);
     }
     // Our key already existed (a retried call): its place is found by the first turn.
     return { revision: BigInt(mine.create_revision) };
@@ -331,7 +330,7 @@ export class EtcdSession implements BackendSession {
       try {
         const turn = await this.#turn(name, prefix, key, value, revision);
         if ("token" in turn) return turn.token;
-        await waitForDelete(this.#kv.client, turn.predecessor, turn.fromRevision, signal);
+        await waitForDelete(this.#kv, turn.predecessor, turn.fromRevision, signal);
         failures = 0;
       } catch (error) {
         if (signal.aborted || error instanceof SessionLostError) throw error;

@@ -1,6 +1,6 @@
 import { SessionLostError } from "@baton/core";
-import type { Etcd3, IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
-import { etcdUnavailable, toBatonError } from "./etcd-errors.js";
+import type { IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
+import type { EtcdKv } from "./etcd-kv.js";
 
 type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
 
@@ -16,15 +16,15 @@ interface Pending {
  * and reopened (maybe on another member) by the next `renew()`.
  */
 export class LeaseKeeper {
-  readonly #client: Etcd3;
+  readonly #kv: EtcdKv;
   readonly #leaseId: string;
   readonly #timeoutMs: number;
   #stream: KeepAliveStream | undefined;
   #pending: Pending | undefined;
   #closed = false;
 
-  constructor(client: Etcd3, leaseId: string, timeoutMs: number) {
-    this.#client = client;
+  constructor(kv: EtcdKv, leaseId: string, timeoutMs: number) {
+    this.#kv = kv;
     this.#leaseId = leaseId;
     this.#timeoutMs = timeoutMs;
   }
@@ -42,10 +42,7 @@ export class LeaseKeeper {
     return new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#drop(
-          etcdUnavailable(
-            this.#client,
-            `no etcd member answered a keepalive within ${this.#timeoutMs} ms`,
-          ),
+          this.#kv.unavailable(`no etcd member answered a keepalive within ${this.#timeoutMs} ms`),
         );
       }, this.#timeoutMs);
       this.#pending = {
@@ -62,7 +59,7 @@ export class LeaseKeeper {
         },
       };
       this.#send().catch((error: unknown) => {
-        this.#drop(toBatonError(error, "could not open an etcd keepalive stream", this.#client));
+        this.#drop(this.#kv.fail(error, "could not open an etcd keepalive stream"));
       });
     });
   }
@@ -76,7 +73,7 @@ export class LeaseKeeper {
   async #send(): Promise<void> {
     let stream = this.#stream;
     if (stream === undefined) {
-      const opened = await this.#client.leaseClient.leaseKeepAlive();
+      const opened = await this.#kv.client.leaseClient.leaseKeepAlive();
       if (this.#pending === undefined || this.#closed) {
         endStream(opened);
         return;
@@ -88,11 +85,11 @@ export class LeaseKeeper {
       });
       stream.on("error", (error: Error) => {
         if (this.#stream === stream)
-          this.#drop(toBatonError(error, "the etcd keepalive stream failed", this.#client));
+          this.#drop(this.#kv.fail(error, "the etcd keepalive stream failed"));
       });
       stream.on("end", () => {
         if (this.#stream === stream) {
-          this.#drop(etcdUnavailable(this.#client, "the etcd keepalive stream ended"));
+          this.#drop(this.#kv.unavailable("the etcd keepalive stream ended"));
         }
       });
     }

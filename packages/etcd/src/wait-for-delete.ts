@@ -1,5 +1,5 @@
 import { type Etcd3, FilterType, type IWatchResponse } from "etcd3";
-import { etcdUnavailable, toBatonError } from "./etcd-errors.js";
+import type { EtcdKv } from "./etcd-kv.js";
 import { endStream } from "./lease-keeper.js";
 
 /**
@@ -9,7 +9,7 @@ import { endStream } from "./lease-keeper.js";
  * Rejects with `signal.reason` on abort, `BackendUnavailableError` when the stream fails.
  */
 export function waitForDelete(
-  client: Etcd3,
+  kv: EtcdKv,
   key: Buffer,
   fromRevision: bigint,
   signal: AbortSignal,
@@ -27,7 +27,7 @@ export function waitForDelete(
     };
     const onAbort = () => finish(() => reject(signal.reason));
     signal.addEventListener("abort", onAbort, { once: true });
-    client.watchClient.watch().then(
+    kv.client.watchClient.watch().then(
       (opened) => {
         if (done) {
           endStream(opened);
@@ -35,23 +35,15 @@ export function waitForDelete(
         }
         stream = opened;
         opened.on("error", (error: Error) =>
-          finish(() => reject(toBatonError(error, "the etcd watch stream failed", client))),
+          finish(() => reject(kv.fail(error, "the etcd watch stream failed"))),
         );
-        opened.on("end", () =>
-          finish(() => reject(etcdUnavailable(client, "the etcd watch stream ended"))),
-        );
+        opened.on("end", () => finish(() => reject(kv.unavailable("the etcd watch stream ended"))));
         opened.on("data", (response: IWatchResponse) => {
           if (response.canceled) {
             if (BigInt(response.compact_revision || "0") > 0n) finish(resolve);
             else {
-              finish(() =>
-                reject(
-                  etcdUnavailable(
-                    client,
-                    `etcd cancelled the watch: ${response.cancel_reason || "no reason given"}`,
-                  ),
-                ),
-              );
+              const why = response.cancel_reason || "no reason given";
+              finish(() => reject(kv.unavailable(`etcd cancelled the watch: ${why}`)));
             }
             return;
           }
@@ -68,7 +60,7 @@ export function waitForDelete(
         });
       },
       (error: unknown) =>
-        finish(() => reject(toBatonError(error, "could not open an etcd watch stream", client))),
+        finish(() => reject(kv.fail(error, "could not open an etcd watch stream"))),
     );
   });
 }

@@ -1,6 +1,5 @@
 import type { Holder } from "@baton/core";
 import type { IWatchResponse } from "etcd3";
-import { etcdUnavailable, toBatonError } from "./etcd-errors.js";
 import type { EtcdKv } from "./etcd-kv.js";
 import { sameHolder } from "./holder-value.js";
 import { endStream } from "./lease-keeper.js";
@@ -34,19 +33,17 @@ export async function* watchHolder(
       }
       stream = opened;
       opened.on("error", (error: Error) => {
-        failure ??= toBatonError(error, "the etcd watch stream failed", kv.client);
+        failure ??= kv.fail(error, "the etcd watch stream failed");
         poke();
       });
       opened.on("end", () => {
-        failure ??= etcdUnavailable(kv.client, "the etcd watch stream ended");
+        failure ??= kv.unavailable("the etcd watch stream ended");
         poke();
       });
       opened.on("data", (response: IWatchResponse) => {
         if (response.canceled) {
-          failure ??= etcdUnavailable(
-            kv.client,
-            `etcd cancelled the watch: ${response.cancel_reason || "history compacted"}`,
-          );
+          const why = response.cancel_reason || "history compacted";
+          failure ??= kv.unavailable(`etcd cancelled the watch: ${why}`);
         } else if (response.events.length > 0) dirty = true;
         poke();
       });
@@ -59,7 +56,7 @@ export async function* watchHolder(
       });
     },
     (error: unknown) => {
-      failure ??= toBatonError(error, "could not open an etcd watch stream", kv.client);
+      failure ??= kv.fail(error, "could not open an etcd watch stream");
       poke();
     },
   );
