@@ -1,4 +1,4 @@
-import { queueKey } from "./advisory-key.js";
+import { queueKey } from "./postgres-keys.js";
 import { QUEUE_WAIT, WAIT_UNTIL_FREE } from "./statements.js";
 import { nextMacrotask, type Waiter, type WaiterPool } from "./waiter-pool.js";
 

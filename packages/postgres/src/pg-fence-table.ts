@@ -1,6 +1,6 @@
 import { ConfigError } from "@baton/core";
-import { asBatonError, isPrivilegeError, sqlState } from "./pg-errors.js";
 import type { ResolvedPgFenceOptions } from "./pg-fence-options.js";
+import { isPrivilegeError, SQLSTATE, sqlState, toBatonError } from "./postgres-errors.js";
 import type { Queryable } from "./schema.js";
 
 /** One column of the fence table as `pg_catalog` describes it. */
@@ -47,7 +47,7 @@ async function readColumns(db: Queryable, o: ResolvedPgFenceOptions): Promise<Co
     return (await db.query(COLUMNS, [o.table])).rows as ColumnRow[];
   } catch (error) {
     // to_regclass names a missing schema in no error; anything here is the connection.
-    throw asBatonError(error, `could not read the fence table ${o.table}`);
+    throw toBatonError(error, `could not read the fence table ${o.table}`);
   }
 }
 
@@ -69,7 +69,7 @@ async function createFenceTable(db: Queryable, o: ResolvedPgFenceOptions): Promi
   try {
     await db.query(ddl);
   } catch (error) {
-    if (sqlState(error) === "23505") return; // a concurrent creator won
+    if (sqlState(error) === SQLSTATE.uniqueViolation) return; // a concurrent creator won
     if (isPrivilegeError(error)) {
       throw new ConfigError(
         "privileges",
@@ -77,7 +77,7 @@ async function createFenceTable(db: Queryable, o: ResolvedPgFenceOptions): Promi
         { cause: error },
       );
     }
-    throw asBatonError(error, `could not create the fence table ${o.table}`);
+    throw toBatonError(error, `could not create the fence table ${o.table}`);
   }
 }
 

@@ -9,7 +9,6 @@ import {
   StaleTokenError,
 } from "@baton/core";
 import pg from "pg";
-import { asBatonError, sqlState } from "./pg-errors.js";
 import {
   type PgFenceOptions,
   type ResolvedPgFenceOptions,
@@ -17,6 +16,7 @@ import {
   transactionLimits,
 } from "./pg-fence-options.js";
 import { prepareFenceTable } from "./pg-fence-table.js";
+import { SQLSTATE, sqlState, toBatonError } from "./postgres-errors.js";
 import { connectionFromUrl } from "./postgres-options.js";
 import type { Queryable } from "./schema.js";
 
@@ -92,7 +92,7 @@ RETURNING 1`;
       await this.#upsert(client, resource, token);
     }).catch((error: unknown) => {
       if (signal?.aborted && error === signal.reason) throw error;
-      throw asBatonError(error, `could not raise the fence of "${resource}" in ${this.table}`);
+      throw toBatonError(error, `could not raise the fence of "${resource}" in ${this.table}`);
     });
   }
 
@@ -236,7 +236,7 @@ RETURNING 1`;
   /** What a failed fence transaction tells its caller. */
   #explain(error: unknown, resource: string, limitMs: number, connectionGone: boolean): unknown {
     const state = sqlState(error);
-    if (state === "55P03" || state === "57014") {
+    if (state === SQLSTATE.lockNotAvailable || state === SQLSTATE.queryCanceled) {
       return new BackendUnavailableError(
         `a fenced transaction on "${resource}" in ${this.table} waited ${limitMs} ms for a row lock, held by another transaction (a paused holder's fenced write, or one of your own without a lock_timeout); nothing was committed`,
         { cause: error },
@@ -284,7 +284,7 @@ async function connect(pool: pg.Pool, signal: AbortSignal | undefined): Promise<
 
 function asConnectError(pending: Promise<pg.PoolClient>): Promise<pg.PoolClient> {
   return pending.catch((error: unknown) => {
-    throw asBatonError(error, "the fence could not connect to PostgreSQL");
+    throw toBatonError(error, "the fence could not take a connection from its pool");
   });
 }
 

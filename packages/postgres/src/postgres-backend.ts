@@ -7,16 +7,16 @@ import {
 } from "@baton/core";
 import pg from "pg";
 import { KeyWaits } from "./key-waits.js";
-import { asBatonError, describeTarget } from "./pg-errors.js";
+import { openSessionContext, toBatonError } from "./postgres-errors.js";
+import { schemaNames, tokenTag } from "./postgres-keys.js";
 import {
   type PostgresBackendOptions,
   type ResolvedPostgresOptions,
   resolvePostgresOptions,
 } from "./postgres-options.js";
-import { PostgresSession, type SessionContext } from "./postgres-session.js";
-import { ensureSchema, type Queryable, schemaNames } from "./schema.js";
+import { PostgresSession, type PostgresSessionContext } from "./postgres-session.js";
+import { ensureSchema, type Queryable } from "./schema.js";
 import { statements } from "./statements.js";
-import { tokenTag } from "./token-locks.js";
 import { WaiterPool } from "./waiter-pool.js";
 
 /**
@@ -43,7 +43,7 @@ export class PostgresBackend implements LockBackend {
   readonly guarantees = POSTGRES_GUARANTEES;
   /** The checked options. */
   readonly options: ResolvedPostgresOptions;
-  readonly #context: SessionContext;
+  readonly #context: PostgresSessionContext;
   readonly #sessions = new Set<PostgresSession>();
   readonly #waiters: WaiterPool;
   #control: pg.Pool | undefined;
@@ -106,11 +106,7 @@ export class PostgresBackend implements LockBackend {
           this.options.migrate,
         );
       } catch (error) {
-        throw asBatonError(
-          error,
-          "could not prepare Baton's PostgreSQL schema",
-          describeTarget(this.options.connection),
-        );
+        throw toBatonError(error, openSessionContext(this.options.connection));
       }
     })().catch((error: unknown) => {
       this.#ready = undefined;

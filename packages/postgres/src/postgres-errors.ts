@@ -1,11 +1,25 @@
-import {
-  asUnavailable,
-  BackendUnavailableError,
-  BatonError,
-  ConfigError,
-  isTransient,
-} from "@baton/core";
+import { BackendUnavailableError, BatonError, ConfigError, isTransient } from "@baton/core";
 import type pg from "pg";
+
+/** The SQLSTATEs Baton tells apart (named as in PostgreSQL's list of error codes). */
+export const SQLSTATE = {
+  /** A statement cancelled (`pg_cancel_backend`, `statement_timeout`). */
+  queryCanceled: "57014",
+  /** `lock_timeout` ran out. */
+  lockNotAvailable: "55P03",
+  /** PostgreSQL broke a cycle of sessions waiting for each other's locks. */
+  deadlockDetected: "40P01",
+  insufficientPrivilege: "42501",
+  uniqueViolation: "23505",
+  invalidPassword: "28P01",
+  invalidAuthorization: "28000",
+  /** The database does not exist. */
+  invalidCatalogName: "3D000",
+  /** E.g. a setting the server does not know (`idle_session_timeout` before PostgreSQL 14). */
+  undefinedObject: "42704",
+  connectionDoesNotExist: "08003",
+  connectionFailure: "08006",
+} as const;
 
 /** The SQLSTATE of a PostgreSQL error, when it is one. */
 export function sqlState(error: unknown): string | undefined {
@@ -15,7 +29,35 @@ export function sqlState(error: unknown): string | undefined {
 
 /** True for a missing privilege (SQLSTATE 42501). */
 export function isPrivilegeError(error: unknown): boolean {
-  return sqlState(error) === "42501";
+  return sqlState(error) === SQLSTATE.insufficientPrivilege;
+}
+
+/**
+ * True when the server ended the connection the statement ran on: class 57P (a shutdown, a
+ * restart, `pg_terminate_backend`, a crash, `idle_session_timeout`), 08006 or 08003.
+ */
+export function endedConnection(error: unknown): boolean {
+  const state = sqlState(error);
+  return (
+    state?.startsWith("57P") === true ||
+    state === SQLSTATE.connectionFailure ||
+    state === SQLSTATE.connectionDoesNotExist
+  );
+}
+
+/**
+ * True when a wait for a lock ended without it and without harm: cancelled (interrupted or
+ * aborted), `lock_timeout` ran out (a slice), or PostgreSQL broke a cycle of sessions waiting
+ * for each other's locks (which Baton, like any lock, lets callers build: their waits then run
+ * out as they would anyway).
+ */
+export function waitEndedEmpty(error: unknown): boolean {
+  const state = sqlState(error);
+  return (
+    state === SQLSTATE.queryCanceled ||
+    state === SQLSTATE.lockNotAvailable ||
+    state === SQLSTATE.deadlockDetected
+  );
 }
 
 /**
@@ -45,40 +87,49 @@ export function describeTarget(connection: pg.ClientConfig): string {
 }
 
 /**
- * Turns an error of connecting or querying into Baton's: bad credentials, a missing database
- * or a server too old into `ConfigError`, everything else into `BackendUnavailableError`. A
- * connection that could not be made, or that the server ended (a restart, `57P01`), says so
- * and names `where` (see {@link describeTarget}) instead of what was being done.
+ * The context of {@link toBatonError} for opening a session at `connection`, schema checks
+ * included: a failure to connect then names the server, not a step.
  */
-export function asBatonError(error: unknown, context: string, where?: string): Error {
+export function openSessionContext(connection: pg.ClientConfig): string {
+  return `could not open a PostgreSQL session at ${describeTarget(connection)}`;
+}
+
+/**
+ * The one place pg's errors become Baton's. `context` says what was being done, and where
+ * when it connected somewhere (`could not open a PostgreSQL session at db1:5432/app`, see
+ * {@link describeTarget}). A `BatonError` passes through unchanged. Bad credentials, a missing
+ * database, a missing privilege or a server too old become `ConfigError`; a connection that
+ * could not be made, or that the server ended (a restart, `57P01`), says so, and that and
+ * everything else is a `BackendUnavailableError`.
+ */
+export function toBatonError(error: unknown, context: string): BatonError {
   if (error instanceof BatonError) return error;
   const state = sqlState(error);
   const detail = error instanceof Error ? error.message : String(error);
-  const at = where === undefined ? "" : ` at ${where}`;
   if (state !== undefined && (SERVER_GONE[state] !== undefined || state.startsWith("08"))) {
     const what = SERVER_GONE[state] ?? "the connection to the server failed";
     return new BackendUnavailableError(
-      `${context}: ${what}${at} (SQLSTATE ${state}: ${detail}); Baton retries once the server is back`,
+      `${context}: ${what} (SQLSTATE ${state}: ${detail}); Baton retries once the server is back`,
       { cause: error },
     );
   }
   if (state === undefined && isConnectFailure(error)) {
     return new BackendUnavailableError(
-      `could not connect to PostgreSQL${at} (${detail}); check that the server runs there and accepts connections from here`,
+      `${context}: could not connect (${detail}); check that the server runs there and accepts connections from here`,
       { cause: error },
     );
   }
   switch (state) {
-    case "28P01":
-    case "28000":
+    case SQLSTATE.invalidPassword:
+    case SQLSTATE.invalidAuthorization:
       return new ConfigError("url", `${context}: the server refused the login: ${detail}`, {
         cause: error,
       });
-    case "3D000":
+    case SQLSTATE.invalidCatalogName:
       return new ConfigError("url", `${context}: ${detail}`, { cause: error });
-    case "42501":
+    case SQLSTATE.insufficientPrivilege:
       return new ConfigError("privileges", `${context}: ${detail}`, { cause: error });
-    case "42704":
+    case SQLSTATE.undefinedObject:
       if (detail.includes("idle_session_timeout")) {
         return new ConfigError(
           "url",
@@ -88,7 +139,7 @@ export function asBatonError(error: unknown, context: string, where?: string): E
       }
       break;
   }
-  return asUnavailable(error, context);
+  return new BackendUnavailableError(`${context}: ${detail}`, { cause: error });
 }
 
 /** A connection that could not be made or went away: a network error, or pg's own timeout. */

@@ -1,5 +1,17 @@
 import { createHash } from "node:crypto";
 
+/*
+ * Every name Baton uses in PostgreSQL, built here:
+ *
+ * - a lock is a session-level advisory lock on one bigint key ({@link advisoryKey}; in
+ *   `pg_locks` its halves are `classid` and `objid`, `objsubid` 1);
+ * - the rest live in PostgreSQL's two-integer advisory key space (`objsubid` 2): a key's
+ *   queue key ({@link queueKey}, first integer negative) and the token locks of a session
+ *   ((tag, offset), both non-negative: {@link tokenTag}, token-locks.ts), so the two never meet;
+ * - the schema's tables and sequence ({@link schemaNames}), and the advisory key that
+ *   serialises migrations ({@link MIGRATION_KEY}).
+ */
+
 /**
  * The 64-bit advisory lock key of `name` inside `namespace`: the first 8 bytes of
  * SHA-256(namespace, NUL, name), read as a signed big-endian integer (PostgreSQL's `bigint`).
@@ -9,7 +21,7 @@ import { createHash } from "node:crypto";
  * other, they never both hold it.
  */
 export function advisoryKey(namespace: string, name: string): bigint {
-  // A hash costs several microseconds; the same few names are locked over and over.
+  // Hot path: see docs/hot-path.md, "PostgreSQL".
   const id = `${namespace}\u0000${name}`;
   const known = recent.get(id);
   if (known !== undefined) return known;
@@ -28,10 +40,48 @@ const RECENT_MAX = 4_096;
  * PostgreSQL's two-integer advisory form (`pg_advisory_lock(int, int)`), a key space of its
  * own (`objsubid` 2 in `pg_locks`), with the sign bit of the first half set. So a queue key
  * never collides with any lock key, nor with a token lock (whose first half is never
- * negative: see token-locks.ts); two names share a queue when they share a lock (or differ in
- * the key's top bit only). Waiter connections hold it only to take turns (see key-waits.ts);
- * it never decides who holds a lock.
+ * negative: see {@link tokenTag}); two names share a queue when they share a lock (or differ
+ * in the key's top bit only). Waiter connections hold it only to take turns (see
+ * key-waits.ts); it never decides who holds a lock.
  */
 export function queueKey(key: bigint): readonly [number, number] {
   return [Number(BigInt.asIntN(32, (key >> 32n) | 0x80000000n)), Number(BigInt.asIntN(32, key))];
 }
+
+/**
+ * The tag of a lock key's token lock (see token-locks.ts): the first integer of the token
+ * lock (tag, offset) in PostgreSQL's two-integer advisory key space. A non-negative int4, so
+ * `classid` in `pg_locks` reads it back, and never a queue key's (negative) first integer.
+ */
+export type TokenTag = number;
+
+const MASK31 = 0x7fffffffn;
+
+/** The token-lock tag of advisory key `key`: its low 31 bits (a SHA-256 prefix: a 31-bit hash). */
+export function tokenTag(key: bigint): TokenTag {
+  return Number(key & MASK31);
+}
+
+/** Names of Baton's schema objects, quoted for SQL text. */
+export interface SchemaNames {
+  readonly schema: string;
+  /** The holder rows of grants whose token is not kept in a token lock, by lock key. */
+  readonly holders: string;
+  /** Owner of each connection that runs a Baton session, by backend pid (see holder()). */
+  readonly sessions: string;
+  /** The token sequence. */
+  readonly tokens: string;
+}
+
+/** The quoted names of the objects in `quotedSchema` (a schema name quoted for SQL text). */
+export function schemaNames(quotedSchema: string): SchemaNames {
+  return {
+    schema: quotedSchema,
+    holders: `${quotedSchema}."holders"`,
+    sessions: `${quotedSchema}."sessions"`,
+    tokens: `${quotedSchema}."token_seq"`,
+  };
+}
+
+/** Fixed advisory key that serialises concurrent migrations (SHA-256 of "baton:migrate"). */
+export const MIGRATION_KEY = "6965977949498628371";

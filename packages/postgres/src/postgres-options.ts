@@ -2,6 +2,15 @@ import { type BackendUrl, ConfigError, parseBackendUrl } from "@baton/core";
 import type pg from "pg";
 import { quoteIdentifier } from "./sql-identifier.js";
 
+/** Default of {@link PostgresBackendOptions.schema}. */
+export const DEFAULT_SCHEMA = "baton";
+
+/** Default of {@link PostgresBackendOptions.namespace}. */
+export const DEFAULT_NAMESPACE = "baton";
+
+/** Default of {@link PostgresBackendOptions.migrate}. */
+export const DEFAULT_MIGRATE = true;
+
 /** Options of {@link PostgresBackend}. Give exactly one of `url`, `pool` and `config`. */
 export interface PostgresBackendOptions {
   /**
@@ -27,16 +36,17 @@ export interface PostgresBackendOptions {
   readonly pool?: pg.Pool;
   /** `pg` connection settings for the dedicated connections. */
   readonly config?: pg.ClientConfig;
-  /** Schema of Baton's table and token sequence. Default `baton`. */
+  /** Schema of Baton's tables and token sequence. Default {@link DEFAULT_SCHEMA}. */
   readonly schema?: string;
   /**
    * Namespace mixed into the hash of every lock name, so two applications sharing a database
-   * can use the same names without meeting. Default `baton`.
+   * can use the same names without meeting. Default {@link DEFAULT_NAMESPACE}.
    */
   readonly namespace?: string;
   /**
-   * Create the schema, table and sequence on first use when missing (default `true`). With
-   * `false`, run {@link migrate} once with a privileged role instead.
+   * Create the schema, tables and sequence on first use when missing (default
+   * {@link DEFAULT_MIGRATE}). With `false`, run {@link migrate} once with a privileged role
+   * instead.
    */
   readonly migrate?: boolean;
 }
@@ -114,8 +124,8 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
     }
     connection = { ...options.config };
   }
-  schema ??= "baton";
-  namespace ??= "baton";
+  schema ??= DEFAULT_SCHEMA;
+  namespace ??= DEFAULT_NAMESPACE;
   const quotedSchema = quoteIdentifier(schema, "schema");
   if (typeof namespace !== "string" || namespace.length === 0 || namespace.length > 256) {
     throw new ConfigError("namespace", "must be a non-empty string of at most 256 characters");
@@ -129,21 +139,25 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
     schema,
     quotedSchema,
     namespace,
-    migrate: options.migrate ?? true,
+    migrate: options.migrate ?? DEFAULT_MIGRATE,
   };
 }
 
 /**
- * Checks a parsed `postgres://` URL as {@link resolvePostgresOptions} would, without any I/O
- * (and without parsing it again): the URL check registered for the scheme.
+ * The options of a parsed `postgres://` or `postgresql://` URL (see
+ * {@link PostgresBackendOptions.url}): `config` with its connection settings, and `schema` and
+ * `namespace` when it gives them. Checks them as the backend does, without any I/O; throws
+ * `ConfigError` on anything unknown or malformed.
  */
-export function checkPostgresUrl(url: BackendUrl): void {
+export function postgresOptionsFromUrl(url: BackendUrl): PostgresBackendOptions {
   const fromUrl = connectionFromUrl(url);
-  resolvePostgresOptions({
+  const options: PostgresBackendOptions = {
     config: fromUrl.connection,
     ...(fromUrl.schema === undefined ? {} : { schema: fromUrl.schema }),
     ...(fromUrl.namespace === undefined ? {} : { namespace: fromUrl.namespace }),
-  });
+  };
+  resolvePostgresOptions(options);
+  return options;
 }
 
 /** `pg` settings from a parsed `postgres://` URL. */

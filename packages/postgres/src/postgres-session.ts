@@ -1,7 +1,7 @@
 import {
   type BackendAcquireOptions,
   type BackendSession,
-  BackendUnavailableError,
+  boundedCall,
   ConfigError,
   type Grant,
   type Holder,
@@ -10,39 +10,41 @@ import {
   SessionLostError,
 } from "@baton/core";
 import pg from "pg";
-import { advisoryKey } from "./advisory-key.js";
+import { ConnectionWait } from "./connection-wait.js";
 import type { KeyWaits, WaitTicket } from "./key-waits.js";
-import { asBatonError, describeTarget, sqlState } from "./pg-errors.js";
+import { type Orphan, Orphans } from "./orphans.js";
+import {
+  acquiredColumn,
+  decodeHolder,
+  decodeLostKey,
+  decodePid,
+  decodeUnlocked,
+  grantedToken,
+  holderRowValues,
+  recordNeeded,
+  tokenToRecord,
+  unlockHeldValues,
+} from "./postgres-codec.js";
+import {
+  endedConnection,
+  openSessionContext,
+  SQLSTATE,
+  sqlState,
+  toBatonError,
+  waitEndedEmpty,
+} from "./postgres-errors.js";
+import { advisoryKey, type TokenTag } from "./postgres-keys.js";
 import { StatementQueue } from "./statement-queue.js";
 import type { Statement, Statements } from "./statements.js";
-import { MAX_TOKEN_LOCKS, type TokenTag } from "./token-locks.js";
+import { type TagUse, TagUses } from "./token-locks.js";
 import type { WaiterPool } from "./waiter-pool.js";
+import { type WatchedLock, watchHolder } from "./watch-holder.js";
 
 /** Holder rows awaiting deletion at most (beyond, they stay until their key is taken again). */
 const MAX_RELEASED = 10_000;
 
 /** How long `close()` gives the tidying of holder rows before ending the connection. */
 const CLOSE_TIDY_MS = 1_000;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-/** Resolves after `ms`, or rejects with the reason when `signal` aborts first. */
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 /**
  * How long one wait on the session's connection lasts at most before it is sent again: a
@@ -52,11 +54,15 @@ function waitSliceMs(ttlMs: number): number {
   return Math.max(50, Math.floor(ttlMs / 4));
 }
 
-/** How long a cancel of a wait may take to land before it is sent again. */
-const CANCEL_AGAIN_MS = 25;
+/** How long a renewal may take before `keepAlive()` gives up on it: half the TTL. */
+function renewalBoundMs(ttlMs: number): number {
+  return Math.max(50, Math.floor(ttlMs / 2));
+}
+
+const PING: Statement = { name: "baton_ping", text: "SELECT 1" };
 
 /** What a session needs from its backend. */
-export interface SessionContext {
+export interface PostgresSessionContext {
   readonly connection: pg.ClientConfig;
   readonly namespace: string;
   readonly statements: Statements;
@@ -68,45 +74,22 @@ export interface SessionContext {
   readonly tag: (key: bigint) => TokenTag;
 }
 
-/** The wait running on (or about to run on) the session's connection. */
-interface ConnectionWait {
-  /** Ends it soon: another statement needs the connection, or the wait was aborted. */
-  interrupt(): void;
-}
-
-/** A key's use of its token-lock tag (counted in `#tagUses` until it ends, once). */
-interface TagUse {
-  readonly tag: TokenTag;
-  ended: boolean;
-}
-
-/** A key this connection may still hold after a failed statement. */
-interface Orphan {
-  readonly key: bigint;
-  /** It may hold the token lock of the key too (unlocked by tag). */
-  readonly fenced: boolean;
-  readonly use: TagUse;
-}
-
+/** A grant this session holds. */
 interface Held extends Orphan {
   readonly name: string;
   readonly token: bigint;
-  /** True: the token is in a token lock (no holder row); false: in the holder row. */
-  readonly fenced: boolean;
-}
-
-/** Values of {@link Statements.unlockHeld} for `orphans`. */
-function unlockValues(orphans: readonly Orphan[]): [string[], string[]] {
-  const tags: string[] = [];
-  for (const o of orphans) if (o.fenced) tags.push(String(o.use.tag));
-  return [orphans.map((o) => o.key.toString()), tags];
+  /** True: the token is kept in a token lock (no holder row); false: in the holder row. */
+  readonly tokenKept: boolean;
 }
 
 /** Private part of a grant: which session and key it belongs to. */
-interface GrantHandle {
+interface PostgresGrantHandle {
   readonly session: PostgresSession;
   readonly key: bigint;
 }
+
+/** Runs a statement: in the connection's turn, or directly while the caller holds it. */
+type Run = (config: pg.QueryConfig) => Promise<unknown>;
 
 /**
  * One Baton session = one dedicated PostgreSQL connection with `idle_session_timeout` = TTL.
@@ -118,7 +101,7 @@ export class PostgresSession implements BackendSession {
   readonly ownerId: string;
   readonly ttlMs: number;
   readonly #client: pg.Client;
-  readonly #context: SessionContext;
+  readonly #context: PostgresSessionContext;
   readonly #lost = new AbortController();
   /** Held grants by lock name. */
   readonly #held = new Map<string, Held>();
@@ -126,19 +109,10 @@ export class PostgresSession implements BackendSession {
   readonly #names = new Map<bigint, string>();
   /** Released grants whose holder rows are deleted by the next renewal (off the hot path). */
   #released: Held[] = [];
-  /**
-   * Keys whose release (or acquire) failed while the connection lived: unlocked, with their
-   * token locks, by the next renewal or before the key is taken again.
-   */
-  readonly #orphans = new Map<bigint, Orphan>();
-  /**
-   * How many keys use each token-lock tag: held, being acquired, or orphans. A key takes a token
-   * lock only when its tag is unused (and fewer than MAX_TOKEN_LOCKS tags are in use), so this
-   * connection's token lock of a tag belongs to one key, and a key recorded in a row is never
-   * followed by a later token-lock grant that shares its tag (holder() takes the newer token
-   * of the two; see statements.holder).
-   */
-  readonly #tagUses = new Map<number, number>();
+  /** How many keys of this session use each token-lock tag. */
+  readonly #tags = new TagUses();
+  /** Keys left held by failed statements, unlocked by the next renewal (or try). */
+  readonly #orphans = new Orphans(this.#tags);
   readonly #onClose: ((session: PostgresSession) => void) | undefined;
   #renewal: Promise<KeepAliveResult | undefined> | undefined;
   #closing: Promise<void> | undefined;
@@ -151,7 +125,7 @@ export class PostgresSession implements BackendSession {
 
   private constructor(
     client: pg.Client,
-    context: SessionContext,
+    context: PostgresSessionContext,
     ownerId: string,
     ttlMs: number,
     onClose: ((session: PostgresSession) => void) | undefined,
@@ -171,7 +145,7 @@ export class PostgresSession implements BackendSession {
 
   /** Connects a dedicated client, sets `idle_session_timeout` = `ttlMs`. */
   static async open(
-    context: SessionContext,
+    context: PostgresSessionContext,
     ownerId: string,
     ttlMs: number,
     signal: AbortSignal | undefined,
@@ -193,15 +167,11 @@ export class PostgresSession implements BackendSession {
         ...context.statements.register,
         values: [String(ttlMs), ownerId],
       });
-      session.#pid = (rows[0] as { pid: number }).pid;
+      session.#pid = decodePid(rows);
     } catch (error) {
       void client.end().catch(() => undefined);
       if (signal?.aborted) throw signal.reason;
-      throw asBatonError(
-        error,
-        "could not open a PostgreSQL session",
-        describeTarget(context.connection),
-      );
+      throw toBatonError(error, openSessionContext(context.connection));
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }
@@ -209,64 +179,51 @@ export class PostgresSession implements BackendSession {
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
-    this.#assertAlive();
+    this.#assertLive();
     // One renewal in flight at a time: a slow one is joined, never piled on.
     this.#renewal ??= this.#renew().finally(() => {
       this.#renewal = undefined;
     });
-    const bound = Math.max(50, Math.floor(this.ttlMs / 2));
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new BackendUnavailableError(`PostgreSQL did not answer a renewal within ${bound} ms`),
-          ),
-        bound,
-      );
+    return boundedCall(this.#renewal, {
+      timeoutMs: renewalBoundMs(this.ttlMs),
+      what: "a PostgreSQL renewal",
     });
-    try {
-      return await Promise.race([this.#renewal, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   async #renew(): Promise<KeepAliveResult | undefined> {
     if (this.#orphans.size > 0) {
-      const orphans = [...this.#orphans.values()];
-      await this.#query(this.#context.statements.unlockHeld, unlockValues(orphans));
-      for (const orphan of orphans) this.#unorphan(orphan);
+      const orphans = this.#orphans.all();
+      await this.#query(this.#context.statements.unlockHeld, unlockHeldValues(orphans));
+      for (const orphan of orphans) this.#orphans.unlocked(orphan);
     }
     const held = [...this.#held.values()];
     const released = this.#released;
     if (held.length === 0 && released.length === 0) {
-      await this.#query({ name: "baton_ping", text: "SELECT 1" }, []);
+      await this.#query(PING, []);
       return undefined;
     }
     this.#released = [];
     const rows = await this.#query(this.#context.statements.renew, [
       held.map((h) => h.key.toString()),
-      released.map((r) => r.key.toString()),
-      released.map((r) => r.token.toString()),
+      ...holderRowValues(released),
     ]);
     if (rows.length === 0) return undefined;
     const lostKeys: string[] = [];
     for (const row of rows) {
-      const key = BigInt(row.key as string);
+      const key = decodeLostKey(row);
       const name = this.#names.get(key);
       if (name === undefined) continue;
       const lost = this.#held.get(name);
       lostKeys.push(name);
       this.#forget(name);
-      // Whatever of it may be left (its token locks) is unlocked with the orphans.
-      if (lost !== undefined) this.#orphan(lost);
+      // Whatever of it may be left (its token lock) is unlocked with the orphans.
+      if (lost !== undefined) this.#orphans.keep(lost);
     }
     return { lostKeys };
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
-    this.#assertAlive();
+    this.#assertLive();
     const key = advisoryKey(this.#context.namespace, name);
     const clash = this.#names.get(key);
     if (clash !== undefined) {
@@ -290,7 +247,7 @@ export class PostgresSession implements BackendSession {
         if (!options.wait) return null;
         const { signal } = options;
         if (signal.aborted) throw signal.reason;
-        this.#assertAlive();
+        this.#assertLive();
         waited = true;
         if (this.#waiting === undefined) {
           // Wait in PostgreSQL's own queue of the key, on this connection: a release hands the
@@ -312,7 +269,7 @@ export class PostgresSession implements BackendSession {
           link.dispose();
         }
         if (signal.aborted) throw signal.reason;
-        this.#assertAlive();
+        this.#assertLive();
         grant = await this.#tryAcquire(name, key, options.value);
       }
     } finally {
@@ -332,33 +289,14 @@ export class PostgresSession implements BackendSession {
     value: string | undefined,
     signal: AbortSignal,
   ): Promise<Grant | null> {
-    let interrupted = false;
-    let running = false;
-    let finished = false;
-    const cancels: Promise<void>[] = [];
-    const cancel = () => {
-      cancels.push(
-        this.#context.cancel(this.#pid).then(
-          // A cancel that reaches the server before the statement is lost: send it again.
-          () => void setTimeout(() => !finished && cancel(), CANCEL_AGAIN_MS).unref(),
-          () => undefined,
-        ),
-      );
-    };
-    const wait: ConnectionWait = {
-      interrupt: () => {
-        if (interrupted) return;
-        interrupted = true;
-        if (running) cancel();
-      },
-    };
+    const wait = new ConnectionWait(() => this.#context.cancel(this.#pid));
     this.#waiting = wait;
     signal.addEventListener("abort", wait.interrupt, { once: true });
     // Chosen in the order the statements run (a token lock only when no other key uses the
     // tag): as the turn is taken.
     const tag = this.#context.tag(key);
-    const fenced = value === undefined && this.#unused(tag);
-    const use = this.#use(tag);
+    const tokenKept = value === undefined && this.#tags.free(tag);
+    const use = this.#tags.use(tag);
     /** Whether `use` went to a grant or an orphan (else it ends here). */
     let handed = false;
     // Take the connection's turn (statements sent from now on come after, and interrupt).
@@ -366,129 +304,119 @@ export class PostgresSession implements BackendSession {
     let done = noop;
     try {
       done = await turn;
-      if (interrupted || this.#statements.queued > 0 || signal.aborted) return null;
-      this.#assertAlive();
+      if (wait.interrupted || this.#statements.queued > 0 || signal.aborted) return null;
+      this.#assertLive();
       await this.#unlockOrphan(key, this.#direct);
-      running = true;
-      let token: string | null | undefined;
+      let column: string | null = null;
       let failure: unknown;
       try {
         const slice = String(waitSliceMs(this.ttlMs));
         const { statements } = this.#context;
-        const result = await this.#client.query(
-          fenced
-            ? { ...statements.waitAcquireFenced, values: [key.toString(), tag, slice] }
-            : {
-                ...statements.waitAcquire,
-                values: [key.toString(), name, this.ownerId, value ?? null, slice],
-              },
+        const result = await wait.run(() =>
+          this.#client.query(
+            tokenKept
+              ? { ...statements.waitAcquireTokenKept, values: [key.toString(), tag, slice] }
+              : {
+                  ...statements.waitAcquire,
+                  values: [key.toString(), name, this.ownerId, value ?? null, slice],
+                },
+          ),
         );
-        token = (result.rows[0] as { token: string | null } | undefined)?.token;
+        column = acquiredColumn(result.rows);
       } catch (error) {
         failure = error;
       }
-      running = false;
-      finished = true;
-      const alive = () => !this.#lost.signal.aborted && this.#closing === undefined;
-      if (cancels.length > 0 && alive()) {
-        // Bounded: a cancel that cannot reach the server (its connection cannot be opened)
-        // must not hold up the session's statements.
-        await Promise.race([Promise.all(cancels), sleep(waitSliceMs(this.ttlMs))]);
-        await this.#absorbCancel();
-      }
+      await wait.settle(waitSliceMs(this.ttlMs), this.#alive, this.#absorbCancel);
       if (failure !== undefined) {
         // The lock may have been granted before the statement failed (cancelled, or a later
         // step timed out): session advisory locks outlive it. Give it back, or have the next
         // renewal (or try) do it.
         handed = true;
-        await this.#giveBack(key, fenced, use, this.#direct);
-        const state = sqlState(failure);
-        // Cancelled (interrupted or aborted), a slice ran out, or PostgreSQL broke a cycle of
-        // sessions waiting for each other's locks (which Baton, like any lock, lets callers
-        // build: their waits then run out as they would anyway).
-        if (state === "57014" || state === "55P03" || state === "40P01") return null;
+        await this.#giveBack(key, tokenKept, use, this.#direct);
+        if (waitEndedEmpty(failure)) return null;
         throw this.#failure(failure);
       }
-      if (token === null || token === undefined) return null;
+      if (column === null) return null;
       handed = true;
-      return await this.#settle(name, key, value, token, fenced, use, this.#direct);
+      return await this.#settle(name, key, value, column, tokenKept, use, this.#direct);
     } finally {
-      if (!handed) this.#endUse(use);
-      finished = true;
+      if (!handed) this.#tags.end(use);
       signal.removeEventListener("abort", wait.interrupt);
       if (this.#waiting === wait) this.#waiting = undefined;
       done();
     }
   }
 
+  /** Whether the connection lives on and the session is not closing. */
+  readonly #alive = (): boolean => !this.#lost.signal.aborted && this.#closing === undefined;
+
   /**
-   * After a cancel of a wait: a cancel that arrived after the wait ended may still be pending
-   * in the server, and would fail the next statement. A statement that runs to its end shows
-   * that none is left.
+   * After a cancel of a wait (see ConnectionWait.settle): `true` when a cancel that arrived
+   * after the wait ended failed this statement, `false` when it ran to its end (none is left)
+   * or the connection is gone.
    */
-  async #absorbCancel(): Promise<void> {
-    for (let i = 0; i < 3 && !this.#lost.signal.aborted; i++) {
-      try {
-        await this.#client.query({ name: "baton_ping", text: "SELECT 1" });
-        return;
-      } catch (error) {
-        if (sqlState(error) !== "57014") return;
-      }
+  readonly #absorbCancel = async (): Promise<boolean> => {
+    if (this.#lost.signal.aborted) return false;
+    try {
+      await this.#client.query(PING);
+      return false;
+    } catch (error) {
+      return sqlState(error) === SQLSTATE.queryCanceled;
     }
-  }
+  };
 
   async #tryAcquire(name: string, key: bigint, value: string | undefined): Promise<Grant | null> {
-    // Checked here first: awaiting a call that has nothing to do costs a turn of the queue.
+    // Hot path: see docs/hot-path.md, "PostgreSQL" (no await when there is no orphan).
     if (this.#orphans.has(key)) await this.#unlockOrphan(key, this.#inTurn);
     // Chosen as the statement is sent, so in the order the statements run.
     const tag = this.#context.tag(key);
-    const fenced = value === undefined && this.#unused(tag);
-    const use = this.#use(tag);
+    const tokenKept = value === undefined && this.#tags.free(tag);
+    const use = this.#tags.use(tag);
     const { statements } = this.#context;
-    let token: string | null | undefined;
+    let column: string | null;
     try {
-      const [row] = fenced
-        ? await this.#query(statements.acquireFenced, [key.toString(), tag])
-        : await this.#query(statements.acquire, [
-            key.toString(),
-            name,
-            this.ownerId,
-            value ?? null,
-          ]);
-      token = row?.token as string | null | undefined;
+      column = acquiredColumn(
+        tokenKept
+          ? await this.#query(statements.acquireTokenKept, [key.toString(), tag])
+          : await this.#query(statements.acquire, [
+              key.toString(),
+              name,
+              this.ownerId,
+              value ?? null,
+            ]),
+      );
     } catch (error) {
       // A session advisory lock outlives a failed statement: give it back if we got it.
-      await this.#giveBack(key, fenced, use, this.#inTurn);
+      await this.#giveBack(key, tokenKept, use, this.#inTurn);
       throw error;
     }
-    if (token === null || token === undefined) {
-      this.#endUse(use);
+    if (column === null) {
+      this.#tags.end(use);
       return null;
     }
-    return this.#settle(name, key, value, token, fenced, use, this.#inTurn);
+    return this.#settle(name, key, value, column, tokenKept, use, this.#inTurn);
   }
 
   /**
-   * The grant of an acquire statement's `token` (of a granted lock): at once in the usual case
-   * (no promise, no extra turn). When a fenced acquire's token lock was not taken (`r<token>`:
-   * another connection holds that pair exclusively, or the token does not fit in an int4), the
-   * holder row is recorded first, by a second statement; if that fails the lock is given back.
-   * `use` is the grant's (or the orphan's) from here on.
+   * The grant of a granted acquire's `column`: at once in the usual case (no promise, no extra
+   * turn). When a token-kept acquire's token lock was not taken (another connection holds
+   * that pair exclusively, or the token's offset does not fit in an int4: see
+   * postgres-codec.ts), the holder row is recorded first, by a second statement; if that
+   * fails the lock is given back. `use` is the grant's (or the orphan's) from here on.
    */
   #settle(
     name: string,
     key: bigint,
     value: string | undefined,
-    token: string,
-    fenced: boolean,
+    column: string,
+    tokenKept: boolean,
     use: TagUse,
-    run: (config: pg.QueryConfig) => Promise<unknown>,
+    run: Run,
   ): Grant | Promise<Grant> {
-    // 114: "r", a fenced acquire whose token lock was not taken.
-    if (!fenced || token.charCodeAt(0) !== 114) {
-      return this.#granted(name, key, BigInt(token), fenced, use);
+    if (!tokenKept || !recordNeeded(column)) {
+      return this.#granted(name, key, grantedToken(column), tokenKept, use);
     }
-    return this.#recordThenGrant(name, key, value, BigInt(token.slice(1)), use, run);
+    return this.#recordThenGrant(name, key, value, tokenToRecord(column), use, run);
   }
 
   async #recordThenGrant(
@@ -497,7 +425,7 @@ export class PostgresSession implements BackendSession {
     value: string | undefined,
     token: bigint,
     use: TagUse,
-    run: (config: pg.QueryConfig) => Promise<unknown>,
+    run: Run,
   ): Promise<Grant> {
     try {
       await run({
@@ -512,98 +440,50 @@ export class PostgresSession implements BackendSession {
   }
 
   /** Runs a statement on the connection now (the caller holds its turn: see #waitAcquire). */
-  readonly #direct = (config: pg.QueryConfig): Promise<unknown> => this.#client.query(config);
+  readonly #direct: Run = (config) => this.#client.query(config);
   /** Runs a statement in the connection's turn (see #send). */
-  readonly #inTurn = (config: pg.QueryConfig): Promise<unknown> => this.#send(config);
+  readonly #inTurn: Run = (config) => this.#send(config);
 
   /**
    * A lock this connection may still hold from a failed statement ({@link #orphans}) is
    * unlocked before `key` is taken again, so it is not mistaken for the new grant.
    */
-  async #unlockOrphan(key: bigint, run: (config: pg.QueryConfig) => Promise<unknown>) {
+  async #unlockOrphan(key: bigint, run: Run) {
     const orphan = this.#orphans.get(key);
     if (orphan === undefined) return;
     try {
-      await run({ ...this.#context.statements.unlockHeld, values: unlockValues([orphan]) });
+      await run({ ...this.#context.statements.unlockHeld, values: unlockHeldValues([orphan]) });
     } catch (error) {
       throw this.#failure(error);
     }
-    this.#unorphan(orphan);
+    this.#orphans.unlocked(orphan);
   }
 
   /**
-   * After a statement that may have taken `key` (and, when `fenced`, its token locks) failed
+   * After a statement that may have taken `key` (and, when `tokenKept`, its token lock) failed
    * (session advisory locks outlive it): unlock what is held; if that fails too, it is an
    * orphan the next renewal (or try) unlocks. Takes over `use`.
    */
-  async #giveBack(
-    key: bigint,
-    fenced: boolean,
-    use: TagUse,
-    run: (config: pg.QueryConfig) => Promise<unknown>,
-  ) {
-    const alive = () => !this.#lost.signal.aborted && this.#closing === undefined;
-    if (!alive()) return;
-    const orphan: Orphan = { key, fenced, use };
+  async #giveBack(key: bigint, tokenKept: boolean, use: TagUse, run: Run) {
+    if (!this.#alive()) return;
+    const orphan: Orphan = { key, tokenKept, use };
     try {
-      await run({ ...this.#context.statements.unlockHeld, values: unlockValues([orphan]) });
-      this.#endUse(use);
+      await run({ ...this.#context.statements.unlockHeld, values: unlockHeldValues([orphan]) });
+      this.#tags.end(use);
     } catch {
-      if (alive()) this.#orphan(orphan);
+      if (this.#alive()) this.#orphans.keep(orphan);
     }
   }
 
-  /** Keeps `orphan` (and its use of its tag) until it is unlocked. */
-  #orphan(orphan: Orphan): void {
-    const known = this.#orphans.get(orphan.key);
-    if (known === undefined) {
-      this.#orphans.set(orphan.key, { key: orphan.key, fenced: orphan.fenced, use: orphan.use });
-      return;
-    }
-    // The same key twice: one entry, one use.
-    this.#endUse(orphan.use);
-    if (orphan.fenced && !known.fenced) {
-      this.#orphans.set(orphan.key, { key: orphan.key, fenced: true, use: known.use });
-    }
-  }
-
-  /** `orphan` was unlocked: forget it, unless it was replaced since (then it is unlocked again). */
-  #unorphan(orphan: Orphan): void {
-    if (this.#orphans.get(orphan.key) !== orphan) return;
-    this.#orphans.delete(orphan.key);
-    this.#endUse(orphan.use);
-  }
-
-  /**
-   * Whether a key with `tag` may take a token lock: no key of this session uses the tag, and
-   * fewer than MAX_TOKEN_LOCKS tags are in use.
-   */
-  #unused(tag: TokenTag): boolean {
-    return !this.#tagUses.has(tag) && this.#tagUses.size < MAX_TOKEN_LOCKS;
-  }
-
-  #use(tag: TokenTag): TagUse {
-    this.#tagUses.set(tag, (this.#tagUses.get(tag) ?? 0) + 1);
-    return { tag, ended: false };
-  }
-
-  #endUse(use: TagUse): void {
-    if (use.ended) return;
-    use.ended = true;
-    const n = (this.#tagUses.get(use.tag) ?? 0) - 1;
-    if (n > 0) this.#tagUses.set(use.tag, n);
-    else this.#tagUses.delete(use.tag);
-  }
-
-  #granted(name: string, key: bigint, token: bigint, fenced: boolean, use: TagUse): Grant {
-    this.#held.set(name, { name, key, token, fenced, use });
+  #granted(name: string, key: bigint, token: bigint, tokenKept: boolean, use: TagUse): Grant {
+    this.#held.set(name, { name, key, token, tokenKept, use });
     this.#names.set(key, name);
-    const handle: GrantHandle = { session: this, key };
+    const handle: PostgresGrantHandle = { session: this, key };
     return { key: name, ownerId: this.ownerId, token, handle };
   }
 
   async release(grant: Grant): Promise<boolean> {
-    const handle = grant.handle as GrantHandle | undefined;
+    const handle = grant.handle as PostgresGrantHandle | undefined;
     const held = this.#held.get(grant.key);
     if (handle?.session !== this || held === undefined || held.token !== grant.token) return false;
     this.#forget(grant.key);
@@ -612,67 +492,48 @@ export class PostgresSession implements BackendSession {
     const { statements } = this.#context;
     const key = held.key.toString();
     try {
-      const [row] = held.fenced
-        ? await this.#query(statements.releaseFenced, [key, held.token.toString(), held.use.tag])
+      const rows = held.tokenKept
+        ? await this.#query(statements.releaseTokenKept, [key, held.token.toString(), held.use.tag])
         : await this.#query(statements.release, [key]);
-      if (!held.fenced && this.#released.length < MAX_RELEASED) this.#released.push(held);
-      this.#endUse(held.use);
-      return row?.unlocked === true;
+      if (!held.tokenKept && this.#released.length < MAX_RELEASED) this.#released.push(held);
+      this.#tags.end(held.use);
+      return decodeUnlocked(rows);
     } catch (error) {
       // Never renewed again; the next renewal unlocks it if the connection lives on.
-      if (!this.#lost.signal.aborted) this.#orphan(held);
+      if (!this.#lost.signal.aborted) this.#orphans.keep(held);
       throw error;
     }
   }
 
   async holder(name: string): Promise<Holder | null> {
-    this.#assertAlive();
+    this.#assertLive();
     const key = advisoryKey(this.#context.namespace, name);
-    const [row] = await this.#query(this.#context.statements.holder, [
+    const rows = await this.#query(this.#context.statements.holder, [
       key.toString(),
       this.#context.tag(key),
     ]);
-    if (row === undefined) return null;
-    const holder: Holder = { ownerId: row.owner as string, token: BigInt(row.token as string) };
-    return row.value === null ? holder : { ...holder, value: row.value as string };
+    return decodeHolder(rows);
   }
 
   /**
-   * Pushes the holder of `name` now and after every change until `signal` aborts. A release,
-   * or the end of the holder's connection, is seen at once (a server-side wait on a waiter
-   * connection); a new grant on a free lock, or a handoff to a waiting session, within a third
-   * of the TTL (at most 1 s; polled).
+   * Pushes the holder of `name` now and after every change until `signal` aborts (see
+   * {@link watchHolder}).
    */
-  async *watch(name: string, signal: AbortSignal): AsyncGenerator<Holder | null> {
-    const key = advisoryKey(this.#context.namespace, name);
-    const pollMs = Math.min(1_000, Math.max(20, Math.floor(this.ttlMs / 3)));
-    let last: string | undefined;
-    while (!signal.aborted) {
-      const holder = await this.holder(name);
-      const id = holder === null ? "" : `${holder.ownerId}\u0000${holder.token}`;
-      if (id !== last) {
-        last = id;
-        yield holder;
-        if (signal.aborted) return;
-      }
-      const waiting = linkSignals([signal, this.#lost.signal]);
-      try {
-        // Bounded: a lock handed straight to a waiting session does not end the wait.
-        if (holder !== null) await this.#context.waiters.waitUntilFree(key, pollMs, waiting.signal);
-        else await abortableSleep(pollMs, waiting.signal);
-      } catch (error) {
-        if (signal.aborted) return;
-        throw error;
-      } finally {
-        waiting.dispose();
-      }
-    }
+  watch(name: string, signal: AbortSignal): AsyncGenerator<Holder | null> {
+    const lock: WatchedLock = {
+      key: advisoryKey(this.#context.namespace, name),
+      read: () => this.holder(name),
+      ttlMs: this.ttlMs,
+      lost: this.#lost.signal,
+      waiters: this.#context.waiters,
+    };
+    return watchHolder(lock, signal);
   }
 
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#onClose?.(this);
-      const rows = [...this.#held.values(), ...this.#released].filter((h) => !h.fenced);
+      const rows = [...this.#held.values(), ...this.#released].filter((h) => !h.tokenKept);
       this.#held.clear();
       this.#names.clear();
       this.#released = [];
@@ -681,9 +542,9 @@ export class PostgresSession implements BackendSession {
         // either way (and a later connection with its pid replaces the registration).
         const tidy = this.#send({
           ...this.#context.statements.unregister,
-          values: [rows.map((r) => r.key.toString()), rows.map((r) => r.token.toString())],
+          values: holderRowValues(rows),
         });
-        await Promise.race([tidy.catch(() => undefined), sleep(CLOSE_TIDY_MS)]);
+        await boundedCall(tidy, { timeoutMs: CLOSE_TIDY_MS }).catch(() => undefined);
       }
       // Ending the connection frees every advisory lock it holds.
       await this.#client.end().catch(() => undefined);
@@ -698,7 +559,7 @@ export class PostgresSession implements BackendSession {
     this.#names.delete(held.key);
   }
 
-  #assertAlive(): void {
+  #assertLive(): void {
     if (this.#closing !== undefined)
       throw new SessionLostError("this PostgreSQL session is closed");
     if (this.#lost.signal.aborted) throw this.#lost.signal.reason;
@@ -752,19 +613,18 @@ export class PostgresSession implements BackendSession {
 
   /** The error to throw for a failed statement. */
   #failure(error: unknown): unknown {
-    if (this.#lost.signal.aborted || this.#closing !== undefined) {
+    if (!this.#alive()) {
       return new SessionLostError(
         `the PostgreSQL session of "${this.ownerId}" was lost: ${(error as Error).message}`,
         { cause: error },
       );
     }
-    const state = sqlState(error);
     // The server ended this connection (admin command, idle timeout, crash, shutdown).
-    if (state?.startsWith("57P") === true || state === "08006" || state === "08003") {
+    if (endedConnection(error)) {
       this.#markLost(error as Error);
       return this.#lost.signal.reason;
     }
-    return asBatonError(error, "PostgreSQL query failed");
+    return toBatonError(error, "PostgreSQL query failed");
   }
 }
 

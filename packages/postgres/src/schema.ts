@@ -1,33 +1,12 @@
 import { ConfigError } from "@baton/core";
 import type pg from "pg";
-import { isPrivilegeError, sqlState } from "./pg-errors.js";
+import { isPrivilegeError, SQLSTATE, sqlState } from "./postgres-errors.js";
+import { MIGRATION_KEY, type SchemaNames, schemaNames } from "./postgres-keys.js";
 import { quoteIdentifier } from "./sql-identifier.js";
 
 /** Something that runs a query: a `pg.Client`, `pg.PoolClient` or `pg.Pool`. */
 export interface Queryable {
   query(text: string, values?: unknown[]): Promise<pg.QueryResult>;
-}
-
-/** Fixed advisory key that serialises concurrent migrations (SHA-256 of "baton:migrate"). */
-const MIGRATION_KEY = "6965977949498628371";
-
-/** Names of Baton's schema objects, quoted for SQL text. */
-export interface SchemaNames {
-  readonly schema: string;
-  readonly holders: string;
-  /** Owner of each connection that runs a Baton session, by backend pid (see holder()). */
-  readonly sessions: string;
-  readonly tokens: string;
-}
-
-/** The quoted names of the objects in `quotedSchema`. */
-export function schemaNames(quotedSchema: string): SchemaNames {
-  return {
-    schema: quotedSchema,
-    holders: `${quotedSchema}."holders"`,
-    sessions: `${quotedSchema}."sessions"`,
-    tokens: `${quotedSchema}."token_seq"`,
-  };
 }
 
 /**
@@ -133,7 +112,7 @@ export async function ensureSchema(
         { cause: error },
       );
     }
-    if (sqlState(error) === "23505") return; // a concurrent creator won a race on the catalog
+    if (sqlState(error) === SQLSTATE.uniqueViolation) return; // a concurrent creator won a race on the catalog
     throw error;
   }
 }

@@ -1,6 +1,11 @@
 import { createHash } from "node:crypto";
-import type { SchemaNames } from "./schema.js";
-import { TOKEN_LOCK_LIMIT } from "./token-locks.js";
+import {
+  keptTokenColumn,
+  tokenBaseSql,
+  tokenFromOffsetSql,
+  tokenOffsetSql,
+} from "./postgres-codec.js";
+import type { SchemaNames } from "./postgres-keys.js";
 
 /** A prepared statement: `name` is unique per text, so one connection may hold many. */
 export interface Statement {
@@ -29,47 +34,22 @@ function ownTokenLocks(tags: string): string {
     AND l.classid::bigint = ANY(${tags})`;
 }
 
-/**
- * The start value of the token sequence `sequence` (quoted for a string literal): a token
- * lock holds a token as its offset from it (see token-locks.ts), since the sequence starts at
- * the server's clock in microseconds (see schema.ts). A system-cache lookup, no catalog scan.
- */
-function tokenBase(sequence: string): string {
-  return `(pg_sequence_parameters('${sequence}'::regclass)).start_value`;
-}
-
-/**
- * The one column of a fenced acquire, `token` (text), from `t.token`, `t.base` (the
- * sequence's {@link tokenBase}) and tag `tag` (an SQL parameter): NULL when the lock was not
- * granted; the token when its token lock (`tag`, token - base) was taken too; `r` and the
- * token when it was not (someone holds that pair exclusively, or the offset does not fit in
- * an int4), so the holder row must be recorded. CASE evaluates its branches in order: the
- * token lock is tried only for an offset that fits. One column, not three: pg's client work
- * per result column is measurable on this path.
- */
-function fencedToken(tag: string): string {
-  return `CASE WHEN t.token IS NULL THEN NULL
-  WHEN t.token - t.base NOT BETWEEN 0 AND ${TOKEN_LOCK_LIMIT - 1n} THEN 'r' || t.token
-  WHEN pg_try_advisory_lock_shared(${tag}::int, (t.token - t.base)::int) THEN t.token::text
-  ELSE 'r' || t.token END AS token`;
-}
-
 /** The SQL Baton's sessions run, for one schema. */
 export interface Statements {
   /**
    * One statement: try the advisory lock; only if granted, take the next token and record the
    * holder row. `$1` key, `$2` name, `$3` owner, `$4` value. Returns `token` (text; NULL when
-   * the lock was not granted). For a grant with a value, or whose token locks could clash (see
+   * the lock was not granted). For a grant with a value, or whose token lock could clash (see
    * token-locks.ts).
    */
   readonly acquire: Statement;
   /**
    * One statement: try the advisory lock; only if granted, take the next token and its token
-   * lock (no row is written). `$1` key, `$2` tag. Returns `token` (text): NULL when the lock was
-   * not granted, `r<token>` when the token lock was not taken (then record the holder with
-   * {@link record}), else the token.
+   * lock (no row is written): a token-kept grant. `$1` key, `$2` tag. Returns `token` (text,
+   * see postgres-codec.ts): NULL when the lock was not granted, `r<token>` when the token lock
+   * was not taken (then record the holder with {@link record}), else the token.
    */
-  readonly acquireFenced: Statement;
+  readonly acquireTokenKept: Statement;
   /**
    * {@link acquire}, waiting: waits in the server (`pg_advisory_lock`, in PostgreSQL's queue of
    * the key) at most `$5` ms (`lock_timeout`: then it fails with 55P03 and holds nothing), then
@@ -78,10 +58,10 @@ export interface Statements {
    */
   readonly waitAcquire: Statement;
   /**
-   * {@link acquireFenced}, waiting as {@link waitAcquire} does: `$1` key, `$2` tag, `$3` ms.
-   * Returns `token` as {@link acquireFenced} does (never NULL).
+   * {@link acquireTokenKept}, waiting as {@link waitAcquire} does: `$1` key, `$2` tag, `$3` ms.
+   * Returns `token` as {@link acquireTokenKept} does (never NULL).
    */
-  readonly waitAcquireFenced: Statement;
+  readonly waitAcquireTokenKept: Statement;
   /**
    * Records the holder row of a grant whose token lock was not taken: `$1` key, `$2` name,
    * `$3` owner, `$4` value, `$5` token.
@@ -95,11 +75,11 @@ export interface Statements {
   /** Unlocks `$1`. Returns `unlocked`. The holder row is deleted later, by `renew`. */
   readonly release: Statement;
   /**
-   * Unlocks `$1` and the token lock of token `$2` (at its offset) with tag `$3`. Returns
-   * `unlocked` (of `$1`),
-   * one column (the token lock's unlock runs in a subquery that is never pulled up).
+   * Unlocks `$1` and the token lock of token `$2` (at its offset) with tag `$3`: the release of
+   * a token-kept grant. Returns `unlocked` (of `$1`), one column (the token lock's unlock runs
+   * in a subquery that is never pulled up).
    */
-  readonly releaseFenced: Statement;
+  readonly releaseTokenKept: Statement;
   /**
    * The holder of key `$1` (tag `$2`), only if its advisory lock is held right now:
    * `owner`, `token`, `value`.
@@ -126,7 +106,7 @@ export interface Statements {
 /** Builds the statements for the schema objects `names`. */
 export function statements(names: SchemaNames): Statements {
   const sequence = names.tokens.replaceAll("'", "''");
-  const base = tokenBase(sequence);
+  const base = tokenBaseSql(sequence);
   const upsert = `ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, owner = EXCLUDED.owner,
     token = EXCLUDED.token, value = EXCLUDED.value, pid = EXCLUDED.pid`;
   /** Inserts (or replaces) the holder row of a key from `source` (the six columns, in order). */
@@ -147,20 +127,21 @@ export function statements(names: SchemaNames): Statements {
   WHERE h.key = r.key AND h.token = r.token AND h.pid = pg_backend_pid()`;
   /**
    * The try of lock `$1` and, only if granted, the next token (else NULL), as `token` (and
-   * for a fenced acquire the sequence's start, as `base`): a subquery or a CTE named `t`. As a subquery its target
-   * list has volatile functions, so PostgreSQL never pulls it up into the outer query (which
-   * would evaluate them once per reference): they run once, and it is cheaper than a CTE.
+   * when the token is to be kept the sequence's start, as `base`): a subquery or a CTE named
+   * `t`. As a subquery its target list has volatile functions, so PostgreSQL never pulls it up
+   * into the outer query (which would evaluate them once per reference): they run once.
    */
-  const tried = (fenced: boolean) => `SELECT CASE WHEN pg_try_advisory_lock($1::bigint)
-  THEN nextval('${sequence}') END AS token${fenced ? `, ${base} AS base` : ""}`;
+  // Hot path: see docs/hot-path.md, "PostgreSQL".
+  const tried = (keepToken: boolean) => `SELECT CASE WHEN pg_try_advisory_lock($1::bigint)
+  THEN nextval('${sequence}') END AS token${keepToken ? `, ${base} AS base` : ""}`;
   /**
    * CTEs `b`, `l` (the wait for lock `$1`, at most `bound` ms) and `t` (the next token, and
-   * for a fenced acquire the sequence's start, as `base`).
+   * when the token is to be kept the sequence's start, as `base`).
    */
-  const waited = (bound: string, fenced: boolean) =>
+  const waited = (bound: string, keepToken: boolean) =>
     `b AS MATERIALIZED (SELECT set_config('lock_timeout', ${bound}::text, true) AS bound),
 l AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) AS locked FROM b),
-t AS MATERIALIZED (SELECT nextval('${sequence}') AS token${fenced ? `, ${base} AS base` : ""} FROM l)`;
+t AS MATERIALIZED (SELECT nextval('${sequence}') AS token${keepToken ? `, ${base} AS base` : ""} FROM l)`;
   return {
     waitAcquire: statement(
       "wait_acquire",
@@ -168,10 +149,10 @@ t AS MATERIALIZED (SELECT nextval('${sequence}') AS token${fenced ? `, ${base} A
 u AS (${recorded})
 SELECT (SELECT u.token::text FROM u) AS token`,
     ),
-    waitAcquireFenced: statement(
-      "wait_acquire_fenced",
+    waitAcquireTokenKept: statement(
+      "wait_acquire_token_kept",
       `WITH ${waited("$3", true)}
-SELECT ${fencedToken("$2")} FROM t`,
+SELECT ${keptTokenColumn("$2")} FROM t`,
     ),
     acquire: statement(
       "acquire",
@@ -179,9 +160,9 @@ SELECT ${fencedToken("$2")} FROM t`,
 u AS (${recorded})
 SELECT (SELECT u.token::text FROM u) AS token`,
     ),
-    acquireFenced: statement(
-      "acquire_fenced",
-      `SELECT ${fencedToken("$2")} FROM (${tried(true)}) t`,
+    acquireTokenKept: statement(
+      "acquire_token_kept",
+      `SELECT ${keptTokenColumn("$2")} FROM (${tried(true)}) t`,
     ),
     record: statement(
       "record",
@@ -190,10 +171,10 @@ SELECT (SELECT u.token::text FROM u) AS token`,
       ),
     ),
     release: statement("release", "SELECT pg_advisory_unlock($1::bigint) AS unlocked"),
-    releaseFenced: statement(
-      "release_fenced",
+    releaseTokenKept: statement(
+      "release_token_kept",
       `SELECT pg_advisory_unlock($1::bigint) AS unlocked
-FROM (SELECT pg_advisory_unlock_shared($3::int, ($2::bigint - ${base})::int)) t`,
+FROM (SELECT pg_advisory_unlock_shared($3::int, ${tokenOffsetSql("$2::bigint", base)})) t`,
     ),
     unlockHeld: statement(
       "unlock_held",
@@ -217,7 +198,7 @@ p AS (SELECT l.pid FROM l WHERE l.objsubid = 1),
 c AS (
   SELECT h.owner, h.token, h.value FROM p JOIN ${names.holders} h ON h.key = $1::bigint AND h.pid = p.pid
   UNION ALL
-  SELECT s.owner, a.objid::bigint + ${base}, NULL
+  SELECT s.owner, ${tokenFromOffsetSql("a.objid", base)}, NULL
   FROM p JOIN l a ON a.pid = p.pid AND a.objsubid = 2
     JOIN ${names.sessions} s ON s.pid = p.pid)
 SELECT c.owner, c.token, c.value FROM c ORDER BY c.token DESC LIMIT 1`,

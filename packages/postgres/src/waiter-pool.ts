@@ -1,5 +1,6 @@
 import { BackendUnavailableError } from "@baton/core";
 import pg from "pg";
+import { SQLSTATE, sqlState } from "./postgres-errors.js";
 import { QUEUE_LEAVE, type Statement, WAIT_UNTIL_FREE } from "./statements.js";
 
 /** A waiter connection, taken from a {@link WaiterPool} and given back to it. */
@@ -100,12 +101,14 @@ export class WaiterPool {
           resolve("done");
         },
         (error: unknown) => {
-          const state = (error as { code?: string }).code;
-          if (state !== "55P03" && state !== "57014") waiter.broken = true;
+          const state = sqlState(error);
+          const timedOut = state === SQLSTATE.lockNotAvailable;
+          const cancelled = state === SQLSTATE.queryCanceled;
+          if (!timedOut && !cancelled) waiter.broken = true;
           if (settled) return;
           settled = true;
-          if (state === "55P03") resolve("lock-timeout");
-          else if (state === "57014") resolve("cancelled");
+          if (timedOut) resolve("lock-timeout");
+          else if (cancelled) resolve("cancelled");
           else {
             reject(
               new BackendUnavailableError(

@@ -4,14 +4,14 @@ import { BackendUnavailableError, createCoordinator, type Lock, MemoryBackend } 
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresBackend, pgFence } from "../src/index.js";
-import { asBatonError, describeTarget } from "../src/pg-errors.js";
+import { describeTarget, openSessionContext, toBatonError } from "../src/postgres-errors.js";
 
 const dbError = (code: string, message: string) => Object.assign(new Error(message), { code });
 
 describe("PostgreSQL errors say what failed, where, and what to do", () => {
   it("57P01 (a restart, pg_terminate_backend) is BackendUnavailableError, never the raw driver error", () => {
     const raw = dbError("57P01", "terminating connection due to administrator command");
-    const error = asBatonError(raw, "could not raise the fence", "db1:5432/app");
+    const error = toBatonError(raw, "could not open a PostgreSQL session at db1:5432/app");
     expect(error).toBeInstanceOf(BackendUnavailableError);
     expect(error.message).toContain("57P01");
     expect(error.message).toContain("restarting");
@@ -23,13 +23,11 @@ describe("PostgreSQL errors say what failed, where, and what to do", () => {
     const refused = Object.assign(new Error("connect ECONNREFUSED 10.0.0.9:5433"), {
       code: "ECONNREFUSED",
     });
-    const error = asBatonError(
-      refused,
-      "could not prepare Baton's PostgreSQL schema",
-      "db1:5433/app",
-    );
+    const context = openSessionContext({ host: "db1", port: 5433, database: "app" });
+    const error = toBatonError(refused, context);
     expect(error).toBeInstanceOf(BackendUnavailableError);
-    expect(error.message).toContain("could not connect to PostgreSQL at db1:5433/app");
+    expect(error.message).toContain("PostgreSQL session at db1:5433/app: could not connect");
+    expect(error.message).toContain("ECONNREFUSED 10.0.0.9:5433");
     expect(error.message).not.toContain("schema");
     expect(error.message).toMatch(/check that the server runs there/);
   });
@@ -56,7 +54,7 @@ describe("PostgreSQL errors say what failed, where, and what to do", () => {
       );
       expect(error).toBeInstanceOf(BackendUnavailableError);
       const message = (error as Error).message;
-      expect(message).toContain(`could not connect to PostgreSQL at 127.0.0.1:${port}/app`);
+      expect(message).toContain(`PostgreSQL session at 127.0.0.1:${port}/app: could not connect`);
       expect(message).not.toContain("schema");
       expect(message).not.toContain("s3cret");
     } finally {

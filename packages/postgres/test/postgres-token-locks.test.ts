@@ -3,13 +3,12 @@ import { describeBackend } from "@baton/conformance/harness";
 import type { BackendSession, Grant } from "@baton/core";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { queueKey } from "../src/advisory-key.js";
 import { advisoryKey, migrate } from "../src/index.js";
 import { KeyWaits } from "../src/key-waits.js";
-import { PostgresSession, type SessionContext } from "../src/postgres-session.js";
-import { schemaNames } from "../src/schema.js";
+import { queueKey, schemaNames, type TokenTag, tokenTag } from "../src/postgres-keys.js";
+import { PostgresSession, type PostgresSessionContext } from "../src/postgres-session.js";
 import { type Statement, type Statements, statements } from "../src/statements.js";
-import { MAX_TOKEN_LOCKS, type TokenTag, tokenTag } from "../src/token-locks.js";
+import { MAX_TOKEN_LOCKS } from "../src/token-locks.js";
 import { WaiterPool } from "../src/waiter-pool.js";
 import { queuedRequests } from "./queued-requests.js";
 
@@ -84,7 +83,7 @@ describeBackend("postgres", (url) => {
     /** A session on a connection named `app`, with `overrides` of its backend context. */
     const open = async (
       app: string,
-      overrides: Partial<SessionContext> = {},
+      overrides: Partial<PostgresSessionContext> = {},
       ownerId = app,
     ): Promise<BackendSession> => {
       const connection = { connectionString: url, application_name: app };
@@ -93,7 +92,7 @@ describeBackend("postgres", (url) => {
       };
       const waiters = new WaiterPool(connection, cancel);
       pools.push(waiters);
-      const context: SessionContext = {
+      const context: PostgresSessionContext = {
         connection,
         namespace: "baton",
         statements: statements(schemaNames('"baton"')),
@@ -209,7 +208,7 @@ describeBackend("postgres", (url) => {
 
     it("keys of one session whose tags clash: the later ones are recorded in rows, and holder() is right for each", async () => {
       const app = `tl-${randomUUID().slice(0, 8)}`;
-      const same: SessionContext["tag"] = () => 1_000_000;
+      const same: PostgresSessionContext["tag"] = () => 1_000_000;
       const session = await open(app, { tag: same }, "owner-clash");
       const observer = await open(`${app}-obs`, { tag: same });
       const [one, two, three] = ["one", "two", "three"].map((n) => `clash-${n}-${randomUUID()}`);
@@ -433,8 +432,8 @@ describeBackend("postgres", (url) => {
       const real = statements(schemaNames('"baton"'));
       const broken: Statements = {
         ...real,
-        acquireFenced: failingAfter(real.acquireFenced),
-        waitAcquireFenced: failingAfter(real.waitAcquireFenced),
+        acquireTokenKept: failingAfter(real.acquireTokenKept),
+        waitAcquireTokenKept: failingAfter(real.waitAcquireTokenKept),
       };
       const session = await open(app, { statements: broken });
       const tried = await session.acquire(name, TRY).catch((e: unknown) => e);
@@ -459,14 +458,14 @@ describeBackend("postgres", (url) => {
       // Read on every use: each switch breaks one statement until it is turned off.
       const switched = {
         ...real,
-        get acquireFenced() {
-          return failAcquire ? failingAfter(real.acquireFenced) : real.acquireFenced;
+        get acquireTokenKept() {
+          return failAcquire ? failingAfter(real.acquireTokenKept) : real.acquireTokenKept;
         },
         get unlockHeld() {
           return failUnlock ? failing(2) : real.unlockHeld;
         },
-        get releaseFenced() {
-          return failRelease ? failing(3) : real.releaseFenced;
+        get releaseTokenKept() {
+          return failRelease ? failing(3) : real.releaseTokenKept;
         },
       } as Statements;
       const session = await open(app, { statements: switched }, "owner-orphan");

@@ -4,8 +4,8 @@ import { describeBackend } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator, type Lock, LockTimeoutError } from "@baton/core";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { queueKey } from "../src/advisory-key.js";
 import { advisoryKey, PostgresBackend } from "../src/index.js";
+import { queueKey } from "../src/postgres-keys.js";
 import { QUEUE_LEAVE, QUEUE_WAIT } from "../src/statements.js";
 import { queuedRequests } from "./queued-requests.js";
 

@@ -1,0 +1,145 @@
+import type { Holder } from "@baton/core";
+
+/*
+ * What Baton's statements send and return, beside the SQL text (statements.ts): the values
+ * given to them and the columns read back, each written next to the code that reads it. pg
+ * returns `bigint` columns as decimal strings and takes bigint parameters as decimal strings;
+ * `int` as numbers, `boolean` as booleans.
+ */
+
+// --- The token column of an acquire ------------------------------------------------------
+
+/**
+ * The first character of an acquire's `token` column when the token lock was not taken (the
+ * holder row must then be recorded): `r`, followed by the token.
+ */
+export const RECORD_MARK = "r";
+
+/** {@link RECORD_MARK} as a UTF-16 code unit, to test the column's first character. */
+const RECORD_MARK_CODE = RECORD_MARK.charCodeAt(0);
+
+/**
+ * Token offsets from the token sequence's start that fit in a token lock (an int4): a token
+ * this far from the start and beyond is recorded in a holder row instead.
+ */
+export const TOKEN_LOCK_LIMIT = 1n << 31n;
+
+/**
+ * The start value of the token sequence `sequence` (quoted for a string literal), in SQL: a
+ * token lock holds a token as its offset from it, since the sequence starts at the server's
+ * clock in microseconds (see schema.ts). A system-cache lookup, no catalog scan.
+ */
+export function tokenBaseSql(sequence: string): string {
+  return `(pg_sequence_parameters('${sequence}'::regclass)).start_value`;
+}
+
+/** Encodes: the token lock's second integer for `token` (SQL bigints), as an int4. */
+export function tokenOffsetSql(token: string, base: string): string {
+  return `(${token} - ${base})::int`;
+}
+
+/** Decodes: the token a token lock's second integer (`objid` in `pg_locks`) stands for. */
+export function tokenFromOffsetSql(objid: string, base: string): string {
+  return `${objid}::bigint + ${base}`;
+}
+
+/**
+ * Encodes the one column of a token-kept acquire, `token` (text), from `t.token`, `t.base`
+ * (the sequence's {@link tokenBaseSql}) and tag `tag` (an SQL parameter): NULL when the lock
+ * was not granted; the token when its token lock (`tag`, token - base) was taken too;
+ * {@link RECORD_MARK} and the token when it was not (someone holds that pair exclusively, or
+ * the offset is not below {@link TOKEN_LOCK_LIMIT}), so the holder row must be recorded. CASE
+ * evaluates its branches in order: the token lock is tried only for an offset that fits.
+ * Decoded by {@link recordNeeded}, {@link grantedToken} and {@link tokenToRecord}.
+ */
+export function keptTokenColumn(tag: string): string {
+  // Hot path: see docs/hot-path.md, "PostgreSQL".
+  return `CASE WHEN t.token IS NULL THEN NULL
+  WHEN t.token - t.base NOT BETWEEN 0 AND ${TOKEN_LOCK_LIMIT - 1n} THEN '${RECORD_MARK}' || t.token
+  WHEN pg_try_advisory_lock_shared(${tag}::int, ${tokenOffsetSql("t.token", "t.base")}) THEN t.token::text
+  ELSE '${RECORD_MARK}' || t.token END AS token`;
+}
+
+/**
+ * The `token` column of an acquire's first row: the token (text) of a grant, NULL (or no
+ * row) when the lock was not granted.
+ */
+export function acquiredColumn(rows: readonly Record<string, unknown>[]): string | null {
+  return (rows[0]?.token as string | null | undefined) ?? null;
+}
+
+/**
+ * Whether a token-kept acquire's granted `column` says the token lock was not taken
+ * ({@link RECORD_MARK}): the holder row must be recorded, with {@link tokenToRecord}.
+ */
+export function recordNeeded(column: string): boolean {
+  return column.charCodeAt(0) === RECORD_MARK_CODE;
+}
+
+/** The token of a granted acquire's `column` that needs no record (see {@link recordNeeded}). */
+export function grantedToken(column: string): bigint {
+  return BigInt(column);
+}
+
+/** The token of a granted `column` for which {@link recordNeeded} is true. */
+export function tokenToRecord(column: string): bigint {
+  return BigInt(column.slice(RECORD_MARK.length));
+}
+
+// --- Other results ---------------------------------------------------------------------
+
+/** The `pid` (int) of the first row: the session's or waiter's server process. */
+export function decodePid(rows: readonly Record<string, unknown>[]): number {
+  return (rows[0] as { pid: number }).pid;
+}
+
+/** The `unlocked` (boolean) of a release's first row: whether the key was held. */
+export function decodeUnlocked(rows: readonly Record<string, unknown>[]): boolean {
+  return rows[0]?.unlocked === true;
+}
+
+/** The `key` (bigint as text) of a row of the renewal: a key this connection no longer holds. */
+export function decodeLostKey(row: Record<string, unknown>): bigint {
+  return BigInt(row.key as string);
+}
+
+/**
+ * The holder in the first row of the `holder` statement: `owner` (text), `token` (bigint, as
+ * a decimal string) and `value` (text, NULL without a value); `null` without a row.
+ */
+export function decodeHolder(rows: readonly Record<string, unknown>[]): Holder | null {
+  const row = rows[0];
+  if (row === undefined) return null;
+  const holder: Holder = { ownerId: row.owner as string, token: BigInt(row.token as string) };
+  return row.value === null ? holder : { ...holder, value: row.value as string };
+}
+
+// --- Values ----------------------------------------------------------------------------
+
+/** A key to unlock; `tokenKept`: its token lock (tag `use.tag`) may be held too. */
+export interface KeyToUnlock {
+  readonly key: bigint;
+  readonly tokenKept: boolean;
+  readonly use: { readonly tag: number };
+}
+
+/**
+ * The values of the `unlockHeld` statement for `keys`: the keys (bigint[]) and the tags of
+ * those whose token lock may be held (bigint[]), as decimal strings.
+ */
+export function unlockHeldValues(keys: readonly KeyToUnlock[]): [string[], string[]] {
+  const tags: string[] = [];
+  for (const k of keys) if (k.tokenKept) tags.push(String(k.use.tag));
+  return [keys.map((k) => k.key.toString()), tags];
+}
+
+/** A grant whose holder row is to be deleted: its key and token. */
+export interface HolderRow {
+  readonly key: bigint;
+  readonly token: bigint;
+}
+
+/** Two bigint[] values, as decimal strings: the keys and the tokens of `rows`. */
+export function holderRowValues(rows: readonly HolderRow[]): [string[], string[]] {
+  return [rows.map((r) => r.key.toString()), rows.map((r) => r.token.toString())];
+}

@@ -1,0 +1,170 @@
+import { randomUUID } from "node:crypto";
+import { describeBackend } from "@baton/conformance/harness";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migrate } from "../src/index.js";
+import {
+  acquiredColumn,
+  decodeHolder,
+  decodeLostKey,
+  decodePid,
+  decodeUnlocked,
+  grantedToken,
+  holderRowValues,
+  keptTokenColumn,
+  RECORD_MARK,
+  recordNeeded,
+  TOKEN_LOCK_LIMIT,
+  tokenFromOffsetSql,
+  tokenOffsetSql,
+  tokenToRecord,
+  unlockHeldValues,
+} from "../src/postgres-codec.js";
+import { advisoryKey, schemaNames, tokenTag } from "../src/postgres-keys.js";
+import { statements } from "../src/statements.js";
+
+/** A token as the sequence hands them out: the server's clock in microseconds, and on. */
+const TOKEN = 1_764_590_400_123_456n;
+
+describe("postgres codec (no I/O)", () => {
+  it("the token column of a granted acquire: a plain token, or the record mark and the token", () => {
+    expect(RECORD_MARK).toBe("r");
+    expect(recordNeeded("1764590400123456")).toBe(false);
+    expect(grantedToken("1764590400123456")).toBe(TOKEN);
+    expect(recordNeeded("r1764590400123456")).toBe(true);
+    expect(tokenToRecord("r1764590400123456")).toBe(TOKEN);
+  });
+
+  it("an acquire's first row: its token column, or null when the lock was not granted", () => {
+    expect(acquiredColumn([{ token: "1764590400123456" }])).toBe("1764590400123456");
+    expect(acquiredColumn([{ token: "r1764590400123456" }])).toBe("r1764590400123456");
+    expect(acquiredColumn([{ token: null }])).toBeNull();
+    expect(acquiredColumn([])).toBeNull();
+  });
+
+  it("holder rows, release and renewal rows", () => {
+    expect(decodeHolder([])).toBeNull();
+    expect(decodeHolder([{ owner: "o1", token: "1764590400123456", value: null }])).toEqual({
+      ownerId: "o1",
+      token: TOKEN,
+    });
+    expect(decodeHolder([{ owner: "o1", token: "42", value: "node-a" }])).toEqual({
+      ownerId: "o1",
+      token: 42n,
+      value: "node-a",
+    });
+    expect(decodeUnlocked([{ unlocked: true }])).toBe(true);
+    expect(decodeUnlocked([{ unlocked: false }])).toBe(false);
+    expect(decodeUnlocked([])).toBe(false);
+    expect(decodeLostKey({ key: "-9223372036854775808" })).toBe(-(2n ** 63n));
+    expect(decodePid([{ pid: 4711 }])).toBe(4711);
+  });
+
+  it("values: keys and tags to unlock, keys and tokens of holder rows, as decimal strings", () => {
+    const use = { tag: 5 };
+    expect(
+      unlockHeldValues([
+        { key: -1n, tokenKept: true, use },
+        { key: 2n ** 62n, tokenKept: false, use: { tag: 7 } },
+      ]),
+    ).toEqual([["-1", "4611686018427387904"], ["5"]]);
+    expect(holderRowValues([{ key: -3n, token: TOKEN }])).toEqual([["-3"], ["1764590400123456"]]);
+  });
+});
+
+describeBackend("postgres", (url) => {
+  describe("postgres codec, with the server's own values", () => {
+    const client = new pg.Client({ connectionString: url });
+    const other = new pg.Client({ connectionString: url });
+    client.on("error", () => undefined);
+    other.on("error", () => undefined);
+    const sql = statements(schemaNames('"baton"'));
+    beforeAll(async () => {
+      await client.connect();
+      await other.connect();
+      await migrate(client);
+    });
+    afterAll(async () => {
+      await client.end();
+      await other.end();
+    });
+
+    /** The token column the token-kept acquire's expression gives for `token` and `base`. */
+    const column = async (tag: number, token: bigint | null, base: bigint) => {
+      const { rows } = await client.query(
+        `SELECT ${keptTokenColumn("$1")} FROM (SELECT $2::bigint AS token, $3::bigint AS base) t`,
+        [tag, token?.toString() ?? null, base.toString()],
+      );
+      return acquiredColumn(rows);
+    };
+
+    it("encodes the token when its token lock was taken, the record mark when it was not", async () => {
+      const base = TOKEN - 1_000n;
+      const tag = 1_000 + Math.floor(Math.random() * 1_000_000);
+      expect(await column(tag, null, base)).toBeNull();
+      const kept = await column(tag, TOKEN, base);
+      expect(kept).toBe("1764590400123456");
+      expect(recordNeeded(kept as string)).toBe(false);
+      expect(grantedToken(kept as string)).toBe(TOKEN);
+      // The token lock (tag, offset) is in pg_locks; its objid decodes to the token.
+      const { rows } = await client.query(
+        `SELECT l.classid::bigint AS tag, (${tokenFromOffsetSql("l.objid", "$2::bigint")})::text AS token
+         FROM pg_locks l WHERE l.pid = pg_backend_pid() AND l.locktype = 'advisory'
+           AND l.objsubid = 2 AND l.classid = $1::bigint::oid`,
+        [tag, base.toString()],
+      );
+      expect(rows).toEqual([{ tag: String(tag), token: TOKEN.toString() }]);
+      await client.query(
+        `SELECT pg_advisory_unlock_shared($1::int, ${tokenOffsetSql("$2::bigint", "$3::bigint")})`,
+        [tag, TOKEN.toString(), base.toString()],
+      );
+      // An offset past an int4, or before the start: the holder row must be recorded.
+      for (const token of [base + TOKEN_LOCK_LIMIT, base - 1n]) {
+        const recorded = (await column(tag, token, base)) as string;
+        expect(recorded).toBe(`r${token}`);
+        expect(recordNeeded(recorded)).toBe(true);
+        expect(tokenToRecord(recorded)).toBe(token);
+      }
+      // Another connection holds the pair exclusively.
+      await other.query(
+        `SELECT pg_advisory_lock($1::int, ${tokenOffsetSql("$2::bigint", "$3::bigint")})`,
+        [tag, TOKEN.toString(), base.toString()],
+      );
+      expect(await column(tag, TOKEN, base)).toBe("r1764590400123456");
+      await other.query("SELECT pg_advisory_unlock_all()");
+    });
+
+    it("the statements' rows: acquire, holder, renewal and release, as the session reads them", async () => {
+      const key = advisoryKey("codec", randomUUID());
+      const tag = tokenTag(key);
+      const registered = await client.query({ ...sql.register, values: ["60000", "codec-owner"] });
+      expect(decodePid(registered.rows)).toBeGreaterThan(0);
+      const acquired = await client.query({
+        ...sql.acquireTokenKept,
+        values: [key.toString(), tag],
+      });
+      const token = grantedToken(acquiredColumn(acquired.rows) as string);
+      expect(token).toBeGreaterThan(0n);
+      const refused = await other.query({ ...sql.acquireTokenKept, values: [key.toString(), tag] });
+      expect(acquiredColumn(refused.rows)).toBeNull();
+      const holder = await other.query({ ...sql.holder, values: [key.toString(), tag] });
+      expect(decodeHolder(holder.rows)).toEqual({ ownerId: "codec-owner", token });
+      // The renewal names the keys this connection no longer holds.
+      const gone = advisoryKey("codec", randomUUID());
+      const renewed = await client.query({
+        ...sql.renew,
+        values: [[key.toString(), gone.toString()], ...holderRowValues([])],
+      });
+      expect(renewed.rows.map(decodeLostKey)).toEqual([gone]);
+      const released = await client.query({
+        ...sql.releaseTokenKept,
+        values: [key.toString(), token.toString(), tag],
+      });
+      expect(decodeUnlocked(released.rows)).toBe(true);
+      const again = await client.query({ ...sql.release, values: [key.toString()] });
+      expect(decodeUnlocked(again.rows)).toBe(false);
+      const none = await other.query({ ...sql.holder, values: [key.toString(), tag] });
+      expect(decodeHolder(none.rows)).toBeNull();
+    });
+  });
+});
