@@ -5,6 +5,12 @@ import {
   runInvoiceDemo,
   type VariantResult,
 } from "../src/demo/invoice-demo.js";
+import {
+  DEFAULT_NIGHTLY_SETTINGS,
+  formatNightlyReport,
+  type NightlyResult,
+  runNightlyDemo,
+} from "../src/demo/nightly-demo.js";
 
 // Plays the invoice story (three runners, runner 1 frozen past its lease between its lock
 // check and its next write) once per variant, on real timers: a few seconds.
@@ -55,4 +61,41 @@ describe("invoice demo (npm run demo)", () => {
       expect(report).not.toContain("hunter2");
     }
   });
+});
+
+// The nightly scene: three replicas whose clocks are 0, 1 and 2 s apart run the 02:00 billing
+// on their own timers; a run takes longer than the first gap and shorter than the second.
+describe("nightly scene (npm run demo)", () => {
+  it("runOnce bills each of the 600 clients once; a lock alone lets the late replica bill them again", async () => {
+    const rows = await runNightlyDemo();
+    const row = (guard: string): NightlyResult => {
+      const found = rows.find((r) => r.guard === guard);
+      if (found === undefined) throw new Error(`no row for ${guard}`);
+      return found;
+    };
+    const clients = DEFAULT_NIGHTLY_SETTINGS.clients;
+    expect(clients).toBe(600);
+
+    const once = row("runOnce");
+    expect(once.refused).toBeUndefined();
+    expect(once.replicas).toEqual(["ran", "skipped: done", "skipped: done"]);
+    expect(once.invoices).toBe(clients);
+    expect(once.billedOnce).toBe(clients);
+    expect(once.billedTwice).toBe(0);
+    expect(once.unbilled).toBe(0);
+    // The slot comes from the cron tick, so replicas whose clocks differ agree on it.
+    expect(once.slot).toBe("2026-12-01T02:00:00Z");
+
+    // Negative control: the lock stops the replica that fires during the run, not the one that
+    // fires after it. If this bills everyone once, the scene no longer shows what runOnce adds.
+    const lockOnly = row("lock only");
+    expect(lockOnly.replicas).toEqual(["ran", "skipped: held", "ran"]);
+    expect(lockOnly.invoices).toBe(2 * clients);
+    expect(lockOnly.billedTwice).toBe(clients);
+
+    const report = formatNightlyReport(rows);
+    expect(report).toContain("600 clients");
+    expect(report).toContain("02:00:00, 02:00:01, 02:00:02");
+    expect(report).toMatch(/runOnce\s+ran\s+skipped: done\s+skipped: done\s+600\s+600\s+0/);
+  }, 30_000);
 });
