@@ -22,8 +22,8 @@ export class LuaScript {
   }
 
   /**
-   * Runs the script on `client` with `keys` and `args`. The arrays are passed as they are
-   * (ioredis flattens a command's arguments one level), not spread into a new one.
+   * Runs the script on `client` with `keys` and `args`. The arrays are passed as they are:
+   * ioredis flattens a command's arguments one level. Hot path: see docs/hot-path.md, "Redis".
    */
   run(
     client: RedisClient,

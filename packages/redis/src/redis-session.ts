@@ -386,7 +386,7 @@ export class RedisSession implements BackendSession {
     const skipUnheard = this.#ctx.cluster ? "" : "1";
     const [one] = grants;
     if (grants.length === 1 && one !== undefined) {
-      // The usual release: one lock, no arrays to build by mapping.
+      // Hot path: see docs/hot-path.md, "Redis".
       const k = one.keys;
       return RELEASE.run(
         this.#ctx.client,

@@ -23,6 +23,7 @@ import {
  * as the server's clock did not go back and it handed out fewer than one token per
  * microsecond on average since it was created. `fmt(n)` prints a token: Lua's own conversion
  * of a number that large to text is in scientific notation.
+ * Hot path: see docs/hot-path.md, "Redis".
  */
 const TOKEN_LUA = `
 local function clock_start()
