@@ -3,7 +3,7 @@ import { type BackendUrl, parseUrlParts } from "./backend-url.js";
 import { ConfigError } from "./errors.js";
 import type { Guarantees } from "./guarantees.js";
 import { MEMORY_GUARANTEES, MemoryBackend } from "./memory-backend.js";
-import { MemoryStore } from "./memory-store.js";
+import { memoryOptionsFromUrl } from "./memory-options.js";
 
 /** Builds a backend from a parsed URL. Adapters register one per scheme. */
 export type BackendFactory = (url: BackendUrl) => LockBackend | Promise<LockBackend>;
@@ -46,24 +46,9 @@ export interface RegisterBackendOptions {
 const factories = new Map<string, BackendFactory>();
 const urlChecks = new Map<string, BackendUrlCheck>();
 const registeredGuarantees = new Map<string, Guarantees>();
-const namedMemoryStores = new Map<string, MemoryStore>();
-
-urlChecks.set("memory", (url) => {
-  const [param] = url.searchParams.keys();
-  if (param !== undefined) {
-    throw new ConfigError("url", `memory:// takes no parameters, got "?${param}="`);
-  }
-});
-registeredGuarantees.set("memory", MEMORY_GUARANTEES);
-factories.set("memory", (url) => {
-  const name = (url.hosts.map((h) => h.host).join(",") + url.pathname).replace(/\/+$/, "");
-  if (name === "") return new MemoryBackend();
-  let store = namedMemoryStores.get(name);
-  if (store === undefined) {
-    store = new MemoryStore();
-    namedMemoryStores.set(name, store);
-  }
-  return new MemoryBackend({ store });
+registerBackend("memory", (url) => new MemoryBackend(memoryOptionsFromUrl(url)), {
+  checkUrl: memoryOptionsFromUrl,
+  guarantees: MEMORY_GUARANTEES,
 });
 
 /**
