@@ -1,5 +1,6 @@
 import { BackendUnavailableError } from "@baton/core";
 import type { RedisClient } from "./redis-client.js";
+import { toBatonError } from "./redis-errors.js";
 
 /**
  * Resolves when `client` is connected and ready, starting a lazy client's connection.
@@ -43,11 +44,12 @@ export function whenReady(
     };
     const timer = setTimeout(() => {
       cleanup();
-      const detail = lastError instanceof Error ? `: ${lastError.message}` : "";
+      const context = `${what}: not connected within ${timeoutMs} ms`;
+      // The last connection error says why: "<context>: connect ECONNREFUSED ...".
       reject(
-        new BackendUnavailableError(`${what}: not connected within ${timeoutMs} ms${detail}`, {
-          cause: lastError,
-        }),
+        lastError instanceof Error
+          ? toBatonError(lastError, context)
+          : new BackendUnavailableError(context, { cause: lastError }),
       );
     }, timeoutMs);
     client.on("ready", onReady);
