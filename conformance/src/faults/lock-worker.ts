@@ -14,6 +14,9 @@ import {
   installStepDown,
   type Lock,
   type Partitions,
+  type RunContext,
+  type RunOnceResult,
+  type Schedule,
 } from "@baton/core";
 import { recordedToken } from "../history/recorded-token.js";
 import type { TickCheck, WorkerCommand, WorkerEvent } from "./worker-protocol.js";
@@ -34,6 +37,7 @@ const partitionSets = new Map<string, Partitions>();
 let metricsRegistry: { metrics(): Promise<string> } | undefined;
 if (process.env.BATON_STEP_DOWN === "1") installStepDown();
 const tickers = new Map<string, NodeJS.Timeout>();
+const schedules = new Map<string, Schedule>();
 
 /**
  * What a write is guarded by: a lock, or an election's current term. Reading `held` checks
@@ -81,6 +85,52 @@ function tokenOf(name: string): bigint {
 
 function lossReason(error: unknown): string {
   return (error as { reason?: string } | undefined)?.reason ?? "unknown";
+}
+
+/**
+ * The job `run-once` and `schedule` run: it sleeps `holdMs` without looking at its signal (as
+ * a job paused between its check and its write would), then writes with its token. The
+ * write is an event: the runner passes it through its fence and counts what was accepted.
+ */
+function holdingJob(holdMs: number): (context: RunContext) => Promise<string> {
+  reportBackgroundErrors();
+  return async ({ job, slot, attempt, token }) => {
+    emit({ event: "job-started", job, slot, attempt, token: `${token}` });
+    await new Promise((resolve) => setTimeout(resolve, holdMs));
+    emit({ event: "job-wrote", job, slot, attempt, token: `${token}` });
+    return coordinator.ownerId;
+  };
+}
+
+let reportingBackgroundErrors = false;
+
+/** Once a job runs here: its background failures (a schedule's store errors) as `error` events. */
+function reportBackgroundErrors(): void {
+  if (reportingBackgroundErrors) return;
+  reportingBackgroundErrors = true;
+  coordinator.on("backgroundError", ({ error, during }) => emit(errorEvent(during, error)));
+}
+
+function jobResult(job: string, slot: string, result: RunOnceResult<unknown>): WorkerEvent {
+  const base = { event: "job-result", job, slot, outcome: result.outcome } as const;
+  switch (result.outcome) {
+    case "ran":
+      return { ...base, attempt: result.attempt, token: `${result.token}` };
+    case "failed": {
+      const error = (result.error as { name?: string } | undefined)?.name ?? "Error";
+      return { ...base, attempt: result.attempt, token: `${result.token}`, error };
+    }
+    case "already-done":
+    case "attempts-exhausted":
+      return {
+        ...base,
+        attempt: result.record.attempt,
+        token: `${result.record.token}`,
+        holder: result.record.holder,
+      };
+    case "running-elsewhere":
+      return { ...base, ...(result.holder ? { holder: result.holder.ownerId } : {}) };
+  }
 }
 
 function emit(event: WorkerEvent): void {
@@ -241,6 +291,37 @@ async function handle(command: WorkerCommand): Promise<void> {
     case "metrics": {
       if (metricsRegistry === undefined) throw new Error("metrics: send enable-metrics first");
       emit({ event: "metrics", text: await metricsRegistry.metrics() });
+      return;
+    }
+    case "run-once": {
+      const result = await coordinator.runOnce(
+        command.job,
+        command.slot,
+        holdingJob(command.holdMs),
+        {
+          ...(command.waitMs !== undefined ? { waitMs: command.waitMs } : {}),
+          ...(command.atMostMs !== undefined ? { atMostMs: command.atMostMs } : {}),
+          ...(command.maxAttempts !== undefined ? { maxAttempts: command.maxAttempts } : {}),
+        },
+      );
+      emit(jobResult(command.job, command.slot, result));
+      return;
+    }
+    case "schedule": {
+      const skew = command.clockSkewMs ?? 0;
+      const schedule = coordinator.schedule(command.cron, command.job, holdingJob(command.holdMs), {
+        now: () => Date.now() + skew,
+        onResult: (result, slot) => emit(jobResult(command.job, slot, result)),
+        ...(command.atMostMs !== undefined ? { atMostMs: command.atMostMs } : {}),
+        ...(command.catchUpMs !== undefined ? { catchUpMs: command.catchUpMs } : {}),
+      });
+      schedules.set(command.job, schedule);
+      return;
+    }
+    case "stop-schedule": {
+      await schedules.get(command.job)?.stop();
+      schedules.delete(command.job);
+      emit({ event: "schedule-stopped", job: command.job });
       return;
     }
     case "exit": {

@@ -1,3 +1,5 @@
+import type { RunOutcome } from "@baton/core";
+
 /**
  * How a write loop asks whether it may write: `lock.held`, `lock.throwIfLost()`,
  * `lock.signal.aborted` or `lock.signal.throwIfAborted()`.
@@ -26,6 +28,36 @@ export type WorkerCommand =
   | { op: "owned"; name: string }
   | { op: "enable-metrics" }
   | { op: "metrics" }
+  /**
+   * `coordinator.runOnce(job, slot, fn, options)` with a job that sleeps `holdMs` without
+   * looking at its signal, then writes (a `job-wrote` event, for the runner's fence); the
+   * result comes as a `job-result` event.
+   */
+  | {
+      op: "run-once";
+      job: string;
+      slot: string;
+      holdMs: number;
+      waitMs?: number;
+      atMostMs?: number;
+      maxAttempts?: number;
+    }
+  /**
+   * `coordinator.schedule(cron, job, fn, options)` with the job of `run-once`, on a wall
+   * clock `clockSkewMs` ahead of the real one (behind when negative); a `job-result` event
+   * per slot.
+   */
+  | {
+      op: "schedule";
+      job: string;
+      cron: string;
+      holdMs: number;
+      clockSkewMs?: number;
+      atMostMs?: number;
+      catchUpMs?: number;
+    }
+  /** Stops the schedule of `job` (waits for a run under way here); answers `schedule-stopped`. */
+  | { op: "stop-schedule"; job: string }
   | { op: "exit" };
 
 /** Events a lock worker writes on stdout (one JSON object per line). Tokens are decimal strings. */
@@ -51,4 +83,23 @@ export type WorkerEvent =
   | { event: "owned"; name: string; partitions: number[] }
   | { event: "metrics-enabled" }
   | { event: "metrics"; text: string }
+  /** A job's attempt started here (`fn` was called). */
+  | { event: "job-started"; job: string; slot: string; attempt: number; token: string }
+  /** A job's attempt made its write, with its token: the runner passes it through a fence. */
+  | { event: "job-wrote"; job: string; slot: string; attempt: number; token: string }
+  /**
+   * What `runOnce` (or one slot of a schedule) resolved with here. `error`: the failure's
+   * class name (`LockLostError`, `RunTimeoutError`...); `holder`: who ran a slot found done.
+   */
+  | {
+      event: "job-result";
+      job: string;
+      slot: string;
+      outcome: RunOutcome;
+      attempt?: number;
+      token?: string;
+      error?: string;
+      holder?: string;
+    }
+  | { event: "schedule-stopped"; job: string }
   | { event: "exited" };

@@ -106,7 +106,13 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
     skipUnless(scenariosSkip === undefined, scenariosSkip ?? "", () =>
       scenariosGroup(ctx, workerUrl, declared),
     );
-    runOnceGroup(ctx);
+    const replicasSkip =
+      declared.crossProcess !== true
+        ? `${target.name} is not cross-process (runOnce replicas run in worker processes)`
+        : url === undefined
+          ? `${target.name}: no url given for worker processes`
+          : undefined;
+    runOnceGroup(ctx, workerUrl, replicasSkip);
   });
 }
 

@@ -1,16 +1,37 @@
-import { ConfigError, type RunContext, RunTimeoutError } from "@baton/core";
-import { beforeAll, describe, expect, it } from "vitest";
+import {
+  ConfigError,
+  createCoordinator,
+  MemoryFence,
+  type RunContext,
+  RunTimeoutError,
+  StaleTokenError,
+} from "@baton/core";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type LockWorker, spawnLockWorker } from "../../faults/spawn-lock-worker.js";
+import type { WorkerEvent } from "../../faults/worker-protocol.js";
+import { skipUnless } from "../skip-unless.js";
 import { delay, type SuiteContext } from "../suite-context.js";
+
+type JobEvent = Extract<WorkerEvent, { event: "job-started" | "job-wrote" | "job-result" }>;
+type JobResult = Extract<WorkerEvent, { event: "job-result" }>;
 
 const SLOT = "2026-12-01T02:00:00Z";
 
 /**
- * `coordinator.runOnce`: a slot runs once across replicas and is recorded durably beside its
- * lock. A backend whose sessions keep no records (`readRecord` / `writeRecord`) cannot serve
- * it: there only the test that says so runs, and every other one is skipped with the reason
- * printed.
+ * `coordinator.runOnce` and `coordinator.schedule`: a slot runs once across replicas and is
+ * recorded durably beside its lock. In-process replicas first, then replicas in worker
+ * processes (clocks seconds apart, SIGKILL mid-run, SIGSTOP past the TTL and `atMostMs`),
+ * whose writes go through a fence kept here, to count what each slot did. A backend whose
+ * sessions keep no records (`readRecord` / `writeRecord`) cannot serve `runOnce`: there only
+ * the test that says so runs, and every other one is skipped with the reason printed.
+ *
+ * `workersSkip` says why the worker-process tests cannot run (not cross-process, no URL).
  */
-export function runOnceGroup(ctx: SuiteContext): void {
+export function runOnceGroup(
+  ctx: SuiteContext,
+  url: () => string,
+  workersSkip: string | undefined,
+): void {
   describe("runOnce and schedule", () => {
     let records: boolean | undefined;
     const noRecords = () =>
@@ -23,16 +44,7 @@ export function runOnceGroup(ctx: SuiteContext): void {
         );
       }
     });
-    /** A test that needs records: skipped, with the reason, on a backend without them. */
-    const withRecords = (title: string, test: () => Promise<void>, timeoutMs?: number) =>
-      it(
-        title,
-        async ({ skip }) => {
-          if (records !== true) skip(noRecords());
-          await test();
-        },
-        timeoutMs,
-      );
+    const withRecords = itWithRecords(() => records === true, noRecords);
     const ttl = ctx.target.ttlMs;
     const fenced = () => ctx.backend.guarantees.fencing !== "none";
 
@@ -255,7 +267,24 @@ export function runOnceGroup(ctx: SuiteContext): void {
         expect(typeof (await write(s2, "three", winners[0] ?? null))).toBe("string");
       },
     );
+
+    skipUnless(workersSkip === undefined, workersSkip ?? "", () =>
+      workerTests(ctx, url, () => records === true, noRecords),
+    );
   });
+}
+
+/** Registers tests that need records: each is skipped, with `why`, on a backend without. */
+function itWithRecords(records: () => boolean, why: () => string) {
+  return (title: string, test: () => Promise<void>, timeoutMs?: number) =>
+    it(
+      title,
+      async ({ skip }) => {
+        if (!records()) skip(why());
+        await test();
+      },
+      timeoutMs,
+    );
 }
 
 /** Whether the backend's sessions keep records; a backend with half of the pair is wrong. */
@@ -286,4 +315,242 @@ function opened() {
     open = resolve;
   });
   return { running, closed, started: () => started(), open: () => open() };
+}
+
+function workerTests(
+  ctx: SuiteContext,
+  url: () => string,
+  hasRecords: () => boolean,
+  noRecords: () => string,
+): void {
+  describe("worker processes", () => {
+    const workers: LockWorker[] = [];
+    const cleanups: (() => Promise<unknown>)[] = [];
+    afterEach(async () => {
+      await Promise.allSettled(workers.splice(0).map((w) => w.kill()));
+      for (const f of cleanups.splice(0)) await f().catch(() => undefined);
+    });
+    const ttl = ctx.target.ttlMs;
+    /** Long enough for a dead or frozen holder's lease to run out and a waiter to notice. */
+    const takeoverBound = ttl * 4 + 10_000;
+
+    const replicas = async (count: number, label: string) => {
+      const started = await Promise.all(
+        Array.from({ length: count }, (_, i) =>
+          spawnLockWorker({ url: url(), ttlMs: ttl, ownerId: `${label}-${i}` }),
+        ),
+      );
+      workers.push(...started);
+      return started;
+    };
+
+    /**
+     * What the workers' jobs wrote, through one fence per slot kept here: a slot run twice
+     * writes twice, and the second write, with a later token, is accepted too, so a count of
+     * accepted writes above one is a double run; a write with an older token is rejected.
+     */
+    const fenceFor = (replicaSet: LockWorker[], job: string) => {
+      const fence = new MemoryFence();
+      const accepted = new Map<string, string[]>();
+      const rejected: string[] = [];
+      const decisions: Promise<unknown>[] = [];
+      for (const [i, w] of replicaSet.entries()) {
+        const stop = w.onEvent((e) => {
+          if (e.event !== "job-wrote" || e.job !== job) return;
+          const who = `${i}@${e.token}`;
+          decisions.push(
+            fence
+              .write(e.slot, BigInt(e.token), () => {
+                accepted.set(e.slot, [...(accepted.get(e.slot) ?? []), who]);
+              })
+              .catch((error: unknown) => {
+                if (!(error instanceof StaleTokenError)) throw error;
+                rejected.push(`${e.slot} ${who}`);
+              }),
+          );
+        });
+        cleanups.push(async () => stop());
+      }
+      return { accepted, rejected, settled: () => Promise.all(decisions) };
+    };
+
+    /** The record of `job`'s slot as a fresh replica sees it: it must not run the slot. */
+    const recordOf = async (job: string, slot: string) => {
+      const c = createCoordinator({ url: url(), ttlMs: ttl, ownerId: "auditor" });
+      cleanups.push(() => c.close());
+      return await c.runOnce(job, slot, () => {
+        throw new Error(`slot ${slot} of ${job} ran again`);
+      });
+    };
+
+    const results = (w: LockWorker, job: string) =>
+      w.events.filter((e): e is JobResult => e.event === "job-result" && e.job === job);
+    const isJob =
+      <K extends JobEvent["event"]>(kind: K, job: string) =>
+      (e: WorkerEvent): e is Extract<JobEvent, { event: K }> =>
+        e.event === kind && (e as JobEvent).job === job;
+    const describeEvents = (set: LockWorker[], job: string) =>
+      set
+        .map(
+          (w, i) =>
+            `worker ${i}: ${JSON.stringify(w.events.filter((e) => ("job" in e && e.job === job) || e.event === "error"))}`,
+        )
+        .join("\n");
+
+    const withRecords = itWithRecords(hasRecords, noRecords);
+
+    withRecords(
+      "3 replicas schedule one job every second, clocks seconds apart: each slot is done exactly once",
+      async () => {
+        const job = ctx.name("cron");
+        const set = await replicas(3, "cron");
+        const fence = fenceFor(set, job);
+        // Each replica's wall clock is off by seconds, so its timer fires at its own "tick".
+        const skews = [0, 2_300, -1_600];
+        const startedAt = Date.now();
+        for (const [i, w] of set.entries()) {
+          w.send({ op: "schedule", job, cron: "* * * * * *", holdMs: 300, clockSkewMs: skews[i] });
+        }
+        await delay(12_000);
+        const stoppingAt = Date.now();
+        await Promise.all(
+          set.map((w) =>
+            w.request(
+              { op: "stop-schedule", job },
+              (e) => e.event === "schedule-stopped" && e.job === job,
+            ),
+          ),
+        );
+        await fence.settled();
+        const all = set.flatMap((w) => results(w, job));
+        const detail = `events:\n${describeEvents(set, job)}`;
+        const ran = new Map<string, number>();
+        for (const r of all) if (r.outcome === "ran") ran.set(r.slot, (ran.get(r.slot) ?? 0) + 1);
+        // Never twice: no slot ran, or wrote, twice.
+        for (const [slot, n] of ran) expect(n, `slot ${slot} ran ${n} times; ${detail}`).toBe(1);
+        for (const [slot, writers] of fence.accepted) {
+          expect(writers, `slot ${slot}; ${detail}`).toHaveLength(1);
+        }
+        expect(fence.rejected, detail).toEqual([]);
+        expect(
+          all.filter((r) => r.outcome !== "ran" && r.outcome !== "already-done"),
+          detail,
+        ).toEqual([]);
+        // Never zero times: every tick that every replica's timer passed while scheduling.
+        const expected: string[] = [];
+        const from = Math.ceil((startedAt + Math.max(...skews) + 1_000) / 1_000) * 1_000;
+        const to = stoppingAt + Math.min(...skews) - 1_000;
+        for (let t = from; t <= to; t += 1_000)
+          expected.push(new Date(t).toISOString().replace(".000Z", "Z"));
+        expect(expected.length).toBeGreaterThanOrEqual(4);
+        for (const slot of expected) {
+          expect(ran.get(slot), `slot ${slot} never ran; ${detail}`).toBe(1);
+          expect(fence.accepted.get(slot), `slot ${slot}; ${detail}`).toHaveLength(1);
+        }
+        // The replicas that fired later found the slots done: the lock alone would rerun them.
+        expect(all.filter((r) => r.outcome === "already-done").length).toBeGreaterThan(0);
+        console.info(
+          `[baton runOnce] ${ctx.target.name}: ${expected.length} slots checked, ${ran.size} ran in all, by replica: ${set
+            .map((w) => results(w, job).filter((r) => r.outcome === "ran").length)
+            .join("/")}`,
+        );
+      },
+      120_000,
+    );
+
+    withRecords(
+      "SIGKILL mid-run: a replica waiting on the slot runs it as attempt 2, and the slot ends done once",
+      async () => {
+        const job = ctx.name("killed");
+        const [first, ...waiting] = (await replicas(3, "kill")) as [LockWorker, ...LockWorker[]];
+        const set = [first, ...waiting];
+        const fence = fenceFor(set, job);
+        first.send({ op: "run-once", job, slot: SLOT, holdMs: 600_000 });
+        const started = await first.waitFor(isJob("job-started", job), 20_000);
+        expect(started.attempt).toBe(1);
+        for (const w of waiting) {
+          w.send({ op: "run-once", job, slot: SLOT, holdMs: 300, waitMs: takeoverBound + 30_000 });
+        }
+        await delay(Math.min(ttl, 1_000)); // both wait on the slot's lock
+        const killedAt = performance.now();
+        await first.kill();
+        const retry = await Promise.any(
+          waiting.map((w) => w.waitFor(isJob("job-started", job), takeoverBound)),
+        );
+        const takeoverMs = performance.now() - killedAt;
+        expect(retry.attempt).toBe(2);
+        if (ctx.backend.guarantees.fencing !== "none") {
+          expect(BigInt(retry.token) > BigInt(started.token)).toBe(true);
+        }
+        const outcomes = await Promise.all(
+          waiting.map((w) => w.waitFor(isJob("job-result", job), takeoverBound)),
+        );
+        await fence.settled();
+        const detail = `events:\n${describeEvents(set, job)}`;
+        expect(outcomes.map((r) => r.outcome).sort(), detail).toEqual(["already-done", "ran"]);
+        expect(outcomes.find((r) => r.outcome === "ran")?.attempt).toBe(2);
+        expect(outcomes.find((r) => r.outcome === "already-done")?.attempt).toBe(2);
+        expect(fence.accepted.get(SLOT), detail).toHaveLength(1);
+        expect(await recordOf(job, SLOT)).toMatchObject({
+          outcome: "already-done",
+          record: { state: "done", attempt: 2 },
+        });
+        console.info(
+          `[baton runOnce] ${ctx.target.name}: attempt 2 started ${Math.round(takeoverMs)} ms after the SIGKILL (TTL ${ttl} ms)`,
+        );
+      },
+      120_000,
+    );
+
+    withRecords(
+      "SIGSTOP past the TTL and atMostMs: another replica takes over, the late write is fenced off, the slot is done once",
+      async () => {
+        const job = ctx.name("stopped");
+        const [stopped, next] = (await replicas(2, "stop")) as [LockWorker, LockWorker];
+        const fence = fenceFor([stopped, next], job);
+        // The job sleeps past the lock's deadline, atMostMs past the job: on SIGCONT the lock
+        // is lost first, then the job wakes and writes with its old token.
+        const holdMs = ttl * 2;
+        const atMostMs = ttl * 3 + 1_000;
+        stopped.send({ op: "run-once", job, slot: SLOT, holdMs, atMostMs });
+        const started = await stopped.waitFor(isJob("job-started", job), 20_000);
+        stopped.pause();
+        const pausedAt = performance.now();
+        next.send({
+          op: "run-once",
+          job,
+          slot: SLOT,
+          holdMs,
+          atMostMs,
+          waitMs: takeoverBound + 30_000,
+        });
+        const took = await next.waitFor(isJob("job-started", job), takeoverBound);
+        expect(took.attempt).toBe(2);
+        expect(BigInt(took.token) > BigInt(started.token)).toBe(true);
+        const done = await next.waitFor(isJob("job-result", job), takeoverBound + holdMs);
+        expect(done).toMatchObject({ outcome: "ran", attempt: 2 });
+        // Frozen past atMostMs too, counted from when its job started.
+        await delay(Math.max(0, pausedAt + atMostMs + 1_000 - performance.now()));
+        const from = stopped.events.length;
+        stopped.resume();
+        const late = await stopped.waitFor(isJob("job-wrote", job), 20_000, from);
+        const result = await stopped.waitFor(isJob("job-result", job), 20_000, from);
+        await fence.settled();
+        const detail = `events:\n${describeEvents([stopped, next], job)}`;
+        expect(late.token).toBe(started.token);
+        expect(fence.rejected, detail).toEqual([`${SLOT} 0@${started.token}`]);
+        expect(fence.accepted.get(SLOT), detail).toEqual([`1@${took.token}`]);
+        expect(result, detail).toMatchObject({
+          outcome: "failed",
+          attempt: 1,
+          error: "LockLostError",
+        });
+        expect(await recordOf(job, SLOT)).toMatchObject({
+          outcome: "already-done",
+          record: { state: "done", attempt: 2, holder: "stop-1" },
+        });
+      },
+      120_000,
+    );
+  });
 }
