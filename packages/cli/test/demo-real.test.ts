@@ -2,6 +2,11 @@ import { describeBackend } from "@baton/conformance/harness";
 import { expect, it } from "vitest";
 import { timelineSvg } from "../src/compare/timeline-svg.js";
 import { DEFAULT_SETTINGS, runInvoiceDemo } from "../src/demo/invoice-demo.js";
+import {
+  DEFAULT_NIGHTLY_SETTINGS,
+  formatNightlyReport,
+  runNightlyDemo,
+} from "../src/demo/nightly-demo.js";
 
 // The invoice story on a real store, with runner 1 in its own process frozen by a real SIGSTOP.
 describeBackend("postgres", (url) => {
@@ -23,5 +28,20 @@ describeBackend("postgres", (url) => {
     expect(svg).toContain("runner 1 frozen");
     expect(svg).toContain("rejected by the fence at");
     expect(svg).toContain("(stale, accepted)");
+  }, 60_000);
+});
+
+// A backend that keeps no records: runOnce is refused, and the report says why.
+describeBackend("redlock", (url) => {
+  it("the nightly scene refuses runOnce on redlock:// and still plays the lock alone", async () => {
+    const settings = { ...DEFAULT_NIGHTLY_SETTINGS, backend: url };
+    const rows = await runNightlyDemo(settings);
+    const once = rows.find((r) => r.guard === "runOnce");
+    expect(once?.refused).toContain("keeps no durable records");
+    expect(once?.invoices).toBe(0);
+    const lockOnly = rows.find((r) => r.guard === "lock only");
+    expect(lockOnly?.refused).toBeUndefined();
+    expect(lockOnly?.replicas).toEqual(["ran", "skipped: held", "ran"]);
+    expect(formatNightlyReport(rows, settings)).toContain("runOnce (refused)");
   }, 60_000);
 });
