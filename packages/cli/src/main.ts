@@ -19,7 +19,7 @@ Commands:
                        run CMD once for SLOT across every replica; the outcome is recorded
   cron CRON JOB -- CMD run CMD once per tick of CRON across every replica (long-running)
   status NAME          show who holds NAME (--watch, --json)
-  demo                 the invoice story: lock only, lock + signal, lock + fence
+  demo                 the invoice story (lock only, + signal, + fence) and the nightly scene
   compare              the invoice story on several backends, with a report and timelines
 
 The store comes from --backend URL or BATON_BACKEND: memory://, redis://host:6379,
