@@ -30,6 +30,7 @@ export const TOKEN_LOCK_LIMIT = 1n << 31n;
  * clock in microseconds (see schema.ts). A system-cache lookup, no catalog scan.
  */
 export function tokenBaseSql(sequence: string): string {
+  // Hot path: see docs/hot-path.md, "PostgreSQL".
   return `(pg_sequence_parameters('${sequence}'::regclass)).start_value`;
 }
 

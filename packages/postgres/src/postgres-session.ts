@@ -366,7 +366,7 @@ export class PostgresSession implements BackendSession {
   };
 
   async #tryAcquire(name: string, key: bigint, value: string | undefined): Promise<Grant | null> {
-    // Hot path: see docs/hot-path.md, "PostgreSQL" (no await when there is no orphan).
+    // Checked here first: awaiting a call that has nothing to do costs a turn of the queue.
     if (this.#orphans.has(key)) await this.#unlockOrphan(key, this.#inTurn);
     // Chosen as the statement is sent, so in the order the statements run.
     const tag = this.#context.tag(key);

@@ -183,9 +183,9 @@ export class WaiterPool {
   give(waiter: Waiter, leave: boolean): void {
     void waiter.settled.then(async () => {
       if (leave && !waiter.broken && !this.#closed) {
-        // Mostly called as a grant is being handed out: let that finish first (a write to a
-        // socket costs tens of microseconds), the next in line only needs to be queued again
-        // before the lock is released.
+        // Mostly called as a grant is being handed out: let that finish first, the next in
+        // line only needs to be queued again before the lock is released.
+        // Hot path: see docs/hot-path.md, "PostgreSQL".
         await nextMacrotask();
         await waiter.client.query(QUEUE_LEAVE).catch(() => {
           waiter.broken = true;
