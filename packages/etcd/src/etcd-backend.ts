@@ -1,6 +1,7 @@
 import {
   type BackendSession,
   BackendUnavailableError,
+  boundedCall,
   type Guarantees,
   type LockBackend,
   type OpenSessionOptions,
@@ -55,9 +56,12 @@ export class EtcdBackend implements LockBackend {
     const seconds = leaseSeconds(options.ttlMs);
     if (options.signal?.aborted) throw options.signal.reason;
     if (this.#closed) throw new BackendUnavailableError(this.#closedMessage());
-    const granting = this.#kv.grantLease(seconds);
-    const lease = await raceAbort(granting, options.signal, (late) => {
-      void late.then((l) => this.#kv.revokeLease(l.id)).catch(() => undefined);
+    const lease = await boundedCall(this.#kv.grantLease(seconds), {
+      signal: options.signal,
+      // Given up on: a lease granted after all is revoked, not left to expire.
+      onAbandoned: (late) => {
+        void late.then((l) => this.#kv.revokeLease(l.id)).catch(() => undefined);
+      },
     });
     if (this.#closed) {
       await this.#kv.revokeLease(lease.id).catch(() => undefined);
@@ -89,29 +93,4 @@ export class EtcdBackend implements LockBackend {
       if (this.#ownsClient) this.#kv.client.close();
     }
   }
-}
-
-function raceAbort<T>(
-  promise: Promise<T>,
-  signal: AbortSignal | undefined,
-  onAbandoned: (late: Promise<T>) => void,
-): Promise<T> {
-  if (signal === undefined) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
-      onAbandoned(promise);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        if (!signal.aborted) resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }

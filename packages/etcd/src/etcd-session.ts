@@ -2,6 +2,7 @@ import {
   type BackendAcquireOptions,
   type BackendSession,
   BackendUnavailableError,
+  backoffMs,
   type Grant,
   type Holder,
   type KeepAliveResult,
@@ -48,8 +49,8 @@ export interface EtcdSessionInit {
   readonly onClose: (session: EtcdSession) => void;
 }
 
-const BACKOFF_MIN_MS = 25;
-const BACKOFF_MAX_MS = 1_000;
+/** Backoff between looks at the queue after a failure: 25 to 50 ms first, up to 1 s. */
+const TURN_BACKOFF = { minMs: 50, maxMs: 1_000 } as const;
 
 /** Where a turn in the queue stands: the grant's token, or the key to wait for. */
 type Turn =
@@ -324,21 +325,19 @@ export class EtcdSession implements BackendSession {
     revision: bigint,
     signal: AbortSignal,
   ): Promise<bigint> {
-    let failures = 0;
+    let attempt = 0;
     for (;;) {
       if (signal.aborted) throw signal.reason;
       try {
         const turn = await this.#turn(name, prefix, key, value, revision);
         if ("token" in turn) return turn.token;
         await waitForDelete(this.#kv, turn.predecessor, turn.fromRevision, signal);
-        failures = 0;
+        attempt = 0;
       } catch (error) {
         if (signal.aborted || error instanceof SessionLostError) throw error;
         if (!(error instanceof BackendUnavailableError)) throw error;
         // A member failed or a stream broke: keep our place, back off, look again.
-        failures++;
-        const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** failures);
-        await sleep(systemClock, ceiling / 2 + Math.random() * (ceiling / 2), signal);
+        await sleep(systemClock, backoffMs(attempt++, TURN_BACKOFF), signal);
       }
     }
   }

@@ -1,4 +1,4 @@
-import { SessionLostError } from "@baton/core";
+import { boundedCall, SessionLostError } from "@baton/core";
 import type { IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
 import type { EtcdKv } from "./etcd-kv.js";
 
@@ -19,6 +19,8 @@ export class LeaseKeeper {
   readonly #kv: EtcdKv;
   readonly #leaseId: string;
   readonly #timeoutMs: number;
+  /** What a renewal that times out was doing, for its error. */
+  readonly #what: string;
   #stream: KeepAliveStream | undefined;
   #pending: Pending | undefined;
   #closed = false;
@@ -27,6 +29,7 @@ export class LeaseKeeper {
     this.#kv = kv;
     this.#leaseId = leaseId;
     this.#timeoutMs = timeoutMs;
+    this.#what = kv.context("renewing the etcd lease");
   }
 
   /**
@@ -34,34 +37,37 @@ export class LeaseKeeper {
    * `SessionLostError` when the lease is gone, `BackendUnavailableError` when no member
    * answered within the timeout.
    */
-  renew(): Promise<number> {
-    if (this.#closed) return Promise.reject(new SessionLostError("the etcd session is closed"));
-    if (this.#pending !== undefined) {
-      return Promise.reject(new Error("baton etcd: a keepalive is already in flight"));
-    }
-    return new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#drop(
-          this.#kv.unavailable(`no etcd member answered a keepalive within ${this.#timeoutMs} ms`),
-        );
-      }, this.#timeoutMs);
+  async renew(): Promise<number> {
+    if (this.#closed) throw new SessionLostError("the etcd session is closed");
+    if (this.#pending !== undefined)
+      throw new Error("baton etcd: a keepalive is already in flight");
+    const answer = new Promise<number>((resolve, reject) => {
       this.#pending = {
         resolve: (ttl) => {
-          clearTimeout(timer);
           this.#pending = undefined;
-          if (ttl <= 0) reject(new SessionLostError("the etcd lease expired or was revoked"));
-          else resolve(ttl);
+          resolve(ttl);
         },
         reject: (error) => {
-          clearTimeout(timer);
           this.#pending = undefined;
           reject(error);
         },
       };
-      this.#send().catch((error: unknown) => {
-        this.#drop(this.#kv.fail(error, "could not open an etcd keepalive stream"));
-      });
     });
+    this.#send().catch((error: unknown) => {
+      this.#drop(this.#kv.fail(error, "could not open an etcd keepalive stream"));
+    });
+    const ttl = await boundedCall(answer, {
+      timeoutMs: this.#timeoutMs,
+      what: this.#what,
+      // No answer in time: the stream is dropped (the next renewal opens another) and a late
+      // answer on it is ignored.
+      onAbandoned: () => {
+        this.#pending = undefined;
+        this.#dropStream();
+      },
+    });
+    if (ttl <= 0) throw new SessionLostError("the etcd lease expired or was revoked");
+    return ttl;
   }
 
   /** Ends the stream; later renewals fail with `SessionLostError`. */
@@ -88,9 +94,8 @@ export class LeaseKeeper {
           this.#drop(this.#kv.fail(error, "the etcd keepalive stream failed"));
       });
       stream.on("end", () => {
-        if (this.#stream === stream) {
+        if (this.#stream === stream)
           this.#drop(this.#kv.unavailable("the etcd keepalive stream ended"));
-        }
       });
     }
     stream.write({ ID: this.#leaseId });
@@ -98,10 +103,14 @@ export class LeaseKeeper {
 
   /** Fails the pending renewal (if any) with `error` and drops the stream. */
   #drop(error: Error): void {
+    this.#dropStream();
+    this.#pending?.reject(error);
+  }
+
+  #dropStream(): void {
     const stream = this.#stream;
     this.#stream = undefined;
     if (stream !== undefined) endStream(stream);
-    this.#pending?.reject(error);
   }
 }
 
