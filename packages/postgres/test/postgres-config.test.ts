@@ -1,10 +1,18 @@
 import { randomUUID } from "node:crypto";
 import { inspect } from "node:util";
 import { describeBackend } from "@baton/conformance/harness";
-import { ConfigError, createBackend, createCoordinator } from "@baton/core";
+import { ConfigError, createBackend, createCoordinator, parseBackendUrl } from "@baton/core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { advisoryKey, migrate, PostgresBackend } from "../src/index.js";
+import {
+  advisoryKey,
+  DEFAULT_MIGRATE,
+  DEFAULT_NAMESPACE,
+  DEFAULT_SCHEMA,
+  migrate,
+  PostgresBackend,
+  postgresOptionsFromUrl,
+} from "../src/index.js";
 
 function configError(fn: () => unknown): ConfigError {
   try {
@@ -125,6 +133,39 @@ describe("postgres options (no I/O)", () => {
       const error = configError(() => new PostgresBackend({ url }));
       expect(error.field, url).toBe("url");
       expect(error.message, url).toMatch(message);
+    }
+  });
+
+  it("postgresOptionsFromUrl gives the backend options of a URL, and refuses what the backend would", () => {
+    const url = parseBackendUrl(
+      "postgres://app:pw@db.example:6543/billing?schema=locks&namespace=inv",
+    );
+    const options = postgresOptionsFromUrl(url);
+    expect(options).toEqual({
+      config: { host: "db.example", port: 6543, user: "app", password: "pw", database: "billing" },
+      schema: "locks",
+      namespace: "inv",
+    });
+    const backend = new PostgresBackend(options);
+    expect(backend.options.connection).toMatchObject({ host: "db.example", port: 6543 });
+    expect(backend.options.schema).toBe("locks");
+    expect(postgresOptionsFromUrl(parseBackendUrl("postgres://h/db"))).toEqual({
+      config: { host: "h", port: 5432, database: "db" },
+    });
+    const defaults = new PostgresBackend(
+      postgresOptionsFromUrl(parseBackendUrl("postgres://h/db")),
+    );
+    expect(defaults.options.schema).toBe(DEFAULT_SCHEMA);
+    expect(defaults.options.namespace).toBe(DEFAULT_NAMESPACE);
+    expect(defaults.options.migrate).toBe(DEFAULT_MIGRATE);
+    for (const [text, field] of [
+      ["postgres://h/db?prefx=a", "url"],
+      ["postgres://h/db?schema=x%3By", "schema"],
+      ["postgres://h/db?namespace=", "namespace"],
+    ] as const) {
+      expect(configError(() => postgresOptionsFromUrl(parseBackendUrl(text))).field, text).toBe(
+        field,
+      );
     }
   });
 

@@ -1,10 +1,24 @@
 import { randomUUID } from "node:crypto";
 import { describeBackend, freePort } from "@baton/conformance/harness";
-import { BackendUnavailableError, createCoordinator, type Lock, MemoryBackend } from "@baton/core";
+import {
+  BackendUnavailableError,
+  ConfigError,
+  createCoordinator,
+  type Lock,
+  MemoryBackend,
+  SessionLostError,
+} from "@baton/core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresBackend, pgFence } from "../src/index.js";
-import { describeTarget, openSessionContext, toBatonError } from "../src/postgres-errors.js";
+import {
+  describeTarget,
+  endedConnection,
+  openSessionContext,
+  sqlState,
+  toBatonError,
+  waitEndedEmpty,
+} from "../src/postgres-errors.js";
 
 const dbError = (code: string, message: string) => Object.assign(new Error(message), { code });
 
@@ -30,6 +44,50 @@ describe("PostgreSQL errors say what failed, where, and what to do", () => {
     expect(error.message).toContain("ECONNREFUSED 10.0.0.9:5433");
     expect(error.message).not.toContain("schema");
     expect(error.message).toMatch(/check that the server runs there/);
+  });
+
+  it("toBatonError: a BatonError passes through; logins, databases and privileges are ConfigError", () => {
+    const lost = new SessionLostError("gone");
+    expect(toBatonError(lost, "anything")).toBe(lost);
+    const cases = [
+      ["28P01", "url"],
+      ["28000", "url"],
+      ["3D000", "url"],
+      ["42501", "privileges"],
+    ] as const;
+    for (const [code, field] of cases) {
+      const error = toBatonError(dbError(code, `failed with ${code}`), "doing it");
+      expect(error, code).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).field, code).toBe(field);
+      expect(error.message, code).toContain("doing it: ");
+    }
+    const old = toBatonError(
+      dbError("42704", 'unrecognized configuration parameter "idle_session_timeout"'),
+      "opening",
+    );
+    expect(old).toBeInstanceOf(ConfigError);
+    expect(old.message).toContain("PostgreSQL 14 or newer");
+    const other = toBatonError(dbError("XX000", "internal error"), "PostgreSQL query failed");
+    expect(other).toBeInstanceOf(BackendUnavailableError);
+    expect(other.message).toBe("PostgreSQL query failed: internal error");
+    expect(toBatonError("not an Error", "x")).toBeInstanceOf(BackendUnavailableError);
+  });
+
+  it("which failures end the connection, and which end a wait without a lock", () => {
+    for (const code of ["57P01", "57P02", "57P05", "08006", "08003"]) {
+      expect(endedConnection(dbError(code, code)), code).toBe(true);
+    }
+    for (const code of ["57014", "55P03", "40P01", "42501"]) {
+      expect(endedConnection(dbError(code, code)), code).toBe(false);
+    }
+    for (const code of ["57014", "55P03", "40P01"]) {
+      expect(waitEndedEmpty(dbError(code, code)), code).toBe(true);
+    }
+    for (const code of ["57P01", "08006", "XX000"]) {
+      expect(waitEndedEmpty(dbError(code, code)), code).toBe(false);
+    }
+    expect(sqlState(dbError("not-a-state", "x"))).toBeUndefined();
+    expect(sqlState(new Error("no code"))).toBeUndefined();
   });
 
   it("describeTarget prints host, port and database, never the user or password", () => {
