@@ -6,11 +6,11 @@ import {
   type LockBackend,
   type OpenSessionOptions,
 } from "@baton/core";
+import { leaseHex } from "./etcd-keys.js";
 import { EtcdKv } from "./etcd-kv.js";
 import { type EtcdBackendOptions, resolveEtcdOptions } from "./etcd-options.js";
 import { EtcdSession } from "./etcd-session.js";
 import { leaseSeconds } from "./lease-ttl.js";
-import { leaseHex } from "./lock-keys.js";
 
 export const ETCD_GUARANTEES: Guarantees = {
   fencing: "monotonic",

@@ -1,5 +1,6 @@
 import type { BackendUnavailableError, BatonError } from "@baton/core";
 import type { Etcd3, IKeyValue, IRangeRequest, ITxnRequest, ITxnResponse } from "etcd3";
+import { decodeRevision, decodeTtlSeconds } from "./etcd-codec.js";
 import { etcdContext, etcdUnavailable, membersOf, toBatonError } from "./etcd-errors.js";
 
 /**
@@ -52,7 +53,7 @@ export class EtcdKv {
   ): Promise<{ kvs: IKeyValue[]; revision: bigint }> {
     try {
       const response = await this.client.kv.range(request, { deadline: this.#deadline() });
-      return { kvs: response.kvs, revision: BigInt(response.header.revision) };
+      return { kvs: response.kvs, revision: decodeRevision(response.header.revision) };
     } catch (error) {
       throw this.fail(error, what);
     }
@@ -66,7 +67,7 @@ export class EtcdKv {
         { deadline: this.#deadline() },
       );
       if (response.error) throw new Error(response.error);
-      return { id: response.ID, ttlSeconds: Number(response.TTL) };
+      return { id: response.ID, ttlSeconds: decodeTtlSeconds(response.TTL) };
     } catch (error) {
       throw this.fail(error, "could not grant an etcd lease");
     }

@@ -11,16 +11,21 @@ import {
   sleep,
   systemClock,
 } from "@baton/core";
+import { decodeRevision, encodeHolderValue } from "./etcd-codec.js";
+import { isQueueKey, lockPrefix, queueKey } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
-import { encodeHolderValue, waitingValue } from "./holder-value.js";
 import { LeaseKeeper } from "./lease-keeper.js";
-import { isQueueKey, lockPrefix, queueKey } from "./lock-keys.js";
 import {
+  claimReply,
   claimTxn,
+  enqueueReply,
   enqueueTxn,
   guardedDelete,
+  type HolderValues,
   pickQueueKey,
+  tryReply,
   tryTxn,
+  turnReply,
   turnTxn,
 } from "./queue-requests.js";
 import { readHolder } from "./read-holder.js";
@@ -122,10 +127,9 @@ export class EtcdSession implements BackendSession {
       await this.#cleanLeftover(name);
       const prefix = lockPrefix(this.#init.prefix, name);
       const key = queueKey(prefix, this.#init.leaseHex);
-      const value = encodeHolderValue(this.ownerId, options.value);
       return options.wait
-        ? await this.#enqueue(name, prefix, key, value, signal)
-        : await this.#tryOnce(name, prefix, key, value, signal);
+        ? await this.#enqueue(name, prefix, key, this.#values(options.value), signal)
+        : await this.#tryOnce(name, prefix, key, options.value, signal);
     } catch (error) {
       // e.g. "lease not found" on the put: the lease expired before core noticed.
       if (error instanceof SessionLostError) this.#markLost(error);
@@ -188,29 +192,26 @@ export class EtcdSession implements BackendSession {
     name: string,
     prefix: Buffer,
     key: Buffer,
-    value: Buffer,
+    published: string | undefined,
     signal: AbortSignal,
   ): Promise<Grant | null> {
-    let response: Awaited<ReturnType<EtcdKv["txn"]>>;
+    const value = encodeHolderValue(this.ownerId, published);
+    let reply: ReturnType<typeof tryReply>;
     try {
-      response = await this.#kv.txn(
-        tryTxn(prefix, key, value, this.leaseId),
-        `could not acquire "${name}"`,
+      reply = tryReply(
+        await this.#kv.txn(tryTxn(prefix, key, value, this.leaseId), `could not acquire "${name}"`),
       );
     } catch (error) {
       // The answer was lost, not necessarily the request: our key may exist.
       await this.#cleanup(name, key, null);
       throw error;
     }
-    if (response.succeeded) {
-      const revision = BigInt(response.header.revision);
-      return this.#finish(name, key, revision, revision, signal);
-    }
-    const oldest = response.responses[0]?.response_range.kvs[0];
+    if ("revision" in reply) return this.#finish(name, key, reply.revision, reply.revision, signal);
+    const { oldest } = reply;
     if (oldest?.key.equals(key)) {
       // A retried call whose first answer was lost: our key is the oldest, so the lock is ours.
       // The grant is a write of its own, so its token is after every earlier grant's.
-      const revision = BigInt(oldest.create_revision);
+      const revision = decodeRevision(oldest.create_revision);
       let token: bigint;
       try {
         token = await this.#claim(name, key, value, revision);
@@ -222,7 +223,7 @@ export class EtcdSession implements BackendSession {
     }
     if (oldest === undefined || isQueueKey(prefix, oldest.key)) return null;
     // Only keys of nested lock names (`name/x/...`) are there: fall back to the queue.
-    return await this.#tryBehindNested(name, prefix, key, value, signal);
+    return await this.#tryBehindNested(name, prefix, key, this.#values(published), signal);
   }
 
   /** A try when nested lock names share the prefix: join the queue, leave it unless first. */
@@ -230,16 +231,16 @@ export class EtcdSession implements BackendSession {
     name: string,
     prefix: Buffer,
     key: Buffer,
-    value: Buffer,
+    values: HolderValues,
     signal: AbortSignal,
   ): Promise<Grant | null> {
-    const joined = await this.#join(name, prefix, key, value);
+    const joined = await this.#join(name, prefix, key, values);
     if (joined.token !== undefined) {
       return this.#finish(name, key, joined.revision, joined.token, signal);
     }
     let turn: Turn;
     try {
-      turn = await this.#turn(name, prefix, key, value, joined.revision);
+      turn = await this.#turn(name, prefix, key, values.held, joined.revision);
     } catch (error) {
       await this.#cleanup(name, key, joined.revision);
       throw error;
@@ -254,17 +255,24 @@ export class EtcdSession implements BackendSession {
     name: string,
     prefix: Buffer,
     key: Buffer,
-    value: Buffer,
+    values: HolderValues,
     signal: AbortSignal,
   ): Promise<Grant> {
-    const joined = await this.#join(name, prefix, key, value);
+    const joined = await this.#join(name, prefix, key, values);
     if (joined.token !== undefined) {
       return this.#finish(name, key, joined.revision, joined.token, signal);
     }
     const waitSignal = linkSignals([signal, this.#ended.signal]);
     let token: bigint;
     try {
-      token = await this.#waitTurn(name, prefix, key, value, joined.revision, waitSignal.signal);
+      token = await this.#waitTurn(
+        name,
+        prefix,
+        key,
+        values.held,
+        joined.revision,
+        waitSignal.signal,
+      );
     } catch (error) {
       // Leave nothing behind: a cancelled or failed waiter gives up its place in the queue.
       await this.#cleanup(name, key, joined.revision);
@@ -284,33 +292,23 @@ export class EtcdSession implements BackendSession {
     name: string,
     prefix: Buffer,
     key: Buffer,
-    value: Buffer,
-  ): Promise<{ revision: bigint; token?: bigint }> {
+    values: HolderValues,
+  ): Promise<{ readonly revision: bigint; readonly token?: bigint }> {
     let response: Awaited<ReturnType<EtcdKv["txn"]>>;
     try {
       response = await this.#kv.txn(
-        enqueueTxn(prefix, key, { held: value, waiting: waitingValue(value) }, this.leaseId),
+        enqueueTxn(prefix, key, values, this.leaseId),
         `could not acquire "${name}"`,
       );
     } catch (error) {
       await this.#cleanup(name, key, null);
       throw error;
     }
-    const revision = BigInt(response.header.revision);
-    // Nothing under the prefix: our key was created, and the lock is ours since that write.
-    if (response.succeeded) return { revision, token: revision };
-    const inner = response.responses[0]?.response_txn;
-    if (inner === undefined) {
+    const joined = enqueueReply(response);
+    if (joined === undefined) {
       throw this.#kv.unavailable(`etcd answered the queue of "${name}" inconsistently`);
     }
-    // Our key was created (the revision is the put's) and waits behind others.
-    if (inner.succeeded) return { revision };
-    const mine = inner.responses[0]?.response_range.kvs[0];
-    if (mine === undefined) {
-      throw this.#kv.unavailable(`etcd answered the queue of "${name}" inconsistently`);
-    }
-    // Our key already existed (a retried call): its place is found by the first turn.
-    return { revision: BigInt(mine.create_revision) };
+    return joined;
   }
 
   /**
@@ -355,32 +353,33 @@ export class EtcdSession implements BackendSession {
     value: Buffer,
     revision: bigint,
   ): Promise<Turn> {
-    const response = await this.#kv.txn(
-      turnTxn(prefix, key, value, this.leaseId, revision),
-      `could not wait in the queue of "${name}"`,
+    const reply = turnReply(
+      await this.#kv.txn(
+        turnTxn(prefix, key, value, this.leaseId, revision),
+        `could not wait in the queue of "${name}"`,
+      ),
     );
-    if (response.succeeded) return { token: BigInt(response.header.revision) };
-    const mine = response.responses[1]?.response_range.kvs[0];
-    if (mine === undefined || BigInt(mine.create_revision) !== revision) throw this.#keyGone(name);
-    const predecessor = await pickQueueKey(
-      this.#kv,
-      prefix,
-      response.responses[0]?.response_range.kvs[0],
-      { oldest: false, below: revision },
-    );
+    if ("token" in reply) return reply;
+    if (reply.ownRevision !== revision) throw this.#keyGone(name);
+    const predecessor = await pickQueueKey(this.#kv, prefix, reply.before, {
+      oldest: false,
+      below: revision,
+    });
     // Only keys of nested lock names are older than ours: the lock is ours.
     if (predecessor === undefined) return { token: await this.#claim(name, key, value, revision) };
-    return { predecessor: predecessor.key, fromRevision: BigInt(response.header.revision) + 1n };
+    return { predecessor: predecessor.key, fromRevision: reply.revision + 1n };
   }
 
   /** Takes a grant known to be ours with a write of our key; resolves that write's revision. */
   async #claim(name: string, key: Buffer, value: Buffer, revision: bigint): Promise<bigint> {
-    const response = await this.#kv.txn(
-      claimTxn(key, value, this.leaseId, revision),
-      `could not acquire "${name}"`,
+    const token = claimReply(
+      await this.#kv.txn(
+        claimTxn(key, value, this.leaseId, revision),
+        `could not acquire "${name}"`,
+      ),
     );
-    if (!response.succeeded) throw this.#keyGone(name);
-    return BigInt(response.header.revision);
+    if (token === undefined) throw this.#keyGone(name);
+    return token;
   }
 
   /** Our queue key vanished: its lease is gone. Marks the session lost. */
@@ -390,6 +389,14 @@ export class EtcdSession implements BackendSession {
     );
     this.#markLost(error);
     return error;
+  }
+
+  /** The stored values of our queue key: once it holds the lock, and while it waits. */
+  #values(published: string | undefined): HolderValues {
+    return {
+      held: encodeHolderValue(this.ownerId, published),
+      waiting: encodeHolderValue(this.ownerId, published, true),
+    };
   }
 
   /** Hands out the grant, unless the caller gave up meanwhile (then our key is deleted). */

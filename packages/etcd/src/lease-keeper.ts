@@ -1,5 +1,6 @@
 import { boundedCall, SessionLostError } from "@baton/core";
 import type { IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
+import { decodeTtlSeconds } from "./etcd-codec.js";
 import type { EtcdKv } from "./etcd-kv.js";
 
 type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
@@ -87,7 +88,7 @@ export class LeaseKeeper {
       stream = opened;
       this.#stream = stream;
       stream.on("data", (response: ILeaseKeepAliveResponse) => {
-        if (this.#stream === stream) this.#pending?.resolve(Number(response.TTL));
+        if (this.#stream === stream) this.#pending?.resolve(decodeTtlSeconds(response.TTL));
       });
       stream.on("error", (error: Error) => {
         if (this.#stream === stream)

@@ -5,11 +5,18 @@ import {
   type IKeyValue,
   type IRangeRequest,
   type ITxnRequest,
+  type ITxnResponse,
   SortOrder,
   SortTarget,
 } from "etcd3";
+import { decodeRevision, encodeRevision } from "./etcd-codec.js";
+import { isQueueKey, rangeEnd } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
-import { isQueueKey, rangeEnd } from "./lock-keys.js";
+
+/*
+ * The transactions of the lock queue, each followed by the reading of its reply: a reply's
+ * `responses` are in the order of the branch's requests, so they are read here, beside them.
+ */
 
 /** Range of every key under `prefix`, oldest create revision first (the holder first). */
 export function oldestFirst(prefix: Buffer, limit: number): IRangeRequest {
@@ -30,9 +37,15 @@ export function newestBelow(prefix: Buffer, revision: bigint, limit: number): IR
     range_end: rangeEnd(prefix),
     sort_target: SortTarget.Create,
     sort_order: SortOrder.Descend,
-    max_create_revision: (revision - 1n).toString(),
+    max_create_revision: encodeRevision(revision - 1n),
     limit,
   };
+}
+
+/** The stored values of a queue key (see `encodeHolderValue`): once it holds, and while it waits. */
+export interface HolderValues {
+  readonly held: Buffer;
+  readonly waiting: Buffer;
 }
 
 /**
@@ -45,7 +58,7 @@ export function newestBelow(prefix: Buffer, revision: bigint, limit: number): IR
 export function enqueueTxn(
   prefix: Buffer,
   key: Buffer,
-  values: { readonly held: Buffer; readonly waiting: Buffer },
+  values: HolderValues,
   leaseId: string,
 ): ITxnRequest {
   return {
@@ -63,6 +76,26 @@ export function enqueueTxn(
       },
     ],
   };
+}
+
+/**
+ * What an {@link enqueueTxn} did: our key's create revision, with the grant's token when the
+ * lock was free (the creation itself took the grant); `undefined` when the reply does not have
+ * the shape the transaction asks for.
+ */
+export function enqueueReply(
+  response: ITxnResponse,
+): { readonly revision: bigint; readonly token?: bigint } | undefined {
+  const revision = decodeRevision(response.header.revision);
+  // Nothing under the prefix: our key was created, and the lock is ours since that write.
+  if (response.succeeded) return { revision, token: revision };
+  const inner = response.responses[0]?.response_txn;
+  if (inner === undefined) return undefined;
+  // Our key was created (the revision is the put's) and waits behind others.
+  if (inner.succeeded) return { revision };
+  const mine = inner.responses[0]?.response_range.kvs[0];
+  // Our key already existed (a retried call): its place is found by the first turn.
+  return mine === undefined ? undefined : { revision: decodeRevision(mine.create_revision) };
 }
 
 /** True when no key at all lives under `prefix` (a compare over a range checks every key in it). */
@@ -89,6 +122,17 @@ export function tryTxn(prefix: Buffer, key: Buffer, value: Buffer, leaseId: stri
 }
 
 /**
+ * What a {@link tryTxn} answered: the revision of the write that created our key (the lock
+ * was free), or the oldest key under the prefix.
+ */
+export function tryReply(
+  response: ITxnResponse,
+): { readonly revision: bigint } | { readonly oldest: IKeyValue | undefined } {
+  if (response.succeeded) return { revision: decodeRevision(response.header.revision) };
+  return { oldest: response.responses[0]?.response_range.kvs[0] };
+}
+
+/**
  * Takes our turn if it has come: while our key still has its create revision and no key under
  * the prefix is older, rewrite it with `value` (the holder's), so the grant's token is the
  * revision of that write, after every earlier holder's. Otherwise read the key just before
@@ -109,7 +153,7 @@ export function turnTxn(
         range_end: rangeEnd(prefix),
         target: CompareTarget.Create,
         result: CompareResult.Greater,
-        create_revision: (revision - 1n).toString(),
+        create_revision: encodeRevision(revision - 1n),
       },
     ],
     success: [{ request_put: { key, value, lease: leaseId } }],
@@ -117,6 +161,28 @@ export function turnTxn(
       { request_range: newestBelow(prefix, revision, 1) },
       { request_range: { key, keys_only: true } },
     ],
+  };
+}
+
+/**
+ * What a {@link turnTxn} answered: the grant's token (the revision of the rewrite), or the
+ * create revision of our key (`undefined` when it is gone), the key just before ours among
+ * the first keys read (maybe a nested name's) and the read's revision.
+ */
+export function turnReply(response: ITxnResponse):
+  | { readonly token: bigint }
+  | {
+      readonly ownRevision: bigint | undefined;
+      readonly before: IKeyValue | undefined;
+      readonly revision: bigint;
+    } {
+  const revision = decodeRevision(response.header.revision);
+  if (response.succeeded) return { token: revision };
+  const mine = response.responses[1]?.response_range.kvs[0];
+  return {
+    ownRevision: mine === undefined ? undefined : decodeRevision(mine.create_revision),
+    before: response.responses[0]?.response_range.kvs[0],
+    revision,
   };
 }
 
@@ -136,13 +202,18 @@ export function claimTxn(
   };
 }
 
+/** The token of a {@link claimTxn} (its write's revision), or `undefined` when our key is gone. */
+export function claimReply(response: ITxnResponse): bigint | undefined {
+  return response.succeeded ? decodeRevision(response.header.revision) : undefined;
+}
+
 /** True while `key` has create revision `revision` (the same key, not a newer one). */
 function isOurs(key: Buffer, revision: bigint): ICompare {
   return {
     key,
     target: CompareTarget.Create,
     result: CompareResult.Equal,
-    create_revision: revision.toString(),
+    create_revision: encodeRevision(revision),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Holder } from "@baton/core";
+import { decodeHolder } from "./etcd-codec.js";
+import { leaseHexOf } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
-import { decodeHolder } from "./holder-value.js";
-import { leaseHexOf } from "./lock-keys.js";
 import { oldestFirst, pickQueueKey } from "./queue-requests.js";
 
 /**

@@ -1,4 +1,5 @@
 import { type Etcd3, FilterType, type IWatchResponse } from "etcd3";
+import { compactedAt, encodeRevision, hasDelete } from "./etcd-codec.js";
 import type { EtcdKv } from "./etcd-kv.js";
 import { endStream } from "./lease-keeper.js";
 
@@ -40,21 +41,19 @@ export function waitForDelete(
         opened.on("end", () => finish(() => reject(kv.unavailable("the etcd watch stream ended"))));
         opened.on("data", (response: IWatchResponse) => {
           if (response.canceled) {
-            if (BigInt(response.compact_revision || "0") > 0n) finish(resolve);
+            if (compactedAt(response) > 0n) finish(resolve);
             else {
               const why = response.cancel_reason || "no reason given";
               finish(() => reject(kv.unavailable(`etcd cancelled the watch: ${why}`)));
             }
             return;
           }
-          if (response.events.some((event) => String(event.type).toUpperCase() === "DELETE")) {
-            finish(resolve);
-          }
+          if (hasDelete(response)) finish(resolve);
         });
         opened.write({
           create_request: {
             key,
-            start_revision: fromRevision.toString(),
+            start_revision: encodeRevision(fromRevision),
             filters: [FilterType.Noput],
           },
         });

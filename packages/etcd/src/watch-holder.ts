@@ -1,9 +1,9 @@
 import type { Holder } from "@baton/core";
 import type { IWatchResponse } from "etcd3";
+import { encodeRevision } from "./etcd-codec.js";
+import { rangeEnd } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
-import { sameHolder } from "./holder-value.js";
 import { endStream } from "./lease-keeper.js";
-import { rangeEnd } from "./lock-keys.js";
 import { readHolder } from "./read-holder.js";
 
 /**
@@ -51,7 +51,7 @@ export async function* watchHolder(
         create_request: {
           key: prefix,
           range_end: rangeEnd(prefix),
-          start_revision: (first.revision + 1n).toString(),
+          start_revision: encodeRevision(first.revision + 1n),
         },
       });
     },
@@ -85,4 +85,10 @@ export async function* watchHolder(
     signal.removeEventListener("abort", poke);
     if (stream !== undefined) endStream(stream);
   }
+}
+
+/** True when two holders (or nulls) are the same grant with the same value. */
+function sameHolder(a: Holder | null, b: Holder | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.ownerId === b.ownerId && a.token === b.token && a.value === b.value;
 }

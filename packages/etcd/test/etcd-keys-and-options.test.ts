@@ -4,12 +4,11 @@ import { join } from "node:path";
 import { inspect } from "node:util";
 import { ConfigError, parseBackendUrl } from "@baton/core";
 import { describe, expect, it } from "vitest";
+import { isQueueKey, leaseHex, lockPrefix, queueKey, rangeEnd } from "../src/etcd-keys.js";
 import { etcdOptionsFromUrl, resolveEtcdOptions } from "../src/etcd-options.js";
-import { decodeHolder, encodeHolderValue } from "../src/holder-value.js";
 import { leaseSeconds } from "../src/lease-ttl.js";
-import { isQueueKey, leaseHex, lockPrefix, queueKey, rangeEnd } from "../src/lock-keys.js";
 
-describe("etcd key layout, holder values and options (no server)", () => {
+describe("etcd key layout and options (no server)", () => {
   it("lays keys out as <prefix><name>/<lease hex> and ranges over exactly that prefix", () => {
     const prefix = lockPrefix("", "jobs/invoices");
     expect(queueKey(prefix, leaseHex("7587881234567890123")).toString()).toBe(
@@ -22,27 +21,6 @@ describe("etcd key layout, holder values and options (no server)", () => {
     expect(isQueueKey(Buffer.from("a/"), Buffer.from("a/b/694da226e3b06005"))).toBe(false);
     expect(isQueueKey(Buffer.from("a/"), Buffer.from("a/"))).toBe(false);
     expect(lockPrefix("locks/", "x").toString()).toBe("locks/x/");
-  });
-
-  it("stores owner and value as JSON, and shows foreign keys by lease", () => {
-    expect(decodeHolder(encodeHolderValue("o", "v"), 5n, "ab")).toEqual({
-      ownerId: "o",
-      token: 5n,
-      value: "v",
-    });
-    expect(decodeHolder(encodeHolderValue("o", undefined), 5n, "ab")).toEqual({
-      ownerId: "o",
-      token: 5n,
-    });
-    expect(decodeHolder(Buffer.from(""), 9n, "ab")).toEqual({
-      ownerId: "etcd-lease:ab",
-      token: 9n,
-    });
-    expect(decodeHolder(Buffer.from('{"baton":1,oops'), 9n, "ab")).toEqual({
-      ownerId: "etcd-lease:ab",
-      token: 9n,
-      value: '{"baton":1,oops',
-    });
   });
 
   it("accepts whole-second TTLs from 2 s only", () => {

@@ -1,3 +1,5 @@
+import { decodeLeaseId } from "./etcd-codec.js";
+
 /**
  * The key layout of a lock: `<prefix><name>/<lease id in hex>`, one key per waiting or holding
  * session, ordered by create revision. With an empty prefix this is exactly what
@@ -16,7 +18,7 @@ export function queueKey(lockPrefixKey: Buffer, leaseHex: string): Buffer {
 
 /** Lease id (decimal, as etcd's gRPC API returns it) in the hex etcdctl uses (`%x`). */
 export function leaseHex(leaseId: string): string {
-  return BigInt(leaseId).toString(16);
+  return decodeLeaseId(leaseId).toString(16);
 }
 
 /** The end of the range of every key starting with `prefix` (etcd's "prefix + 1"). */
@@ -32,6 +34,9 @@ export function rangeEnd(prefix: Buffer): Buffer {
   return Buffer.from([0]);
 }
 
+/** `/`, which ends a lock name in its keys: `a/<lease>` is a queue key of `a`, `a/b/<lease>` is not. */
+const NAME_SEPARATOR = 0x2f;
+
 /**
  * True when `key` is a queue key of the lock whose prefix is `lockPrefixKey`, and not a key of
  * a nested lock name (`a/b` lives under `a/` too: `a/b/<lease>` is not a waiter of `a`).
@@ -39,7 +44,7 @@ export function rangeEnd(prefix: Buffer): Buffer {
 export function isQueueKey(lockPrefixKey: Buffer, key: Buffer): boolean {
   if (key.length <= lockPrefixKey.length) return false;
   if (!key.subarray(0, lockPrefixKey.length).equals(lockPrefixKey)) return false;
-  return !key.subarray(lockPrefixKey.length).includes(0x2f);
+  return !key.subarray(lockPrefixKey.length).includes(NAME_SEPARATOR);
 }
 
 /** The lease hex at the end of a queue key. */

@@ -1,0 +1,113 @@
+import type { Holder } from "@baton/core";
+import type { IWatchResponse } from "etcd3";
+
+/*
+ * Every wire format of the etcd adapter, encoder beside decoder: the value Baton stores in a
+ * queue key, and the numbers etcd's gRPC API carries as decimal strings (int64 revisions,
+ * lease ids and TTLs).
+ * The key layout is in etcd-keys.ts; the transactions and the reading of their replies in
+ * queue-requests.ts.
+ */
+
+/** Version tag of Baton's stored value: the JSON object starts `{"baton":1`. */
+export const HOLDER_VALUE_VERSION = 1;
+/** How a stored value of this version starts; a value that does not is another client's. */
+const HOLDER_VALUE_START = `{"baton":${HOLDER_VALUE_VERSION}`;
+/** Owner id shown for a key another client wrote (e.g. `etcdctl lock`): this, then the lease hex. */
+export const FOREIGN_OWNER_PREFIX = "etcd-lease:";
+
+/**
+ * What Baton stores in a queue key's value, as JSON:
+ * `{"baton":1,"owner":"<owner id>","value":"<published value>","waiting":true}`. `value` only
+ * when one was published; `waiting` only while the key waits in the queue (a grant rewrites
+ * the key without it).
+ */
+interface StoredHolder {
+  readonly baton: typeof HOLDER_VALUE_VERSION;
+  readonly owner: string;
+  readonly value?: string;
+  readonly waiting?: true;
+}
+
+/** The stored value of a queue key of `ownerId` publishing `value`; `waiting` while it queues. */
+export function encodeHolderValue(
+  ownerId: string,
+  value: string | undefined,
+  waiting = false,
+): Buffer {
+  const stored: StoredHolder = {
+    baton: HOLDER_VALUE_VERSION,
+    owner: ownerId,
+    ...(value === undefined ? {} : { value }),
+    ...(waiting ? { waiting: true } : {}),
+  };
+  return Buffer.from(JSON.stringify(stored));
+}
+
+/**
+ * The holder a queue key describes (`token` is the revision of its last write, `leaseHex` the
+ * end of its key), or `null` for a Baton key still marked waiting (the lock is being handed to
+ * it: nobody has been granted it yet). A key written by another client (e.g. `etcdctl lock`,
+ * which stores an empty value) is shown with owner `etcd-lease:<lease hex>` and its raw value.
+ */
+export function decodeHolder(raw: Buffer, token: bigint, leaseHex: string): Holder | null {
+  const text = raw.toString();
+  if (text.startsWith(HOLDER_VALUE_START)) {
+    try {
+      const stored = JSON.parse(text) as Partial<StoredHolder>;
+      if (typeof stored.owner === "string") {
+        if (stored.waiting === true) return null;
+        return typeof stored.value === "string"
+          ? { ownerId: stored.owner, token, value: stored.value }
+          : { ownerId: stored.owner, token };
+      }
+    } catch {
+      // Not ours after all: shown as a foreign key below.
+    }
+  }
+  const ownerId = `${FOREIGN_OWNER_PREFIX}${leaseHex}`;
+  return text === "" ? { ownerId, token } : { ownerId, token, value: text };
+}
+
+/** A revision as etcd's API takes it (int64 as a decimal string). */
+export function encodeRevision(revision: bigint): string {
+  return revision.toString();
+}
+
+/**
+ * A revision as etcd's API returns it: `header.revision`, `create_revision`, `mod_revision`
+ * (int64 as a decimal string).
+ */
+export function decodeRevision(text: string): bigint {
+  return BigInt(text);
+}
+
+/** A lease id as etcd's API returns it (int64 as a decimal string), e.g. for its hex in keys. */
+export function decodeLeaseId(id: string): bigint {
+  return BigInt(id);
+}
+
+/**
+ * A lease TTL as a LeaseGrant or LeaseKeepAlive answer carries it (int64 seconds as a decimal
+ * string). A keepalive answers 0 (or less) for a lease that is gone.
+ */
+export function decodeTtlSeconds(text: string): number {
+  return Number(text);
+}
+
+/** etcd's name of a delete event in a watch response (etcd3 gives the enum's name, any case). */
+const DELETE_EVENT = "DELETE";
+
+/** True when a watch response reports a delete of a watched key. */
+export function hasDelete(response: IWatchResponse): boolean {
+  return response.events.some((event) => String(event.type).toUpperCase() === DELETE_EVENT);
+}
+
+/**
+ * The revision up to which etcd compacted the history a cancelled watch asked for, or 0 when
+ * it was cancelled for another reason.
+ */
+export function compactedAt(response: IWatchResponse): bigint {
+  // proto3 leaves a zero out: no compact revision is "" (or missing).
+  return BigInt(response.compact_revision || "0");
+}

@@ -1,0 +1,200 @@
+import type { ITxnResponse, IWatchResponse } from "etcd3";
+import { describe, expect, it } from "vitest";
+import {
+  compactedAt,
+  decodeHolder,
+  decodeLeaseId,
+  decodeRevision,
+  decodeTtlSeconds,
+  encodeHolderValue,
+  encodeRevision,
+  hasDelete,
+} from "../src/etcd-codec.js";
+import { leaseHex } from "../src/etcd-keys.js";
+import { claimReply, enqueueReply, tryReply, turnReply } from "../src/queue-requests.js";
+
+// Replies below are what etcd 3.4 sent through etcd3 1.1.2 for the adapter's own requests
+// (headers trimmed to the fields that are read).
+
+/** A response header at `revision`. */
+const header = (revision: string) => ({
+  cluster_id: "15118495548433857066",
+  member_id: "13668033151171901709",
+  revision,
+  raft_term: "2",
+});
+
+/** A key as a range inside a transaction returns it. */
+const kv = (key: string, createRevision: string, value = "") => ({
+  key: Buffer.from(key),
+  create_revision: createRevision,
+  mod_revision: createRevision,
+  version: "1",
+  value: Buffer.from(value),
+  lease: "4111120368187754770",
+});
+
+const put = (revision: string) => ({
+  response_put: { header: header(revision), prev_kv: null },
+  response: "response_put",
+});
+
+const range = (kvs: ReturnType<typeof kv>[], revision: string) => ({
+  response_range: { kvs, header: header(revision), more: false, count: String(kvs.length) },
+  response: "response_range",
+});
+
+const reply = (succeeded: boolean, revision: string, responses: unknown[]) =>
+  ({ responses, header: header(revision), succeeded }) as unknown as ITxnResponse;
+
+describe("etcd wire formats (no server)", () => {
+  it("stores a holder as Baton's JSON, marked waiting while it queues", () => {
+    expect(encodeHolderValue("worker-1", undefined).toString()).toBe(
+      '{"baton":1,"owner":"worker-1"}',
+    );
+    expect(encodeHolderValue("worker-1", "10.0.0.7:8080").toString()).toBe(
+      '{"baton":1,"owner":"worker-1","value":"10.0.0.7:8080"}',
+    );
+    expect(encodeHolderValue("worker-1", "v", true).toString()).toBe(
+      '{"baton":1,"owner":"worker-1","value":"v","waiting":true}',
+    );
+    expect(encodeHolderValue("worker-1", undefined, true).toString()).toBe(
+      '{"baton":1,"owner":"worker-1","waiting":true}',
+    );
+  });
+
+  it("reads Baton's holders back, a waiting key as nobody, other clients' keys by lease", () => {
+    const baton = Buffer.from('{"baton":1,"owner":"worker-1","value":"10.0.0.7:8080"}');
+    expect(decodeHolder(baton, 13n, "390da23176b44914")).toEqual({
+      ownerId: "worker-1",
+      token: 13n,
+      value: "10.0.0.7:8080",
+    });
+    expect(decodeHolder(Buffer.from('{"baton":1,"owner":"worker-1"}'), 9n, "ab")).toEqual({
+      ownerId: "worker-1",
+      token: 9n,
+    });
+    expect(decodeHolder(Buffer.from('{"baton":1,"owner":"b","waiting":true}'), 10n, "ab")).toBe(
+      null,
+    );
+    // `etcdctl lock` stores an empty value.
+    expect(decodeHolder(Buffer.from(""), 9n, "390da23176b44912")).toEqual({
+      ownerId: "etcd-lease:390da23176b44912",
+      token: 9n,
+    });
+    expect(decodeHolder(Buffer.from('{"baton":1,oops'), 9n, "ab")).toEqual({
+      ownerId: "etcd-lease:ab",
+      token: 9n,
+      value: '{"baton":1,oops',
+    });
+    for (const [owner, value] of [
+      ["o", undefined],
+      ["o", ""],
+      ['quote " and \\', "ü\n"],
+    ] as const) {
+      for (const waiting of [false, true]) {
+        const decoded = decodeHolder(encodeHolderValue(owner, value, waiting), 1n, "ab");
+        const held =
+          value === undefined
+            ? { ownerId: owner, token: 1n }
+            : { ownerId: owner, token: 1n, value };
+        expect(decoded).toEqual(waiting ? null : held);
+      }
+    }
+  });
+
+  it("carries revisions, lease ids and TTLs as decimal strings", () => {
+    expect(decodeRevision("13")).toBe(13n);
+    expect(encodeRevision(9_007_199_254_740_993n)).toBe("9007199254740993");
+    expect(decodeRevision(encodeRevision(9_007_199_254_740_993n))).toBe(9_007_199_254_740_993n);
+    expect(decodeLeaseId("4111120368187754770")).toBe(4111120368187754770n);
+    // The queue key of that lease, as `etcdctl lock` names it (`%x`).
+    expect(leaseHex("4111120368187754770")).toBe("390da23176b44912");
+    // LeaseKeepAlive answers: renewed, then the lease is gone.
+    expect(decodeTtlSeconds("5")).toBe(5);
+    expect(decodeTtlSeconds("0")).toBe(0);
+  });
+
+  it("reads deletes and compactions from watch responses", () => {
+    const deleted = {
+      events: [{ type: "Delete", kv: kv("cap/x", "0"), prev_kv: null }],
+      header: header("5"),
+      watch_id: "0",
+      created: false,
+      canceled: false,
+      compact_revision: "0",
+      cancel_reason: "",
+      fragment: false,
+    } as unknown as IWatchResponse;
+    expect(hasDelete(deleted)).toBe(true);
+    expect(compactedAt(deleted)).toBe(0n);
+    const created = { ...deleted, events: [], created: true } as unknown as IWatchResponse;
+    expect(hasDelete(created)).toBe(false);
+    const putOnly = {
+      ...deleted,
+      events: [{ type: "Put", kv: kv("cap/x", "4", "v"), prev_kv: null }],
+    } as unknown as IWatchResponse;
+    expect(hasDelete(putOnly)).toBe(false);
+    // A watch from a compacted revision is cancelled with the compaction's revision.
+    const compacted = {
+      ...deleted,
+      events: [],
+      header: header("0"),
+      canceled: true,
+      compact_revision: "8",
+    } as unknown as IWatchResponse;
+    expect(compactedAt(compacted)).toBe(8n);
+  });
+});
+
+describe("etcd queue transaction replies (no server)", () => {
+  const a = "q/390da23176b44912";
+  const b = "q/390da23176b44914";
+
+  it("a join: granted when the lock was free, waiting when created behind, found on a retry", () => {
+    expect(enqueueReply(reply(true, "9", [put("9")]))).toEqual({ revision: 9n, token: 9n });
+    const createdBehind = {
+      response_txn: { responses: [put("10")], header: header("0"), succeeded: true },
+      response: "response_txn",
+    };
+    expect(enqueueReply(reply(false, "10", [createdBehind]))).toEqual({ revision: 10n });
+    const foundOnRetry = {
+      response_txn: {
+        responses: [range([kv(b, "10")], "10")],
+        header: header("0"),
+        succeeded: false,
+      },
+      response: "response_txn",
+    };
+    expect(enqueueReply(reply(false, "12", [foundOnRetry]))).toEqual({ revision: 10n });
+    expect(enqueueReply(reply(false, "12", []))).toBeUndefined();
+  });
+
+  it("a try: the write's revision when free, else the oldest key", () => {
+    expect(tryReply(reply(true, "9", [put("9")]))).toEqual({ revision: 9n });
+    const held = tryReply(
+      reply(false, "10", [range([kv(a, "9", '{"baton":1,"owner":"a"}')], "10")]),
+    );
+    expect("oldest" in held && held.oldest?.key.toString()).toBe(a);
+    expect(tryReply(reply(false, "10", [range([], "10")]))).toEqual({ oldest: undefined });
+  });
+
+  it("a turn: the token when it came, else our key's revision and the key before ours", () => {
+    expect(turnReply(reply(true, "12", [put("12")]))).toEqual({ token: 12n });
+    const notYet = turnReply(
+      reply(false, "10", [range([kv(a, "9")], "10"), range([kv(b, "10")], "10")]),
+    );
+    expect(notYet).toMatchObject({ ownRevision: 10n, revision: 10n });
+    expect("before" in notYet && notYet.before?.key.toString()).toBe(a);
+    expect(
+      turnReply(reply(false, "11", [range([kv(a, "9")], "11"), range([], "11")])),
+    ).toMatchObject({
+      ownRevision: undefined,
+    });
+  });
+
+  it("a claim: the write's revision, or nothing when our key is gone", () => {
+    expect(claimReply(reply(true, "13", [put("13")]))).toBe(13n);
+    expect(claimReply(reply(false, "13", []))).toBeUndefined();
+  });
+});
