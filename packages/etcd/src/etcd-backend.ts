@@ -12,6 +12,10 @@ import { type EtcdBackendOptions, resolveEtcdOptions } from "./etcd-options.js";
 import { EtcdSession } from "./etcd-session.js";
 import { leaseSeconds } from "./lease-ttl.js";
 
+/**
+ * What the etcd backend guarantees: fencing tokens that rise with every grant (revisions),
+ * FIFO queues, consensus (Raft) and exclusion across processes.
+ */
 export const ETCD_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: true,

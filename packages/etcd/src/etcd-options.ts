@@ -13,11 +13,15 @@ export interface EtcdBackendOptions {
   /** Password for etcd authentication (with `hosts`). */
   readonly password?: string;
   /**
-   * Prepended to every lock key: a lock `name` lives under `<prefix><name>/`. Default `""`,
-   * which is the layout `etcdctl lock <name>` uses, so the two exclude each other.
+   * Prepended to every lock key: a lock `name` lives under `<prefix><name>/`. Default
+   * {@link DEFAULT_PREFIX} (`""`), which is the layout `etcdctl lock <name>` uses, so the two
+   * exclude each other.
    */
   readonly prefix?: string;
-  /** Bound on each etcd call, in ms (default 5000, like etcdctl's `--command-timeout`). */
+  /**
+   * Bound on each etcd call, in ms (default {@link DEFAULT_REQUEST_TIMEOUT_MS}, 5000, like
+   * etcdctl's `--command-timeout`).
+   */
   readonly requestTimeoutMs?: number;
   /**
    * Connect over TLS (with `hosts`). `true` checks the server certificate against Node's
@@ -45,8 +49,12 @@ export interface ResolvedEtcdOptions {
   readonly requestTimeoutMs: number;
 }
 
-/** Default bound on each etcd call. */
+/** Default bound on each etcd call, in ms. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+/** Default key prefix: none, the layout of `etcdctl lock <name>`. */
+export const DEFAULT_PREFIX = "";
+/** Port of a host given without one, in options from a URL: etcd's client port. */
+export const DEFAULT_PORT = 2379;
 const OPTION_KEYS = [
   "hosts",
   "client",
@@ -71,7 +79,7 @@ export function resolveEtcdOptions(options: EtcdBackendOptions): ResolvedEtcdOpt
       );
     }
   }
-  const prefix = options.prefix ?? "";
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
   if (typeof prefix !== "string") throw new ConfigError("prefix", "must be a string");
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   if (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 100 || requestTimeoutMs > 600_000) {
@@ -185,7 +193,7 @@ export function etcdOptionsFromUrl(url: BackendUrl): EtcdBackendOptions {
   }
   const hosts = url.hosts.map((h) => {
     const host = h.host.includes(":") ? `[${h.host}]` : h.host;
-    return `${host}:${h.port ?? 2379}`;
+    return `${host}:${h.port ?? DEFAULT_PORT}`;
   });
   const timeoutText = url.searchParams.get("requestTimeoutMs");
   const requestTimeoutMs = timeoutText === null ? undefined : Number(timeoutText);

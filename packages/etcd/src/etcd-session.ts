@@ -38,13 +38,13 @@ import { watchHolder } from "./watch-holder.js";
  * is rebuilt on release: a small Buffer kept per lock would pin a whole 8 KB pool block for
  * every few locks held.
  */
-interface GrantHandle {
+interface EtcdGrantHandle {
   readonly leaseHex: string;
   readonly revision: bigint;
 }
 
 /** Everything an {@link EtcdSession} needs from its backend. */
-export interface EtcdSessionInit {
+export interface EtcdSessionContext {
   readonly kv: EtcdKv;
   readonly prefix: string;
   readonly ownerId: string;
@@ -78,7 +78,7 @@ export class EtcdSession implements BackendSession {
   readonly lost: AbortSignal;
   /** The lease id, as etcd's API returns it (decimal). */
   readonly leaseId: string;
-  readonly #init: EtcdSessionInit;
+  readonly #context: EtcdSessionContext;
   readonly #kv: EtcdKv;
   readonly #keeper: LeaseKeeper;
   readonly #lostController = new AbortController();
@@ -94,16 +94,19 @@ export class EtcdSession implements BackendSession {
   readonly #releasing = new Map<string, Promise<boolean>>();
   #closing: Promise<void> | undefined;
 
-  constructor(init: EtcdSessionInit) {
-    this.#init = init;
-    this.#kv = init.kv;
-    this.ownerId = init.ownerId;
-    this.ttlMs = init.ttlMs;
-    this.leaseId = init.leaseId;
+  constructor(context: EtcdSessionContext) {
+    this.#context = context;
+    this.#kv = context.kv;
+    this.ownerId = context.ownerId;
+    this.ttlMs = context.ttlMs;
+    this.leaseId = context.leaseId;
     this.lost = this.#lostController.signal;
     // A keepalive is waited for up to a third of the TTL: core retries sooner after a failure.
-    const timeoutMs = Math.min(init.kv.requestTimeoutMs, Math.max(500, Math.floor(init.ttlMs / 3)));
-    this.#keeper = new LeaseKeeper(init.kv, init.leaseId, timeoutMs);
+    const timeoutMs = Math.min(
+      context.kv.requestTimeoutMs,
+      Math.max(500, Math.floor(context.ttlMs / 3)),
+    );
+    this.#keeper = new LeaseKeeper(context.kv, context.leaseId, timeoutMs);
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
@@ -125,8 +128,8 @@ export class EtcdSession implements BackendSession {
     this.#acquiring.add(name);
     try {
       await this.#cleanLeftover(name);
-      const prefix = lockPrefix(this.#init.prefix, name);
-      const key = queueKey(prefix, this.#init.leaseHex);
+      const prefix = lockPrefix(this.#context.prefix, name);
+      const key = queueKey(prefix, this.#context.leaseHex);
       return options.wait
         ? await this.#enqueue(name, prefix, key, this.#values(options.value), signal)
         : await this.#tryOnce(name, prefix, key, options.value, signal);
@@ -140,13 +143,13 @@ export class EtcdSession implements BackendSession {
   }
 
   release(grant: Grant): Promise<boolean> {
-    const handle = grant.handle as GrantHandle | undefined;
+    const handle = grant.handle as EtcdGrantHandle | undefined;
     // Owner check by session: only this lease's queue key of that name is ours to delete.
-    if (handle === undefined || handle.leaseHex !== this.#init.leaseHex) {
+    if (handle === undefined || handle.leaseHex !== this.#context.leaseHex) {
       return Promise.resolve(false);
     }
     const name = grant.key;
-    const mine = queueKey(lockPrefix(this.#init.prefix, name), this.#init.leaseHex);
+    const mine = queueKey(lockPrefix(this.#context.prefix, name), this.#context.leaseHex);
     const releasing: Promise<boolean> = this.#kv
       .txn(guardedDelete(mine, handle.revision), `could not release "${name}"`)
       .then(
@@ -167,11 +170,11 @@ export class EtcdSession implements BackendSession {
   }
 
   async holder(name: string): Promise<Holder | null> {
-    return (await readHolder(this.#kv, lockPrefix(this.#init.prefix, name))).holder;
+    return (await readHolder(this.#kv, lockPrefix(this.#context.prefix, name))).holder;
   }
 
   watch(name: string, signal: AbortSignal): AsyncIterable<Holder | null> {
-    return watchHolder(this.#kv, lockPrefix(this.#init.prefix, name), signal);
+    return watchHolder(this.#kv, lockPrefix(this.#context.prefix, name), signal);
   }
 
   close(): Promise<void> {
@@ -182,7 +185,7 @@ export class EtcdSession implements BackendSession {
   async #close(): Promise<void> {
     this.#ended.abort(new SessionLostError("the etcd session was closed"));
     this.#keeper.close();
-    this.#init.onClose(this);
+    this.#context.onClose(this);
     // Revoking deletes every key on the lease at once: locks held and places in queues.
     await this.#kv.revokeLease(this.leaseId);
   }
@@ -408,7 +411,7 @@ export class EtcdSession implements BackendSession {
     signal: AbortSignal,
   ): Grant | Promise<never> {
     if (signal.aborted) return this.#abandon(name, key, revision, signal.reason);
-    const handle: GrantHandle = { leaseHex: this.#init.leaseHex, revision };
+    const handle: EtcdGrantHandle = { leaseHex: this.#context.leaseHex, revision };
     return { key: name, ownerId: this.ownerId, token, handle };
   }
 
@@ -446,7 +449,7 @@ export class EtcdSession implements BackendSession {
     if (running !== undefined) await running;
     if (!this.#leftovers.has(name)) return;
     const revision = this.#leftovers.get(name) ?? null;
-    const key = queueKey(lockPrefix(this.#init.prefix, name), this.#init.leaseHex);
+    const key = queueKey(lockPrefix(this.#context.prefix, name), this.#context.leaseHex);
     await this.#deleteQueueKey(name, key, revision);
     this.#leftovers.delete(name);
   }
@@ -454,7 +457,7 @@ export class EtcdSession implements BackendSession {
   #retryLeftovers(): void {
     for (const [name, revision] of this.#leftovers) {
       if (this.#acquiring.has(name) || this.#cleaning.has(name)) continue;
-      const key = queueKey(lockPrefix(this.#init.prefix, name), this.#init.leaseHex);
+      const key = queueKey(lockPrefix(this.#context.prefix, name), this.#context.leaseHex);
       const run = this.#deleteQueueKey(name, key, revision)
         .then(() => {
           if (this.#leftovers.get(name) === revision) this.#leftovers.delete(name);

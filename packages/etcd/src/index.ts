@@ -12,8 +12,11 @@ import { etcdOptionsFromUrl } from "./etcd-options.js";
 
 export { ETCD_GUARANTEES, EtcdBackend } from "./etcd-backend.js";
 export {
+  DEFAULT_PORT,
+  DEFAULT_PREFIX,
   DEFAULT_REQUEST_TIMEOUT_MS,
   type EtcdBackendOptions,
+  type EtcdTlsOptions,
   etcdOptionsFromUrl,
 } from "./etcd-options.js";
 export type { EtcdSession } from "./etcd-session.js";
@@ -21,8 +24,6 @@ export { MIN_LEASE_SECONDS } from "./lease-ttl.js";
 
 // The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
 registerBackend("etcd", (url) => new EtcdBackend(etcdOptionsFromUrl(url)), {
-  checkUrl: (url) => {
-    etcdOptionsFromUrl(url);
-  },
+  checkUrl: etcdOptionsFromUrl,
   guarantees: ETCD_GUARANTEES,
 });
