@@ -122,6 +122,26 @@ describe("baton run-once", () => {
     expect(lines()[2]).toContain("attempt=2");
   });
 
+  it("an unreachable store is the unavailable code, and CMD does not run", async () => {
+    const { log, lines } = world();
+    const r = await run([
+      "run-once",
+      "job",
+      "s",
+      "--backend",
+      "redis://127.0.0.1:1",
+      "--ttl",
+      "1000",
+      "--",
+      "sh",
+      "-c",
+      record(log),
+    ]);
+    expect(r.code).toBe(EXIT.unavailable);
+    expect(r.err).toContain("127.0.0.1:1");
+    expect(lines()).toEqual([]);
+  });
+
   it("bad usage is exit 64 with a message naming what is wrong", async () => {
     const backend = `memory://run-once-${unique()}`;
     const cases: [string[], string][] = [

@@ -87,7 +87,10 @@ export async function runOnceCommand(
       signal: cancel.signal,
     });
   } catch (error) {
-    return await failed(error);
+    if (interrupted !== undefined && cancel.signal.aborted) {
+      return exitCodeOf({ code: null, signal: interrupted });
+    }
+    return exitCodeOfError(error, err);
   } finally {
     await cmd.ended();
     stopForwarding();
@@ -96,18 +99,16 @@ export async function runOnceCommand(
   if (result.outcome !== "ran")
     err(`baton: job "${job}" slot "${slot}": ${describeResult(result)}`);
   return exitCodeOfResult(result);
+}
 
-  async function failed(error: unknown): Promise<number> {
-    if (interrupted !== undefined && cancel.signal.aborted) {
-      return exitCodeOf({ code: null, signal: interrupted });
-    }
-    if (error instanceof ConfigError) throw usageFromConfig(error);
-    if (error instanceof BackendUnavailableError) {
-      err(`baton: ${error.message}`);
-      return EXIT.unavailable;
-    }
-    throw error;
+/** The exit code of a `runOnce` call that threw before or after CMD (it did not decide). */
+function exitCodeOfError(error: unknown, err: (s: string) => void): number {
+  if (error instanceof ConfigError) throw usageFromConfig(error);
+  if (error instanceof BackendUnavailableError) {
+    err(`baton: ${error.message}`);
+    return EXIT.unavailable;
   }
+  throw error;
 }
 
 /** The JOB and SLOT positionals. */
