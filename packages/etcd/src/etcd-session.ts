@@ -35,8 +35,7 @@ import { watchHolder } from "./watch-holder.js";
 /**
  * What an etcd grant carries to release exactly itself: the lease (shared by the session)
  * and the key's create revision (not the token: a grant after a wait rewrote the key). The key
- * is rebuilt on release: a small Buffer kept per lock would pin a whole 8 KB pool block for
- * every few locks held.
+ * is rebuilt on release rather than kept.
  */
 interface EtcdGrantHandle {
   readonly leaseHex: string;
@@ -411,6 +410,7 @@ export class EtcdSession implements BackendSession {
     signal: AbortSignal,
   ): Grant | Promise<never> {
     if (signal.aborted) return this.#abandon(name, key, revision, signal.reason);
+    // Hot path: see docs/hot-path.md, "etcd".
     const handle: EtcdGrantHandle = { leaseHex: this.#context.leaseHex, revision };
     return { key: name, ownerId: this.ownerId, token, handle };
   }

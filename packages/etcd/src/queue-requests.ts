@@ -61,6 +61,7 @@ export function enqueueTxn(
   values: HolderValues,
   leaseId: string,
 ): ITxnRequest {
+  // Hot path: see docs/hot-path.md, "etcd".
   return {
     compare: [prefixEmpty(prefix)],
     success: [{ request_put: { key, value: values.held, lease: leaseId } }],
@@ -114,6 +115,7 @@ function prefixEmpty(prefix: Buffer): ICompare {
  * prefix (so a try never queues and never leaves a key behind); otherwise read the oldest key.
  */
 export function tryTxn(prefix: Buffer, key: Buffer, value: Buffer, leaseId: string): ITxnRequest {
+  // Hot path: see docs/hot-path.md, "etcd".
   return {
     compare: [prefixEmpty(prefix)],
     success: [{ request_put: { key, value, lease: leaseId } }],
