@@ -88,3 +88,22 @@ export class EtcdKv {
     return new Date(Date.now() + this.requestTimeoutMs);
   }
 }
+
+/**
+ * Ends a gRPC stream quietly. Half-closing first matters: etcd3 marks a member failed (and
+ * resets every connection to it) when a stream that is still writable reports an error, and
+ * a cancel reports one.
+ */
+export function endStream(stream: {
+  end(): void;
+  cancel(): void;
+  on(event: "error", fn: (e: Error) => void): unknown;
+}): void {
+  stream.on("error", () => undefined);
+  try {
+    stream.end();
+    stream.cancel();
+  } catch {
+    // Already gone.
+  }
+}

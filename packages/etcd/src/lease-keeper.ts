@@ -1,7 +1,7 @@
 import { boundedCall, SessionLostError } from "@baton/core";
 import type { IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
 import { decodeTtlSeconds } from "./etcd-codec.js";
-import type { EtcdKv } from "./etcd-kv.js";
+import { type EtcdKv, endStream } from "./etcd-kv.js";
 
 type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResponse>;
 
@@ -112,24 +112,5 @@ export class LeaseKeeper {
     const stream = this.#stream;
     this.#stream = undefined;
     if (stream !== undefined) endStream(stream);
-  }
-}
-
-/**
- * Ends a gRPC stream quietly. Half-closing first matters: etcd3 marks a member failed (and
- * resets every connection to it) when a stream that is still writable reports an error, and
- * a cancel reports one.
- */
-export function endStream(stream: {
-  end(): void;
-  cancel(): void;
-  on(event: "error", fn: (e: Error) => void): unknown;
-}): void {
-  stream.on("error", () => undefined);
-  try {
-    stream.end();
-    stream.cancel();
-  } catch {
-    // Already gone.
   }
 }

@@ -1,7 +1,6 @@
 import { type Etcd3, FilterType, type IWatchResponse } from "etcd3";
 import { compactedAt, encodeRevision, hasDelete } from "./etcd-codec.js";
-import type { EtcdKv } from "./etcd-kv.js";
-import { endStream } from "./lease-keeper.js";
+import { type EtcdKv, endStream } from "./etcd-kv.js";
 
 /**
  * Resolves once `key` is deleted at or after revision `fromRevision` (so a delete between our

@@ -2,8 +2,7 @@ import type { Holder } from "@baton/core";
 import type { IWatchResponse } from "etcd3";
 import { encodeRevision } from "./etcd-codec.js";
 import { rangeEnd } from "./etcd-keys.js";
-import type { EtcdKv } from "./etcd-kv.js";
-import { endStream } from "./lease-keeper.js";
+import { type EtcdKv, endStream } from "./etcd-kv.js";
 import { readHolder } from "./read-holder.js";
 
 /**
