@@ -18,6 +18,27 @@ export function createEphemeralSequential(
   });
 }
 
+/** Creates a PERSISTENT node; resolves its full path. */
+export function createPersistent(client: Client, path: string, data: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    client.create(path, data, zookeeper.CreateMode.PERSISTENT, (error, created) =>
+      error ? reject(error) : resolve(created),
+    );
+  });
+}
+
+/** Sets the data of `path` if its data version is `version`; resolves the new stat. */
+export function setData(
+  client: Client,
+  path: string,
+  data: Buffer,
+  version: number,
+): Promise<Stat> {
+  return new Promise((resolve, reject) => {
+    client.setData(path, data, version, (error, stat) => (error ? reject(error) : resolve(stat)));
+  });
+}
+
 /** Creates `path` and its missing ancestors as persistent nodes. */
 export function mkdirp(client: Client, path: string): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -6,6 +6,10 @@
  * the lowest sequence holds the lock. The name is Curator's "protected" mode layout (the
  * `InterProcessMutex` recipe), so Curator clients and Baton queue on the same parent; the
  * attempt id lets a retry find the node that a lost reply created.
+ *
+ * A durable record (what `coordinator.runOnce` keeps per job and slot) is a persistent node
+ * `<chroot>/<prefix>-records/<encoded key>` whose data is the record's value: beside the lock
+ * parents, never among them.
  */
 
 /** Curator's protected-mode prefix: `_c_` followed by the attempt id. */
@@ -35,6 +39,22 @@ export interface LockNode {
 /** The node that holds the lock parents: `<chroot>/<prefix>` (`chroot` without a trailing `/`). */
 export function lockRoot(chroot: string, prefix: string): string {
   return `${chroot}/${prefix}`;
+}
+
+/** Appended to the locks root's name to name the records root beside it. */
+export const RECORDS_SUFFIX = "-records";
+
+/**
+ * The node that holds the records, beside the locks root `lockRoot`:
+ * `<chroot>/<prefix>-records`.
+ */
+export function recordRoot(lockRoot: string): string {
+  return `${lockRoot}${RECORDS_SUFFIX}`;
+}
+
+/** The node of record `key` under `root` (the records root), its key encoded as a lock name is. */
+export function recordPath(root: string, key: string): string {
+  return `${root}/${encodeLockName(key)}`;
 }
 
 /** The parent node of lock `name` under `root`: its children are the lock's queue. */

@@ -10,6 +10,7 @@ import {
   linkSignals,
   onceAborted,
   SessionLostError,
+  type StoredRecord,
   systemClock,
 } from "@baton/core";
 import type { Client, Stat } from "node-zookeeper-client";
@@ -34,6 +35,7 @@ import {
   queueOrder,
   splitPath,
 } from "./zookeeper-keys.js";
+import { ZookeeperRecords } from "./zookeeper-records.js";
 
 /** What a grant of this backend carries to release exactly its node. */
 export interface ZookeeperGrantHandle {
@@ -97,6 +99,7 @@ export class ZookeeperSession implements BackendSession {
   readonly #connectWaiters = new Set<() => void>();
   #cleaning: Promise<void> | undefined;
   readonly #onState: (state: unknown) => void;
+  readonly #records: ZookeeperRecords;
 
   constructor(client: Client, context: ZookeeperSessionContext) {
     this.client = client;
@@ -106,6 +109,13 @@ export class ZookeeperSession implements BackendSession {
     this.lost = this.#lost.signal;
     this.#onState = (state) => this.#stateChanged(state);
     client.on("state", this.#onState);
+    this.#records = new ZookeeperRecords({
+      client,
+      lockRoot: context.root,
+      call: (what, pending) => this.#call(what, pending),
+      reconnected: () => this.#call("zookeeper reconnect", this.#whenConnected()),
+      barrier: () => this.#call("zookeeper session check", touchSession(client)),
+    });
   }
 
   /** Bound on one call: the session timeout (an answer later than that is no answer). */
@@ -572,6 +582,18 @@ export class ZookeeperSession implements BackendSession {
         resolve();
       });
     });
+  }
+
+  /** The durable record `key` (see zookeeper-records.ts), or `null`. */
+  async readRecord(key: string): Promise<StoredRecord | null> {
+    this.#assertLive();
+    return await this.#records.read(key);
+  }
+
+  /** Writes record `key` if its version is `expected`; the new version, or `null`. */
+  async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
+    this.#assertLive();
+    return await this.#records.write(key, value, expected);
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,8 @@ import {
   lockRoot,
   parseLockNode,
   queueOrder,
+  recordPath,
+  recordRoot,
   splitPath,
 } from "../src/zookeeper-keys.js";
 
@@ -21,6 +23,15 @@ describe("zookeeper node layout", () => {
     expect(lockDir("/baton", "jobs/nightly invoices")).toBe("/baton/jobs%2Fnightly%20invoices");
     expect(encodeLockName(".")).toBe("%2E");
     expect(encodeLockName("..")).toBe("%2E%2E");
+  });
+
+  it("puts records beside the locks root, <chroot>/<prefix>-records, each key encoded as one node", () => {
+    expect(recordRoot(lockRoot("", "baton"))).toBe("/baton-records");
+    expect(recordRoot(lockRoot("/apps/billing", "locks"))).toBe("/apps/billing/locks-records");
+    expect(recordPath("/baton-records", "nightly/slot/2026-12-01T02:00:00Z")).toBe(
+      "/baton-records/nightly%2Fslot%2F2026-12-01T02%3A00%3A00Z",
+    );
+    expect(recordPath("/baton-records", "..")).toBe("/baton-records/%2E%2E");
   });
 
   it("names nodes like Curator's protected mode: _c_<attempt id>-lock-<sequence>", () => {
