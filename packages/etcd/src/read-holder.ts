@@ -1,5 +1,5 @@
 import type { Holder } from "@baton/core";
-import { decodeHolder } from "./etcd-codec.js";
+import { decodeHolder, decodeRevision } from "./etcd-codec.js";
 import { leaseHexOf } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
 import { oldestFirst, pickQueueKey } from "./queue-requests.js";
@@ -20,7 +20,7 @@ export async function readHolder(
   if (first === undefined) return { holder: null, revision };
   const holder = decodeHolder(
     first.value,
-    BigInt(first.mod_revision),
+    decodeRevision(first.mod_revision),
     leaseHexOf(prefix, first.key),
   );
   return { holder, revision };
