@@ -1,6 +1,12 @@
 import { type Abortable, AbortScope } from "./abort-scope.js";
 import { AcquireCall } from "./acquire-call.js";
-import type { BackendAcquireOptions, Grant, Holder, LockBackend } from "./backend.js";
+import type {
+  BackendAcquireOptions,
+  BackendSession,
+  Grant,
+  Holder,
+  LockBackend,
+} from "./backend.js";
 import type { BackendUrl } from "./backend-url.js";
 import { type BackoffOptions, backoffMs } from "./backoff.js";
 import { boundedCall, raceAbortable } from "./bounded-call.js";
@@ -76,6 +82,9 @@ export interface LockContext {
   /** The lock itself. */
   readonly lock: Lock;
 }
+
+/** A backend session that keeps durable records. */
+type RecordSession = BackendSession & Required<Pick<BackendSession, "readRecord" | "writeRecord">>;
 
 /**
  * The user-facing API: locks over one backend, through one session and one keepalive loop
@@ -513,21 +522,33 @@ class CoordinatorImpl implements Coordinator {
   /** The store's durable records, through the live session, each call bounded by one TTL. */
   async #records(signal: AbortSignal | undefined): Promise<RecordAccess> {
     this.#assertOpen();
-    const backend = await this.backend();
+    await this.#recordSession(signal);
+    const bound = { timeoutMs: this.ttlMs, signal: this.#closing.signal, what: "the job record" };
+    // Each call goes through the session live at that moment: a run outlives the session it
+    // started on when its holder was paused, and its outcome must still be written (or refused).
+    return {
+      read: async (key) => {
+        const session = await this.#recordSession(signal);
+        return boundedCall(session.readRecord(key), { ...bound, name: key });
+      },
+      write: async (key, value, expected) => {
+        const session = await this.#recordSession(signal);
+        return boundedCall(session.writeRecord(key, value, expected), { ...bound, name: key });
+      },
+    };
+  }
+
+  /** The live backend session, checked to keep records. */
+  async #recordSession(signal: AbortSignal | undefined): Promise<RecordSession> {
     const session = (await this.#currentSession(signal)).backendSession;
-    const { readRecord, writeRecord } = session;
-    if (readRecord === undefined || writeRecord === undefined) {
+    if (session.readRecord === undefined || session.writeRecord === undefined) {
+      const backend = await this.backend();
       throw new ConfigError(
         "backend",
         `the ${backend.kind} backend keeps no durable records, which runOnce and schedule need to remember a slot is done; use memory, redis, etcd, zookeeper or postgres`,
       );
     }
-    const bound = { timeoutMs: this.ttlMs, signal: this.#closing.signal, what: "the job record" };
-    return {
-      read: (key) => boundedCall(readRecord.call(session, key), { ...bound, name: key }),
-      write: (key, value, expected) =>
-        boundedCall(writeRecord.call(session, key, value, expected), { ...bound, name: key }),
-    };
+    return session as RecordSession;
   }
 
   async *watch(name: string, options?: { signal?: AbortSignal }): AsyncGenerator<Holder | null> {
@@ -945,6 +966,7 @@ class CoordinatorImpl implements Coordinator {
 
 /** A `withLock` context whose `signal` is built only if `fn` reads it (see Lock.signal). */
 class LockContextOf implements LockContext {
+  // Hot path: see docs/hot-path.md, "Core".
   readonly lock: Lock;
 
   constructor(lock: Lock) {
@@ -968,10 +990,11 @@ class LockContextOf implements LockContext {
 }
 
 /**
- * A backend's acquire options whose `signal` is built only when the backend reads it. A class
- * with a prototype getter: an object literal with a getter costs microseconds to create.
+ * A backend's acquire options whose `signal` is built only when the backend reads it: a class
+ * with a prototype getter, not an object literal with a getter.
  */
 class ScopedAcquireOptions implements BackendAcquireOptions {
+  // Hot path: see docs/hot-path.md, "Core".
   readonly wait: boolean;
   readonly value: string | undefined;
   readonly #scope: AbortScope;

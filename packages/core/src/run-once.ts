@@ -300,7 +300,7 @@ async function attempt<T>(
     signal: linked.signal,
   };
   try {
-    const ended = await settleOrAbort(host, id, () => fn(context), linked.signal);
+    let ended = await settleOrAbort(host, id, () => fn(context), linked.signal);
     const base = {
       state: "done",
       attempt: started.attempt,
@@ -312,7 +312,14 @@ async function attempt<T>(
     const record: JobRecord = ended.ok
       ? base
       : { ...base, state: "failed", error: messageOf(ended.error) };
-    const written = await recordOutcome(host, records, id.key, record, started.version, lock);
+    let written: string | null;
+    try {
+      written = await recordOutcome(host, records, id.key, record, started.version, lock);
+    } catch (cause) {
+      // The lock is gone and the store did not take the outcome: say so; do not throw, fn ran.
+      written = null;
+      if (ended.ok) ended = { ok: false, error: unrecordedError(id.key, cause) };
+    }
     if (ended.ok && written !== null) {
       return { outcome: "ran", value: ended.value, attempt: started.attempt, token: lock.token };
     }
@@ -426,6 +433,14 @@ function messageOf(error: unknown): string {
 /** The run finished, but a newer holder had taken the slot over: its outcome stands. */
 function supersededError(key: string, token: bigint): LockLostError {
   return new LockLostError(key, token, "key-lost");
+}
+
+function unrecordedError(key: string, cause: unknown): BackendUnavailableError {
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  return new BackendUnavailableError(
+    `the run of "${key}" finished, but its outcome could not be recorded before its lock was lost (${detail}); another replica may run the slot again`,
+    { cause },
+  );
 }
 
 function raceError(key: string): BackendUnavailableError {
