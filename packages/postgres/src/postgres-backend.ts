@@ -104,6 +104,7 @@ export class PostgresBackend implements LockBackend {
           schemaNames(this.options.quotedSchema),
           this.options.schema,
           this.options.migrate,
+          true,
         );
       } catch (error) {
         throw toBatonError(error, openSessionContext(this.options.connection));

@@ -1,4 +1,4 @@
-import type { Holder } from "@baton/core";
+import type { Holder, StoredRecord } from "@baton/core";
 
 /*
  * What Baton's statements send and return, beside the SQL text (statements.ts): the values
@@ -113,6 +113,49 @@ export function decodeHolder(rows: readonly Record<string, unknown>[]): Holder |
   if (row === undefined) return null;
   const holder: Holder = { ownerId: row.owner as string, token: BigInt(row.token as string) };
   return row.value === null ? holder : { ...holder, value: row.value as string };
+}
+
+// --- Durable records -------------------------------------------------------------------
+
+/**
+ * The version of a record just created. Every write adds one, so a record's versions never
+ * repeat while its row lives (records are never deleted).
+ */
+export const FIRST_RECORD_VERSION = 1n;
+
+/** The largest `bigint`: no record has a version above it. */
+const MAX_RECORD_VERSION = (1n << 63n) - 1n;
+
+/** How a version this adapter hands out is spelt: a positive decimal, no leading zero. */
+const RECORD_VERSION = /^[1-9][0-9]{0,18}$/;
+
+/**
+ * Encodes the version a write expects as the update's `bigint` parameter (a decimal string),
+ * or `undefined` for a string that is no version of a record ("0", "01", "-1", "x", past a
+ * bigint): no row has it, so the write writes nothing, without a round trip.
+ */
+export function encodeExpectedVersion(expected: string): string | undefined {
+  if (!RECORD_VERSION.test(expected) || BigInt(expected) > MAX_RECORD_VERSION) return undefined;
+  return expected;
+}
+
+/**
+ * Decodes the record read's first row: `value` (text) and `version` (bigint, sent as text by
+ * the statement, so a `pg` type parser set for bigint elsewhere in the process cannot turn it
+ * into a number); `null` without a row.
+ */
+export function decodeRecord(rows: readonly Record<string, unknown>[]): StoredRecord | null {
+  const row = rows[0];
+  if (row === undefined) return null;
+  return { value: row.value as string, version: row.version as string };
+}
+
+/**
+ * Decodes a record write's `RETURNING version` (text): the new version, or `null` without a
+ * row (the version did not match, or a record existed: nothing was written).
+ */
+export function decodeWrittenVersion(rows: readonly Record<string, unknown>[]): string | null {
+  return (rows[0]?.version as string | undefined) ?? null;
 }
 
 // --- Values ----------------------------------------------------------------------------

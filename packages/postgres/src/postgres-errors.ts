@@ -17,6 +17,8 @@ export const SQLSTATE = {
   invalidCatalogName: "3D000",
   /** E.g. a setting the server does not know (`idle_session_timeout` before PostgreSQL 14). */
   undefinedObject: "42704",
+  /** A table (or a schema's) is missing: e.g. the records table before `migrate()`. */
+  undefinedTable: "42P01",
   connectionDoesNotExist: "08003",
   connectionFailure: "08006",
 } as const;

@@ -9,7 +9,9 @@ import { createHash } from "node:crypto";
  *   queue key ({@link queueKey}, first integer negative) and the token locks of a session
  *   ((tag, offset), both non-negative: {@link tokenTag}, token-locks.ts), so the two never meet;
  * - the schema's tables and sequence ({@link schemaNames}), and the advisory key that
- *   serialises migrations ({@link MIGRATION_KEY}).
+ *   serialises migrations ({@link MIGRATION_KEY});
+ * - durable records (what `runOnce` keeps): one row of the schema's records table per record,
+ *   keyed by the record's key as core names it, apart from every advisory key.
  */
 
 /**
@@ -71,6 +73,8 @@ export interface SchemaNames {
   readonly sessions: string;
   /** The token sequence. */
   readonly tokens: string;
+  /** Durable records by key (see postgres-records.ts); a logged table, unlike the two above. */
+  readonly records: string;
 }
 
 /** The quoted names of the objects in `quotedSchema` (a schema name quoted for SQL text). */
@@ -80,6 +84,7 @@ export function schemaNames(quotedSchema: string): SchemaNames {
     holders: `${quotedSchema}."holders"`,
     sessions: `${quotedSchema}."sessions"`,
     tokens: `${quotedSchema}."token_seq"`,
+    records: `${quotedSchema}."records"`,
   };
 }
 

@@ -8,6 +8,7 @@ import {
   type KeepAliveResult,
   linkSignals,
   SessionLostError,
+  type StoredRecord,
 } from "@baton/core";
 import pg from "pg";
 import { ConnectionWait } from "./connection-wait.js";
@@ -34,6 +35,7 @@ import {
   waitEndedEmpty,
 } from "./postgres-errors.js";
 import { advisoryKey, type TokenTag } from "./postgres-keys.js";
+import { PostgresRecords } from "./postgres-records.js";
 import { StatementQueue } from "./statement-queue.js";
 import type { Statement, Statements } from "./statements.js";
 import { type TagUse, TagUses } from "./token-locks.js";
@@ -122,6 +124,8 @@ export class PostgresSession implements BackendSession {
   #waiting: ConnectionWait | undefined;
   /** The server process of the connection (to cancel a wait). */
   #pid = 0;
+  /** Durable records, read and written in the connection's turn. */
+  readonly #records: PostgresRecords;
 
   private constructor(
     client: pg.Client,
@@ -136,6 +140,13 @@ export class PostgresSession implements BackendSession {
     this.#onClose = onClose;
     this.ownerId = ownerId;
     this.ttlMs = ttlMs;
+    this.#records = new PostgresRecords({
+      statements: context.statements,
+      timeoutMs: renewalBoundMs(ttlMs),
+      run: async (statement, values) =>
+        (await this.#send({ name: statement.name, text: statement.text, values })).rows,
+      failure: (error, what) => this.#failure(error, what),
+    });
   }
 
   /** Aborted with `SessionLostError` when the connection ends or fails. */
@@ -530,6 +541,16 @@ export class PostgresSession implements BackendSession {
     return watchHolder(lock, signal);
   }
 
+  async readRecord(key: string): Promise<StoredRecord | null> {
+    this.#assertLive();
+    return this.#records.read(key);
+  }
+
+  async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
+    this.#assertLive();
+    return this.#records.write(key, value, expected);
+  }
+
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#onClose?.(this);
@@ -611,8 +632,8 @@ export class PostgresSession implements BackendSession {
     });
   }
 
-  /** The error to throw for a failed statement. */
-  #failure(error: unknown): unknown {
+  /** The error to throw for a failed statement; `context` says what was being done. */
+  #failure(error: unknown, context = "PostgreSQL query failed"): unknown {
     if (!this.#alive()) {
       return new SessionLostError(
         `the PostgreSQL session of "${this.ownerId}" was lost: ${(error as Error).message}`,
@@ -624,7 +645,7 @@ export class PostgresSession implements BackendSession {
       this.#markLost(error as Error);
       return this.#lost.signal.reason;
     }
-    return toBatonError(error, "PostgreSQL query failed");
+    return toBatonError(error, context);
   }
 }
 

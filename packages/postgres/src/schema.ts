@@ -25,11 +25,25 @@ function createSequence(names: SchemaNames): string {
 END $baton$`;
 }
 
+/**
+ * Creates the schema only when it is missing: `CREATE SCHEMA IF NOT EXISTS` checks for CREATE
+ * on the database before it looks, so it would fail for a role that may create tables in an
+ * existing schema (CREATE on the schema) but not schemas.
+ */
+function createSchema(names: SchemaNames): string {
+  const name = names.schema.replaceAll("'", "''");
+  return `DO $baton$ BEGIN
+  IF to_regnamespace('${name}') IS NULL THEN
+    CREATE SCHEMA IF NOT EXISTS ${names.schema};
+  END IF;
+END $baton$`;
+}
+
 function ddl(names: SchemaNames): string {
   return [
     "BEGIN",
     `SELECT pg_advisory_xact_lock(${MIGRATION_KEY})`,
-    `CREATE SCHEMA IF NOT EXISTS ${names.schema}`,
+    createSchema(names),
     createSequence(names),
     `CREATE UNLOGGED TABLE IF NOT EXISTS ${names.holders} (
       key bigint PRIMARY KEY,
@@ -43,6 +57,13 @@ function ddl(names: SchemaNames): string {
       pid integer PRIMARY KEY,
       owner text NOT NULL
     )`,
+    // Logged: records must survive a crash. Keys compare byte by byte ("C"), whatever the
+    // database's collation, so an operating system's collation update cannot disturb them.
+    `CREATE TABLE IF NOT EXISTS ${names.records} (
+      key text COLLATE "C" PRIMARY KEY,
+      value text NOT NULL,
+      version bigint NOT NULL
+    )`,
     "COMMIT",
   ].join(";\n");
 }
@@ -54,10 +75,11 @@ export interface MigrateOptions {
 }
 
 /**
- * Creates Baton's schema, its tables (`holders`, `sessions`) and token sequence when missing.
- * Idempotent and safe to run concurrently. Run it with a role that may create schemas when the
- * application's role may not (then grant the application's role USAGE on the schema; SELECT,
- * INSERT, UPDATE, DELETE on both tables; USAGE on the sequence).
+ * Creates Baton's schema, its tables (`holders`, `sessions`, `records`) and token sequence
+ * when missing. Idempotent and safe to run concurrently. Run it with a role that may create
+ * them when the application's role may not (then grant the application's role USAGE on the
+ * schema; SELECT, INSERT, UPDATE, DELETE on `holders` and `sessions`; SELECT, INSERT, UPDATE
+ * on `records`; USAGE on the sequence).
  */
 export async function migrate(db: Queryable, options: MigrateOptions = {}): Promise<void> {
   const names = schemaNames(quoteIdentifier(options.schema ?? "baton", "schema"));
@@ -66,24 +88,33 @@ export async function migrate(db: Queryable, options: MigrateOptions = {}): Prom
 
 /**
  * Checks that Baton's objects exist, creating them when `create` and they are missing.
- * Missing privileges become a `ConfigError` (field `privileges`) saying which.
+ * Missing privileges become a `ConfigError` (field `privileges`) saying which. Locks do not
+ * need the records table: with `recordsOptional`, when only it is missing and cannot be
+ * created here (`create` is false, or the role may not), this returns, locks work, and the
+ * records' statements fail saying to run `migrate()` (see postgres-records.ts).
  */
 export async function ensureSchema(
   db: Queryable,
   names: SchemaNames,
   schema: string,
   create: boolean,
+  recordsOptional = false,
 ): Promise<void> {
-  let who: { user: string; database: string };
+  let who: { user: string; database: string; ready: boolean };
   try {
     const probe = await db.query(
       `SELECT current_user AS "user", current_database() AS database,
         to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL
-          AND to_regclass($3) IS NOT NULL AS ready`,
-      [names.holders, names.tokens, names.sessions],
+          AND to_regclass($3) IS NOT NULL AS ready, to_regclass($4) IS NOT NULL AS records`,
+      [names.holders, names.tokens, names.sessions, names.records],
     );
-    const row = probe.rows[0] as { user: string; database: string; ready: boolean };
-    if (row.ready) return;
+    const row = probe.rows[0] as {
+      user: string;
+      database: string;
+      ready: boolean;
+      records: boolean;
+    };
+    if (row.ready && (row.records || (recordsOptional && !create))) return;
     who = row;
   } catch (error) {
     if (isPrivilegeError(error)) {
@@ -106,6 +137,7 @@ export async function ensureSchema(
   } catch (error) {
     // A failed simple-query transaction is rolled back by the server.
     if (isPrivilegeError(error)) {
+      if (who.ready && recordsOptional) return; // only the records table is missing
       throw new ConfigError(
         "privileges",
         `role "${who.user}" may not create Baton's objects in schema "${schema}" of database "${who.database}" (${(error as Error).message}); it needs CREATE on the database (for the schema) or on the schema, or run migrate() once as a role that has it`,

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import {
+  FIRST_RECORD_VERSION,
   keptTokenColumn,
   tokenBaseSql,
   tokenFromOffsetSql,
@@ -101,6 +102,21 @@ export interface Statements {
    * and its registration.
    */
   readonly unregister: Statement;
+  /** The durable record `$1` (text): `value`, `version` (text); no row when there is none. */
+  readonly readRecord: Statement;
+  /**
+   * Creates record `$1` with value `$2` only if there is none (one statement: a concurrent
+   * creator of the same key waits for the first and then writes nothing). Returns `version`
+   * (text), no row when a record existed.
+   */
+  readonly createRecord: Statement;
+  /**
+   * Writes value `$2` to record `$1` only if its version is `$3` (bigint), adding one to the
+   * version. A concurrent writer of the same version waits for the first and then finds the
+   * version changed, so exactly one of them writes. Returns the new `version` (text), no row
+   * when the version did not match.
+   */
+  readonly updateRecord: Statement;
 }
 
 /** Builds the statements for the schema objects `names`. */
@@ -222,6 +238,23 @@ SELECT set_config('idle_session_timeout', $1::text, false), pg_backend_pid() AS 
   ${gc("$1", "$2")}),
 s AS (DELETE FROM ${names.sessions} WHERE pid = pg_backend_pid())
 SELECT 1`,
+    ),
+    readRecord: statement(
+      "read_record",
+      `SELECT r.value, r.version::text AS version FROM ${names.records} r WHERE r.key = $1::text`,
+    ),
+    createRecord: statement(
+      "create_record",
+      `INSERT INTO ${names.records} AS r (key, value, version)
+VALUES ($1::text, $2::text, ${FIRST_RECORD_VERSION})
+ON CONFLICT (key) DO NOTHING
+RETURNING r.version::text AS version`,
+    ),
+    updateRecord: statement(
+      "update_record",
+      `UPDATE ${names.records} AS r SET value = $2::text, version = r.version + 1
+WHERE r.key = $1::text AND r.version = $3::bigint
+RETURNING r.version::text AS version`,
     ),
   };
 }
