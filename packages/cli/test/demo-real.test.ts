@@ -29,6 +29,16 @@ describeBackend("postgres", (url) => {
     expect(svg).toContain("rejected by the fence at");
     expect(svg).toContain("(stale, accepted)");
   }, 60_000);
+
+  it("the nightly scene bills each of the 600 clients once with runOnce; twice with a lock alone", async () => {
+    const rows = await runNightlyDemo({ ...DEFAULT_NIGHTLY_SETTINGS, ttlMs: 1_000, backend: url });
+    const [lockOnly, once] = rows;
+    expect(once?.refused).toBeUndefined();
+    expect(once?.replicas).toEqual(["ran", "skipped: done", "skipped: done"]);
+    expect(once?.billedOnce).toBe(600);
+    expect(once?.invoices).toBe(600);
+    expect(lockOnly?.billedTwice).toBe(600); // the negative control
+  }, 60_000);
 });
 
 // A backend that keeps no records: runOnce is refused, and the report says why.
