@@ -1,4 +1,4 @@
-import type { Holder } from "@baton/core";
+import type { Holder, StoredRecord } from "@baton/core";
 
 /*
  * Every wire format of the Redis and Redlock backends: what is stored under a lock's keys,
@@ -155,6 +155,72 @@ export function decodeReleasedOne(reply: unknown): boolean {
 export function decodeHolderReply(reply: unknown): { payload: string | null; pttl: number } {
   const [payload, pttl] = reply as [string | null | false, number];
   return { payload: typeof payload === "string" ? payload : null, pttl };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durable records: one hash per record (recordKey in redis-keys.ts), written by WRITE_RECORD
+// ---------------------------------------------------------------------------------------------
+
+/*
+ * A record is a hash of two fields: `value` (what was written) and `version` (a decimal
+ * integer: `FIRST_RECORD_VERSION` when created, one more on each write). The key never
+ * expires. The write script's ARGV: the expected version (`NO_RECORD_EXPECTED` for "only if
+ * there is none"), then the value; it answers the new version, or `RECORD_NOT_WRITTEN`.
+ */
+
+/** The hash field holding a record's value. */
+export const RECORD_VALUE_FIELD = "value";
+/** The hash field holding a record's version. */
+export const RECORD_VERSION_FIELD = "version";
+/** The version of a record just created. */
+export const FIRST_RECORD_VERSION = 1;
+/** The write script's reply when the version did not match: nothing was written. */
+export const RECORD_NOT_WRITTEN = 0;
+/** The expected version that means "only if there is no record". */
+export const NO_RECORD_EXPECTED = "";
+
+/** A version as the write script stores it: a decimal integer from 1, no leading zero. */
+const RECORD_VERSION = /^[1-9]\d{0,14}$/;
+
+/**
+ * The write script's ARGV for a write of `value` expecting `expected` (`null`: no record), or
+ * `undefined` when `expected` is no version a record can have (nothing can match it).
+ */
+export function encodeRecordWrite(
+  value: string,
+  expected: string | null,
+): [expected: string, value: string] | undefined {
+  if (expected === null) return [NO_RECORD_EXPECTED, value];
+  return RECORD_VERSION.test(expected) ? [expected, value] : undefined;
+}
+
+/**
+ * The version a write expecting `expected` gives the record when it succeeds: what a write
+ * run twice (or settled after a lost reply) finds when it was this write. `expected` must be
+ * `null` or a version (see {@link encodeRecordWrite}).
+ */
+export function nextRecordVersion(expected: string | null): string {
+  return expected === null ? String(FIRST_RECORD_VERSION) : String(Number(expected) + 1);
+}
+
+/** Decodes the write script's reply: the new version, or `null` (`RECORD_NOT_WRITTEN`). */
+export function decodeRecordWriteReply(reply: unknown): string | null {
+  const n = Number(reply);
+  if (n === RECORD_NOT_WRITTEN) return null;
+  if (!Number.isSafeInteger(n) || n < FIRST_RECORD_VERSION) {
+    throw new Error(`unexpected reply of the record write script: ${String(reply)}`);
+  }
+  return String(n);
+}
+
+/**
+ * Decodes `HMGET <record key> value version`: the record, or `null` when there is none (a
+ * missing key answers `[null, null]`; a hash without both fields is not a record).
+ */
+export function decodeRecordReply(reply: unknown): StoredRecord | null {
+  const [value, version] = reply as [string | null, string | null];
+  if (typeof value !== "string" || typeof version !== "string") return null;
+  return { value, version };
 }
 
 // ---------------------------------------------------------------------------------------------

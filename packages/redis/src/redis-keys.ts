@@ -4,7 +4,8 @@
  * `:turn:<session id>` (what is stored and sent there: see `redis-codec.ts`). The hash tag
  * `{<name>}` puts every key of one lock in the same Redis Cluster slot, so the scripts
  * touching them run on one node. Only the lock key is kept (renewals use it); the others are
- * built when used. Hot path: see docs/hot-path.md, "Redis".
+ * built when used (a durable record's key: {@link recordKey}). Hot path: see docs/hot-path.md,
+ * "Redis".
  */
 export class LockKeys {
   /** `<prefix>{<name>}`: what every key of this lock starts with. */
@@ -59,4 +60,15 @@ const SPECIAL = /[%{}]/;
 function escapeBraces(name: string): string {
   if (!SPECIAL.test(name)) return name;
   return name.replace(/[%{}]/g, (c) => (c === "%" ? "%25" : c === "{" ? "%7B" : "%7D"));
+}
+
+/**
+ * The key of durable record `key` under `prefix`: `<prefix>records:{<key>}`, a hash (what it
+ * holds: see `redis-codec.ts`) that never expires. One key per record, so the script that
+ * writes it runs on one Cluster node; the hash tag is the record's name, encoded as a lock
+ * name is, so a record lives in the slot of the lock of the same name. No lock key starts
+ * with `<prefix>records:` (theirs start with `<prefix>{`), so the two never meet.
+ */
+export function recordKey(prefix: string, key: string): string {
+  return `${prefix}records:{${escapeBraces(key)}}`;
 }

@@ -5,6 +5,7 @@ import type {
   Grant,
   Holder,
   KeepAliveResult,
+  StoredRecord,
 } from "@baton/core";
 import { boundedCall, linkSignals, SessionLostError } from "@baton/core";
 import type { RedisClient } from "./redis-client.js";
@@ -23,6 +24,7 @@ import {
 } from "./redis-codec.js";
 import { toBatonError } from "./redis-errors.js";
 import { type LockKeys, lockKeys } from "./redis-keys.js";
+import { RedisRecords } from "./redis-records.js";
 import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js";
 import { ACQUIRE, READ_HOLDER, RELEASE, RENEW } from "./scripts.js";
 
@@ -94,6 +96,7 @@ export class RedisSession implements BackendSession {
   #waitCount = 0;
   /** Waits in progress: a closing session aborts them. */
   readonly #waits = new Set<{ abort(reason: unknown): void }>();
+  readonly #records: RedisRecords;
   #closed = false;
 
   constructor(ctx: RedisSessionContext, ownerId: string, ttlMs: number) {
@@ -102,6 +105,7 @@ export class RedisSession implements BackendSession {
     this.ttlMs = ttlMs;
     this.sessionId = randomBytes(12).toString("hex");
     this.#sessionPrefix = ownerPrefix(this.sessionId);
+    this.#records = new RedisRecords(ctx);
   }
 
   /**
@@ -460,6 +464,18 @@ export class RedisSession implements BackendSession {
     } finally {
       subscription.close();
     }
+  }
+
+  /** The durable record `key` (see redis-records.ts), or `null`. */
+  async readRecord(key: string): Promise<StoredRecord | null> {
+    this.#assertLive();
+    return await this.#records.read(key);
+  }
+
+  /** Writes record `key` if its version is `expected`; the new version, or `null`. */
+  async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
+    this.#assertLive();
+    return await this.#records.write(key, value, expected);
   }
 
   /** Throws `SessionLostError` once the session is closed. */

@@ -1,8 +1,13 @@
 import { LuaScript } from "./lua-script.js";
 import {
+  FIRST_RECORD_VERSION,
   GRANTED,
   HELD_BASE,
+  NO_RECORD_EXPECTED,
   NOT_RENEWED,
+  RECORD_NOT_WRITTEN,
+  RECORD_VALUE_FIELD,
+  RECORD_VERSION_FIELD,
   RENEWED,
   TURN_BEHIND,
   TURN_GRANTED,
@@ -184,4 +189,30 @@ return 0
  */
 export const READ_HOLDER = new LuaScript(`
 return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}
+`);
+
+/**
+ * The compare-and-set of a durable record (a hash of value and version, see redis-codec.ts),
+ * in one call. KEYS: the record key. ARGV: the expected version (`NO_RECORD_EXPECTED`: only if
+ * there is no record), the value. When the stored version is the expected one (or there is no
+ * record and none is expected), sets the value and the next version (`FIRST_RECORD_VERSION`
+ * for a new record) and answers it; the key gets no expiry. A record that already holds this
+ * value at the version this write gives is this write run again (ioredis sends a command
+ * again after a connection reset on a Cluster, and so may an application's own client):
+ * it answers that version and writes nothing. Otherwise answers `RECORD_NOT_WRITTEN` and
+ * writes nothing.
+ */
+export const WRITE_RECORD = new LuaScript(`
+local stored = redis.call('HMGET', KEYS[1], '${RECORD_VALUE_FIELD}', '${RECORD_VERSION_FIELD}')
+local version = stored[2]
+local fresh = ARGV[1] == '${NO_RECORD_EXPECTED}'
+local next = ${FIRST_RECORD_VERSION}
+if not fresh then next = tonumber(ARGV[1]) + 1 end
+local text = string.format('%d', next)
+if (fresh and not version) or (not fresh and version == ARGV[1]) then
+  redis.call('HSET', KEYS[1], '${RECORD_VALUE_FIELD}', ARGV[2], '${RECORD_VERSION_FIELD}', text)
+  return next
+end
+if version == text and stored[1] == ARGV[2] then return next end
+return ${RECORD_NOT_WRITTEN}
 `);
