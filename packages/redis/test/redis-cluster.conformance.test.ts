@@ -7,7 +7,7 @@ import { describeBackend, type ServerGroup, startRedisCluster } from "@baton/con
 import { createCoordinator, type Lock } from "@baton/core";
 import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { lockKeys, RedisBackend } from "../src/index.js";
+import { lockKeys, RedisBackend, recordKey } from "../src/index.js";
 
 // A private 3-master Redis Cluster (redis-server --cluster-enabled yes + redis-cli --cluster
 // create), started here rather than in the global setup. Selected with the "redis" backend.
@@ -90,6 +90,50 @@ describeBackend("redis", () => {
         for (const l of locks) expect(await l.release()).toBe(true);
       } finally {
         await c.close();
+        raw.disconnect();
+      }
+    });
+
+    it("records: each lives in the slot of the lock of the same name, records spread over the masters, with no expiry, and a wrong version writes nothing", async () => {
+      const raw = new Cluster(announced());
+      const backend = new RedisBackend({ url: url(), keyPrefix: "rec:" });
+      const session = await backend.openSession({ ttlMs: 1_000, ownerId: "records" });
+      const { readRecord, writeRecord } = session;
+      if (readRecord === undefined || writeRecord === undefined) {
+        throw new Error("a Redis Cluster session keeps records");
+      }
+      try {
+        const names = Array.from({ length: 12 }, (_, i) => `nightly-${i}/slot/2026-12-01T02:00`);
+        const slots = new Set<number>();
+        for (const n of names) {
+          expect(await writeRecord.call(session, n, `running ${n}`, null)).toBe("1");
+          expect(await writeRecord.call(session, n, `done ${n}`, "1")).toBe("2");
+          // A stale version and "only if absent" write nothing.
+          expect(await writeRecord.call(session, n, "stale", "1")).toBeNull();
+          expect(await writeRecord.call(session, n, "again", null)).toBeNull();
+          const key = recordKey("rec:", n);
+          const slot = Number(await raw.cluster("KEYSLOT", key));
+          expect(Number(await raw.cluster("KEYSLOT", lockKeys("rec:", n).lock))).toBe(slot);
+          slots.add(slot);
+          expect(await raw.hgetall(key)).toEqual({ value: `done ${n}`, version: "2" });
+          expect(await raw.pttl(key)).toBe(-1);
+        }
+        expect(slots.size).toBeGreaterThan(1);
+        const perMaster = await Promise.all(
+          raw.nodes("master").map(async (node) => (await node.keys("rec:records:*")).length),
+        );
+        expect(perMaster.filter((n) => n > 0).length).toBeGreaterThan(1);
+        expect(perMaster.reduce((a, b) => a + b, 0)).toBe(names.length);
+        await session.close();
+        // Another session reads them, on whichever master each lives.
+        const reader = await backend.openSession({ ttlMs: 1_000, ownerId: "reader" });
+        for (const n of names) {
+          expect(await reader.readRecord?.(n)).toEqual({ value: `done ${n}`, version: "2" });
+        }
+        await reader.close();
+      } finally {
+        await session.close();
+        await backend.close();
         raw.disconnect();
       }
     });

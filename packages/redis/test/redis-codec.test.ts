@@ -7,20 +7,26 @@ import {
   decodeHolderReply,
   decodeNodeAcquireReply,
   decodePayload,
+  decodeRecordReply,
+  decodeRecordWriteReply,
   decodeReleasedOne,
   decodeRenewReply,
   decodeTurnMessage,
   encodeHeld,
   encodePayload,
+  encodeRecordWrite,
   encodeTurnBehind,
   encodeTurnGranted,
   grantPrefix,
   lineEntry,
+  NO_RECORD_EXPECTED,
+  nextRecordVersion,
   ownerPrefix,
   payloadTail,
+  RECORD_NOT_WRITTEN,
   waitId,
 } from "../src/redis-codec.js";
-import { lockKeys } from "../src/redis-keys.js";
+import { lockKeys, recordKey } from "../src/redis-keys.js";
 import {
   ACQUIRE,
   ACQUIRE_NO_TOKEN,
@@ -28,6 +34,7 @@ import {
   RELEASE,
   RELEASE_ONE,
   RENEW,
+  WRITE_RECORD,
 } from "../src/scripts.js";
 
 describe("redis codec: the wire formats, both ways", () => {
@@ -100,6 +107,27 @@ describe("redis codec: the wire formats, both ways", () => {
     expect(decodeReleasedOne(0)).toBe(false);
     expect(decodeHolderReply(["s:1\no", 900])).toEqual({ payload: "s:1\no", pttl: 900 });
     expect(decodeHolderReply([null, -2])).toEqual({ payload: null, pttl: -2 });
+  });
+
+  it("records: the write script's arguments and replies, the stored hash as HMGET reads it", () => {
+    expect(NO_RECORD_EXPECTED).toBe("");
+    expect(encodeRecordWrite("running", null)).toEqual(["", "running"]);
+    expect(encodeRecordWrite("done", "41")).toEqual(["41", "done"]);
+    // Not a version a record can have: nothing to send, nothing can match.
+    for (const never of ["", "0", "041", "-1", "4.0", " 4", "x", "1234567890123456"]) {
+      expect(encodeRecordWrite("v", never), JSON.stringify(never)).toBeUndefined();
+    }
+    expect(nextRecordVersion(null)).toBe("1");
+    expect(nextRecordVersion("41")).toBe("42");
+    expect(RECORD_NOT_WRITTEN).toBe(0);
+    expect(decodeRecordWriteReply(1)).toBe("1");
+    expect(decodeRecordWriteReply(42)).toBe("42");
+    expect(decodeRecordWriteReply(0)).toBeNull();
+    expect(() => decodeRecordWriteReply(-1)).toThrow(/record write script/);
+    expect(decodeRecordReply(["done", "42"])).toEqual({ value: "done", version: "42" });
+    expect(decodeRecordReply(["", "1"])).toEqual({ value: "", version: "1" });
+    expect(decodeRecordReply([null, null])).toBeNull();
+    expect(decodeRecordReply(["foreign", null])).toBeNull();
   });
 
   it("turn messages: a grant to a wait, the wait ahead's lease, or look now", () => {
@@ -285,6 +313,31 @@ describeBackend("redis", (url) => {
       ).toBe(true);
       expect(await events.take(1)).toEqual([[node.channel, "1"]]);
       await events.close();
+    });
+
+    it("the record write script stores a hash of value and version without expiry, as the codec reads it", async () => {
+      const key = recordKey(prefix, "nightly/slot/2026-12-01T02:00:00Z");
+      const write = (value: string, expected: string | null) =>
+        WRITE_RECORD.run(raw, [key], encodeRecordWrite(value, expected) ?? []);
+      const created = await write("running", null);
+      expect(created).toBe(1);
+      expect(decodeRecordWriteReply(created)).toBe("1");
+      expect(await raw.hgetall(key)).toEqual({ value: "running", version: "1" });
+      expect(await raw.pttl(key)).toBe(-1);
+      const read = await raw.hmget(key, "value", "version");
+      expect(read).toEqual(["running", "1"]);
+      expect(decodeRecordReply(read)).toEqual({ value: "running", version: "1" });
+      // Expected absent while present, and a stale version: the not-written reply.
+      expect(await write("other", null)).toBe(RECORD_NOT_WRITTEN);
+      expect(await write("done", "1")).toBe(2);
+      expect(await write("stale", "1")).toBe(RECORD_NOT_WRITTEN);
+      // The same write again: its version, and nothing written.
+      expect(await write("done", "1")).toBe(2);
+      expect(await raw.hgetall(key)).toEqual({ value: "done", version: "2" });
+      expect(await raw.pttl(key)).toBe(-1);
+      const missing = await raw.hmget(recordKey(prefix, "missing"), "value", "version");
+      expect(missing).toEqual([null, null]);
+      expect(decodeRecordReply(missing)).toBeNull();
     });
   });
 });
