@@ -1,3 +1,4 @@
+import { BackendUnavailableError } from "@baton/core";
 import { describe, expect, it } from "vitest";
 import {
   DEFAULT_SETTINGS,
@@ -11,6 +12,7 @@ import {
   type NightlyResult,
   runNightlyDemo,
 } from "../src/demo/nightly-demo.js";
+import { runNightlyScene } from "../src/demo/nightly-scene.js";
 
 // Plays the invoice story (three runners, runner 1 frozen past its lease between its lock
 // check and its next write) once per variant, on real timers: a few seconds.
@@ -98,4 +100,11 @@ describe("nightly scene (npm run demo)", () => {
     expect(report).toContain("02:00:00, 02:00:01, 02:00:02");
     expect(report).toMatch(/runOnce\s+ran\s+skipped: done\s+skipped: done\s+600\s+600\s+0/);
   }, 30_000);
+
+  it("a store that does not answer ends the scene with its error instead of waiting for the next night", async () => {
+    const settings = { ...DEFAULT_NIGHTLY_SETTINGS, ttlMs: 1_000, backend: "redis://127.0.0.1:1" };
+    await expect(runNightlyScene("runOnce", settings)).rejects.toBeInstanceOf(
+      BackendUnavailableError,
+    );
+  }, 60_000);
 });

@@ -57,7 +57,7 @@ const LEAD_MS = 300;
 /** Clients billed per step of the run (a step takes its share of `runMs`). */
 const BATCH = 50;
 /** A scene that has not ended by then is broken: it fails instead of hanging. */
-const SCENE_LIMIT_MS = 60_000;
+const SCENE_LIMIT_MS = 30_000;
 
 /**
  * The nightly billing with one guard: three replicas (coordinators on one store) whose clocks
@@ -171,9 +171,12 @@ async function withRunOnce(
               limit.signal.addEventListener("abort", () => reject(limit.signal.reason), {
                 once: true,
               });
-              coordinator.on("backgroundError", ({ error }) => {
+              coordinator.on("backgroundError", ({ error, during }) => {
                 // A backend that keeps no records: runOnce cannot remember a slot is done.
                 if (error instanceof ConfigError) resolve({ refused: error.message });
+                // The night's slot failed here before it could run (the store did not answer):
+                // the schedule would wait for the next night, so the scene ends with the error.
+                else if (during.startsWith(`schedule "${job}"`)) reject(error);
               });
               schedules.push(
                 coordinator.schedule(CRON, job, ({ signal }) => bill(signal), {
