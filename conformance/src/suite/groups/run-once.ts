@@ -1,6 +1,7 @@
 import {
   ConfigError,
   createCoordinator,
+  LockLostError,
   MemoryFence,
   type RunContext,
   RunTimeoutError,
@@ -225,6 +226,30 @@ export function runOnceGroup(
         // a is alive and would renew a lock it kept: b runs the retry at once, not after a TTL.
         const retry = await b.runOnce(job, SLOT, ({ attempt }) => attempt);
         expect(retry).toMatchObject({ outcome: "ran", attempt: 2, value: 2 });
+      },
+    );
+
+    withRecords(
+      "a replica frozen past its TTL mid-run resolves failed with LockLostError; the next runs attempt 2",
+      async () => {
+        const a = ctx.coordinator({ ownerId: "replica-a" });
+        const b = ctx.coordinator({ ownerId: "replica-b" });
+        const job = ctx.name("job");
+        const frozen = await a.runOnce(job, SLOT, async () => {
+          // The event loop stops, as in a long GC pause: the lock and its session lapse.
+          const until = performance.now() + ttl * 3;
+          while (performance.now() < until) {
+            // frozen
+          }
+          await delay(10);
+          return "late";
+        });
+        expect(frozen).toMatchObject({ outcome: "failed", attempt: 1 });
+        expect(frozen.outcome === "failed" && frozen.error).toBeInstanceOf(LockLostError);
+        const next = await b.runOnce(job, SLOT, ({ attempt }) => attempt, {
+          waitMs: ttl * 4 + 10_000,
+        });
+        expect(next).toMatchObject({ outcome: "ran", attempt: 2, value: 2 });
       },
     );
 
