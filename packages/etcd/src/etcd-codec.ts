@@ -3,7 +3,7 @@ import type { IWatchResponse } from "etcd3";
 
 /*
  * Every wire format of the etcd adapter, encoder beside decoder: the value Baton stores in a
- * queue key, and the numbers etcd's gRPC API carries as decimal strings (int64 revisions,
+ * queue key, a record's value and version, and the numbers etcd's gRPC API carries as decimal strings (int64 revisions,
  * lease ids and TTLs).
  * The key layout is in etcd-keys.ts; the transactions and the reading of their replies in
  * queue-requests.ts.
@@ -80,6 +80,35 @@ export function encodeRevision(revision: bigint): string {
  */
 export function decodeRevision(text: string): bigint {
   return BigInt(text);
+}
+
+/** A record's value as stored in its key: the UTF-8 bytes of the string core wrote. */
+export function encodeRecordValue(value: string): Buffer {
+  return Buffer.from(value, "utf8");
+}
+
+/** A record's value as read from its key. */
+export function decodeRecordValue(raw: Buffer): string {
+  return raw.toString("utf8");
+}
+
+/** The largest revision etcd can give (int64). */
+const MAX_REVISION = 2n ** 63n - 1n;
+
+/** A record's version: the `mod_revision` of its key, as a decimal string. */
+export function encodeRecordVersion(modRevision: bigint): string {
+  return encodeRevision(modRevision);
+}
+
+/**
+ * The `mod_revision` a record version stands for, or `undefined` for a string no existing key
+ * can have as its version: anything but a decimal from 1 to 2^63 - 1 (a key that does not
+ * exist has `mod_revision` 0, so "0" must never match).
+ */
+export function decodeRecordVersion(version: string): bigint | undefined {
+  if (!/^[1-9]\d{0,18}$/.test(version)) return undefined;
+  const revision = decodeRevision(version);
+  return revision <= MAX_REVISION ? revision : undefined;
 }
 
 /** A lease id as etcd's API returns it (int64 as a decimal string), e.g. for its hex in keys. */

@@ -4,6 +4,12 @@ import { decodeLeaseId } from "./etcd-codec.js";
  * The key layout of a lock: `<prefix><name>/<lease id in hex>`, one key per waiting or holding
  * session, ordered by create revision. With an empty prefix this is exactly what
  * `etcdctl lock <name>` writes, so Baton and etcdctl exclude each other.
+ *
+ * A durable record (what `coordinator.runOnce` keeps per job and slot) is the key
+ * `<prefix>records:<record key with "%" and "/" escaped>`, on no lease. No `/` follows the
+ * prefix in it, while every key of a lock has one right after the lock's name: so no record
+ * key is a lock's key, nor lies under any lock's range (`<prefix><name>/`, which the queue and
+ * `etcdctl lock` read), whatever the names.
  */
 
 /** The range every queue key of lock `name` lives under: `<prefix><name>/`. */
@@ -50,4 +56,16 @@ export function isQueueKey(lockPrefixKey: Buffer, key: Buffer): boolean {
 /** The lease hex at the end of a queue key. */
 export function leaseHexOf(lockPrefixKey: Buffer, key: Buffer): string {
   return key.subarray(lockPrefixKey.length).toString();
+}
+
+/** What starts a record's key after the prefix. */
+export const RECORD_KEY_START = "records:";
+
+/**
+ * The key of record `key`: `<prefix>records:<key>`, with `%` written `%25` and `/` written
+ * `%2F` (so two record keys never meet, and no `/` lies after the prefix).
+ */
+export function recordKey(prefix: string, key: string): Buffer {
+  const escaped = key.replaceAll("%", "%25").replaceAll("/", "%2F");
+  return Buffer.from(`${prefix}${RECORD_KEY_START}${escaped}`);
 }

@@ -8,12 +8,14 @@ import {
   type KeepAliveResult,
   linkSignals,
   SessionLostError,
+  type StoredRecord,
   sleep,
   systemClock,
 } from "@baton/core";
 import { decodeRevision, encodeHolderValue } from "./etcd-codec.js";
 import { isQueueKey, lockPrefix, queueKey } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
+import { EtcdRecords } from "./etcd-records.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import {
   claimReply,
@@ -80,6 +82,7 @@ export class EtcdSession implements BackendSession {
   readonly #context: EtcdSessionContext;
   readonly #kv: EtcdKv;
   readonly #keeper: LeaseKeeper;
+  readonly #records: EtcdRecords;
   readonly #lostController = new AbortController();
   /** Aborted on loss or close: ends every wait of this session. */
   readonly #ended = new AbortController();
@@ -106,6 +109,7 @@ export class EtcdSession implements BackendSession {
       Math.max(500, Math.floor(context.ttlMs / 3)),
     );
     this.#keeper = new LeaseKeeper(context.kv, context.leaseId, timeoutMs);
+    this.#records = new EtcdRecords(context.kv, context.prefix);
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
@@ -174,6 +178,18 @@ export class EtcdSession implements BackendSession {
 
   watch(name: string, signal: AbortSignal): AsyncIterable<Holder | null> {
     return watchHolder(this.#kv, lockPrefix(this.#context.prefix, name), signal);
+  }
+
+  /** The durable record `key` (see etcd-records.ts), or `null`. */
+  async readRecord(key: string): Promise<StoredRecord | null> {
+    this.#assertLive();
+    return await this.#records.read(key);
+  }
+
+  /** Writes record `key` if its version is `expected`; the new version, or `null`. */
+  async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
+    this.#assertLive();
+    return await this.#records.write(key, value, expected);
   }
 
   close(): Promise<void> {

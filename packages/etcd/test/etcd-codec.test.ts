@@ -4,9 +4,13 @@ import {
   compactedAt,
   decodeHolder,
   decodeLeaseId,
+  decodeRecordValue,
+  decodeRecordVersion,
   decodeRevision,
   decodeTtlSeconds,
   encodeHolderValue,
+  encodeRecordValue,
+  encodeRecordVersion,
   encodeRevision,
   hasDelete,
 } from "../src/etcd-codec.js";
@@ -113,6 +117,22 @@ describe("etcd wire formats (no server)", () => {
     // LeaseKeepAlive answers: renewed, then the lease is gone.
     expect(decodeTtlSeconds("5")).toBe(5);
     expect(decodeTtlSeconds("0")).toBe(0);
+  });
+
+  it("stores a record's value as its UTF-8 bytes; its version is the key's mod_revision", () => {
+    const value = '{"v":1,"state":"done","holder":"billing-7 ✓","token":"42"}';
+    const raw = encodeRecordValue(value);
+    expect(raw.toString("hex")).toBe(Buffer.from(value, "utf8").toString("hex"));
+    expect(decodeRecordValue(raw)).toBe(value);
+    // A range returns `mod_revision` as a decimal string: the version is that string.
+    const stored = kv("records:nightly%2Fslot%2F1", "17", value);
+    expect(encodeRecordVersion(decodeRevision(stored.mod_revision))).toBe("17");
+    expect(decodeRecordVersion("17")).toBe(17n);
+    expect(decodeRecordVersion("9223372036854775807")).toBe(2n ** 63n - 1n);
+    // No existing key has one of these as its mod_revision ("0" is a missing key's).
+    for (const none of ["0", "-1", "07", "1.5", "", " 1", "9223372036854775808", "x"]) {
+      expect(decodeRecordVersion(none), none).toBeUndefined();
+    }
   });
 
   it("reads deletes and compactions from watch responses", () => {

@@ -4,7 +4,14 @@ import { join } from "node:path";
 import { inspect } from "node:util";
 import { ConfigError, parseBackendUrl } from "@baton/core";
 import { describe, expect, it } from "vitest";
-import { isQueueKey, leaseHex, lockPrefix, queueKey, rangeEnd } from "../src/etcd-keys.js";
+import {
+  isQueueKey,
+  leaseHex,
+  lockPrefix,
+  queueKey,
+  rangeEnd,
+  recordKey,
+} from "../src/etcd-keys.js";
 import { etcdOptionsFromUrl, resolveEtcdOptions } from "../src/etcd-options.js";
 import { leaseSeconds } from "../src/lease-ttl.js";
 
@@ -21,6 +28,23 @@ describe("etcd key layout and options (no server)", () => {
     expect(isQueueKey(Buffer.from("a/"), Buffer.from("a/b/694da226e3b06005"))).toBe(false);
     expect(isQueueKey(Buffer.from("a/"), Buffer.from("a/"))).toBe(false);
     expect(lockPrefix("locks/", "x").toString()).toBe("locks/x/");
+  });
+
+  it("keeps records at <prefix>records:<key>, outside every lock's keys and ranges", () => {
+    const key = "nightly/slot/2026-12-01T02:00:00Z";
+    expect(recordKey("", key).toString()).toBe("records:nightly%2Fslot%2F2026-12-01T02:00:00Z");
+    expect(recordKey("locks/", "a%2Fb").toString()).toBe("locks/records:a%252Fb");
+    // Escaping keeps record keys apart: `a/b` and `a%2Fb` are two records.
+    expect(recordKey("", "a/b").equals(recordKey("", "a%2Fb"))).toBe(false);
+    // No lock name reaches a record key: its name would end at a `/` after the prefix.
+    for (const prefix of ["", "locks/"]) {
+      const record = recordKey(prefix, key);
+      for (const name of ["records", "records:nightly", `records:${key}`, "records/nightly/slot"]) {
+        const lock = lockPrefix(prefix, name);
+        const inRange = record.subarray(0, lock.length).equals(lock);
+        expect(inRange || isQueueKey(lock, record), `${prefix}${name}`).toBe(false);
+      }
+    }
   });
 
   it("accepts whole-second TTLs from 2 s only", () => {
