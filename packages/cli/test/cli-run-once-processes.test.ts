@@ -8,7 +8,7 @@ import { type BatonRun, baton, until } from "./cli-helpers.js";
 
 // `baton run-once` and `baton cron` as separate processes (replicas) sharing a real store.
 // Each backend whose adapter keeps job records is listed here and runs them all.
-const WITH_RECORDS: readonly BackendKind[] = ["redis", "zookeeper", "postgres"];
+const WITH_RECORDS: readonly BackendKind[] = ["redis", "etcd", "zookeeper", "postgres"];
 
 for (const kind of WITH_RECORDS) {
   describeBackend(kind, (url) => {
