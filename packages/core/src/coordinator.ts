@@ -45,6 +45,7 @@ import {
   safeLog,
 } from "./events.js";
 import type { Fence } from "./fence.js";
+import type { Guarantees } from "./guarantees.js";
 import { HeldLock, type LockHost } from "./held-lock.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { linkSignals } from "./link-signals.js";
@@ -56,7 +57,7 @@ import {
   type Partitions,
   resolvePartitionOptions,
 } from "./partitions.js";
-import { createBackend } from "./registry.js";
+import { createBackend, knownGuarantees } from "./registry.js";
 import {
   type RecordAccess,
   type RunContext,
@@ -492,6 +493,10 @@ class CoordinatorImpl implements Coordinator {
     options?: ScheduleOptions<T>,
   ): Schedule {
     this.#assertOpen();
+    const guarantees = this.#knownGuarantees();
+    if (guarantees !== undefined && !guarantees.records) {
+      throw noRecordsError(this.#options.backend?.kind ?? this.#options.url?.scheme ?? "?");
+    }
     const schedule = new CronSchedule(
       {
         clock: this.#clock,
@@ -540,15 +545,22 @@ class CoordinatorImpl implements Coordinator {
 
   /** The live backend session, checked to keep records. */
   async #recordSession(signal: AbortSignal | undefined): Promise<RecordSession> {
+    const backend = await this.backend();
+    if (!backend.guarantees.records) throw noRecordsError(backend.kind);
     const session = (await this.#currentSession(signal)).backendSession;
     if (session.readRecord === undefined || session.writeRecord === undefined) {
-      const backend = await this.backend();
       throw new ConfigError(
         "backend",
-        `the ${backend.kind} backend keeps no durable records, which runOnce and schedule need to remember a slot is done; use memory, redis, etcd, zookeeper or postgres`,
+        `the ${backend.kind} backend declares records, but its session has no readRecord/writeRecord: the adapter is broken`,
       );
     }
     return session as RecordSession;
+  }
+
+  /** What the backend guarantees, when known without I/O (an instance, or an imported adapter). */
+  #knownGuarantees(): Guarantees | undefined {
+    const { backend, url } = this.#options;
+    return backend?.guarantees ?? (url === undefined ? undefined : knownGuarantees(url));
   }
 
   async *watch(name: string, options?: { signal?: AbortSignal }): AsyncGenerator<Holder | null> {
@@ -1018,6 +1030,13 @@ function fenceTimeout(held: HeldLock): BackendUnavailableError {
 }
 
 function noop(): void {}
+
+function noRecordsError(kind: string): ConfigError {
+  return new ConfigError(
+    "backend",
+    `the ${kind} backend keeps no durable records, which runOnce and schedule need to remember a slot is done; use memory, redis, etcd, zookeeper or postgres`,
+  );
+}
 
 function closedError(): CoordinatorClosedError {
   return new CoordinatorClosedError();

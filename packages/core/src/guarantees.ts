@@ -20,4 +20,10 @@ export interface Guarantees {
   readonly consensus: boolean;
   /** Locks exclude other processes and machines, not only this process. */
   readonly crossProcess: boolean;
+  /**
+   * Sessions keep durable records (`readRecord` / `writeRecord`), which `runOnce` and
+   * `schedule` need to remember that a slot is done. Without them both refuse the backend
+   * with a `ConfigError`.
+   */
+  readonly records: boolean;
 }

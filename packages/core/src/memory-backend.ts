@@ -15,6 +15,7 @@ export const MEMORY_GUARANTEES: Guarantees = {
   fifo: true,
   consensus: false,
   crossProcess: false,
+  records: true,
 };
 
 /**

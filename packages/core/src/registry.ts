@@ -130,6 +130,11 @@ export function knownFencing(url: BackendUrl): Guarantees["fencing"] | undefined
   return registeredGuarantees.get(url.scheme)?.fencing;
 }
 
+/** What a URL's backend guarantees, once its adapter has registered. @internal */
+export function knownGuarantees(url: BackendUrl): Guarantees | undefined {
+  return registeredGuarantees.get(url.scheme);
+}
+
 /**
  * Creates the backend a URL names: `memory://` (private) or `memory://NAME` (shared in this
  * process), and the schemes adapter packages register when imported: `redis://`, `rediss://`,

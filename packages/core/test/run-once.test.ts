@@ -201,6 +201,14 @@ describe("coordinator.schedule", () => {
     for (const slot of ran) expect(slot).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   });
 
+  it("a backend that declares no records is refused when the schedule is made, not at its first tick", () => {
+    const coordinator = createCoordinator({ backend: new ScriptedBackend({ kind: "weak" }) });
+    open.push(coordinator);
+    expect(() => coordinator.schedule("0 2 * * *", "nightly", () => undefined)).toThrow(
+      /weak backend keeps no durable records/,
+    );
+  });
+
   it("a bad cron expression or time zone is a ConfigError, before anything runs", () => {
     const [a] = replicas(1);
     expect(() => a!.schedule("not cron", "j", () => undefined)).toThrow(ConfigError);

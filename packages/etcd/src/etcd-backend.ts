@@ -21,6 +21,7 @@ export const ETCD_GUARANTEES: Guarantees = {
   fifo: true,
   consensus: true,
   crossProcess: true,
+  records: true,
 };
 
 /**

@@ -31,6 +31,7 @@ export const POSTGRES_GUARANTEES: Guarantees = {
   fifo: false,
   consensus: false,
   crossProcess: true,
+  records: true,
 };
 
 /**

@@ -23,6 +23,7 @@ export const REDIS_GUARANTEES: Guarantees = {
   fifo: true,
   consensus: false,
   crossProcess: true,
+  records: true,
 };
 
 /**

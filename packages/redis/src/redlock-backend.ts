@@ -26,6 +26,7 @@ export const REDLOCK_GUARANTEES: Guarantees = {
   // A quorum of independent nodes, not replicas agreeing by consensus.
   consensus: false,
   crossProcess: true,
+  records: false,
 };
 
 /** How long opening a session waits for a quorum of nodes to connect, at least. */

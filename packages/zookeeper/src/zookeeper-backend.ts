@@ -28,6 +28,7 @@ export const ZOOKEEPER_GUARANTEES: Guarantees = {
   fifo: true,
   consensus: true,
   crossProcess: true,
+  records: true,
 };
 
 /** How long a session opened after `close()` began waits for its client to close. */

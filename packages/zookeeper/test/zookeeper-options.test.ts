@@ -41,6 +41,7 @@ describe("zookeeper options (no server)", () => {
       fifo: true,
       consensus: true,
       crossProcess: true,
+      records: true,
     });
   });
 

@@ -312,7 +312,10 @@ function itWithRecords(records: () => boolean, why: () => string) {
     );
 }
 
-/** Whether the backend's sessions keep records; a backend with half of the pair is wrong. */
+/**
+ * Whether the backend's sessions keep records, as its guarantees declare; a backend with half
+ * of the pair, or whose sessions disagree with its declaration, is wrong.
+ */
 async function keepsRecords(ctx: SuiteContext): Promise<boolean> {
   const session = await ctx.backend.openSession({ ttlMs: ctx.target.ttlMs * 10, ownerId: "probe" });
   try {
@@ -321,6 +324,11 @@ async function keepsRecords(ctx: SuiteContext): Promise<boolean> {
     if (read !== write) {
       throw new Error(
         `conformance: ${ctx.target.name} sessions have ${read ? "readRecord" : "writeRecord"} without ${read ? "writeRecord" : "readRecord"}: implement both or neither`,
+      );
+    }
+    if (read !== ctx.backend.guarantees.records) {
+      throw new Error(
+        `conformance: ${ctx.target.name} declares records: ${ctx.backend.guarantees.records}, but its sessions ${read ? "have" : "lack"} readRecord/writeRecord`,
       );
     }
     return read;

@@ -98,6 +98,7 @@ export class ScriptedBackend implements LockBackend {
       fifo: true,
       consensus: false,
       crossProcess: false,
+      records: false,
     };
   }
 
