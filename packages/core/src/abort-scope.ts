@@ -4,20 +4,17 @@ import { addSharedAbort, onceAborted, removeSharedAbort } from "./shared-abort.j
 /**
  * A cancellation scope whose `AbortSignal` is built only when someone asks for it.
  *
- * On Node 20 creating an `AbortController` costs about 3.5 us and aborting one another 3.5 us,
- * which on a local store is a large part of a whole acquire + release. Most scopes on the hot
- * path (one per acquire, one per lock) end without anyone ever listening to their signal, so
- * the scope keeps its state in plain fields, runs internal callbacks from a plain list, and
- * creates the real signal lazily: a signal asked for after the scope ended is already aborted
- * with the same reason.
+ * Most scopes on the hot path (one per acquire, one per lock) end without anyone ever
+ * listening to their signal, so the scope keeps its state in plain fields, runs internal
+ * callbacks from a plain list, and creates the real signal lazily: a signal asked for after
+ * the scope ended is already aborted with the same reason.
  *
  * @internal
  */
 export class AbortScope {
+  // Hot path: see docs/hot-path.md, "Core".
   #aborted = false;
   #reason: unknown;
-  /** Computes the reason on first use when the scope was ended with {@link AbortScope.end}. */
-  #lazyReason: (() => unknown) | undefined;
   #controller: AbortController | undefined;
   /** The first callback (the usual case: one race per scope), then any others. */
   #callback: ((reason: unknown) => void) | undefined;
@@ -43,10 +40,6 @@ export class AbortScope {
 
   /** Why the scope ended (undefined while it has not). */
   get reason(): unknown {
-    if (this.#lazyReason !== undefined) {
-      this.#reason = this.#lazyReason();
-      this.#lazyReason = undefined;
-    }
     return this.#reason;
   }
 
@@ -54,7 +47,7 @@ export class AbortScope {
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
-      if (this.#aborted) this.#controller.abort(this.reason);
+      if (this.#aborted) this.#controller.abort(this.#reason);
       else if (this.#readCheck !== undefined) checkOnRead(this.#controller.signal, this.#readCheck);
     }
     return this.#controller.signal;
@@ -65,17 +58,6 @@ export class AbortScope {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason;
-    this.#finish();
-  }
-
-  /**
-   * Ends the scope with a reason built only if someone reads it (`reason`, or the signal when
-   * it exists). For the common, quiet end of a lock (released).
-   */
-  end(reason: () => unknown): void {
-    if (this.#aborted) return;
-    this.#aborted = true;
-    this.#lazyReason = reason;
     this.#finish();
   }
 
@@ -135,13 +117,13 @@ export class AbortScope {
 
   #finish(): void {
     this.dispose();
-    if (this.#controller !== undefined) this.#controller.abort(this.reason);
+    if (this.#controller !== undefined) this.#controller.abort(this.#reason);
     const first = this.#callback;
     const callbacks = this.#callbacks;
     this.#callback = undefined;
     this.#callbacks = undefined;
     if (first === undefined && callbacks === undefined) return;
-    const reason = this.reason;
+    const reason = this.#reason;
     first?.(reason);
     if (callbacks !== undefined) for (const callback of callbacks) callback(reason);
   }

@@ -24,6 +24,7 @@ interface CheckedSignal extends AbortSignal {
  * `throwIfAborted()` that run the signal's check first and then the native behaviour. One
  * shared object, so a check allocates nothing and a signal costs one prototype switch.
  */
+// Hot path: see docs/hot-path.md, "Core".
 const checkedPrototype: AbortSignal = Object.create(AbortSignal.prototype, {
   aborted: {
     get(this: CheckedSignal): boolean {

@@ -26,12 +26,12 @@ export interface LockHost {
 /**
  * A lock the coordinator granted, as core keeps it: the session's entry (told when the lock
  * can no longer be trusted), what backs the user's {@link Lock} (release, deadline, checks)
- * and the coordinator's record of it, in one object with no closures: an acquire + release
- * is core's hot path, and each closure or Map entry per lock is an allocation per lock.
+ * and the coordinator's record of it, in one object with no closures.
  *
  * @internal
  */
 export class HeldLock implements SessionLock, LockInit {
+  // Hot path: see docs/hot-path.md, "Core".
   readonly name: string;
   readonly token: bigint;
   readonly value: string | undefined;
@@ -151,6 +151,7 @@ export class HeldLock implements SessionLock, LockInit {
    * promise from here to the caller (no async frame, no separate timeout wrapper).
    */
   release(): Promise<boolean> {
+    // Hot path: see docs/hot-path.md, "Core".
     const session = this.#session;
     if (!session.holds(this) || !session.isValid()) {
       this.#released(false, false);
@@ -206,7 +207,7 @@ export class HeldLock implements SessionLock, LockInit {
     const host = this.#host;
     session.unregister(this);
     host.locks.delete(this);
-    this.ended.end(() => releasedReason(this.name, this.token));
+    this.ended.abort(releasedReason(this.name, this.token));
     // After a failed release the session may still hold the key until it expires: keep the
     // name locked here until then, so this session never acquires it twice.
     if (failed) host.clock.setTimer(this.#unlockLocal, session.ttlMs + session.driftMs);
@@ -218,11 +219,12 @@ export class HeldLock implements SessionLock, LockInit {
 }
 
 /**
- * The reason a released lock's signal carries. Built without running the Error constructor:
- * a release is no failure, and capturing a stack on every release is a large part of its
- * cost. It is still a `LockLostError` (`instanceof`, `code`, `reason` and `message` as usual).
+ * The reason a released lock's signal carries. Built without running the Error constructor
+ * (a release is no failure, and needs no stack). It is still a `LockLostError` (`instanceof`,
+ * `code`, `reason` and `message` as usual).
  */
 function releasedReason(name: string, token: bigint): LockLostError {
+  // Hot path: see docs/hot-path.md, "Core".
   const reason = Object.create(LockLostError.prototype) as LockLostError;
   return Object.assign(reason, {
     name: "LockLostError",

@@ -2,9 +2,10 @@ import { AbortScope } from "./abort-scope.js";
 
 /**
  * An AbortSignal that aborts when any of `signals` does (with that signal's reason), and a
- * `dispose()` that unhooks it. Cheaper than `AbortSignal.any` on Node 20 for short-lived use,
- * and it leaves no listener behind on long-lived signals. (An abort scope whose signal
- * is built at once; use a scope directly where the signal may never be needed.)
+ * `dispose()` that unhooks it, so it leaves no listener behind on long-lived signals. For
+ * short-lived use in place of `AbortSignal.any` (see docs/hot-path.md, "Core"). (An abort
+ * scope whose signal is built at once; use a scope directly where the signal may never be
+ * needed.)
  */
 export function linkSignals(signals: readonly (AbortSignal | undefined)[]): {
   signal: AbortSignal;

@@ -10,8 +10,8 @@ const fanOuts = new WeakMap<AbortSignal, FanOut>();
  * Runs `callback` once when `signal` aborts, through a single "abort" listener on that signal
  * however many callbacks wait on it. Many waits commonly share one signal (a service's
  * shutdown signal passed to every `acquire`); an `EventTarget` listener per wait would make
- * Node print `MaxListenersExceededWarning` past ten of them, and costs more than a plain
- * callback. The signal's listener goes away with its last callback.
+ * Node print `MaxListenersExceededWarning` past ten of them (and costs more: see
+ * docs/hot-path.md, "Core"). The signal's listener goes away with its last callback.
  *
  * Like an "abort" listener, `callback` never runs for a signal that has already aborted
  * (check `signal.aborted` first), and a function added twice to one signal runs once (pass a

@@ -5,9 +5,8 @@
  * is a few pointer moves: no Node.js timer is created, re-armed or cleared per call.
  *
  * Why: a lock operation sets and cancels bounds (an acquire's budget, a release's timeout)
- * around every round trip. A Node.js timeout created and cleared each time costs microseconds
- * (a `Timeout` object, a timer list created and dropped, a libuv ref toggled), measured at
- * about 3 % of an uncontended acquire + release on PostgreSQL and Redis.
+ * around every round trip, and a Node.js timeout created and cleared each time is a
+ * `Timeout` object, a timer list created and dropped and a libuv ref toggled.
  *
  * The shared Node.js timer keeps the process alive only while a timer of its group that asked
  * for it (`keepAlive`) is pending. A cancelled group's Node.js timer is left armed, unref'd: it
@@ -128,6 +127,7 @@ export interface ListTimer {
 
 /** Timers grouped by delay, each group on one Node.js timer (see the module comment). */
 export class TimerLists {
+  // Hot path: see docs/hot-path.md, "Core".
   readonly #lists = new Map<number, TimerList>();
 
   /**

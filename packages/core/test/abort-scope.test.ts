@@ -23,20 +23,6 @@ describe("AbortScope", () => {
     expect(scope.reason).toBe("first");
   });
 
-  it("end() builds its reason only when someone reads it, and only once", () => {
-    const scope = new AbortScope();
-    let built = 0;
-    scope.end(() => {
-      built++;
-      return { why: "released" };
-    });
-    expect(scope.aborted).toBe(true);
-    expect(built).toBe(0);
-    const a = scope.reason;
-    expect(scope.signal.reason).toBe(a);
-    expect(built).toBe(1);
-  });
-
   it("callbacks run on abort, not after removal, and not for an ended scope", () => {
     const scope = new AbortScope();
     const calls: string[] = [];
