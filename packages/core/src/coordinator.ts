@@ -368,17 +368,12 @@ class CoordinatorImpl implements Coordinator {
       return Promise.reject(error);
     }
     // Hot path: see docs/hot-path.md, "Core".
-    return this.#acquire(name, opts);
+    return this.#acquire(name, opts, rejectHeld);
   }
 
   async tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lock | null> {
     checkName(name);
-    try {
-      return await this.#acquire(name, resolveAcquireOptions(options, true));
-    } catch (error) {
-      if (error instanceof LockHeldError) return null;
-      throw error;
-    }
+    return await this.#acquire(name, resolveAcquireOptions(options, true), nullWhenHeld);
   }
 
   async withLock<T>(
@@ -744,16 +739,17 @@ class CoordinatorImpl implements Coordinator {
   }
 
   /**
-   * Acquires `name`. Rejects with `LockHeldError` when it is held and the call may not wait;
-   * every other error is raised by the step it ends (see each step).
+   * Acquires `name`. When it is held and the call may not wait, the call ends as `whenHeld`
+   * says (`acquire` rejects, `tryAcquire` resolves with null); every error is raised by the
+   * step it ends (see each step).
    */
-  async #acquire(name: string, opts: ResolvedAcquire): Promise<Lock> {
+  async #acquire<H>(name: string, opts: ResolvedAcquire, whenHeld: WhenHeld<H>): Promise<Lock | H> {
     this.#assertOpen();
     const call = new AcquireCall(name, opts, this.ttlMs, this.#clock);
     this.#pending.add(call.scope);
     try {
       if (call.scope.aborted) throw call.scope.reason; // an already-aborted signal: no round trip at all
-      if (!call.waiting && this.#local.isLocked(name)) throw new LockHeldError(name);
+      if (!call.waiting && this.#local.isLocked(name)) return whenHeld(name);
       // Hot path: see docs/hot-path.md, "Core".
       call.unlockLocal = this.#local.tryLock(name) ?? (await this.#waitLocal(call));
       for (let attempt = 0; ; attempt++) {
@@ -767,17 +763,15 @@ class CoordinatorImpl implements Coordinator {
           await this.#afterAcquireFailed(call, attempt, error, session);
           continue;
         }
-        if (grant === null) throw new LockHeldError(name);
+        if (grant === null) return whenHeld(name);
         if (!session.isValid()) continue; // the session died under us: that grant is void
         const held = this.#hold(call, grant, session);
         if (this.#fence !== undefined) await this.#raiseFence(this.#fence, held, call);
         if (held.lock.held) return this.#handOver(call, held);
         await this.#afterLostGrant(call, held, attempt);
       }
-    } catch (error) {
-      call.unlockLocal?.();
-      throw error;
     } finally {
+      call.unlockLocal?.(); // unless a held lock took it over
       call.end();
       this.#pending.delete(call.scope);
     }
@@ -1030,6 +1024,19 @@ function fenceTimeout(held: HeldLock): BackendUnavailableError {
 }
 
 function noop(): void {}
+
+/**
+ * How an acquire that finds the lock held and may not wait ends: with what this returns, or
+ * with what it throws. A held lock is the usual answer of a try, so it is no exception there:
+ * throwing one costs more than the whole try on a local store.
+ */
+type WhenHeld<H> = (name: string) => H;
+
+const rejectHeld: WhenHeld<never> = (name) => {
+  throw new LockHeldError(name);
+};
+
+const nullWhenHeld: WhenHeld<null> = () => null;
 
 function noRecordsError(kind: string): ConfigError {
   return new ConfigError(
