@@ -147,11 +147,10 @@ export class HeldLock implements SessionLock, LockInit {
   }
 
   /**
-   * Owner-checked release through the backend, bounded by one TTL; true when still ours. One
-   * promise from here to the caller (no async frame, no separate timeout wrapper).
+   * Owner-checked release through the backend, bounded by one TTL; true when still ours:
+   * whichever of the answer and the timeout comes first settles it.
    */
   release(): Promise<boolean> {
-    // Hot path: see docs/hot-path.md, "Core".
     const session = this.#session;
     if (!session.holds(this) || !session.isValid()) {
       this.#released(false, false);
