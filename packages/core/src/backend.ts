@@ -48,8 +48,8 @@ export interface BackendAcquireOptions {
    * (no queue entry that would delay later acquirers). A single try (the first attempt, or
    * `wait: false`) may ignore it: the coordinator checks it before the call and releases a
    * grant that arrives after it gave up. The coordinator builds this signal only when it is
-   * first read (an `AbortController` costs microseconds on Node 20), so a backend that reads
-   * it only when it is about to wait keeps the uncontended path cheaper.
+   * first read (see docs/hot-path.md, "Core"), so a backend that reads it only when it is
+   * about to wait keeps the uncontended path cheaper.
    */
   readonly signal: AbortSignal;
 }

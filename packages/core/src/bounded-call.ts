@@ -85,7 +85,7 @@ export function raceAbortable<T>(
     };
     const onAbort = () => giveUp(signal?.reason);
     if (timeoutMs !== undefined) {
-      // Core's timers: one shared Node.js timer per delay, not one created per call.
+      // Hot path: see docs/hot-path.md, "Core" (timers grouped by delay).
       timer = systemClock.setTimer(
         () =>
           giveUp(
