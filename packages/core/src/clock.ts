@@ -1,5 +1,4 @@
 import { addSharedAbort, removeSharedAbort } from "./shared-abort.js";
-import { TimerLists } from "./timer-lists.js";
 
 /**
  * Time as Baton sees it. Every lease deadline is computed on a monotonic clock
@@ -28,17 +27,34 @@ export interface Timer {
   cancel(): void;
 }
 
-const timers = new TimerLists();
 const KEEP_ALIVE: TimerOptions = { keepAlive: true };
+/** Longest delay a Node.js timer takes (a longer one fires after 1 ms, with a warning). */
+const MAX_NODE_DELAY_MS = 2_147_483_647;
+
+/** A Node.js timeout as a {@link Timer}. */
+class NodeTimer implements Timer {
+  readonly #timeout: ReturnType<typeof setTimeout>;
+
+  constructor(timeout: ReturnType<typeof setTimeout>) {
+    this.#timeout = timeout;
+  }
+
+  cancel(): void {
+    clearTimeout(this.#timeout);
+  }
+}
 
 /**
- * The production clock: `performance.now()`, and timers grouped by delay on shared Node.js
- * timers (setting and cancelling one costs no Node.js timer).
+ * The production clock: `performance.now()`, and Node.js timers (unref'd unless `keepAlive`).
+ * Grouping timers by delay on shared Node.js timers was measured and did not pay (see
+ * docs/hot-path.md, "Core").
  */
 export const systemClock: Clock = {
   now: () => performance.now(),
   setTimer(callback, delayMs, options) {
-    return timers.set(callback, delayMs, options?.keepAlive === true);
+    const timeout = setTimeout(callback, Math.min(Math.max(0, delayMs), MAX_NODE_DELAY_MS));
+    if (options?.keepAlive !== true) timeout.unref();
+    return new NodeTimer(timeout);
   },
 };
 

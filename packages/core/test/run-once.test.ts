@@ -17,9 +17,9 @@ afterEach(async () => {
 });
 
 /** Replicas sharing one store, as processes share one server. */
-function replicas(count: number, ttlMs = 1_000): Coordinator[] {
+function replicas(ttlMs = 1_000): [Coordinator, Coordinator, Coordinator] {
   const store = new MemoryStore();
-  return Array.from({ length: count }, (_, i) => {
+  const make = (i: number) => {
     const c = createCoordinator({
       backend: new MemoryBackend({ store }),
       ttlMs,
@@ -27,14 +27,15 @@ function replicas(count: number, ttlMs = 1_000): Coordinator[] {
     });
     open.push(c);
     return c;
-  });
+  };
+  return [make(0), make(1), make(2)];
 }
 
 describe("coordinator.runOnce", () => {
   it("runs a slot once; later calls, from any replica, skip it as done", async () => {
-    const [a, b] = replicas(2);
+    const [a, b] = replicas();
     let runs = 0;
-    const first = await a!.runOnce("invoices", "2026-12-01", ({ attempt, token, slot }) => {
+    const first = await a.runOnce("invoices", "2026-12-01", ({ attempt, token, slot }) => {
       runs++;
       return { attempt, token, slot };
     });
@@ -43,7 +44,7 @@ describe("coordinator.runOnce", () => {
       attempt: 1,
       slot: "2026-12-01",
     });
-    const again = await b!.runOnce("invoices", "2026-12-01", () => runs++);
+    const again = await b.runOnce("invoices", "2026-12-01", () => runs++);
     expect(again.outcome).toBe("already-done");
     expect(again.outcome === "already-done" && again.record).toMatchObject({
       state: "done",
@@ -51,30 +52,30 @@ describe("coordinator.runOnce", () => {
       attempt: 1,
     });
     expect(runs).toBe(1);
-    expect((await b!.runOnce("invoices", "2026-12-02", () => runs++)).outcome).toBe("ran");
+    expect((await b.runOnce("invoices", "2026-12-02", () => runs++)).outcome).toBe("ran");
   });
 
   it("a slot is done for good: it does not run again after its lock's lease is long gone", async () => {
-    const [a, b] = replicas(2, 100);
-    await a!.runOnce("invoices", "2026-12-01", () => undefined);
-    await a!.close();
+    const [a, b] = replicas(100);
+    await a.runOnce("invoices", "2026-12-01", () => undefined);
+    await a.close();
     await new Promise((r) => setTimeout(r, 300));
-    const later = await b!.runOnce("invoices", "2026-12-01", () => {
+    const later = await b.runOnce("invoices", "2026-12-01", () => {
       throw new Error("must not run");
     });
     expect(later.outcome).toBe("already-done");
   });
 
   it("while another replica runs the slot, a call without waitMs skips it as running elsewhere", async () => {
-    const [a, b] = replicas(2);
+    const [a, b] = replicas();
     let finish: () => void = () => undefined;
-    const running = a!.runOnce(
+    const running = a.runOnce(
       "invoices",
       "2026-12-01",
       () => new Promise<void>((r) => (finish = r)),
     );
-    await until(async () => (await b!.holder("invoices/slot/2026-12-01")) !== null);
-    const skipped = await b!.runOnce("invoices", "2026-12-01", () => undefined);
+    await until(async () => (await b.holder("invoices/slot/2026-12-01")) !== null);
+    const skipped = await b.runOnce("invoices", "2026-12-01", () => undefined);
     expect(skipped.outcome).toBe("running-elsewhere");
     expect(skipped.outcome === "running-elsewhere" && skipped.holder?.ownerId).toBe("replica-0");
     finish();
@@ -82,16 +83,16 @@ describe("coordinator.runOnce", () => {
   });
 
   it("a replica that waits learns the slot is done, without running it", async () => {
-    const [a, b] = replicas(2);
+    const [a, b] = replicas();
     let finish: () => void = () => undefined;
-    const running = a!.runOnce(
+    const running = a.runOnce(
       "invoices",
       "2026-12-01",
       () => new Promise<void>((r) => (finish = r)),
     );
-    await until(async () => (await b!.holder("invoices/slot/2026-12-01")) !== null);
+    await until(async () => (await b.holder("invoices/slot/2026-12-01")) !== null);
     let ranOnB = false;
-    const waiting = b!.runOnce(
+    const waiting = b.runOnce(
       "invoices",
       "2026-12-01",
       () => {
@@ -106,14 +107,14 @@ describe("coordinator.runOnce", () => {
   });
 
   it("a failed attempt is retried by the next call, up to maxAttempts, then skipped", async () => {
-    const [a, b] = replicas(2);
+    const [a, b] = replicas();
     const fail = () => {
       throw new Error("payment API down");
     };
     const results: RunOnceResult<never>[] = [];
-    results.push(await a!.runOnce("invoices", "d", fail, { maxAttempts: 2 }));
-    results.push(await b!.runOnce("invoices", "d", fail, { maxAttempts: 2 }));
-    results.push(await a!.runOnce("invoices", "d", fail, { maxAttempts: 2 }));
+    results.push(await a.runOnce("invoices", "d", fail, { maxAttempts: 2 }));
+    results.push(await b.runOnce("invoices", "d", fail, { maxAttempts: 2 }));
+    results.push(await a.runOnce("invoices", "d", fail, { maxAttempts: 2 }));
     expect(results.map((r) => r.outcome)).toEqual(["failed", "failed", "attempts-exhausted"]);
     expect(results[0]).toMatchObject({ attempt: 1, attemptsLeft: 1 });
     expect(results[1]).toMatchObject({ attempt: 2, attemptsLeft: 0 });
@@ -122,31 +123,31 @@ describe("coordinator.runOnce", () => {
   });
 
   it("tokens rise from one attempt to the next", async () => {
-    const [a] = replicas(1);
+    const [a] = replicas();
     const tokens: bigint[] = [];
-    await a!.runOnce("invoices", "d", ({ token }) => {
+    await a.runOnce("invoices", "d", ({ token }) => {
       tokens.push(token);
       throw new Error("retry me");
     });
-    await a!.runOnce("invoices", "d", ({ token }) => {
+    await a.runOnce("invoices", "d", ({ token }) => {
       tokens.push(token);
     });
-    expect(tokens[1]! > tokens[0]!).toBe(true);
+    expect(tokens[1]).toBeGreaterThan(tokens[0] ?? 0n);
   });
 
   it("bad input is a ConfigError naming the field, before any I/O", async () => {
-    const [a] = replicas(1);
+    const [a] = replicas();
     const fn = () => undefined;
-    await expect(a!.runOnce("", "d", fn)).rejects.toMatchObject({ field: "job" });
-    await expect(a!.runOnce("j", "", fn)).rejects.toMatchObject({ field: "slot" });
-    await expect(a!.runOnce("j", "d", 42 as never)).rejects.toMatchObject({ field: "fn" });
-    await expect(a!.runOnce("j", "d", fn, { atMostMs: 0 })).rejects.toMatchObject({
+    await expect(a.runOnce("", "d", fn)).rejects.toMatchObject({ field: "job" });
+    await expect(a.runOnce("j", "", fn)).rejects.toMatchObject({ field: "slot" });
+    await expect(a.runOnce("j", "d", 42 as never)).rejects.toMatchObject({ field: "fn" });
+    await expect(a.runOnce("j", "d", fn, { atMostMs: 0 })).rejects.toMatchObject({
       field: "atMostMs",
     });
-    await expect(a!.runOnce("j", "d", fn, { maxAttempts: 0 })).rejects.toMatchObject({
+    await expect(a.runOnce("j", "d", fn, { maxAttempts: 0 })).rejects.toMatchObject({
       field: "maxAttempts",
     });
-    await expect(a!.runOnce("j", "d", fn, { atMost: 5 } as never)).rejects.toBeInstanceOf(
+    await expect(a.runOnce("j", "d", fn, { atMost: 5 } as never)).rejects.toBeInstanceOf(
       ConfigError,
     );
   });
@@ -160,11 +161,11 @@ describe("coordinator.runOnce", () => {
   });
 
   it("counts outcomes and the last success in Prometheus metrics", async () => {
-    const [a] = replicas(1);
+    const [a] = replicas();
     const registry = new Registry();
-    await enablePrometheus(a!, { registry });
-    await a!.runOnce("invoices", "d1", () => undefined);
-    await a!.runOnce("invoices", "d1", () => undefined);
+    await enablePrometheus(a, { registry });
+    await a.runOnce("invoices", "d1", () => undefined);
+    await a.runOnce("invoices", "d1", () => undefined);
     const text = await registry.metrics();
     expect(text).toContain('baton_job_runs_total{job="invoices",outcome="ran"} 1');
     expect(text).toContain('baton_job_runs_total{job="invoices",outcome="already-done"} 1');
@@ -175,7 +176,7 @@ describe("coordinator.runOnce", () => {
 
 describe("coordinator.schedule", () => {
   it("replicas whose clocks differ by seconds run each tick once between them", async () => {
-    const coordinators = replicas(3);
+    const coordinators = replicas();
     // Each replica's wall clock is off by a few seconds; its timer fires at its own 'tick'.
     const skews = [0, 2_500, -1_700];
     const start = Date.now();
@@ -189,7 +190,7 @@ describe("coordinator.schedule", () => {
           ran.push(slot);
         },
         {
-          now: () => Date.now() + skews[i]!,
+          now: () => Date.now() + (skews[i] ?? 0),
           onResult: (result, slot) => results.push(`${slot} ${result.outcome}`),
         },
       ),
@@ -210,16 +211,16 @@ describe("coordinator.schedule", () => {
   });
 
   it("a bad cron expression or time zone is a ConfigError, before anything runs", () => {
-    const [a] = replicas(1);
-    expect(() => a!.schedule("not cron", "j", () => undefined)).toThrow(ConfigError);
+    const [a] = replicas();
+    expect(() => a.schedule("not cron", "j", () => undefined)).toThrow(ConfigError);
     expect(() =>
-      a!.schedule("0 2 * * *", "j", () => undefined, { timezone: "Mars/Olympus" }),
+      a.schedule("0 2 * * *", "j", () => undefined, { timezone: "Mars/Olympus" }),
     ).toThrow(/timezone/);
   });
 
   it("nextRun names the next tick, and stop() ends the schedule", async () => {
-    const [a] = replicas(1);
-    const schedule = a!.schedule("0 2 * * *", "nightly", () => undefined, { timezone: "UTC" });
+    const [a] = replicas();
+    const schedule = a.schedule("0 2 * * *", "nightly", () => undefined, { timezone: "UTC" });
     const next = schedule.nextRun();
     await until(() => schedule.nextRun() !== null);
     expect(schedule.nextRun()?.getUTCHours()).toBe(2);
