@@ -171,7 +171,9 @@ export interface Coordinator extends AsyncDisposable {
    * `maxAttempts`; an attempt past `atMostMs` has its signal aborted. Resolves with what
    * happened here: `ran`, `failed`, or skipped (`already-done`, `running-elsewhere`,
    * `attempts-exhausted`). Rejects with `ConfigError` for bad input or a backend that keeps no
-   * records (Redlock), and with the store's errors before `fn` starts.
+   * records (Redlock), and with the store's errors before `fn` starts. The slot's lock is the
+   * lock named `<job>/slot/<slot>` (`holder()` and `baton status` show who runs it); do not
+   * take locks of that form yourself.
    *
    * @example
    * const result = await coordinator.runOnce("invoices", "2026-12-01", async ({ token, signal }) => {

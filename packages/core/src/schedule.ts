@@ -111,7 +111,9 @@ export class CronSchedule<T> implements Schedule {
     this.#host = host;
     this.#fn = fn;
     this.#now = this.#options.now ?? Date.now;
-    this.#options.signal?.addEventListener("abort", () => void this.stop(), { once: true });
+    const signal = this.#options.signal;
+    if (signal?.aborted) this.#stopping.abort(signal.reason);
+    else signal?.addEventListener("abort", () => void this.stop(), { once: true });
     this.#loop = this.#run().catch((error: unknown) => host.report(error, `schedule "${job}"`));
   }
 
@@ -149,7 +151,7 @@ export class CronSchedule<T> implements Schedule {
   async #sleepUntil(at: number, signal: AbortSignal): Promise<boolean> {
     const delay = at - this.#now();
     if (delay <= 0) return true;
-    await sleep(this.#host.clock, Math.min(delay, MAX_SLEEP_MS), signal, BACKGROUND).catch(
+    await sleep(this.#host.clock, Math.min(delay, MAX_SLEEP_MS), signal, KEEP_ALIVE).catch(
       () => undefined,
     );
     return !signal.aborted && at - this.#now() <= 0;
@@ -175,7 +177,8 @@ export class CronSchedule<T> implements Schedule {
   }
 }
 
-const BACKGROUND = { keepAlive: true } as const;
+/** A schedule keeps its process alive, as a server's listening socket does. */
+const KEEP_ALIVE = { keepAlive: true } as const;
 
 function parseCron(expression: unknown, timezone: string): Cron {
   if (typeof expression !== "string" || expression.trim() === "") {

@@ -218,6 +218,18 @@ describe("coordinator.schedule", () => {
     ).toThrow(/timezone/);
   });
 
+  it("a schedule made with a signal that has already aborted never runs", async () => {
+    const [a] = replicas();
+    let runs = 0;
+    const schedule = a.schedule("* * * * * *", "stopped", () => runs++, {
+      signal: AbortSignal.abort(new Error("shutting down")),
+    });
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(runs).toBe(0);
+    expect(schedule.nextRun()).toBeNull();
+    await schedule.stop();
+  });
+
   it("nextRun names the next tick, and stop() ends the schedule", async () => {
     const [a] = replicas();
     const schedule = a.schedule("0 2 * * *", "nightly", () => undefined, { timezone: "UTC" });
