@@ -178,13 +178,19 @@ async function withRunOnce(
                 // the schedule would wait for the next night, so the scene ends with the error.
                 else if (during.startsWith(`schedule "${job}"`)) reject(error);
               });
-              schedules.push(
-                coordinator.schedule(CRON, job, ({ signal }) => bill(signal), {
-                  now: clockOf(settings.clockOffsetsMs[i] ?? 0),
-                  atMostMs: 10 * settings.runMs + 10 * settings.ttlMs,
-                  onResult: (result, slot) => resolve({ result, slot }),
-                }),
-              );
+              try {
+                schedules.push(
+                  coordinator.schedule(CRON, job, ({ signal }) => bill(signal), {
+                    now: clockOf(settings.clockOffsetsMs[i] ?? 0),
+                    atMostMs: 10 * settings.runMs + 10 * settings.ttlMs,
+                    onResult: (result, slot) => resolve({ result, slot }),
+                  }),
+                );
+              } catch (error) {
+                // A backend known to keep no records is refused when the schedule is made.
+                if (error instanceof ConfigError) resolve({ refused: error.message });
+                else reject(error);
+              }
             },
           ),
       ),
