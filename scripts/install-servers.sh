@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the real servers the Baton tests run against, from Debian's packages:
-# Redis, etcd (server + etcdctl), ZooKeeper (with Java) and PostgreSQL.
+# Redis, etcd (server + etcdctl), ZooKeeper (with Java, and the Curator and kazoo clients the
+# interoperability tests run), PostgreSQL and PgBouncer. DynamoDB (dynalite) and Azure Blob
+# Storage (Azurite) come from npm with `npm ci`.
 #
 #   bash scripts/install-servers.sh [BACKEND ...]
 #
-# BACKEND is one of memory, redis, redlock, etcd, zookeeper, postgres (default: all of them);
+# BACKEND is one of memory, redis, redlock, etcd, zookeeper, postgres, postgres-lease, dynamodb,
+# azure-blob (default: redis, etcd, zookeeper, postgres);
 # only the servers those backends need are checked. Idempotent: when everything needed is
 # present it does nothing and says so. As root it installs what is missing with apt-get;
 # otherwise it prints the one command to run and exits non-zero.
@@ -30,10 +33,17 @@ missing_servers() {
       zookeeper)
         [[ -f /usr/share/java/zookeeper.jar ]] || echo "zookeeper /usr/share/java/zookeeper.jar"
         have_cmd java || echo "zookeeper java"
+        [[ -f /usr/share/java/curator-recipes.jar ]] || echo "libcurator-recipes-java /usr/share/java/curator-recipes.jar"
+        [[ -f /usr/lib/python3/dist-packages/kazoo/__init__.py ]] || echo "python3-kazoo kazoo"
         ;;
       postgres) have_glob '/usr/lib/postgresql/*/bin/postgres' || echo "postgresql postgres" ;;
+      postgres-lease)
+        have_glob '/usr/lib/postgresql/*/bin/postgres' || echo "postgresql postgres"
+        have_cmd pgbouncer || [[ -x /usr/sbin/pgbouncer ]] || echo "pgbouncer pgbouncer"
+        ;;
+      dynamodb | azure-blob) ;;
       *)
-        echo "install-servers: unknown backend \"$kind\" (memory, redis, redlock, etcd, zookeeper, postgres)" >&2
+        echo "install-servers: unknown backend \"$kind\" (memory, redis, redlock, etcd, zookeeper, postgres, postgres-lease, dynamodb, azure-blob)" >&2
         exit 2
         ;;
     esac
