@@ -29,6 +29,8 @@ const KNOWN: Record<string, string> = {
   zookeeper: "@baton/zookeeper",
   postgres: "@baton/postgres",
   postgresql: "@baton/postgres",
+  dynamodb: "@baton/dynamodb",
+  azblob: "@baton/azure-blob",
 };
 
 /** Options of {@link registerBackend}. */
