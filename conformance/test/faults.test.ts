@@ -154,6 +154,7 @@ const TTL_MS: Record<BackendKind, number> = {
   etcd: 2_000,
   zookeeper: 2_000,
   postgres: 1_000,
+  "postgres-lease": 1_000,
 };
 
 /** Every way a user's write loop asks whether it may write. */

@@ -11,6 +11,7 @@ import {
   type BatonServers,
   checkIdentity,
   countResults,
+  DEFAULT_BACKENDS,
   decideBackend,
   describeBackend,
   etcdHealthy,
@@ -192,10 +193,11 @@ describeBackend("postgres", (url) => {
 });
 
 describe("harness: backend selection", () => {
-  it("selects every backend by default", () => {
-    expect(parseBackendList(undefined)).toEqual([...ALL_BACKENDS]);
-    expect(parseBackendList("  ")).toEqual([...ALL_BACKENDS]);
-    expect(selectedBackends({})).toEqual([...ALL_BACKENDS]);
+  it("selects the default backends when none is named, and any known one when named", () => {
+    expect(parseBackendList(undefined)).toEqual([...DEFAULT_BACKENDS]);
+    expect(parseBackendList("  ")).toEqual([...DEFAULT_BACKENDS]);
+    expect(selectedBackends({})).toEqual([...DEFAULT_BACKENDS]);
+    expect(parseBackendList(ALL_BACKENDS.join(","))).toEqual([...ALL_BACKENDS]);
   });
 
   it("parses a list, ignoring case, spaces and duplicates", () => {

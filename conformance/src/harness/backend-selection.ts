@@ -1,4 +1,4 @@
-import { ALL_BACKENDS, type BackendKind, isBackendKind } from "./backend-kind.js";
+import { ALL_BACKENDS, type BackendKind, DEFAULT_BACKENDS, isBackendKind } from "./backend-kind.js";
 
 /** The environment variable that selects which backends run. */
 export const BACKENDS_ENV = "BATON_BACKENDS";
@@ -7,7 +7,7 @@ export const BACKENDS_ENV = "BATON_BACKENDS";
  * Parses a comma-separated backend list such as `"redis,etcd"`.
  *
  * Names are trimmed and matched case-insensitively; empty items are ignored
- * and duplicates collapse. An unset or blank value selects every backend.
+ * and duplicates collapse. An unset or blank value selects {@link DEFAULT_BACKENDS}.
  *
  * @param value - the raw list, typically `process.env.BATON_BACKENDS`
  * @returns the selected backends, in {@link ALL_BACKENDS} order
@@ -15,7 +15,7 @@ export const BACKENDS_ENV = "BATON_BACKENDS";
  */
 export function parseBackendList(value: string | undefined): BackendKind[] {
   if (value === undefined || value.trim() === "") {
-    return [...ALL_BACKENDS];
+    return [...DEFAULT_BACKENDS];
   }
   const names = value
     .split(",")
@@ -37,7 +37,7 @@ export function parseBackendList(value: string | undefined): BackendKind[] {
 }
 
 /**
- * The backends selected by `BATON_BACKENDS` (default: all of them).
+ * The backends selected by `BATON_BACKENDS` (default: {@link DEFAULT_BACKENDS}).
  *
  * @param env - the environment to read, `process.env` by default
  * @throws Error when the variable names an unknown backend

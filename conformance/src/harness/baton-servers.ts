@@ -12,6 +12,7 @@ import type { BackendKind, ServerKind } from "./backend-kind.js";
  * - `etcd`: `etcd://127.0.0.1:C1,127.0.0.1:C2,127.0.0.1:C3` (client ports)
  * - `zookeeper`: `zookeeper://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`
  * - `postgres`: `postgres://postgres@127.0.0.1:P/postgres`
+ * - `postgres-lease`: `postgres://postgres@127.0.0.1:B/postgres?locks=lease` (PgBouncer)
  */
 export interface BatonServers {
   /** The backends selected by `BATON_BACKENDS` for this run. */
@@ -28,6 +29,11 @@ export interface BatonServers {
   readonly zookeeper?: string;
   /** A PostgreSQL server with superuser `postgres`, trust auth, database `postgres`. */
   readonly postgres?: string;
+  /**
+   * PgBouncer in transaction pooling mode in front of a PostgreSQL server of its own, with
+   * `?locks=lease` (the row-lease mode, the one that works through such a pooler).
+   */
+  readonly "postgres-lease"?: string;
   /**
    * Selected backends that could not be started because their server
    * binaries are missing, with a human-readable reason that says what to

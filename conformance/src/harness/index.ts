@@ -30,6 +30,7 @@ export { type BackendDecision, decideBackend, isCI, MEMORY_URL } from "./backend
 export {
   ALL_BACKENDS,
   type BackendKind,
+  DEFAULT_BACKENDS,
   isBackendKind,
   isServerKind,
   SERVER_KINDS,
@@ -58,6 +59,7 @@ export {
   type ProcessSpec,
 } from "./managed-process.js";
 export { pgIsReady } from "./pg-isready.js";
+export { startPostgresBehindPgBouncer } from "./pgbouncer-server.js";
 export { startPostgres } from "./postgres-server.js";
 export {
   checkIdentity,

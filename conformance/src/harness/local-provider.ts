@@ -1,6 +1,7 @@
 import type { ServerKind } from "./backend-kind.js";
 import { startEtcdCluster } from "./etcd-cluster.js";
 import type { LocalStartOptions } from "./local-start-options.js";
+import { startPostgresBehindPgBouncer } from "./pgbouncer-server.js";
 import { startPostgres } from "./postgres-server.js";
 import { startRedisNodes } from "./redis-server.js";
 import { missingBinaryReason } from "./server-binaries.js";
@@ -39,6 +40,8 @@ export function startLocalServer(
       return startZookeeperEnsemble(options);
     case "postgres":
       return startPostgres(options);
+    case "postgres-lease":
+      return startPostgresBehindPgBouncer(options);
   }
 }
 

@@ -7,7 +7,7 @@ import { ManagedProcess } from "./managed-process.js";
 import { pgIsReady } from "./pg-isready.js";
 import { withPortRetry } from "./port-retry.js";
 import { findPostgresBinaries } from "./server-binaries.js";
-import { type ServerGroup, startServerGroup } from "./server-group.js";
+import { type MemberDefinition, type ServerGroup, startServerGroup } from "./server-group.js";
 import { ServerStartError } from "./server-start-error.js";
 import { lookupUser } from "./system-user.js";
 import { startTimeoutMs } from "./wait-for-ready.js";
@@ -62,6 +62,62 @@ async function runInitdb(
   }
 }
 
+/** A PostgreSQL data directory made by `initdb`, ready to be started. */
+export interface InitializedPostgres {
+  readonly binDir: string;
+  readonly runAsUser: string | undefined;
+  /** The server's own directory (logs, unix socket). */
+  readonly dir: string;
+  readonly dataDir: string;
+  readonly timeoutMs: number;
+}
+
+/**
+ * Runs `initdb` in a new subdirectory `name` of `options.dir` (owned by the `postgres` user
+ * when running as root).
+ */
+export async function initPostgres(
+  options: LocalStartOptions,
+  name = "pg",
+): Promise<InitializedPostgres> {
+  const { binDir, runAsUser } = requireBinaries(findPostgresBinaries(options.env));
+  const timeoutMs = options.timeoutMs ?? startTimeoutMs(options.env);
+  const dir = await makeSubdir(options.dir, name);
+  const dataDir = join(dir, "data");
+  if (runAsUser !== undefined) {
+    const user = lookupUser(runAsUser);
+    if (user === undefined) {
+      throw new Error(`postgres: no user ${runAsUser} to run the server as`);
+    }
+    await chown(dir, user.uid, user.gid);
+  }
+  await runInitdb(binDir, dir, dataDir, runAsUser, timeoutMs);
+  return { binDir, runAsUser, dir, dataDir, timeoutMs };
+}
+
+/** The group member running the server of `pg` on `port`. */
+export function postgresMember(pg: InitializedPostgres, port: number): MemberDefinition {
+  const settings = [...SERVER_SETTINGS, `port=${port}`, `unix_socket_directories=${pg.dir}`];
+  return {
+    name: "pg",
+    address: `${HOST}:${port}`,
+    ports: { client: port },
+    dataDir: pg.dataDir,
+    spec: {
+      name: "postgres server",
+      command: join(pg.binDir, "postgres"),
+      args: ["-D", pg.dataDir, ...settings.flatMap((setting) => ["-c", setting])],
+      cwd: pg.dir,
+      env: { LC_ALL: "C" },
+      logFile: join(pg.dir, "server.log"),
+      ...(pg.runAsUser === undefined ? {} : { runAsUser: pg.runAsUser }),
+      stopSignal: "SIGINT",
+      programs: ["postgres", "postmaster"],
+    },
+    isReady: () => pgIsReady(pg.binDir, HOST, port),
+  };
+}
+
 /**
  * Initializes a cluster with `initdb` and starts one PostgreSQL server on a
  * free loopback port: superuser `postgres`, trust auth, database
@@ -75,46 +131,15 @@ async function runInitdb(
  * @throws ServerStartError (with log tails) when initdb or the server fails
  */
 export async function startPostgres(options: LocalStartOptions): Promise<ServerGroup> {
-  const { binDir, runAsUser } = requireBinaries(findPostgresBinaries(options.env));
-  const timeoutMs = options.timeoutMs ?? startTimeoutMs(options.env);
-  const dir = await makeSubdir(options.dir, "pg");
-  const dataDir = join(dir, "data");
-  if (runAsUser !== undefined) {
-    const user = lookupUser(runAsUser);
-    if (user === undefined) {
-      throw new Error(`postgres: no user ${runAsUser} to run the server as`);
-    }
-    await chown(dir, user.uid, user.gid);
-  }
-  await runInitdb(binDir, dir, dataDir, runAsUser, timeoutMs);
+  const pg = await initPostgres(options);
   return withPortRetry(async () => {
     const port = await freePort(HOST);
-    const settings = [...SERVER_SETTINGS, `port=${port}`, `unix_socket_directories=${dir}`];
     return startServerGroup({
       kind: "postgres",
       what: "postgres server",
       url: `postgres://postgres@${HOST}:${port}/postgres`,
-      members: [
-        {
-          name: "pg",
-          address: `${HOST}:${port}`,
-          ports: { client: port },
-          dataDir,
-          spec: {
-            name: "postgres server",
-            command: join(binDir, "postgres"),
-            args: ["-D", dataDir, ...settings.flatMap((setting) => ["-c", setting])],
-            cwd: dir,
-            env: { LC_ALL: "C" },
-            logFile: join(dir, "server.log"),
-            ...(runAsUser === undefined ? {} : { runAsUser }),
-            stopSignal: "SIGINT",
-            programs: ["postgres", "postmaster"],
-          },
-          isReady: () => pgIsReady(binDir, HOST, port),
-        },
-      ],
-      timeoutMs,
+      members: [postgresMember(pg, port)],
+      timeoutMs: pg.timeoutMs,
       ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
     });
   });

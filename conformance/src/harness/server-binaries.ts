@@ -17,6 +17,7 @@ export const BINARY_ENV = {
   zookeeperJar: "BATON_ZOOKEEPER_JAR",
   slf4jJar: "BATON_SLF4J_JAR",
   postgresBinDir: "BATON_PG_BIN_DIR",
+  pgbouncer: "BATON_PGBOUNCER",
 } as const;
 
 /** Result of looking for a server's binaries: what was found, or why not. */
@@ -202,13 +203,42 @@ export function missingBinaryReason(
   kind: ServerKind,
   env: NodeJS.ProcessEnv = process.env,
 ): string | undefined {
-  const lookup =
-    kind === "redis" || kind === "redlock"
-      ? findRedisBinaries(env)
-      : kind === "etcd"
-        ? findEtcdBinaries(env)
-        : kind === "zookeeper"
-          ? findZookeeperBinaries(env)
-          : findPostgresBinaries(env);
+  switch (kind) {
+    case "redis":
+    case "redlock":
+      return reasonOf(findRedisBinaries(env));
+    case "etcd":
+      return reasonOf(findEtcdBinaries(env));
+    case "zookeeper":
+      return reasonOf(findZookeeperBinaries(env));
+    case "postgres":
+      return reasonOf(findPostgresBinaries(env));
+    case "postgres-lease":
+      return reasonOf(findPostgresBinaries(env)) ?? reasonOf(findPgBouncer(env));
+  }
+}
+
+function reasonOf(lookup: BinaryLookup<unknown>): string | undefined {
   return lookup.ok ? undefined : lookup.reason;
+}
+
+/** Looks for `pgbouncer` (`BATON_PGBOUNCER` overrides; default: PATH, then /usr/sbin). */
+export function findPgBouncer(env: NodeJS.ProcessEnv = process.env): BinaryLookup<string> {
+  const explicit = env[BINARY_ENV.pgbouncer];
+  const found = explicit
+    ? isExecutable(explicit)
+      ? explicit
+      : undefined
+    : (findOnPath("pgbouncer", env) ??
+      (isExecutable("/usr/sbin/pgbouncer") ? "/usr/sbin/pgbouncer" : undefined));
+  return found === undefined
+    ? missing("pgbouncer", BINARY_ENV.pgbouncer, "package pgbouncer")
+    : { ok: true, value: found };
+}
+
+/** The path of `pgbouncer`, or throws with what to install. */
+export function requirePgBouncer(env: NodeJS.ProcessEnv = process.env): string {
+  const lookup = findPgBouncer(env);
+  if (!lookup.ok) throw new Error(lookup.reason);
+  return lookup.value;
 }

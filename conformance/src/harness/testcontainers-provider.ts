@@ -316,6 +316,10 @@ export async function startContainerServers(
           case "postgres":
             urls.postgres = await startPostgresContainer(tc, tracker, timeoutMs);
             break;
+          default:
+            throw new Error(
+              `${kind}: the testcontainers provider does not start this backend's servers; use the local provider (BATON_SERVER_PROVIDER=local)`,
+            );
         }
       }),
     );
