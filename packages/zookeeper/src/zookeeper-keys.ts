@@ -1,11 +1,16 @@
 /**
- * The node layout: every path and node name Baton writes in ZooKeeper, built here.
+ * The node layout: every path and node name Baton writes in ZooKeeper, built here, and the
+ * names of the contenders other ZooKeeper lock libraries create beside Baton's.
  *
  * A lock is a persistent parent node, `<chroot>/<prefix>/<encoded lock name>`. Every
  * acquisition adds one EPHEMERAL_SEQUENTIAL child named `_c_<attempt id>-lock-<sequence>`:
  * the lowest sequence holds the lock. The name is Curator's "protected" mode layout (the
  * `InterProcessMutex` recipe), so Curator clients and Baton queue on the same parent; the
  * attempt id lets a retry find the node that a lost reply created.
+ *
+ * The queue counts every node a Curator or kazoo lock creates on the same parent (see
+ * {@link parseLockNode}), ordered by the sequence ZooKeeper appended: the parent's one
+ * counter numbers every child, whoever created it.
  *
  * A durable record (what `coordinator.runOnce` keeps per job and slot) is a persistent node
  * `<chroot>/<prefix>-records/<encoded key>` whose data is the record's value: beside the lock
@@ -19,19 +24,53 @@ export const PROTECTED_PREFIX = "_c_";
 export const LOCK_NODE_MARKER = "-lock-";
 
 /**
- * A Baton lock node's name: the attempt id (a UUID) and the sequence ZooKeeper appended (a
- * signed 32-bit counter, printed `%010d`: negative once the parent's counter wraps).
+ * The sequence ZooKeeper appends to a sequential node's name: its parent's counter, a signed
+ * 32-bit integer printed `%010d` (10 digits; negative, `-` and 9 or 10 digits, once the
+ * counter wraps).
  */
-const LOCK_NODE_NAME = new RegExp(
-  `^${PROTECTED_PREFIX}([0-9a-f-]{36})${LOCK_NODE_MARKER}(-?\\d+)$`,
+const SEQUENCE = String.raw`(\d{10}|-\d{9,10})`;
+
+/**
+ * Baton's node name, which is also Curator's protected-mode lock node (`InterProcessMutex`,
+ * and so `LeaderSelector`): `_c_<UUID>-lock-<sequence>`. The name alone cannot tell the two
+ * apart; the node's data does (see zookeeper-codec.ts).
+ */
+const PROTECTED_NODE = new RegExp(
+  `^${PROTECTED_PREFIX}([0-9a-f-]{36})${LOCK_NODE_MARKER}${SEQUENCE}$`,
 );
 
-/** One lock node in a parent's children, parsed. */
+/**
+ * Any other Curator lock node: `<anything>-lock-<sequence>` or a plain `lock-<sequence>`
+ * (Curator's lock name is `lock-`, and it sorts a child by what follows that name's last
+ * occurrence).
+ */
+const CURATOR_NODE = new RegExp(`^(?:.*-)?lock-${SEQUENCE}$`);
+
+/**
+ * A kazoo lock node: `<32 hex digits>__lock__<sequence>` (`Lock`, `WriteLock`, and so
+ * `Election`) or `<32 hex digits>__rlock__<sequence>` (`ReadLock`). A read lock shares the
+ * lock with other readers, never with a writer: Baton's lock is exclusive, so it waits for
+ * readers too.
+ */
+const KAZOO_NODE = new RegExp(`^[0-9a-f]{32}__r?lock__${SEQUENCE}$`);
+
+/**
+ * Which library's layout a contender's name has: `protected` (Baton's own, or Curator's
+ * protected mode: the data tells), `curator` (Curator without protection) or `kazoo`.
+ */
+export type NodeLayout = "protected" | "curator" | "kazoo";
+
+/** One contender in a lock parent's children, parsed from its name. */
 export interface LockNode {
   /** The child's name. */
   readonly name: string;
-  /** The attempt id in its name. */
-  readonly attemptId: string;
+  /** Whose layout the name has. */
+  readonly layout: NodeLayout;
+  /**
+   * The attempt id in a `protected` name (Baton's, or a Curator client's own UUID);
+   * `undefined` for the other layouts.
+   */
+  readonly attemptId?: string;
   /** ZooKeeper's sequence suffix (queue order within one parent incarnation). */
   readonly seq: number;
 }
@@ -92,14 +131,24 @@ export function splitPath(path: string): { readonly dir: string; readonly name: 
   return { dir: path.slice(0, at), name: path.slice(at + 1) };
 }
 
-/** Parses a child name; `undefined` for nodes that are not Baton lock nodes. */
+/**
+ * Parses a child name: a Baton or Curator protected node, another Curator lock node, or a
+ * kazoo lock node; `undefined` for every other node (Curator's `-latch-` nodes, for one),
+ * which the queue leaves out.
+ */
 export function parseLockNode(name: string): LockNode | undefined {
-  const m = LOCK_NODE_NAME.exec(name);
-  if (m === null) return undefined;
-  return { name, attemptId: m[1] as string, seq: Number(m[2]) };
+  let m = PROTECTED_NODE.exec(name);
+  if (m !== null) {
+    return { name, layout: "protected", attemptId: m[1] as string, seq: Number(m[2]) };
+  }
+  m = KAZOO_NODE.exec(name);
+  if (m !== null) return { name, layout: "kazoo", seq: Number(m[1]) };
+  m = CURATOR_NODE.exec(name);
+  if (m !== null) return { name, layout: "curator", seq: Number(m[1]) };
+  return undefined;
 }
 
-/** The Baton lock nodes among `children`, in queue order (lowest sequence first). */
+/** The contenders among `children`, in queue order (lowest sequence first). */
 export function queueOrder(children: readonly string[]): LockNode[] {
   const nodes: LockNode[] = [];
   for (const child of children) {

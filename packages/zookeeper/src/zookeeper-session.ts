@@ -367,8 +367,10 @@ export class ZookeeperSession implements BackendSession {
             stop,
           );
         }
+        // Every contender counts, whatever library made it, except our own orphans.
         const queue = queueOrder(children).filter(
-          (n) => n.name === own.name || !this.#orphans.has(n.attemptId),
+          (n) =>
+            n.name === own.name || n.attemptId === undefined || !this.#orphans.has(n.attemptId),
         );
         const index = queue.findIndex((n) => n.name === own.name);
         if (index < 0) throw vanished(path);
@@ -467,8 +469,8 @@ export class ZookeeperSession implements BackendSession {
       if (error instanceof SessionLostError) return false;
       // Not known to be gone: keep trying to delete it while the session lives.
       const { dir, name } = splitPath(path);
-      const node = parseLockNode(name);
-      if (node !== undefined) void this.#orphan(dir, node.attemptId, path);
+      const attemptId = parseLockNode(name)?.attemptId;
+      if (attemptId !== undefined) void this.#orphan(dir, attemptId, path);
       throw toBatonError(error, `zookeeper release of "${grant.key}"`);
     }
   }

@@ -36,7 +36,12 @@ describe("zookeeper node layout", () => {
 
   it("names nodes like Curator's protected mode: _c_<attempt id>-lock-<sequence>", () => {
     expect(lockNodePrefix("/baton/invoices", ATTEMPT)).toBe(`/baton/invoices/_c_${ATTEMPT}-lock-`);
-    expect(parseLockNode(CREATED)).toEqual({ name: CREATED, attemptId: ATTEMPT, seq: 2 });
+    expect(parseLockNode(CREATED)).toEqual({
+      name: CREATED,
+      layout: "protected",
+      attemptId: ATTEMPT,
+      seq: 2,
+    });
     const path = childPath("/baton/invoices", CREATED);
     expect(splitPath(path)).toEqual({ dir: "/baton/invoices", name: CREATED });
   });
@@ -45,14 +50,67 @@ describe("zookeeper node layout", () => {
     expect(parseLockNode(`_c_${ATTEMPT}-lock--2147483648`)?.seq).toBe(-2147483648);
   });
 
-  it("orders Baton's nodes by sequence and leaves out nodes of other layouts", () => {
+  it("reads the names Curator 5.4 and kazoo 2.8 gave their lock nodes on a ZooKeeper 3.8 server", () => {
+    // InterProcessMutex (protected mode, like Baton's) and LeaderSelector, which uses it.
+    const mutex = "_c_45ec30b9-2871-4839-927e-6ec2280d13f9-lock-0000000000";
+    expect(parseLockNode(mutex)).toEqual({
+      name: mutex,
+      layout: "protected",
+      attemptId: "45ec30b9-2871-4839-927e-6ec2280d13f9",
+      seq: 0,
+    });
+    // kazoo's Lock (and so Election) and ReadLock.
+    const lock = "a5db227a99fb4a97b20ff70509d38f90__lock__0000000000";
+    expect(parseLockNode(lock)).toEqual({ name: lock, layout: "kazoo", seq: 0 });
+    const read = "f7e44a7c05694e31b547d5a536ea7938__rlock__0000000007";
+    expect(parseLockNode(read)).toEqual({ name: read, layout: "kazoo", seq: 7 });
+  });
+
+  it("reads Curator's lock nodes without protection: lock-<sequence> and <anything>-lock-<sequence>", () => {
+    expect(parseLockNode("lock-0000000004")).toEqual({
+      name: "lock-0000000004",
+      layout: "curator",
+      seq: 4,
+    });
+    expect(parseLockNode("billing-worker-lock-0000000012")).toEqual({
+      name: "billing-worker-lock-0000000012",
+      layout: "curator",
+      seq: 12,
+    });
+    expect(parseLockNode("lock--000000005")?.seq).toBe(-5);
+  });
+
+  it("leaves out nodes no lock recipe made: LeaderLatch's, kazoo-like names without the UUID, bad sequences", () => {
+    for (const name of [
+      "_c_08691be0-779b-4cd0-9a03-08c07a30523d-latch-0000000000",
+      "worker__lock__0000000001",
+      "a5db227a99fb4a97b20ff70509d38f90__lock__12",
+      "lock-00000000012",
+      "lock-",
+      "_c_45ec30b9-2871-4839-927e-6ec2280d13f9-__WRIT__0000000000",
+      "not-a-lock",
+    ]) {
+      expect(parseLockNode(name), name).toBeUndefined();
+    }
+  });
+
+  it("queues every contender, Baton's, Curator's and kazoo's, by the sequence the parent gave it", () => {
     const other = "e1e4c5c9-1d2b-4a7e-9b0c-3f6d2a1b8c7d";
     const children = [
       `_c_${other}-lock-0000000011`,
       "3f5c2a9e8b7d4c1a0e9f8d7c6b5a4e3d__lock__0000000001",
+      "lock-0000000009",
       CREATED,
+      "0f5c2a9e8b7d4c1a0e9f8d7c6b5a4e3d__rlock__0000000005",
+      "_c_08691be0-779b-4cd0-9a03-08c07a30523d-latch-0000000003",
       "not-a-lock",
     ];
-    expect(queueOrder(children).map((n) => n.attemptId)).toEqual([ATTEMPT, other]);
+    expect(queueOrder(children).map((n) => [n.layout, n.seq, n.attemptId])).toEqual([
+      ["kazoo", 1, undefined],
+      ["protected", 2, ATTEMPT],
+      ["kazoo", 5, undefined],
+      ["curator", 9, undefined],
+      ["protected", 11, other],
+    ]);
   });
 });
