@@ -1,0 +1,79 @@
+import type { History } from "@baton/conformance/history";
+import type { Client } from "node-zookeeper-client";
+import { childrenOf, waitUntil } from "../support/counting-clients.js";
+import type { InteropHold, InteropWorker } from "./spawn-interop-worker.js";
+
+/** The `host:port,...` part of a `zookeeper://` URL (the connect string other clients take). */
+export function connectString(url: string): string {
+  return (url.slice("zookeeper://".length).split(/[/?]/)[0] as string).trim();
+}
+
+/** Resolves once `dir` has `count` children (contenders queued), polling. */
+export function queuedCount(raw: Client, dir: string, count: number, what: string): Promise<void> {
+  return waitUntil(
+    async () => (await childrenOf(raw, dir)).length === count,
+    30_000,
+    `${count} contenders are queued on ${dir} (${what})`,
+  );
+}
+
+/** True when `promise` is still pending after `ms`. */
+export async function stillPending(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let settled = false;
+  promise.then(
+    () => {
+      settled = true;
+    },
+    () => {
+      settled = true;
+    },
+  );
+  await new Promise((r) => setTimeout(r, ms));
+  return !settled;
+}
+
+/**
+ * A worker's acquires and releases recorded in `history` under the worker's id, on the test
+ * process's clock: a grant counts from when its `acquired` line arrived, a hold ends when the
+ * test sent `release`.
+ */
+export class RecordedInteropWorker {
+  readonly history: History;
+  readonly worker: InteropWorker;
+  readonly key: string;
+
+  constructor(history: History, worker: InteropWorker, key: string) {
+    this.history = history;
+    this.worker = worker;
+    this.key = key;
+  }
+
+  /** Sends `acquire`; the returned promise settles with the hold (recorded when it does). */
+  acquire(timeoutMs?: number): Promise<InteropHold> {
+    const op = this.history.invokeAcquire(this.worker.id, this.key);
+    return this.worker.acquire(timeoutMs).then(
+      (hold) => {
+        op.ok(hold.token, { at: hold.at });
+        return hold;
+      },
+      (error: Error) => {
+        op.fail(error.message);
+        throw error;
+      },
+    );
+  }
+
+  /** Sends `release`; resolves with the time the node was gone. */
+  async release(): Promise<number> {
+    const op = this.history.invokeRelease(this.worker.id, this.key);
+    const at = await this.worker.release();
+    op.done(true, at);
+    return at;
+  }
+
+  /** SIGKILLs the worker, recording the crash. */
+  async kill(): Promise<void> {
+    this.history.crash(this.worker.id);
+    await this.worker.kill();
+  }
+}

@@ -1,0 +1,236 @@
+import { randomUUID } from "node:crypto";
+import { describeBackend } from "@baton/conformance/harness";
+import { checkHistory, History, RecordedCoordinator } from "@baton/conformance/history";
+import { type Coordinator, createCoordinator, type Holder } from "@baton/core";
+import type { Client } from "node-zookeeper-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { encodeLockName, ZookeeperBackend } from "../src/index.js";
+import {
+  connectString,
+  queuedCount,
+  RecordedInteropWorker,
+  stillPending,
+} from "./interop/interop-steps.js";
+import { type InteropWorker, spawnInteropWorker } from "./interop/spawn-interop-worker.js";
+import { childrenOf, inspector, removeTree, waitUntil } from "./support/counting-clients.js";
+
+// Curator 5.4 (InterProcessMutex, LeaderSelector, LeaderLatch) in a JVM, contending with
+// Baton on one ZooKeeper path. One worker per recipe serves every step (a JVM takes a second
+// or more to start).
+describeBackend("zookeeper", (url) => {
+  const prefix = `ic${randomUUID().slice(0, 8)}`;
+  const dirOf = (name: string) => `/${prefix}/${encodeLockName(name)}`;
+  let raw: Client;
+  let backend: ZookeeperBackend;
+  let baton: Coordinator;
+  let mutex: InteropWorker;
+  let selector: InteropWorker;
+  let latch: InteropWorker;
+  const coordinators: Coordinator[] = [];
+  const coordinator = (ownerId: string) => {
+    const c = createCoordinator({ backend, ttlMs: 10_000, ownerId });
+    coordinators.push(c);
+    return c;
+  };
+
+  beforeAll(async () => {
+    const connect = connectString(url);
+    raw = await inspector(connect);
+    backend = ZookeeperBackend.fromUrl(url, { prefix });
+    baton = coordinator("baton-node");
+    const worker = (recipe: "lock" | "selector" | "latch", name: string) =>
+      spawnInteropWorker({
+        library: "curator",
+        recipe,
+        connect,
+        path: dirOf(name),
+        id: `curator-${recipe}`,
+      });
+    [mutex, selector, latch] = await Promise.all([
+      worker("lock", "interop-a"),
+      worker("selector", "interop-selector"),
+      worker("latch", "interop-latch"),
+    ]);
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.allSettled([mutex, selector, latch].map((w) => w?.stop()));
+    await Promise.allSettled(coordinators.map((c) => c.close()));
+    await backend?.close();
+    await removeTree(raw, `/${prefix}`).catch(() => undefined);
+    raw?.close();
+  });
+
+  describe("Curator's InterProcessMutex", () => {
+    const name = "interop-a";
+
+    it("waits for Baton's holder and takes the lock when Baton releases it", async () => {
+      const history = new History();
+      const b = new RecordedCoordinator(history, "baton", baton);
+      const curator = new RecordedInteropWorker(history, mutex, name);
+      const lock = await b.acquire(name);
+      const waiting = curator.acquire(30_000);
+      await queuedCount(raw, dirOf(name), 2, "Baton holds, Curator waits");
+      expect(await stillPending(waiting, 500)).toBe(true);
+      const releasedAt = performance.now();
+      await b.release(lock);
+      const hold = await waiting;
+      expect(hold.token).toBeGreaterThan(lock.token);
+      console.info(`Baton -> Curator hand-off: ${Math.round(hold.at - releasedAt)} ms`);
+      await curator.release();
+      expect(checkHistory(history, { fencing: true })).toEqual([]);
+    });
+
+    it("holds off Baton: tryAcquire refuses, acquire waits and gets the lock on release", async () => {
+      const history = new History();
+      const b = new RecordedCoordinator(history, "baton", baton);
+      const curator = new RecordedInteropWorker(history, mutex, name);
+      const hold = await curator.acquire(30_000);
+      expect(await b.tryAcquire(name)).toBeNull();
+      const waiting = b.acquire(name, { waitMs: 30_000 });
+      await queuedCount(raw, dirOf(name), 2, "Curator holds, Baton waits");
+      expect(await stillPending(waiting, 500)).toBe(true);
+      const releasing = performance.now();
+      await curator.release();
+      const lock = await waiting;
+      console.info(`Curator -> Baton hand-off: ${Math.round(performance.now() - releasing)} ms`);
+      expect(lock.token).toBeGreaterThan(hold.token);
+      await b.release(lock);
+      expect(checkHistory(history, { fencing: true })).toEqual([]);
+    });
+
+    it("hands the lock on along one queue: Baton, Curator, another Baton, twice", async () => {
+      const history = new History();
+      const b = new RecordedCoordinator(history, "baton", baton);
+      const b2 = new RecordedCoordinator(history, "baton-2", coordinator("baton-2"));
+      const curator = new RecordedInteropWorker(history, mutex, name);
+      for (let round = 0; round < 2; round++) {
+        const lock = await b.acquire(name);
+        const waiting = curator.acquire(30_000);
+        await queuedCount(raw, dirOf(name), 2, `round ${round}: Curator waits for Baton`);
+        const batonNext = b2.acquire(name, { waitMs: 30_000 });
+        await queuedCount(raw, dirOf(name), 3, `round ${round}: Baton queues behind Curator`);
+        await b.release(lock);
+        await waiting;
+        expect(await stillPending(batonNext, 300)).toBe(true);
+        await curator.release();
+        await b2.release(await batonNext);
+      }
+      expect(checkHistory(history, { fencing: true })).toEqual([]);
+      expect(await childrenOf(raw, dirOf(name))).toEqual([]);
+    });
+
+    it("holder() and watch() show Curator's holder with its node's token", async () => {
+      const seen: (Holder | null)[] = [];
+      const stop = new AbortController();
+      const watching = (async () => {
+        for await (const h of baton.watch(name, { signal: stop.signal })) seen.push(h);
+      })();
+      await waitUntil(() => seen.length > 0, 10_000, "watch() reports the free lock");
+      const hold = await mutex.acquire(30_000);
+      const holder = await baton.holder(name);
+      expect(holder).toMatchObject({ token: hold.token });
+      await waitUntil(
+        () => seen.some((h) => h?.token === hold.token),
+        10_000,
+        "watch() reports Curator's holder",
+      );
+      await mutex.release();
+      await waitUntil(() => seen.at(-1) === null, 10_000, "watch() reports the lock free again");
+      expect(await baton.holder(name)).toBeNull();
+      stop.abort();
+      await watching;
+    });
+
+    it("a SIGKILLed Curator holder keeps the lock until its session expires, then Baton gets it", async () => {
+      // Its own worker: the shared one dies here.
+      const victim = await spawnInteropWorker({
+        library: "curator",
+        recipe: "lock",
+        connect: connectString(url),
+        path: dirOf("interop-kill"),
+        id: "curator-killed",
+        sessionTimeoutMs: 4000,
+      });
+      const history = new History();
+      const b = new RecordedCoordinator(history, "baton", baton);
+      const curator = new RecordedInteropWorker(history, victim, "interop-kill");
+      await curator.acquire(30_000);
+      const waiting = b.acquire("interop-kill", { waitMs: 60_000 });
+      await queuedCount(raw, dirOf("interop-kill"), 2, "Curator holds, Baton waits");
+      const killedAt = performance.now();
+      await curator.kill();
+      // The server keeps the session for its timeout (4 s asked; at least 2/3 of it passes
+      // after the last heartbeat): the dead holder's node still excludes Baton meanwhile.
+      expect(await stillPending(waiting, 1500)).toBe(true);
+      const lock = await waiting;
+      console.info(`SIGKILLed Curator -> Baton: ${Math.round(performance.now() - killedAt)} ms`);
+      expect(lock.held).toBe(true);
+      await b.release(lock);
+      expect(checkHistory(history, { fencing: true })).toEqual([]);
+    }, 60_000);
+  });
+
+  describe("Curator's LeaderSelector", () => {
+    const name = "interop-selector";
+
+    it("and Baton's elect() on one path lead one at a time, handing leadership over both ways", async () => {
+      const history = new History();
+      const curator = new RecordedInteropWorker(history, selector, name);
+      const c = coordinator("baton-elector");
+      let terms = 0;
+      let ended: () => void = () => undefined;
+      const election = c.elect(name, {
+        onElected: ({ term, signal }) => {
+          terms++;
+          const op = history.invokeAcquire("baton", name);
+          op.ok(term);
+          signal.addEventListener("abort", () => {
+            history.invokeRelease("baton", name).done(true);
+            ended();
+          });
+        },
+      });
+      try {
+        await waitUntil(() => election.isLeader, 15_000, "Baton leads");
+        const selected = curator.acquire(30_000);
+        await queuedCount(raw, dirOf(name), 2, "Curator's selector waits for Baton's leader");
+        expect(await stillPending(selected, 500)).toBe(true);
+        const revoked = new Promise<void>((r) => {
+          ended = r;
+        });
+        // resign() gives leadership up and campaigns again: behind Curator's node.
+        await election.resign();
+        await revoked;
+        const leadership = await selected;
+        expect(election.isLeader).toBe(false);
+        expect((await election.leader())?.term).toBe(leadership.token);
+        await curator.release();
+        await waitUntil(() => election.isLeader, 15_000, "Baton leads again");
+        expect(terms).toBe(2);
+        expect(checkHistory(history, { fencing: true })).toEqual([]);
+      } finally {
+        await election.close();
+      }
+    });
+  });
+
+  describe("Curator's LeaderLatch", () => {
+    const name = "interop-latch";
+
+    it("does not exclude Baton's elect() on one path: each elects its own leader", async () => {
+      // LeaderLatch orders only its `-latch-` nodes and Baton only lock nodes: both lead.
+      const c = coordinator("baton-latch");
+      const election = c.elect(name, { onElected: () => undefined });
+      try {
+        await waitUntil(() => election.isLeader, 15_000, "Baton leads");
+        const leadership = await latch.acquire(30_000);
+        expect(leadership.node).toMatch(/-latch-\d{10}$/);
+        expect(election.isLeader).toBe(true);
+        expect((await election.leader())?.ownerId).toBe("baton-latch");
+        await latch.release();
+      } finally {
+        await election.close();
+      }
+    });
+  });
+});
