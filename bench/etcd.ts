@@ -1,7 +1,8 @@
+import type { ServerGroup } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { EtcdBackend } from "@baton/etcd";
 import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
-import { runBackendBench } from "./lib/backend-run.js";
+import { groupCpuMeter, runBackendBench } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs, sleep } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
@@ -16,8 +17,8 @@ export function run(): Promise<BackendResult> {
   return runBackendBench({
     backend: "etcd",
     serverVersion: (url) => serverVersion(hostsOf(url)),
-    uncontended: (url) => uncontended(hostsOf(url)),
-    handoffs: (url, floor) => handoffs(url, hostsOf(url), floor),
+    uncontended: (url, group) => uncontended(hostsOf(url), group),
+    handoffs: (url, floor, group) => handoffs(url, hostsOf(url), floor, group),
     heldLocks: (url) => heldLocks(hostsOf(url)),
     takeoverTtlMs: 2_000,
     throughputTtlMs: 15_000,
@@ -32,7 +33,11 @@ async function serverVersion(hosts: readonly string[]): Promise<string> {
   return `etcd ${reply.etcdserver ?? "unknown"}, ${hosts.length} members`;
 }
 
-async function uncontended(hosts: string[]): Promise<LatencySection> {
+async function uncontended(
+  hosts: string[],
+  group: ServerGroup | undefined,
+): Promise<LatencySection> {
+  const meter = groupCpuMeter(group);
   const raw = new Etcd3({ hosts });
   const backend = new EtcdBackend({ hosts });
   const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
@@ -97,6 +102,7 @@ async function uncontended(hosts: string[]): Promise<LatencySection> {
       rounds: 6,
       perRound: 100,
       maxMs: 60_000,
+      ...(meter ? { server: meter, idleMs: 1_000 } : {}),
     });
     return latencySection(
       "uncontended",
@@ -105,6 +111,7 @@ async function uncontended(hosts: string[]): Promise<LatencySection> {
       results,
       [
         "each variant on its own etcd3 client over all members; Baton's session and coordinator share one EtcdBackend",
+        "server time: the CPU of all three members summed, their idle rate (read over 1 s before the rounds) taken off",
       ],
     );
   } finally {
@@ -120,7 +127,9 @@ async function handoffs(
   url: string,
   hosts: string[],
   floor: Row | undefined,
+  group: ServerGroup | undefined,
 ): Promise<LatencySection> {
+  const meter = groupCpuMeter(group);
   const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
     createCoordinator({ url, ttlMs: 15_000, ownerId: `handoff-${i}` }),
   );
@@ -154,7 +163,7 @@ async function handoffs(
           })),
         },
       ],
-      { handoffs: HANDOFFS },
+      { handoffs: HANDOFFS, ...(meter ? { server: meter, idleMs: 1_000 } : {}) },
     );
     return handoffSection(WAITERS, rows, floor, [
       `${WAITERS + 1} contenders, each its own coordinator (own EtcdBackend) or etcd3 client; Baton waits on its predecessor's key, etcd3's lock cannot wait so it retries`,

@@ -1,3 +1,4 @@
+import type { ServerGroup } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { PostgresBackend } from "@baton/postgres";
 import advisoryLockModule from "advisory-lock";
@@ -6,9 +7,9 @@ import { runBackendBench } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
-import { interleave, latencySection, type Variant } from "./lib/interleave.js";
+import { interleave, latencySection, type Measured, type Variant } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
-import type { Summary } from "./lib/stats.js";
+import { processCpuMeter, processTreeCpuMeter, type ServerMeter } from "./lib/server-meter.js";
 
 /** The part of advisory-lock's API the bench uses. */
 type CreateMutex = (
@@ -49,18 +50,57 @@ async function serverVersion(url: string): Promise<string> {
   }
 }
 
-async function uncontended(url: string): Promise<LatencySection> {
-  const raw = new pg.Client({ connectionString: url });
+/** `url` with an application_name, so the server processes of its connections can be found. */
+function named(url: string, name: string): string {
+  const u = new URL(url);
+  u.searchParams.set("application_name", name);
+  return u.toString();
+}
+
+/**
+ * CPU time of the server processes serving the connections named `name` (looked up at every
+ * read through `stats`, so connections opened later count too), each process a part.
+ */
+function connectionsMeter(stats: pg.Client, name: string): ServerMeter {
+  const find = async () =>
+    (
+      await stats.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = $1",
+        [name],
+      )
+    ).rows.map((r) => r.pid);
+  const inner = (pids: readonly number[]) =>
+    processCpuMeter(
+      "",
+      () => pids,
+      (pid) => `backend ${pid}`,
+    );
+  return {
+    source: "the variant's own server processes' CPU (schedstat)",
+    read: async () => inner(await find()).read(),
+  };
+}
+
+async function uncontended(url: string, group: ServerGroup | undefined): Promise<LatencySection> {
+  const raw = new pg.Client({ connectionString: named(url, "bench-raw") });
   raw.on("error", () => undefined);
-  const backend = new PostgresBackend({ url });
+  const stats = new pg.Client({ connectionString: url });
+  stats.on("error", () => undefined);
+  await stats.connect();
+  // One backend per Baton variant, so each variant's server processes are known by name.
+  const sessionBackend = new PostgresBackend({ url: named(url, "bench-session") });
+  const backend = new PostgresBackend({ url: named(url, "bench-coordinator") });
   const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
-  const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
+  const session = await sessionBackend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
   const mutex = createMutex(url)("bench-advisory-lock");
+  const rawMeter = connectionsMeter(stats, "bench-raw");
+  const postmaster = group?.pids[0];
   try {
     const variants: Variant[] = [
       {
         name: "raw try_lock+unlock",
         role: "floor",
+        server: rawMeter,
         setup: async () => {
           await raw.connect();
         },
@@ -74,6 +114,7 @@ async function uncontended(url: string): Promise<LatencySection> {
         // What `client.query(text, values)` costs: an unnamed statement, parsed every time.
         name: "raw try_lock+unlock, unnamed statements",
         role: "reference",
+        server: rawMeter,
         op: async () => {
           await raw.query(FLOOR_LOCK, ["44"]);
           await raw.query(FLOOR_UNLOCK, ["44"]);
@@ -82,7 +123,13 @@ async function uncontended(url: string): Promise<LatencySection> {
       ...batonVariants(session, coordinator, {
         sessionLock: "bench-session",
         coordinatorLock: "bench-coordinator",
-      }),
+      }).map((v) => ({
+        ...v,
+        server: connectionsMeter(
+          stats,
+          v.role === "session" ? "bench-session" : "bench-coordinator",
+        ),
+      })),
     ];
     const results = await interleave(variants, {
       // Enough for V8 to have compiled every variant's path (measured: with 100, Baton's
@@ -99,6 +146,15 @@ async function uncontended(url: string): Promise<LatencySection> {
     const peer: Variant = {
       name: "advisory-lock tryLock+unlock",
       role: "peer",
+      // A server process per lock: every process of the server, those that ended included.
+      ...(postmaster === undefined
+        ? {}
+        : {
+            server: processTreeCpuMeter(
+              "every server process's CPU (schedstat; ended processes by 10 ms ticks)",
+              postmaster,
+            ),
+          }),
       op: async () => {
         const unlock = await mutex.tryLock();
         if (unlock === undefined) throw new Error("bench: advisory-lock held");
@@ -111,22 +167,31 @@ async function uncontended(url: string): Promise<LatencySection> {
       rounds: 4,
       perRound: 100,
       maxMs: 30_000,
+      idleMs: 500,
     });
-    results.set(peer.name, peerResults.get(peer.name) as Summary);
+    results.set(peer.name, peerResults.get(peer.name) as Measured);
     variants.push(peer);
     return latencySection("uncontended", "uncontended acquire + release", variants, results, [
       "Baton's acquire also takes a fencing token (a sequence) and keeps it in one shared advisory lock in the same statement (a holder row when a value is given, or past 64 keys per session); the floor and Baton both use prepared statements",
       "advisory-lock opens a connection per lock; it is measured in a block of its own (interleaved with Baton's coordinator), since the server processes it starts and ends slow whatever runs next",
+      "server time: the CPU of the variant's own server processes (found by application_name; Baton's session and coordinator each have their own PostgresBackend); for advisory-lock, of every server process",
     ]);
   } finally {
     await session.close();
     await coordinator.close();
     await backend.close();
+    await sessionBackend.close();
     await raw.end().catch(() => undefined);
+    await stats.end().catch(() => undefined);
   }
 }
 
-async function handoffs(url: string, floor: Row | undefined): Promise<LatencySection> {
+async function handoffs(
+  url: string,
+  floor: Row | undefined,
+  group: ServerGroup | undefined,
+): Promise<LatencySection> {
+  const postmaster = group?.pids[0];
   // Raw: blocking pg_advisory_lock on one connection per contender (PostgreSQL's own queue).
   const clients = await Promise.all(
     Array.from({ length: WAITERS + 1 }, async () => {
@@ -160,7 +225,18 @@ async function handoffs(url: string, floor: Row | undefined): Promise<LatencySec
           contenders: coordinatorContenders(coordinators, "bench-handoff"),
         },
       ],
-      { handoffs: HANDOFFS },
+      {
+        handoffs: HANDOFFS,
+        ...(postmaster === undefined
+          ? {}
+          : {
+              server: processTreeCpuMeter(
+                "every server process's CPU (schedstat; ended processes by 10 ms ticks)",
+                postmaster,
+              ),
+              idleMs: 500,
+            }),
+      },
     );
     return handoffSection(WAITERS, rows, floor, [
       `${WAITERS + 1} contenders, each its own coordinator (own PostgresBackend) or raw connection`,

@@ -15,6 +15,7 @@
  *    commandstats), CPU and memory.
  */
 import { randomUUID } from "node:crypto";
+import type { ServerGroup } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { RedisBackend } from "@baton/redis";
 import { Redlock as SesameRedlock } from "@sesamecare-oss/redlock";
@@ -26,6 +27,7 @@ import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/ha
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
+import { processCpuUs, type ServerMeter } from "./lib/server-meter.js";
 
 /** The part of redlock@4 (which ships no types) used here. */
 interface Redlock4 {
@@ -70,7 +72,30 @@ async function serverVersion(url: string): Promise<string> {
   }
 }
 
-async function uncontended(url: string): Promise<LatencySection> {
+/**
+ * redis-server's CPU time (schedstat, every thread) as the total, and INFO commandstats usec
+ * by command as the parts. Redis counts the commands a script runs on their own as well as in
+ * the script's time, so the parts are not summed. INFO's own entry is left out.
+ */
+function redisMeter(stats: Redis, group: ServerGroup | undefined): ServerMeter {
+  const pid = group?.pids[0];
+  return {
+    source: pid === undefined ? "INFO commandstats usec, summed" : "redis-server CPU (schedstat)",
+    partsSource:
+      "INFO commandstats usec by command; a script's time includes the commands it runs, which are also listed on their own",
+    async read() {
+      const total = pid === undefined ? undefined : processCpuUs(pid);
+      const info = (await stats.info("commandstats")) as string;
+      const parts: Record<string, number> = {};
+      for (const m of info.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) {
+        if (m[1] !== "info") parts[m[1] as string] = Number(m[2]);
+      }
+      return { total: total ?? Object.values(parts).reduce((a, b) => a + b, 0), parts };
+    },
+  };
+}
+
+async function uncontended(url: string, group: ServerGroup | undefined): Promise<LatencySection> {
   const clients: Redis[] = [];
   const client = () => {
     const c = new Redis(url);
@@ -78,6 +103,7 @@ async function uncontended(url: string): Promise<LatencySection> {
     return c;
   };
   const raw = client();
+  const stats = client();
   const deleteSha = (await raw.script("LOAD", DELETE_IF_OWNER)) as string;
   const backend = new RedisBackend({ url, keyPrefix: "bench:" });
   const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
@@ -132,6 +158,7 @@ async function uncontended(url: string): Promise<LatencySection> {
       rounds: 6,
       perRound: 1_000,
       maxMs: 60_000,
+      server: redisMeter(stats, group),
     });
     return latencySection("uncontended", "uncontended acquire + release", variants, results, [
       "each variant on its own connection; Baton's session and coordinator share one RedisBackend",
@@ -144,11 +171,16 @@ async function uncontended(url: string): Promise<LatencySection> {
   }
 }
 
-async function handoffs(url: string, floor: Row | undefined): Promise<LatencySection> {
+async function handoffs(
+  url: string,
+  floor: Row | undefined,
+  group: ServerGroup | undefined,
+): Promise<LatencySection> {
   const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
     createCoordinator({ url, ttlMs: TTL_MS, ownerId: `handoff-${i}` }),
   );
   const connections = Array.from({ length: WAITERS + 1 }, () => new Redis(url));
+  const stats = new Redis(url);
   const mutexes = connections.map(
     (c) => new Mutex(c, "bench-semaphore-handoff", { lockTimeout: TTL_MS }),
   );
@@ -173,7 +205,7 @@ async function handoffs(url: string, floor: Row | undefined): Promise<LatencySec
           })),
         },
       ],
-      { handoffs: HANDOFFS },
+      { handoffs: HANDOFFS, server: redisMeter(stats, group) },
     );
     return handoffSection(WAITERS, rows, floor, [
       `${WAITERS + 1} contenders, each its own coordinator (own RedisBackend) or Mutex (own connection)`,
@@ -181,6 +213,7 @@ async function handoffs(url: string, floor: Row | undefined): Promise<LatencySec
   } finally {
     await Promise.all(coordinators.map((c) => c.close()));
     for (const c of connections) c.disconnect();
+    stats.disconnect();
   }
 }
 

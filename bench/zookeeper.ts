@@ -18,11 +18,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { connect as tcpConnect } from "node:net";
+import type { ServerGroup } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { ZookeeperBackend } from "@baton/zookeeper";
 import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
-import { runBackendBench } from "./lib/backend-run.js";
+import { groupCpuMeter, runBackendBench } from "./lib/backend-run.js";
 import { batonVariants } from "./lib/baton-variants.js";
 import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
@@ -41,8 +42,8 @@ export function run(): Promise<BackendResult> {
     backend: "zookeeper",
     clientUrl: oneMember,
     serverVersion: (url) => serverVersion(members(url)),
-    uncontended: (url) => uncontended(oneMember(url)),
-    handoffs: (url, floor) => handoffs(oneMember(url), floor),
+    uncontended: (url, group) => uncontended(oneMember(url), group),
+    handoffs: (url, floor, group) => handoffs(oneMember(url), floor, group),
     heldLocks: (url) => heldLocks(oneMember(url), members(url)),
     takeoverTtlMs: 2_000,
     throughputTtlMs: 10_000,
@@ -101,7 +102,8 @@ const removeNode = (client: Client, path: string): Promise<void> =>
     client.remove(path, -1, (error) => (error ? reject(error) : resolve())),
   );
 
-async function uncontended(url: string): Promise<LatencySection> {
+async function uncontended(url: string, group: ServerGroup | undefined): Promise<LatencySection> {
+  const meter = groupCpuMeter(group);
   const raw = await connect(url);
   const dir = `/bench-raw-${randomUUID().slice(0, 8)}`;
   await call((cb) => raw.mkdirp(dir, cb));
@@ -144,6 +146,7 @@ async function uncontended(url: string): Promise<LatencySection> {
       rounds: 6,
       perRound: 300,
       maxMs: 50_000,
+      ...(meter ? { server: meter, idleMs: 1_000 } : {}),
     });
     return latencySection(
       "uncontended",
@@ -152,6 +155,7 @@ async function uncontended(url: string): Promise<LatencySection> {
       results,
       [
         "every client on the same member; the floor pipelines getChildren and exists as the recipe allows",
+        "server time: the CPU of all three members' JVMs summed, their idle rate (read over 1 s before the rounds) taken off",
       ],
     );
   } finally {
@@ -162,7 +166,12 @@ async function uncontended(url: string): Promise<LatencySection> {
   }
 }
 
-async function handoffs(url: string, floor: Row | undefined): Promise<LatencySection> {
+async function handoffs(
+  url: string,
+  floor: Row | undefined,
+  group: ServerGroup | undefined,
+): Promise<LatencySection> {
+  const meter = groupCpuMeter(group);
   const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
     createCoordinator({ url, ttlMs: 10_000, ownerId: `handoff-${i}` }),
   );
@@ -178,7 +187,7 @@ async function handoffs(url: string, floor: Row | undefined): Promise<LatencySec
           ),
         },
       ],
-      { handoffs: HANDOFFS },
+      { handoffs: HANDOFFS, ...(meter ? { server: meter, idleMs: 1_000 } : {}) },
     );
     return handoffSection(WAITERS, rows, floor, [
       `${WAITERS + 1} contenders, each its own coordinator (own ZooKeeper session); each waits on its predecessor's node`,

@@ -1,4 +1,4 @@
-import { startServers } from "@baton/conformance/harness";
+import { type ServerGroup, startServers } from "@baton/conformance/harness";
 import { createCoordinator } from "@baton/core";
 import { cpuPlacement, pinSelf } from "./cpu-placement.js";
 import { formatHeld, formatSection } from "./format-table.js";
@@ -9,6 +9,7 @@ import {
   type LatencySection,
   type Row,
 } from "./results.js";
+import { processCpuMeter, type ServerMeter } from "./server-meter.js";
 import { measureTakeover } from "./takeover.js";
 import { measureThroughput } from "./throughput.js";
 
@@ -85,8 +86,13 @@ export interface BackendBench {
   /** The URL coordinators use (default: the harness's URL as it is). */
   readonly clientUrl?: (url: string) => string;
   serverVersion(url: string): Promise<string>;
-  uncontended(url: string): Promise<LatencySection>;
-  handoffs(url: string, floor: Row | undefined): Promise<LatencySection>;
+  /** `servers`: the harness's processes (their PIDs), for server CPU figures. */
+  uncontended(url: string, servers: ServerGroup | undefined): Promise<LatencySection>;
+  handoffs(
+    url: string,
+    floor: Row | undefined,
+    servers: ServerGroup | undefined,
+  ): Promise<LatencySection>;
   heldLocks(url: string): Promise<HeldLocksResult>;
   /** TTL of the takeover runs (the backend's least sensible one). */
   readonly takeoverTtlMs: number;
@@ -114,14 +120,15 @@ export async function runBackendBench(bench: BackendBench): Promise<BackendResul
     if (placement) pinSelf(placement.client);
   }
   const url = servers.servers[bench.backend];
+  const group = servers.groups[bench.backend];
   try {
     if (url === undefined) throw new Error(`bench ${bench.backend}: no server`);
     const clientUrl = bench.clientUrl?.(url) ?? url;
     out.server = await bench.serverVersion(url);
-    const unc = await out.step("uncontended", () => bench.uncontended(url));
+    const unc = await out.step("uncontended", () => bench.uncontended(url, group));
     if (unc) out.add(unc);
     const handoff = await out.step("handoff", () =>
-      bench.handoffs(url, unc ? floorRow(unc) : undefined),
+      bench.handoffs(url, unc ? floorRow(unc) : undefined, group),
     );
     if (handoff) out.add(handoff);
     const takeover = await out.step("takeover", () =>
@@ -143,4 +150,19 @@ export async function runBackendBench(bench: BackendBench): Promise<BackendResul
     if (placement) pinSelf(placement.all);
   }
   return out.result();
+}
+
+/**
+ * CPU time of every member of a server group (all members summed; each member a part, by
+ * name), or undefined without the group's processes (servers not started here).
+ */
+export function groupCpuMeter(group: ServerGroup | undefined): ServerMeter | undefined {
+  if (group === undefined || group.pids.length === 0) return undefined;
+  const names = new Map(group.members.map((m) => [m.pid, m.name]));
+  const n = group.members.length;
+  return processCpuMeter(
+    n === 1 ? "server process CPU (schedstat)" : `server CPU, all ${n} members summed (schedstat)`,
+    () => group.pids,
+    (pid) => names.get(pid) ?? `pid ${pid}`,
+  );
 }

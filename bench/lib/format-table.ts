@@ -16,6 +16,9 @@ export function sectionCells(section: LatencySection): string[][] {
   const opsAlike = floor?.opsPerSec !== undefined;
   // Takeover has no rate: drop the column when no row has one.
   const hasOps = section.rows.some((r) => Number.isFinite(r.opsPerSec));
+  const hasCpu = section.rows.some((r) => r.clientCpuUs !== undefined);
+  const hasServer = section.rows.some((r) => r.server !== undefined);
+  const per = section.costLabel ?? "per op";
   const header = [
     "variant",
     ...(hasOps ? [section.opsLabel ?? "ops/s"] : []),
@@ -23,6 +26,8 @@ export function sectionCells(section: LatencySection): string[][] {
     section.p99Label ?? "p99 ms",
     ...(floor ? ["p50 vs floor"] : []),
     ...(opsAlike ? ["time/op vs floor"] : []),
+    ...(hasCpu ? [`client CPU us ${per}`] : []),
+    ...(hasServer ? [`server us ${per}`] : []),
   ];
   const rows = section.rows.map((r) => [
     r.variant,
@@ -31,8 +36,33 @@ export function sectionCells(section: LatencySection): string[][] {
     fixed(r.p99, 3),
     ...(floor ? [times(r.p50 / floor.p50)] : []),
     ...(opsAlike ? [times((floor.opsPerSec as number) / r.opsPerSec)] : []),
+    ...(hasCpu ? [fixed(r.clientCpuUs, 1)] : []),
+    ...(hasServer ? [fixed(r.server?.usPerOp, 1)] : []),
   ]);
   return [header, ...rows];
+}
+
+/**
+ * The server time of each row by part (a Redis command, a server process or member), one
+ * line per row that has more than its total, e.g. "evalsha 7.3 + set 1.0"; empty when none has.
+ */
+export function serverPartCells(section: LatencySection): string[][] {
+  // A split into one part that is the total says nothing more.
+  const rows = section.rows.filter(
+    (r) =>
+      r.server && Object.keys(r.server.parts).length > (r.server.partsSource === undefined ? 1 : 0),
+  );
+  if (rows.length === 0) return [];
+  const sources = [...new Set(rows.map((r) => r.server?.partsSource ?? r.server?.source))];
+  return [
+    ["variant", `server us ${section.costLabel ?? "per op"}, by part (${sources.join("; ")})`],
+    ...rows.map((r) => [
+      r.variant,
+      Object.entries(r.server?.parts ?? {})
+        .map(([part, us]) => `${part} ${us.toFixed(1)}`)
+        .join(" + "),
+    ]),
+  ];
 }
 
 /** A plain-text table of a section, for the console. */
@@ -44,11 +74,15 @@ export function formatSection(backend: string, section: LatencySection): string 
       .map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
       .join("  ");
   const floor = section.floor ? ` (floor: ${section.floor.label})` : "";
+  const [partsHeader, ...parts] = serverPartCells(section);
+  const partsWidth = Math.max(0, ...parts.map((p) => (p[0] ?? "").length));
   return [
     `\n${backend}: ${section.title}${floor}`,
     line(header),
     line(widths.map((w) => "-".repeat(w))),
     ...rows.map(line),
+    ...(partsHeader ? [`  ${partsHeader[1]}:`] : []),
+    ...parts.map(([v, p]) => `    ${(v ?? "").padEnd(partsWidth)}  ${p}`),
     ...section.notes.map((n) => `  ${n}`),
   ].join("\n");
 }

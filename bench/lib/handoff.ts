@@ -1,4 +1,14 @@
 import { type LatencySection, type Role, type Row, row } from "./results.js";
+import {
+  addDelta,
+  clientCpuSince,
+  emptyTotals,
+  idleRate,
+  type ServerMeter,
+  type ServerTotals,
+  serverCost,
+  subtractIdle,
+} from "./server-meter.js";
 import { summarise } from "./stats.js";
 
 /** Something that can take the contended lock and hands back its release. */
@@ -16,6 +26,10 @@ export interface HandoffOptions {
   readonly holdMs?: number;
   /** Pause of a releaser before it waits again. Default 1 ms. */
   readonly pauseMs?: number;
+  /** The server time of every group (per grant), read around each block. */
+  readonly server?: ServerMeter;
+  /** Time (ms) to read the server's idle rate over, taken off each block (as interleave's). Default 0. */
+  readonly idleMs?: number;
 }
 
 /** Contenders of one variant; each group gets its own lock. */
@@ -29,7 +43,10 @@ export interface HandoffGroup {
  * Handoff latency with every contender queued on one lock: each loops acquire, hold, release,
  * pause; a sample is the time from one `release()` call to the next grant. With n contenders,
  * up to n - 1 wait at each release. Groups run in alternating blocks so machine drift hits
- * each alike. Rows' ops/s are handoffs per second including the hold.
+ * each alike. Rows' ops/s are handoffs per second including the hold. Client CPU and server
+ * time are per grant (one acquire + hold + release + pause of one contender, with whatever the
+ * waiting contenders do meanwhile), over every grant of the blocks, those after the last
+ * sample included.
  */
 export async function measureHandoffs(
   groups: readonly HandoffGroup[],
@@ -39,18 +56,45 @@ export async function measureHandoffs(
   const perBlock = Math.ceil(options.handoffs / blocks);
   const samples = new Map<string, number[]>(groups.map((g) => [g.name, []]));
   const elapsed = new Map<string, number>(groups.map((g) => [g.name, 0]));
+  const grants = new Map<string, number>(groups.map((g) => [g.name, 0]));
+  const cpu = new Map<string, number>(groups.map((g) => [g.name, 0]));
+  const server = new Map<string, ServerTotals>(groups.map((g) => [g.name, emptyTotals()]));
+  const meter = options.server;
+  const idle =
+    meter && (options.idleMs ?? 0) > 0
+      ? await idleRate(meter, options.idleMs as number)
+      : undefined;
   for (let block = 0; block < blocks; block++) {
     const order = block % 2 === 0 ? groups : [...groups].reverse();
     for (const g of order) {
+      const before = meter ? await meter.read() : undefined;
+      const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       const got = await handoffBlock(g.contenders, perBlock, options);
-      elapsed.set(g.name, (elapsed.get(g.name) as number) + performance.now() - t0);
-      (samples.get(g.name) as number[]).push(...got);
+      const blockMs = performance.now() - t0;
+      elapsed.set(g.name, (elapsed.get(g.name) as number) + blockMs);
+      cpu.set(g.name, (cpu.get(g.name) as number) + clientCpuSince(cpu0));
+      if (meter && before) {
+        const totals = server.get(g.name) as ServerTotals;
+        addDelta(totals, before, await meter.read());
+        if (idle) subtractIdle(totals, idle, blockMs);
+      }
+      grants.set(g.name, (grants.get(g.name) as number) + got.grants);
+      (samples.get(g.name) as number[]).push(...got.samples);
     }
   }
-  return groups.map((g) =>
-    row(g.name, g.role, summarise(samples.get(g.name) as number[], elapsed.get(g.name) as number)),
-  );
+  return groups.map((g) => {
+    const n = grants.get(g.name) as number;
+    return row(
+      g.name,
+      g.role,
+      summarise(samples.get(g.name) as number[], elapsed.get(g.name) as number),
+      {
+        clientCpuUs: (cpu.get(g.name) as number) / n,
+        ...(meter ? { server: serverCost(meter, server.get(g.name) as ServerTotals, n) } : {}),
+      },
+    );
+  });
 }
 
 /**
@@ -68,8 +112,12 @@ export function handoffSection(
     title: `handoff to the next of ${waiters} waiters (release() -> next holder)`,
     ...(floor ? { floor: { label: `${floor.variant}, uncontended`, p50: floor.p50 } } : {}),
     opsLabel: "handoffs/s",
+    costLabel: "per grant",
     rows,
-    notes: [...notes, "handoffs/s include the 2 ms hold of each holder"],
+    notes: [
+      ...notes,
+      "handoffs/s include the 2 ms hold of each holder; client CPU and server time are per grant (one contender's acquire, hold, release and pause, with the waiters' work meanwhile)",
+    ],
   };
 }
 
@@ -77,10 +125,11 @@ async function handoffBlock(
   contenders: readonly Contender[],
   handoffs: number,
   options: HandoffOptions,
-): Promise<number[]> {
+): Promise<{ samples: number[]; grants: number }> {
   const holdMs = options.holdMs ?? 2;
   const pauseMs = options.pauseMs ?? 1;
   const samples: number[] = [];
+  let grants = 0;
   let releasedAt: number | undefined;
   let done = false;
   await Promise.all(
@@ -88,6 +137,7 @@ async function handoffBlock(
       while (!done) {
         const release = await c.acquire();
         const now = performance.now();
+        grants++;
         if (releasedAt !== undefined) samples.push(now - releasedAt);
         if (samples.length >= handoffs) done = true;
         await sleep(holdMs);
@@ -97,7 +147,7 @@ async function handoffBlock(
       }
     }),
   );
-  return samples.slice(0, handoffs);
+  return { samples: samples.slice(0, handoffs), grants };
 }
 
 /** Coordinators as contenders for lock `name` (each waits up to a minute). */

@@ -1,4 +1,4 @@
-import { fixed, heldCells, sectionCells, times } from "./format-table.js";
+import { fixed, heldCells, sectionCells, serverPartCells, times } from "./format-table.js";
 import type { MachineInfo } from "./machine.js";
 import { type BackendResult, type Figure, floorRow, sectionOf } from "./results.js";
 import type { TargetCheck } from "./targets.js";
@@ -20,7 +20,7 @@ const FIGURES: readonly { figure: Figure; heading: string; intro: string }[] = [
     figure: "uncontended",
     heading: "Uncontended acquire + release",
     intro:
-      "One client, one lock, acquire then release, back to back. The variants run interleaved (A B ... B A, six rounds) so drift of the machine hits each alike; the floor is the raw client doing the same round trips.",
+      "One client, one lock, acquire then release, back to back. The variants run interleaved (A B ... B A, six rounds) so drift of the machine hits each alike; the floor is the raw client doing the same round trips. Client CPU (this process, user + system, from `process.cpuUsage()`) and server time are per acquire + release, summed over each variant's own rounds only (warm-up and the other variants' rounds left out); the server column says what it counts under each table, with a split by part (member, process or Redis command) below it.",
   },
   {
     figure: "handoff",
@@ -65,6 +65,14 @@ function summaryRow(r: BackendResult): string[] {
       .filter((x) => x.role === "peer")
       .map((x) => `${x.variant} ${floor ? times(x.p50 / floor.p50) : "-"}`)
       .join(", ") || "-";
+  const byRole = (role: string) => unc?.rows.find((row) => row.role === role);
+  const cost = (pick: (x: NonNullable<ReturnType<typeof byRole>>) => number | undefined) =>
+    ["floor", "session", "coordinator"]
+      .map((role) => {
+        const x = byRole(role);
+        return x ? fixed(pick(x), 1) : "-";
+      })
+      .join(" / ");
   const handoff = sectionOf(r, "handoff");
   const hb = handoff?.rows.find((x) => x.role === "coordinator");
   const hf = handoff?.floor;
@@ -78,7 +86,10 @@ function summaryRow(r: BackendResult): string[] {
     ratio("session"),
     ratio("coordinator"),
     peers,
+    unc ? cost((x) => x.clientCpuUs) : "-",
+    unc ? cost((x) => x.server?.usPerOp) : "-",
     hb ? `${fixed(hb.p50, 2)} ms (${hf ? times(hb.p50 / hf.p50) : "-"})` : "-",
+    hb ? fixed(hb.clientCpuUs, 0) : "-",
     take ? `${tk(0)} / ${tk(1)} ms` : "-",
     thr ? `${fixed(thr.opsPerSec, 0)}/s (p99 ${fixed(thr.p99, 1)} ms)` : "-",
     held?.renewals[0] ? fixed(held.renewals[0].perRenewal, 2) : "-",
@@ -134,7 +145,10 @@ export function reportMarkdown(input: ReportInput): string {
         "adapter alone",
         "coordinator",
         "peers",
+        "client CPU us/op: floor / session / coordinator",
+        "server us/op: floor / session / coordinator",
         "handoff p50 (vs floor)",
+        "client CPU us per handoff grant",
         "takeover graceful / SIGKILL",
         "throughput 16 x 1,000 keys",
         "requests per renewal",
@@ -144,7 +158,7 @@ export function reportMarkdown(input: ReportInput): string {
       ...results.map(summaryRow),
     ]),
     "",
-    "Ratios are p50 over the floor's p50 (lower is better). Requests per renewal: for the one session holding all the locks, from the first source listed under Holding locks; core renews once per interval (a third of the TTL), so this is also the requests per interval.",
+    "Ratios are p50 over the floor's p50 (lower is better). Client CPU: this process's user + system time per acquire + release over the measured rounds only; server: the server's own time per acquire + release (what each backend's section says it is). Requests per renewal: for the one session holding all the locks, from the first source listed under Holding locks; core renews once per interval (a third of the TTL), so this is also the requests per interval.",
     "",
     "## Targets",
     "",
@@ -166,6 +180,8 @@ export function reportMarkdown(input: ReportInput): string {
       if (!section) continue;
       const floor = section.floor ? ` (floor: ${section.floor.label})` : "";
       push(`### ${r.backend}: ${section.title}${floor}`, "", table(sectionCells(section)), "");
+      const parts = serverPartCells(section);
+      if (parts.length > 0) push(table(parts), "");
       for (const n of section.notes) push(`- ${n}`);
       if (section.notes.length > 0) push("");
     }

@@ -1,3 +1,4 @@
+import type { ServerCost } from "./server-meter.js";
 import type { Summary } from "./stats.js";
 
 /** What a measured row stands for; the chart and the target checks go by it. */
@@ -22,6 +23,13 @@ export interface Row {
   readonly opsPerSec: number;
   readonly p50: number;
   readonly p99: number;
+  /**
+   * Client CPU (this process, user + system) per operation over the measured rounds only, in
+   * microseconds; per grant in a handoff section.
+   */
+  readonly clientCpuUs?: number;
+  /** Server time per operation over the measured rounds only, when the server can tell. */
+  readonly server?: ServerCost;
 }
 
 /** The figures the bench reports, one section each. */
@@ -37,6 +45,8 @@ export interface LatencySection {
   readonly p99Label?: string;
   /** Header of the ops/s column (e.g. "handoffs/s"). */
   readonly opsLabel?: string;
+  /** What the client CPU and server columns are counted per (default "per op"). */
+  readonly costLabel?: string;
   readonly rows: readonly Row[];
   /** How it was measured, one sentence each. */
   readonly notes: readonly string[];
@@ -94,9 +104,24 @@ export interface BackendResult {
   readonly elapsedMs: number;
 }
 
-/** A row from a summary. */
-export function row(variant: string, role: Role, s: Summary): Row {
-  return { variant, role, count: s.count, opsPerSec: s.opsPerSec, p50: s.p50, p99: s.p99 };
+/** What a row costs besides its latency (see {@link Row}). */
+export interface Cost {
+  readonly clientCpuUs?: number;
+  readonly server?: ServerCost;
+}
+
+/** A row from a summary (and, when measured, its cost). */
+export function row(variant: string, role: Role, s: Summary, cost: Cost = {}): Row {
+  return {
+    variant,
+    role,
+    count: s.count,
+    opsPerSec: s.opsPerSec,
+    p50: s.p50,
+    p99: s.p99,
+    ...(cost.clientCpuUs === undefined ? {} : { clientCpuUs: cost.clientCpuUs }),
+    ...(cost.server === undefined ? {} : { server: cost.server }),
+  };
 }
 
 /** The section's floor row, if one is marked. */

@@ -10,9 +10,19 @@ export interface TargetCheck {
 }
 
 /** Uncontended coordinator p50 over the floor's, at most. */
-export function uncontendedLimit(backend: string): number {
-  return backend === "postgres" ? 1.25 : 1.15;
-}
+export const UNCONTENDED_LIMIT = 1.15;
+/** PostgreSQL's uncontended limit holds on a floor p50 of at most this (ms): a fast host. */
+export const POSTGRES_FLOOR_P50_MS = 0.13;
+/** Redis: coordinator p50 over redis-semaphore's Mutex p50, at most. */
+export const REDIS_SEMAPHORE_LIMIT = 1.1;
+/** Redis: coordinator p50 over each redlock package's p50, at most (at least 10% faster). */
+export const REDLOCK_LIMIT = 0.9;
+/** Coordinator client CPU per acquire + release over the floor's, at most (us; Redis, PostgreSQL). */
+export const CLIENT_CPU_OVER_FLOOR_US = 10;
+/** Backends the client CPU target applies to. */
+export const CLIENT_CPU_BACKENDS: readonly string[] = ["redis", "postgres"];
+/** Coordinator minus session (core's share) per acquire + release, at most (us; client CPU). */
+export const CORE_SHARE_US = 5;
 
 /** Handoff p50 at most this many of the floor's single operation (acquire + release). */
 export const HANDOFF_LIMIT = 2;
@@ -22,6 +32,8 @@ export const RENEWAL_LIMIT = 1;
 export const MEMORY_LIMIT = 2_048;
 
 const ms = (n: number) => `${n.toFixed(3)} ms`;
+const us = (n: number) => `${n.toFixed(1)} us`;
+const signed = (n: number) => `${n >= 0 ? "+" : ""}${n.toFixed(1)} us`;
 
 /** Checks one backend's results against the bench's targets. */
 export function checkTargets(r: BackendResult): TargetCheck[] {
@@ -32,26 +44,73 @@ export function checkTargets(r: BackendResult): TargetCheck[] {
   const floor = unc ? floorRow(unc) : undefined;
   const coord = unc?.rows.find((x) => x.role === "coordinator");
   const session = unc?.rows.find((x) => x.role === "session");
-  const limit = uncontendedLimit(r.backend);
+  const pg = r.backend === "postgres";
+  const limitTarget = `uncontended coordinator p50 <= ${UNCONTENDED_LIMIT}x floor${pg ? ` (on a floor p50 <= ${POSTGRES_FLOOR_P50_MS} ms)` : ""}`;
   if (floor && coord) {
     const ratio = coord.p50 / floor.p50;
     const s = session ? `; session ${(session.p50 / floor.p50).toFixed(2)}x` : "";
+    const host = !pg
+      ? ""
+      : floor.p50 <= POSTGRES_FLOOR_P50_MS
+        ? `; floor p50 ${ms(floor.p50)}, within the target's ${POSTGRES_FLOOR_P50_MS} ms`
+        : `; floor p50 ${ms(floor.p50)}, over the target's ${POSTGRES_FLOOR_P50_MS} ms: this host is slower than the target assumes`;
     check(
-      `uncontended coordinator p50 <= ${limit}x floor`,
-      `${ratio.toFixed(2)}x (${ms(coord.p50)} vs ${ms(floor.p50)}${s})`,
-      ratio <= limit,
+      limitTarget,
+      `${ratio.toFixed(2)}x (${ms(coord.p50)} vs ${ms(floor.p50)}${s}${host})`,
+      ratio <= UNCONTENDED_LIMIT,
     );
-    const peers = unc?.rows.filter((x) => x.role === "peer") ?? [];
-    for (const p of peers) {
-      check(
-        `uncontended coordinator faster than ${p.variant} (p50)`,
-        `${ms(coord.p50)} vs ${ms(p.p50)}`,
-        coord.p50 < p.p50,
-      );
-    }
-    if (peers.length === 0) check("faster than each peer", "no peer library measured", undefined);
   } else {
-    check(`uncontended coordinator p50 <= ${limit}x floor`, "not measured", undefined);
+    check(limitTarget, "not measured", undefined);
+  }
+  const peers = unc?.rows.filter((x) => x.role === "peer") ?? [];
+  if (coord) {
+    for (const p of peers) {
+      const ratio = coord.p50 / p.p50;
+      const vs = `${ms(coord.p50)} vs ${ms(p.p50)} (${ratio.toFixed(2)}x)`;
+      if (r.backend === "redis" && /redis-semaphore/.test(p.variant)) {
+        check(
+          `uncontended coordinator p50 <= ${REDIS_SEMAPHORE_LIMIT}x ${p.variant}'s`,
+          vs,
+          ratio <= REDIS_SEMAPHORE_LIMIT,
+        );
+      } else if (r.backend === "redis" && /redlock/.test(p.variant)) {
+        check(
+          `uncontended coordinator p50 at least ${Math.round((1 - REDLOCK_LIMIT) * 100)}% under ${p.variant}'s`,
+          vs,
+          ratio <= REDLOCK_LIMIT,
+        );
+      } else {
+        check(`uncontended coordinator faster than ${p.variant} (p50)`, vs, coord.p50 < p.p50);
+      }
+    }
+  }
+  if (peers.length === 0) check("faster than each peer", "no peer library measured", undefined);
+  if (CLIENT_CPU_BACKENDS.includes(r.backend)) {
+    const target = `coordinator client CPU per acquire+release <= floor's + ${CLIENT_CPU_OVER_FLOOR_US} us`;
+    if (floor?.clientCpuUs !== undefined && coord?.clientCpuUs !== undefined) {
+      const over = coord.clientCpuUs - floor.clientCpuUs;
+      check(
+        target,
+        `${signed(over)} (${us(coord.clientCpuUs)} vs ${us(floor.clientCpuUs)})`,
+        over <= CLIENT_CPU_OVER_FLOOR_US,
+      );
+    } else {
+      check(target, "not measured", undefined);
+    }
+  }
+  {
+    const target = `coordinator minus session <= ${CORE_SHARE_US} us per acquire+release (client CPU)`;
+    if (session?.clientCpuUs !== undefined && coord?.clientCpuUs !== undefined) {
+      const cpu = coord.clientCpuUs - session.clientCpuUs;
+      const p50 = (coord.p50 - session.p50) * 1_000;
+      check(
+        target,
+        `client CPU ${signed(cpu)} (${us(coord.clientCpuUs)} vs ${us(session.clientCpuUs)}); p50 ${signed(p50)}`,
+        cpu <= CORE_SHARE_US,
+      );
+    } else {
+      check(target, "not measured", undefined);
+    }
   }
   const handoff = sectionOf(r, "handoff");
   const baton = handoff?.rows.find((x) => x.role === "coordinator");
