@@ -155,6 +155,7 @@ const TTL_MS: Record<BackendKind, number> = {
   zookeeper: 2_000,
   postgres: 1_000,
   "postgres-lease": 1_000,
+  dynamodb: 1_000,
 };
 
 /** Every way a user's write loop asks whether it may write. */

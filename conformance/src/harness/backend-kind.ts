@@ -10,6 +10,7 @@ export const ALL_BACKENDS = [
   "zookeeper",
   "postgres",
   "postgres-lease",
+  "dynamodb",
 ] as const;
 
 /**
@@ -39,6 +40,7 @@ export const SERVER_KINDS = [
   "zookeeper",
   "postgres",
   "postgres-lease",
+  "dynamodb",
 ] as const;
 
 /** A backend that is backed by real server processes. */

@@ -13,6 +13,7 @@ import type { BackendKind, ServerKind } from "./backend-kind.js";
  * - `zookeeper`: `zookeeper://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`
  * - `postgres`: `postgres://postgres@127.0.0.1:P/postgres`
  * - `postgres-lease`: `postgres://postgres@127.0.0.1:B/postgres?locks=lease` (PgBouncer)
+ * - `dynamodb`: `dynamodb://local:local-secret@127.0.0.1:P/baton-locks?region=us-east-1&tls=false&createTable=true` (dynalite)
  */
 export interface BatonServers {
   /** The backends selected by `BATON_BACKENDS` for this run. */
@@ -34,6 +35,8 @@ export interface BatonServers {
    * `?locks=lease` (the row-lease mode, the one that works through such a pooler).
    */
   readonly "postgres-lease"?: string;
+  /** dynalite (a DynamoDB implementation), in memory; the table is created on first use. */
+  readonly dynamodb?: string;
   /**
    * Selected backends that could not be started because their server
    * binaries are missing, with a human-readable reason that says what to

@@ -59,6 +59,7 @@ export {
   type ProcessSpec,
 } from "./managed-process.js";
 export { pgIsReady } from "./pg-isready.js";
+export { DYNALITE_TABLE, listTables, startDynalite } from "./dynalite-server.js";
 export { startPostgresBehindPgBouncer } from "./pgbouncer-server.js";
 export { startPostgres } from "./postgres-server.js";
 export {

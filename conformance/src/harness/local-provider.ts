@@ -1,4 +1,5 @@
 import type { ServerKind } from "./backend-kind.js";
+import { startDynalite } from "./dynalite-server.js";
 import { startEtcdCluster } from "./etcd-cluster.js";
 import type { LocalStartOptions } from "./local-start-options.js";
 import { startPostgresBehindPgBouncer } from "./pgbouncer-server.js";
@@ -42,6 +43,8 @@ export function startLocalServer(
       return startPostgres(options);
     case "postgres-lease":
       return startPostgresBehindPgBouncer(options);
+    case "dynamodb":
+      return startDynalite(options);
   }
 }
 

@@ -1,4 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { delimiter, join } from "node:path";
 import type { ServerKind } from "./backend-kind.js";
 import { findOnPath, isExecutable } from "./find-on-path.js";
@@ -18,6 +19,7 @@ export const BINARY_ENV = {
   slf4jJar: "BATON_SLF4J_JAR",
   postgresBinDir: "BATON_PG_BIN_DIR",
   pgbouncer: "BATON_PGBOUNCER",
+  dynalite: "BATON_DYNALITE",
 } as const;
 
 /** Result of looking for a server's binaries: what was found, or why not. */
@@ -215,6 +217,8 @@ export function missingBinaryReason(
       return reasonOf(findPostgresBinaries(env));
     case "postgres-lease":
       return reasonOf(findPostgresBinaries(env)) ?? reasonOf(findPgBouncer(env));
+    case "dynamodb":
+      return reasonOf(findDynalite(env));
   }
 }
 
@@ -241,4 +245,29 @@ export function requirePgBouncer(env: NodeJS.ProcessEnv = process.env): string {
   const lookup = findPgBouncer(env);
   if (!lookup.ok) throw new Error(lookup.reason);
   return lookup.value;
+}
+
+/**
+ * Looks for dynalite's command-line script (`BATON_DYNALITE` overrides; default: the copy
+ * installed with this package, a devDependency of @baton/conformance). It runs under the
+ * current Node.js.
+ */
+export function findDynalite(env: NodeJS.ProcessEnv = process.env): BinaryLookup<string> {
+  const explicit = env[BINARY_ENV.dynalite];
+  let found: string | undefined;
+  if (explicit) {
+    found = existsSync(explicit) ? explicit : undefined;
+  } else {
+    try {
+      found = createRequire(import.meta.url).resolve("dynalite/cli.js");
+    } catch {
+      found = undefined;
+    }
+  }
+  return found === undefined
+    ? {
+        ok: false,
+        reason: `dynalite not found (run npm ci: it is a devDependency of @baton/conformance; or point ${BINARY_ENV.dynalite} at its cli.js)`,
+      }
+    : { ok: true, value: found };
 }

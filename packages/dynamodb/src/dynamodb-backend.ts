@@ -1,0 +1,144 @@
+import { randomUUID } from "node:crypto";
+import { PutItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  type BackendSession,
+  BackendUnavailableError,
+  ConfigError,
+  type Guarantees,
+  type LockBackend,
+  type OpenSessionOptions,
+} from "@baton/core";
+import { isConditionFailed } from "./dynamodb-errors.js";
+import { sessionKey } from "./dynamodb-keys.js";
+import {
+  type DynamoDBBackendOptions,
+  MIN_TTL_MS,
+  POLL_MIN_MS,
+  resolveDynamoDBOptions,
+} from "./dynamodb-options.js";
+import { DynamoDBSession } from "./dynamodb-session.js";
+import { DynamoDBTable } from "./dynamodb-table.js";
+import { ExpiryObserver } from "./expiry-observer.js";
+import { openRequest } from "./lock-requests.js";
+
+/**
+ * What the DynamoDB backend guarantees: fencing tokens that rise with every grant (a counter
+ * in the lock item, raised by the same conditional write that grants), no FIFO (waiters poll;
+ * whoever writes first after a release wins), consensus (DynamoDB's conditional writes and
+ * strongly consistent reads are linearizable per item), exclusion across processes, and
+ * durable records.
+ */
+export const DYNAMODB_GUARANTEES: Guarantees = {
+  fencing: "monotonic",
+  fifo: false,
+  consensus: true,
+  crossProcess: true,
+  records: true,
+};
+
+/**
+ * The DynamoDB backend (`dynamodb://host:port/table` or `dynamodb:///table?region=...`): one
+ * session item per session, renewed by one conditional update per interval however many
+ * locks it holds; one lock item per lock, granted by a conditional update that also raises
+ * its fencing counter; expiry judged on each client's own monotonic clock (a session whose
+ * renewal counter stays the same for a whole TTL is ended with a delete conditional on that
+ * counter), never by comparing clocks.
+ *
+ * @example
+ * const backend = new DynamoDBBackend({ table: "locks", region: "eu-west-1" });
+ * const coordinator = createCoordinator({ backend, ttlMs: 10_000 });
+ */
+export class DynamoDBBackend implements LockBackend {
+  readonly kind = "dynamodb";
+  readonly guarantees = DYNAMODB_GUARANTEES;
+  /** The table's name. */
+  readonly table: string;
+  /** Prefix of every item key. */
+  readonly prefix: string;
+  readonly #table: DynamoDBTable;
+  readonly #ownsClient: boolean;
+  readonly #pollMaxMs: number;
+  readonly #observer = new ExpiryObserver();
+  readonly #sessions = new Set<DynamoDBSession>();
+  #closed = false;
+
+  /** Throws `ConfigError` for bad options, before any I/O. */
+  constructor(options: DynamoDBBackendOptions) {
+    const resolved = resolveDynamoDBOptions(options);
+    this.table = resolved.table;
+    this.prefix = resolved.prefix;
+    this.#table = new DynamoDBTable(
+      resolved.client,
+      resolved.table,
+      resolved.endpointLabel,
+      resolved.requestTimeoutMs,
+      resolved.createTable,
+    );
+    this.#ownsClient = resolved.ownsClient;
+    this.#pollMaxMs = resolved.pollMaxMs;
+  }
+
+  /**
+   * Writes the session's item (one conditional put). `ttlMs` must be at least
+   * {@link MIN_TTL_MS}; the session's `ttlMs` is the one asked for.
+   */
+  async openSession(options: OpenSessionOptions): Promise<BackendSession> {
+    const { ttlMs, ownerId, signal } = options;
+    if (!Number.isSafeInteger(ttlMs) || ttlMs < MIN_TTL_MS) {
+      throw new ConfigError(
+        "ttlMs",
+        `must be a whole number of milliseconds, at least ${MIN_TTL_MS} for DynamoDB, got ${String(ttlMs)}`,
+      );
+    }
+    if (signal?.aborted) throw signal.reason;
+    if (this.#closed) throw new BackendUnavailableError(this.#closedMessage());
+    const sessionId = randomUUID();
+    const key = sessionKey(this.prefix, sessionId);
+    const put = new PutItemCommand(openRequest(this.table, key, ownerId, ttlMs));
+    try {
+      await this.#table.call(
+        (abortSignal) => this.#table.client.send(put, { abortSignal }),
+        "could not open a session",
+        { signal },
+      );
+    } catch (error) {
+      if (isConditionFailed(error)) {
+        throw new BackendUnavailableError(
+          this.#table.context(`could not open a session: its random id ${sessionId} is taken`),
+        );
+      }
+      throw error;
+    }
+    const session = new DynamoDBSession({
+      table: this.#table,
+      prefix: this.prefix,
+      ownerId,
+      sessionId,
+      ttlMs,
+      observer: this.#observer,
+      pollMinMs: POLL_MIN_MS,
+      pollMaxMs: Math.min(this.#pollMaxMs, Math.max(POLL_MIN_MS, Math.floor(ttlMs / 4))),
+      onClose: (s) => this.#sessions.delete(s),
+    });
+    if (this.#closed) {
+      await session.close().catch(() => undefined);
+      throw new BackendUnavailableError(this.#closedMessage());
+    }
+    this.#sessions.add(session);
+    return session;
+  }
+
+  #closedMessage(): string {
+    return `this DynamoDB backend (table "${this.table}" at ${this.#table.endpoint}) is closed; create a new one to reach DynamoDB again`;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      await Promise.allSettled([...this.#sessions].map((s) => s.close()));
+    } finally {
+      if (this.#ownsClient) this.#table.client.destroy();
+    }
+  }
+}

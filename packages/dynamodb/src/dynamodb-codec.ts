@@ -1,0 +1,130 @@
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { BackendUnavailableError } from "@baton/core";
+import { PARTITION_KEY } from "./dynamodb-keys.js";
+
+/** An item as the DynamoDB API carries it: attribute name to typed value. */
+export type Item = Record<string, AttributeValue>;
+
+/**
+ * Attribute names. A lock item: {@link PARTITION_KEY}, `token` (N, the fencing counter, raised
+ * by every grant and never removed), and while held `session` (S, the holding session's id),
+ * `owner` (S, its owner id) and, when the grant published one, `value` (S). A session item:
+ * `owner`, `beat` (N, raised by every renewal) and `ttl` (N, the session's TTL in ms). A
+ * record item: `value` and `version` (N, raised by every write).
+ */
+export const ATTR = {
+  session: "session",
+  owner: "owner",
+  value: "value",
+  token: "token",
+  beat: "beat",
+  ttl: "ttlMs",
+  version: "version",
+} as const;
+
+/** A DynamoDB number of a bigint (a token, a beat, a version). */
+export function encodeNumber(n: bigint | number): AttributeValue {
+  return { N: String(n) };
+}
+
+/** A DynamoDB string. */
+export function encodeString(s: string): AttributeValue {
+  return { S: s };
+}
+
+/** The key of an item: `{ pk: { S: key } }`. */
+export function encodeKey(key: string): Item {
+  return { [PARTITION_KEY]: { S: key } };
+}
+
+/** What a lock item says: held by a session (with its grant), or free (maybe never granted). */
+export type LockState =
+  | {
+      readonly session: string;
+      readonly ownerId: string;
+      readonly token: bigint;
+      readonly value?: string;
+    }
+  | { readonly session?: undefined; readonly token?: bigint };
+
+/** Decodes a lock item (`undefined`: no item, a lock never granted). */
+export function decodeLock(item: Item | undefined): LockState {
+  if (item === undefined) return {};
+  const token = item[ATTR.token] === undefined ? undefined : decodeNumber(item, ATTR.token);
+  const session = item[ATTR.session]?.S;
+  if (session === undefined) return token === undefined ? {} : { token };
+  const ownerId = item[ATTR.owner]?.S;
+  if (ownerId === undefined || token === undefined) throw malformed(ATTR.owner, item);
+  const value = item[ATTR.value]?.S;
+  return value === undefined ? { session, ownerId, token } : { session, ownerId, token, value };
+}
+
+/** What a session item says: its owner, its renewal counter (as written) and its TTL. */
+export interface SessionState {
+  readonly ownerId: string;
+  /** The renewal counter, compared as written: every renewal changes it. */
+  readonly beat: string;
+  readonly ttlMs: number;
+}
+
+/** Decodes a session item (`undefined`: the session is gone). */
+export function decodeSession(item: Item | undefined): SessionState | undefined {
+  if (item === undefined) return undefined;
+  const ownerId = item[ATTR.owner]?.S;
+  const beat = item[ATTR.beat]?.N;
+  const ttlMs = Number(item[ATTR.ttl]?.N);
+  if (ownerId === undefined || beat === undefined || !Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
+    throw malformed(ATTR.beat, item);
+  }
+  return { ownerId, beat, ttlMs };
+}
+
+/** A new session item: renewal counter 1. */
+export function encodeSession(key: string, ownerId: string, ttlMs: number): Item {
+  return {
+    ...encodeKey(key),
+    [ATTR.owner]: encodeString(ownerId),
+    [ATTR.beat]: encodeNumber(1),
+    [ATTR.ttl]: encodeNumber(ttlMs),
+  };
+}
+
+/** The token an update returned (`ReturnValues: UPDATED_NEW`). */
+export function decodeGrantedToken(attributes: Item | undefined): bigint {
+  if (attributes === undefined || attributes[ATTR.token] === undefined) {
+    throw malformed(ATTR.token, attributes);
+  }
+  return decodeNumber(attributes, ATTR.token);
+}
+
+/** A record item's value and version (`undefined`: no record). */
+export function decodeRecord(
+  item: Item | undefined,
+): { readonly value: string; readonly version: string } | undefined {
+  if (item === undefined) return undefined;
+  const value = item[ATTR.value]?.S;
+  if (value === undefined || item[ATTR.version] === undefined) throw malformed(ATTR.value, item);
+  return { value, version: decodeNumber(item, ATTR.version).toString() };
+}
+
+/**
+ * A record version as `writeRecord` receives it (the decimal of the item's `version`), or
+ * `undefined` when no item can have it.
+ */
+export function decodeRecordVersion(version: string): bigint | undefined {
+  return /^[1-9][0-9]{0,37}$/.test(version) ? BigInt(version) : undefined;
+}
+
+/** A number attribute as a bigint; a malformed item is an inconsistent answer. */
+export function decodeNumber(item: Item, name: string): bigint {
+  const text = item[name]?.N;
+  if (text === undefined || !/^-?[0-9]+$/.test(text)) throw malformed(name, item);
+  return BigInt(text);
+}
+
+function malformed(name: string, item: Item | undefined): BackendUnavailableError {
+  const key = item?.[PARTITION_KEY]?.S;
+  return new BackendUnavailableError(
+    `the DynamoDB item ${key === undefined ? "" : `"${key}" `}has no valid "${name}": it was not written by Baton, or was changed by hand`,
+  );
+}

@@ -1,0 +1,16 @@
+import { runConformance } from "@baton/conformance";
+import { describeBackend } from "@baton/conformance/harness";
+import { parseBackendUrl } from "@baton/core";
+import { DynamoDBBackend, dynamodbOptionsFromUrl } from "../src/index.js";
+
+describeBackend("dynamodb", (url) => {
+  runConformance(
+    {
+      name: "dynamodb",
+      ttlMs: 1_500,
+      url,
+      createBackend: () => new DynamoDBBackend(dynamodbOptionsFromUrl(parseBackendUrl(url))),
+    },
+    { fencing: "monotonic", fifo: false, watch: false, crossProcess: true },
+  );
+});
