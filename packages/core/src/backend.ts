@@ -137,4 +137,10 @@ export interface Holder {
   readonly value?: string;
   /** Time left on the holder's lease as the store sees it, when the store tells (Redis PTTL, etcd lease TTL). */
   readonly remainingMs?: number;
+  /**
+   * Set when another client library holds the lock on the same store entry (for example
+   * `"curator"` or `"kazoo"` on ZooKeeper): its name. `ownerId` is then that library's own
+   * data, as text, and there is no `value`.
+   */
+  readonly foreign?: string;
 }

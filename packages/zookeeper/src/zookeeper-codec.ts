@@ -1,7 +1,9 @@
 /**
  * The data Baton reads from and writes to ZooKeeper nodes: a lock node's data (who holds it,
- * and the value published with the grant) and the fencing token, read from the node's stat.
+ * and the value published with the grant), the data of the contenders other libraries create
+ * beside Baton's, and the fencing token, read from the node's stat.
  */
+import type { NodeLayout } from "./zookeeper-keys.js";
 
 /**
  * A lock node's data is UTF-8 JSON, `{"o":"<owner id>","v":"<value>"}`; `v` only when the
@@ -25,25 +27,53 @@ export function encodeNodeData(data: NodeData): Buffer {
 }
 
 /**
- * Reads a lock node's data (see {@link encodeNodeData}). Data Baton did not write (empty, not
- * JSON, or without a string owner) gives an empty owner id; a value that is not a string is
- * left out.
+ * Reads a lock node's data (see {@link encodeNodeData}); `undefined` for data Baton did not
+ * write (empty, not JSON, or without a string owner). A value that is not a string is left
+ * out.
  */
-export function decodeNodeData(buffer: Buffer | undefined | null): NodeData {
-  if (buffer === undefined || buffer === null || buffer.length === 0) return NO_OWNER;
+export function decodeNodeData(buffer: Buffer | undefined | null): NodeData | undefined {
+  if (buffer === undefined || buffer === null || buffer.length === 0) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(buffer.toString("utf8"));
   } catch {
-    return NO_OWNER;
+    return undefined;
   }
-  if (parsed === null || typeof parsed !== "object") return NO_OWNER;
+  if (parsed === null || typeof parsed !== "object") return undefined;
   const { [OWNER_KEY]: owner, [VALUE_KEY]: value } = parsed as Record<string, unknown>;
-  const ownerId = typeof owner === "string" ? owner : "";
-  return typeof value === "string" ? { ownerId, value } : { ownerId };
+  if (typeof owner !== "string") return undefined;
+  return typeof value === "string" ? { ownerId: owner, value } : { ownerId: owner };
 }
 
-const NO_OWNER: NodeData = { ownerId: "" };
+/** The library whose lock node holds a lock, when it is not Baton. */
+export type ForeignLibrary = "curator" | "kazoo";
+
+/** Who a contender is, read from its name's layout and its data. */
+export interface ContenderData extends NodeData {
+  /** Set when the node is not Baton's: the library whose layout it has. */
+  readonly foreign?: ForeignLibrary;
+}
+
+/**
+ * Reads the data of a contender whose name has `layout` (see zookeeper-keys.ts). A kazoo
+ * node's data is its identifier (empty when none was given); a Curator node's is the
+ * client's address as text (`127.0.0.1`), or `LeaderSelector`'s id. A foreign node's data,
+ * read as UTF-8, is its owner id. A protected name (`_c_<UUID>-lock-`) is Baton's when its
+ * data is Baton's JSON, Curator's otherwise.
+ */
+export function decodeContenderData(
+  buffer: Buffer | undefined | null,
+  layout: NodeLayout,
+): ContenderData {
+  if (layout === "protected") {
+    const baton = decodeNodeData(buffer);
+    if (baton !== undefined) return baton;
+  }
+  return {
+    ownerId: buffer === undefined || buffer === null ? "" : buffer.toString("utf8"),
+    foreign: layout === "kazoo" ? "kazoo" : "curator",
+  };
+}
 
 /**
  * A node's czxid (the zxid of the transaction that created it) as a bigint: the fencing

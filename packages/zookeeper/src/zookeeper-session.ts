@@ -25,7 +25,7 @@ import {
   touchSession,
 } from "./client-calls.js";
 import { closeClient, dropConnection } from "./client-connection.js";
-import { czxidToken, decodeNodeData, encodeNodeData } from "./zookeeper-codec.js";
+import { czxidToken, decodeContenderData, encodeNodeData } from "./zookeeper-codec.js";
 import { isConnectionLoss, toBatonError, ZK_CODE, zkCode } from "./zookeeper-errors.js";
 import {
   childPath,
@@ -492,7 +492,10 @@ export class ZookeeperSession implements BackendSession {
     }
   }
 
-  /** The first node's owner, token and value; `null` when the queue is empty. */
+  /**
+   * The first contender's owner, token and value (a foreign node's data as its owner, with
+   * the library named); `null` when the queue is empty.
+   */
   async #readHolder(dir: string, watcher?: () => void, stop?: AbortSignal): Promise<Holder | null> {
     for (;;) {
       const children = await this.#call(
@@ -515,8 +518,10 @@ export class ZookeeperSession implements BackendSession {
         if (zkCode(error) === ZK_CODE.noNode) continue;
         throw error;
       }
-      const data = decodeNodeData(node.data);
+      const data = decodeContenderData(node.data, first.layout);
       const token = czxidToken(node.stat.czxid);
+      if (data.foreign !== undefined)
+        return { ownerId: data.ownerId, token, foreign: data.foreign };
       return data.value === undefined
         ? { ownerId: data.ownerId, token }
         : { ownerId: data.ownerId, token, value: data.value };

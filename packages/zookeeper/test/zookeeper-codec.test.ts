@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { czxidToken, decodeNodeData, encodeNodeData } from "../src/zookeeper-codec.js";
+import {
+  czxidToken,
+  decodeContenderData,
+  decodeNodeData,
+  encodeNodeData,
+} from "../src/zookeeper-codec.js";
 
 /** Bytes read back from a ZooKeeper 3.8 server with node-zookeeper-client (getData). */
 const WITH_VALUE = Buffer.from(
@@ -25,16 +30,64 @@ describe("zookeeper lock node data", () => {
     expect(decodeNodeData(encodeNodeData(data))).toEqual(data);
   });
 
-  it("reads data another client wrote (not Baton's JSON) as an empty owner", () => {
-    // Curator's InterProcessMutex stores the client's address as plain text.
-    expect(decodeNodeData(Buffer.from("127.0.0.1"))).toEqual({ ownerId: "" });
-    expect(decodeNodeData(Buffer.alloc(0))).toEqual({ ownerId: "" });
-    expect(decodeNodeData(null)).toEqual({ ownerId: "" });
-    expect(decodeNodeData(undefined)).toEqual({ ownerId: "" });
-    expect(decodeNodeData(Buffer.from("null"))).toEqual({ ownerId: "" });
-    expect(decodeNodeData(Buffer.from('"text"'))).toEqual({ ownerId: "" });
-    expect(decodeNodeData(Buffer.from('{"o":5,"v":"x"}'))).toEqual({ ownerId: "", value: "x" });
+  it("tells data another client wrote (not Baton's JSON) from Baton's", () => {
+    for (const data of [
+      Buffer.from("127.0.0.1"),
+      Buffer.alloc(0),
+      null,
+      undefined,
+      Buffer.from("null"),
+      Buffer.from('"text"'),
+      Buffer.from('{"o":5,"v":"x"}'),
+    ]) {
+      expect(decodeNodeData(data)).toBeUndefined();
+    }
     expect(decodeNodeData(Buffer.from('{"o":"a","v":7}'))).toEqual({ ownerId: "a" });
+  });
+});
+
+/** Data read back from a ZooKeeper 3.8 server, as Curator 5.4 and kazoo 2.8 wrote it. */
+const CURATOR_MUTEX = Buffer.from("3132372e302e302e31", "hex");
+const CURATOR_SELECTOR = Buffer.from("73656c6563746f722d69642d31", "hex");
+const KAZOO_LOCK = Buffer.from("776f726b65722d37", "hex");
+
+describe("zookeeper contender data", () => {
+  it("reads a Baton node in the protected layout as Baton's owner and value", () => {
+    expect(decodeContenderData(WITH_VALUE, "protected")).toEqual({
+      ownerId: "billing-7f3a",
+      value: "10.0.0.7:8080",
+    });
+  });
+
+  it("reads a Curator node in the same layout as Curator's: the client's address or LeaderSelector's id", () => {
+    expect(decodeContenderData(CURATOR_MUTEX, "protected")).toEqual({
+      ownerId: "127.0.0.1",
+      foreign: "curator",
+    });
+    expect(decodeContenderData(CURATOR_SELECTOR, "protected")).toEqual({
+      ownerId: "selector-id-1",
+      foreign: "curator",
+    });
+    expect(decodeContenderData(CURATOR_MUTEX, "curator")).toEqual({
+      ownerId: "127.0.0.1",
+      foreign: "curator",
+    });
+  });
+
+  it("reads a kazoo node's identifier as its owner, empty when it gave none", () => {
+    expect(decodeContenderData(KAZOO_LOCK, "kazoo")).toEqual({
+      ownerId: "worker-7",
+      foreign: "kazoo",
+    });
+    expect(decodeContenderData(Buffer.alloc(0), "kazoo")).toEqual({
+      ownerId: "",
+      foreign: "kazoo",
+    });
+    // A kazoo identifier that happens to look like Baton's data is still kazoo's.
+    expect(decodeContenderData(OWNER_ONLY, "kazoo")).toEqual({
+      ownerId: '{"o":"billing-7f3a"}',
+      foreign: "kazoo",
+    });
   });
 });
 
