@@ -7,8 +7,11 @@ import { onSignals } from "../run-child.js";
 export const STATUS_USAGE = `usage: baton status NAME [--backend URL] [--watch] [--json]
 
 Shows who holds NAME: owner, fencing token, value and time left (where the store tells).
+A holder that is another library's client (Curator or kazoo on ZooKeeper) is named so, with
+the data that client stored.
   --watch   keep printing every change until interrupted
-  --json    one JSON object per line: {"name","held","owner","token","value","remainingMs"}`;
+  --json    one JSON object per line:
+            {"name","held","owner","token","value","remainingMs","foreign"}`;
 
 /** One line of `baton status`. */
 export function formatHolder(name: string, holder: Holder | null, json: boolean): string {
@@ -20,13 +23,21 @@ export function formatHolder(name: string, holder: Holder | null, json: boolean)
       token: holder === null ? null : `${holder.token}`,
       value: holder?.value ?? null,
       remainingMs: holder?.remainingMs ?? null,
+      foreign: holder?.foreign ?? null,
     });
   }
   if (holder === null) return `${name}: free`;
   const left =
     holder.remainingMs === undefined ? "unknown" : `${Math.round(holder.remainingMs)} ms`;
   const value = holder.value === undefined ? "" : `, value ${JSON.stringify(holder.value)}`;
-  return `${name}: held by ${holder.ownerId}, token ${holder.token}${value}, time left ${left}`;
+  return `${name}: held by ${ownerOf(holder)}, token ${holder.token}${value}, time left ${left}`;
+}
+
+/** The owner as `baton status` prints it: another library's client by name, with its data. */
+function ownerOf(holder: Holder): string {
+  if (holder.foreign === undefined) return holder.ownerId;
+  const data = holder.ownerId === "" ? "(no identifier)" : JSON.stringify(holder.ownerId);
+  return `a ${holder.foreign} client ${data}`;
 }
 
 /** `baton status`. Resolves with the exit code. */
