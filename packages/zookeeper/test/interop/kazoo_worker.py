@@ -3,7 +3,8 @@
 Run by spawn-interop-worker.ts with /usr/bin/python3 (Debian's python3-kazoo).
 
 Arguments: <connect string> <path> <id> <recipe: lock | election> <session timeout ms>
-           [extra lock patterns, comma-separated: Lock's extra_lock_patterns]
+           [extra lock patterns, comma-separated: Lock's extra_lock_patterns; for Election,
+           its lock is replaced by a Lock with them]
 
 Lines in:  acquire <timeout ms> | release | stop
 Lines out: ready | queued <node name> | acquired <node name> <czxid> | timeout | released
@@ -99,6 +100,9 @@ class Worker:
             self.announce(lock.node)
         elif self.recipe == "election":
             self.election = Election(self.client, self.path, self.ident)
+            if self.patterns:
+                # Election takes no patterns: give it a Lock that has them.
+                self.election.lock = self.new_lock()
             lock = self.election.lock
             self.leading = threading.Event()
             self.resign = threading.Event()

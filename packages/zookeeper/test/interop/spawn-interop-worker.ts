@@ -29,8 +29,9 @@ export interface InteropWorkerOptions {
   readonly sessionTimeoutMs?: number;
   /**
    * kazoo's `Lock(extra_lock_patterns=...)`: other libraries' node markers kazoo waits for.
-   * Default `["-lock-"]` (Curator's and Baton's nodes); `[]` is kazoo's own default. kazoo's
-   * `Election` takes no patterns.
+   * For kazoo's Lock the default is `["-lock-"]` (Curator's and Baton's nodes); `[]` is
+   * kazoo's own default. kazoo's `Election` takes no patterns: the default is `[]`, and with
+   * patterns its lock is replaced by a `Lock` that has them.
    */
   readonly extraLockPatterns?: readonly string[];
   /** How long to wait for the worker's `ready` (default 60 s: a JVM on a busy machine). */
@@ -169,7 +170,9 @@ export async function spawnInteropWorker(options: InteropWorkerOptions): Promise
     String(sessionTimeoutMs),
   ];
   if (options.library === "kazoo")
-    workerArgs.push((options.extraLockPatterns ?? ["-lock-"]).join(","));
+    workerArgs.push(
+      (options.extraLockPatterns ?? (options.recipe === "lock" ? ["-lock-"] : [])).join(","),
+    );
   const name = `${options.library} ${options.recipe} worker "${options.id}"`;
   const spawnedAt = performance.now();
   const child: ChildProcessWithoutNullStreams = spawn(command, [...args, ...workerArgs], {
