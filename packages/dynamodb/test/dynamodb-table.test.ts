@@ -1,0 +1,127 @@
+import { randomUUID } from "node:crypto";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { describeBackend } from "@baton/conformance/harness";
+import { ConfigError, createCoordinator, parseBackendUrl } from "@baton/core";
+import { afterEach, describe, expect, it } from "vitest";
+import { createLockTable, DynamoDBBackend, dynamodbOptionsFromUrl } from "../src/index.js";
+
+const never = () => new AbortController().signal;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describeBackend("dynamodb", (url) => {
+  const options = dynamodbOptionsFromUrl(parseBackendUrl(url));
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const f of cleanups.splice(0).reverse()) await f().catch(() => undefined);
+  });
+
+  /** A client on the harness's dynalite that lists the requests it sends: operation and key. */
+  const countingClient = () => {
+    const client = new DynamoDBClient({
+      endpoint: options.endpoint as string,
+      region: "us-east-1",
+      credentials: options.credentials as { accessKeyId: string; secretAccessKey: string },
+    });
+    const sent: string[] = [];
+    client.middlewareStack.add(
+      (next, context) => (args) => {
+        const key = (args.input as { Key?: { pk?: { S?: string } } }).Key?.pk?.S;
+        sent.push(
+          key === undefined ? String(context.commandName) : `${context.commandName} ${key}`,
+        );
+        return next(args);
+      },
+      { step: "initialize" },
+    );
+    cleanups.push(async () => client.destroy());
+    return { client, sent };
+  };
+  const backendOn = (client: DynamoDBClient, table = options.table) => {
+    const backend = new DynamoDBBackend({ table, client, createTable: true });
+    cleanups.push(() => backend.close());
+    return backend;
+  };
+
+  describe("dynamodb table", () => {
+    it("a missing table is a ConfigError that says how to create it, not a hang", async () => {
+      const table = `missing-${randomUUID().slice(0, 8)}`;
+      const backend = new DynamoDBBackend({ ...options, table, createTable: false });
+      cleanups.push(() => backend.close());
+      const error = await backend.openSession({ ttlMs: 2_000, ownerId: "a" }).catch((e) => e);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).field).toBe("table");
+      expect((error as Error).message).toContain(`"${table}"`);
+      expect((error as Error).message).toContain("createLockTable");
+    });
+
+    it("createTable creates a missing table on first use; createLockTable leaves an existing one", async () => {
+      const table = `created-${randomUUID().slice(0, 8)}`;
+      const { client } = countingClient();
+      const backend = backendOn(client, table);
+      const session = await backend.openSession({ ttlMs: 2_000, ownerId: "a" });
+      const grant = await session.acquire("a", { wait: false, signal: never() });
+      expect(grant?.token).toBe(1n);
+      await createLockTable(client, table);
+      expect(await session.holder("a")).toMatchObject({ ownerId: "a", token: 1n });
+    });
+  });
+
+  describe("dynamodb sessions", () => {
+    it("one renewal request renews a session holding 20 locks", async () => {
+      const { client, sent } = countingClient();
+      const session = await backendOn(client).openSession({ ttlMs: 2_000, ownerId: "many" });
+      const run = randomUUID().slice(0, 8);
+      for (let i = 0; i < 20; i++) {
+        expect(
+          await session.acquire(`many-${run}-${i}`, { wait: false, signal: never() }),
+        ).not.toBe(null);
+      }
+      sent.length = 0;
+      await session.keepAlive();
+      expect(sent).toEqual([`UpdateItemCommand session:${session.sessionId}`]);
+    });
+
+    it("a waiter on a live holder only reads, and at most a few times a second", async () => {
+      const { client, sent } = countingClient();
+      const name = `held-${randomUUID().slice(0, 8)}`;
+      const holder = createCoordinator({ url, ttlMs: 1_500 });
+      cleanups.push(() => holder.close());
+      await holder.acquire(name);
+      const waiter = createCoordinator({ backend: backendOn(client), ttlMs: 1_500 });
+      cleanups.push(() => waiter.close());
+      await waiter.holder(name); // session open
+      sent.length = 0;
+      const waitMs = 3_000;
+      await expect(waiter.acquire(name, { waitMs })).rejects.toThrow(/LockTimeout|within/);
+      const looks = sent.filter((c) => c === "BatchGetItemCommand").length;
+      // One conditional grant at the start, then reads only (and the waiter's own renewals),
+      // 250 to 500 ms apart once backed off.
+      const lockWrites = sent.filter((c) => /^(Update|Delete)ItemCommand lock:/.test(c));
+      expect(lockWrites).toEqual([`UpdateItemCommand lock:${name}`]);
+      expect(looks).toBeGreaterThanOrEqual(3);
+      expect(looks).toBeLessThanOrEqual(Math.ceil(waitMs / 125));
+    });
+
+    it("a holder found expired loses every lock at once: its other locks are free to a single try", async () => {
+      const { client } = countingClient();
+      const backend = backendOn(client);
+      const frozen = await backend.openSession({ ttlMs: 1_000, ownerId: "frozen" });
+      const run = randomUUID().slice(0, 8);
+      const names = [0, 1, 2].map((i) => `frozen-${run}-${i}`);
+      const grants = [];
+      for (const name of names)
+        grants.push(await frozen.acquire(name, { wait: false, signal: never() }));
+      const other = await backend.openSession({ ttlMs: 5_000, ownerId: "other" });
+      const started = performance.now();
+      const first = await other.acquire(names[0] as string, { wait: true, signal: never() });
+      expect(performance.now() - started).toBeGreaterThanOrEqual(900);
+      expect(first?.token).toBeGreaterThan(grants[0]?.token ?? 0n);
+      await sleep(10);
+      for (const name of names.slice(1)) {
+        expect(await other.acquire(name, { wait: false, signal: never() })).not.toBeNull();
+      }
+      await expect(frozen.keepAlive()).rejects.toThrow(/session item is gone/);
+      expect(frozen.lost.aborted).toBe(true);
+    });
+  });
+});
