@@ -156,6 +156,7 @@ const TTL_MS: Record<BackendKind, number> = {
   postgres: 1_000,
   "postgres-lease": 1_000,
   dynamodb: 1_000,
+  "azure-blob": 2_000,
 };
 
 /** Every way a user's write loop asks whether it may write. */

@@ -11,6 +11,7 @@ export const ALL_BACKENDS = [
   "postgres",
   "postgres-lease",
   "dynamodb",
+  "azure-blob",
 ] as const;
 
 /**
@@ -41,6 +42,7 @@ export const SERVER_KINDS = [
   "postgres",
   "postgres-lease",
   "dynamodb",
+  "azure-blob",
 ] as const;
 
 /** A backend that is backed by real server processes. */

@@ -14,6 +14,7 @@ import type { BackendKind, ServerKind } from "./backend-kind.js";
  * - `postgres`: `postgres://postgres@127.0.0.1:P/postgres`
  * - `postgres-lease`: `postgres://postgres@127.0.0.1:B/postgres?locks=lease` (PgBouncer)
  * - `dynamodb`: `dynamodb://local:local-secret@127.0.0.1:P/baton-locks?region=us-east-1&tls=false&createTable=true` (dynalite)
+ * - `azure-blob`: `azblob://devstoreaccount1@127.0.0.1:P/baton` (Azurite)
  */
 export interface BatonServers {
   /** The backends selected by `BATON_BACKENDS` for this run. */
@@ -37,6 +38,8 @@ export interface BatonServers {
   readonly "postgres-lease"?: string;
   /** dynalite (a DynamoDB implementation), in memory; the table is created on first use. */
   readonly dynamodb?: string;
+  /** Azurite's Blob service, in memory; the container is created on first use. */
+  readonly "azure-blob"?: string;
   /**
    * Selected backends that could not be started because their server
    * binaries are missing, with a human-readable reason that says what to

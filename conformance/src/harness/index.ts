@@ -26,6 +26,13 @@
  * @packageDocumentation
  * @module @baton/conformance/harness
  */
+
+export {
+  AZURITE_ACCOUNT,
+  AZURITE_CONTAINER,
+  azuriteAnswers,
+  startAzurite,
+} from "./azurite-server.js";
 export { type BackendDecision, decideBackend, isCI, MEMORY_URL } from "./backend-decision.js";
 export {
   ALL_BACKENDS,
@@ -39,6 +46,7 @@ export {
 export { BACKENDS_ENV, parseBackendList, selectedBackends } from "./backend-selection.js";
 export type { BatonServers } from "./baton-servers.js";
 export { backendUrl, describeBackend } from "./describe-backend.js";
+export { DYNALITE_TABLE, listTables, startDynalite } from "./dynalite-server.js";
 export { type EtcdStartOptions, startEtcdCluster } from "./etcd-cluster.js";
 export {
   etcdActivePeers,
@@ -59,7 +67,6 @@ export {
   type ProcessSpec,
 } from "./managed-process.js";
 export { pgIsReady } from "./pg-isready.js";
-export { DYNALITE_TABLE, listTables, startDynalite } from "./dynalite-server.js";
 export { startPostgresBehindPgBouncer } from "./pgbouncer-server.js";
 export { startPostgres } from "./postgres-server.js";
 export {

@@ -1,3 +1,4 @@
+import { startAzurite } from "./azurite-server.js";
 import type { ServerKind } from "./backend-kind.js";
 import { startDynalite } from "./dynalite-server.js";
 import { startEtcdCluster } from "./etcd-cluster.js";
@@ -45,6 +46,8 @@ export function startLocalServer(
       return startPostgresBehindPgBouncer(options);
     case "dynamodb":
       return startDynalite(options);
+    case "azure-blob":
+      return startAzurite(options);
   }
 }
 

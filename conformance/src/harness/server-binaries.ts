@@ -20,6 +20,7 @@ export const BINARY_ENV = {
   postgresBinDir: "BATON_PG_BIN_DIR",
   pgbouncer: "BATON_PGBOUNCER",
   dynalite: "BATON_DYNALITE",
+  azuriteBlob: "BATON_AZURITE_BLOB",
 } as const;
 
 /** Result of looking for a server's binaries: what was found, or why not. */
@@ -219,6 +220,8 @@ export function missingBinaryReason(
       return reasonOf(findPostgresBinaries(env)) ?? reasonOf(findPgBouncer(env));
     case "dynamodb":
       return reasonOf(findDynalite(env));
+    case "azure-blob":
+      return reasonOf(findAzuriteBlob(env));
   }
 }
 
@@ -268,6 +271,31 @@ export function findDynalite(env: NodeJS.ProcessEnv = process.env): BinaryLookup
     ? {
         ok: false,
         reason: `dynalite not found (run npm ci: it is a devDependency of @baton/conformance; or point ${BINARY_ENV.dynalite} at its cli.js)`,
+      }
+    : { ok: true, value: found };
+}
+
+/**
+ * Looks for Azurite's Blob service script (`BATON_AZURITE_BLOB` overrides; default: the copy
+ * installed with this package, a devDependency of @baton/conformance). It runs under the
+ * current Node.js.
+ */
+export function findAzuriteBlob(env: NodeJS.ProcessEnv = process.env): BinaryLookup<string> {
+  const explicit = env[BINARY_ENV.azuriteBlob];
+  let found: string | undefined;
+  if (explicit) {
+    found = existsSync(explicit) ? explicit : undefined;
+  } else {
+    try {
+      found = createRequire(import.meta.url).resolve("azurite/dist/src/blob/main.js");
+    } catch {
+      found = undefined;
+    }
+  }
+  return found === undefined
+    ? {
+        ok: false,
+        reason: `Azurite not found (run npm ci: it is a devDependency of @baton/conformance; or point ${BINARY_ENV.azuriteBlob} at its dist/src/blob/main.js)`,
       }
     : { ok: true, value: found };
 }

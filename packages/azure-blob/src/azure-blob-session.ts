@@ -1,0 +1,469 @@
+import {
+  type BackendAcquireOptions,
+  type BackendSession,
+  BackendUnavailableError,
+  backoffMs,
+  type Grant,
+  type Holder,
+  type KeepAliveResult,
+  linkSignals,
+  SessionLostError,
+  type StoredRecord,
+} from "@baton/core";
+import {
+  decodeHolder,
+  encodeHeartbeat,
+  encodeLockBody,
+  encodeLockMetadata,
+} from "./azure-blob-codec.js";
+import { lockBlobName, sessionBlobName } from "./azure-blob-keys.js";
+import { AzureBlobRecords } from "./azure-blob-records.js";
+import { type BlobStore, type LockBlobState, MISSING, REFUSED } from "./blob-store.js";
+import type { ReleaseWakeups } from "./release-wakeups.js";
+import type { SessionLiveness } from "./session-liveness.js";
+
+/**
+ * What an Azure Blob grant carries to release exactly itself: the session (its id is the
+ * lease id) and the ETag of the lock blob as the grant left it. Lease operations keep a
+ * blob's ETag, and only the lease holder can write the blob, so a release guarded by that
+ * ETag frees this grant and no later one of the same session.
+ */
+interface AzureBlobGrantHandle {
+  readonly sessionId: string;
+  readonly etag: string;
+}
+
+/** Everything an {@link AzureBlobSession} needs from its backend. */
+export interface AzureBlobSessionContext {
+  /** Bounded by the shorter of the request timeout and the TTL. */
+  readonly store: BlobStore;
+  readonly prefix: string;
+  readonly ownerId: string;
+  /** The session id: its heartbeat blob's name, and the lease id of every lock it holds. */
+  readonly sessionId: string;
+  readonly ttlMs: number;
+  readonly pollMaxMs: number;
+  readonly liveness: SessionLiveness;
+  readonly wakeups: ReleaseWakeups;
+  readonly onClose: (session: AzureBlobSession) => void;
+}
+
+/** Attempts in a row that lost a race (the blob changed between two requests) before a pause. */
+const RACES_BEFORE_PAUSE = 3;
+/** Lock blobs whose state after this session's own release is remembered. */
+const RELEASED_KEPT = 1_024;
+/** The first pause of a wait, ms (25 to 50 ms with jitter); it doubles up to `pollMaxMs`. */
+const POLL_MIN_MS = 50;
+
+/** One attempt's outcome: a grant, the state of a lock held by another session, or a lost race. */
+type Attempt = Grant | { readonly held: LockBlobState } | "race";
+
+/**
+ * One session: a heartbeat blob renewed by one request per interval, whatever the number of
+ * locks, and an infinite lease per lock blob held, with the session id as its lease id.
+ *
+ * A grant is one of two sequences, both conditional on the blob's ETag:
+ * - after this session's own release of the lock, nothing else having touched it: an
+ *   `Acquire Lease` on that ETag, then a `Put Blob` under the lease raising the counter (2
+ *   requests);
+ * - otherwise: a HEAD, a `Put Blob` on the ETag read, naming this session and raising the
+ *   counter (a claim anyone may overwrite), then an `Acquire Lease` on the claim's ETag (3
+ *   requests; 2 for a blob that does not exist yet).
+ * Either way a leased lock blob always names the session that holds its lease, and the token
+ * of a grant is the counter its own conditional write left, one more than the counter it read.
+ */
+export class AzureBlobSession implements BackendSession {
+  readonly ownerId: string;
+  readonly ttlMs: number;
+  /** Aborted with a `SessionLostError` when the session learns its heartbeat is gone. */
+  readonly lost: AbortSignal;
+  /** The session id (heartbeat blob name and lease id). */
+  readonly sessionId: string;
+  readonly #context: AzureBlobSessionContext;
+  readonly #store: BlobStore;
+  readonly #records: AzureBlobRecords;
+  readonly #heartbeat: string;
+  readonly #lostController = new AbortController();
+  /** Aborted on loss or close: ends every wait of this session. */
+  readonly #ended = new AbortController();
+  /** Locks held, by name. */
+  readonly #held = new Set<string>();
+  /** Locks whose lease may still be this session's after a failure, by name. */
+  readonly #leftovers = new Set<string>();
+  /** Releases in flight, by lock name: an acquire of the name waits for their outcome. */
+  readonly #releasing = new Map<string, Promise<unknown>>();
+  /** The lock blob's ETag and counter after this session's own release, by lock name. */
+  readonly #released = new Map<string, { readonly etag: string; readonly token: bigint }>();
+  #beats = 0;
+  #closing: Promise<void> | undefined;
+
+  constructor(context: AzureBlobSessionContext) {
+    this.#context = context;
+    this.#store = context.store;
+    this.ownerId = context.ownerId;
+    this.ttlMs = context.ttlMs;
+    this.sessionId = context.sessionId;
+    this.lost = this.#lostController.signal;
+    this.#heartbeat = sessionBlobName(context.prefix, context.sessionId);
+    this.#records = new AzureBlobRecords(context.store, context.prefix);
+  }
+
+  /** One request: the heartbeat's metadata rewritten (a new ETag). O(1) in the locks held. */
+  async keepAlive(): Promise<KeepAliveResult | undefined> {
+    this.#assertLive();
+    this.#beats += 1;
+    const timeoutMs = Math.min(
+      this.#store.requestTimeoutMs,
+      Math.max(500, Math.floor(this.ttlMs / 3)),
+    );
+    const beat = await this.#store.beat(
+      "could not renew the session",
+      this.#heartbeat,
+      encodeHeartbeat(this.ttlMs, this.#beats),
+      timeoutMs,
+    );
+    if (beat === MISSING) {
+      const error = new SessionLostError(
+        "the Azure Blob session's heartbeat is gone: it was not renewed within its TTL, and another process declared it dead; its locks are lost",
+      );
+      this.#markLost(error);
+      throw error;
+    }
+    this.#retryLeftovers();
+    return undefined;
+  }
+
+  async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
+    this.#assertLive();
+    await this.#settle(name);
+    const blob = lockBlobName(this.#context.prefix, name);
+    const body = encodeLockBody(this.ownerId, options.value);
+    try {
+      return options.wait
+        ? await this.#wait(name, blob, body, options.signal)
+        : await this.#tryOnce(name, blob, body, options.signal);
+    } catch (error) {
+      if (error instanceof SessionLostError) this.#markLost(error);
+      throw error;
+    }
+  }
+
+  release(grant: Grant): Promise<boolean> {
+    const handle = grant.handle as AzureBlobGrantHandle | undefined;
+    // Owner check by session: only this session's lease, at this grant's ETag, is ours.
+    if (handle === undefined || handle.sessionId !== this.sessionId) return Promise.resolve(false);
+    const name = grant.key;
+    this.#held.delete(name);
+    const blob = lockBlobName(this.#context.prefix, name);
+    const releasing = this.#store
+      .releaseLease(`could not release "${name}"`, blob, this.sessionId, handle.etag)
+      .then(
+        (released) => {
+          if (released !== true) return false;
+          this.#remember(name, handle.etag, grant.token);
+          this.#context.wakeups.wake(name);
+          return true;
+        },
+        (error: unknown) => {
+          // The lease may still be ours: released before the next acquire of the name, or
+          // after the next keepalive, so it does not outlive a live session.
+          if (!this.#ended.signal.aborted) this.#leftovers.add(name);
+          throw error;
+        },
+      )
+      .finally(() => {
+        if (this.#releasing.get(name) === releasing) this.#releasing.delete(name);
+      });
+    this.#releasing.set(name, releasing);
+    return releasing;
+  }
+
+  /**
+   * The holder of `name`: one GET of the lock blob, and a look at the holding session's
+   * heartbeat at most once per TTL. A lock whose holder this process finds dead is free.
+   */
+  async holder(name: string): Promise<Holder | null> {
+    const blob = lockBlobName(this.#context.prefix, name);
+    const lock = await this.#store.getLock(`could not read the holder of "${name}"`, blob);
+    if (lock === MISSING || !lock.leased) return null;
+    if (lock.meta.session !== this.sessionId && lock.meta.session !== "") {
+      const liveness = await this.#context.liveness.check(lock.meta.session, this.ttlMs);
+      if (!liveness.alive) return null;
+    }
+    return decodeHolder(lock.body, lock.meta);
+  }
+
+  /** The durable record `key` (see azure-blob-records.ts), or `null`. */
+  async readRecord(key: string): Promise<StoredRecord | null> {
+    this.#assertLive();
+    return await this.#records.read(key);
+  }
+
+  /** Writes record `key` if its version is `expected`; the new version, or `null`. */
+  async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
+    this.#assertLive();
+    return await this.#records.write(key, value, expected);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    this.#ended.abort(new SessionLostError("the Azure Blob session was closed"));
+    this.#context.onClose(this);
+    const names = new Set([...this.#held, ...this.#leftovers]);
+    this.#held.clear();
+    this.#leftovers.clear();
+    await Promise.allSettled(
+      [...names].map(async (name) => {
+        await this.#releaseAny(name);
+        this.#context.wakeups.wake(name);
+      }),
+    );
+    this.#context.liveness.forget(this.sessionId);
+    await this.#store.deleteBlob("could not end the session", this.#heartbeat);
+  }
+
+  /** A try: nothing is left behind; a held lock is `null` unless its holder is found dead. */
+  async #tryOnce(
+    name: string,
+    blob: string,
+    body: Buffer,
+    signal: AbortSignal,
+  ): Promise<Grant | null> {
+    for (let round = 0; round < RACES_BEFORE_PAUSE; round++) {
+      const attempt = await this.#attempt(name, blob, body, signal);
+      if (attempt === "race") continue;
+      if (!("held" in attempt)) return attempt;
+      if (!(await this.#breakIfDead(name, blob, attempt.held))) return null;
+    }
+    return null;
+  }
+
+  /**
+   * Waits: looks at the lock with a pause between looks that starts at 25 to 50 ms and
+   * doubles up to `pollMaxMs` (equal jitter), woken early by a release in this process; the
+   * holder's heartbeat is read once per its TTL, and a holder found dead has its lease broken.
+   */
+  async #wait(name: string, blob: string, body: Buffer, signal: AbortSignal): Promise<Grant> {
+    const linked = linkSignals([signal, this.#ended.signal]);
+    const waitSignal = linked.signal;
+    const poll = { minMs: POLL_MIN_MS, maxMs: this.#context.pollMaxMs };
+    let pauses = 0;
+    let races = 0;
+    try {
+      for (;;) {
+        if (waitSignal.aborted) throw waitSignal.reason;
+        let pauseMs: number;
+        try {
+          const attempt = await this.#attempt(name, blob, body, signal);
+          if (attempt === "race") {
+            if (++races < RACES_BEFORE_PAUSE) continue;
+            races = 0;
+            pauseMs = backoffMs(pauses++, poll);
+          } else if ("held" in attempt) {
+            races = 0;
+            const liveness = await this.#liveness(attempt.held);
+            if (!liveness.alive) {
+              await this.#store.breakLease(
+                `could not break the stale lease of "${name}"`,
+                blob,
+                attempt.held.etag,
+              );
+              continue;
+            }
+            pauseMs = Math.min(backoffMs(pauses++, poll), liveness.recheckInMs + 1);
+          } else return attempt;
+        } catch (error) {
+          if (waitSignal.aborted) throw waitSignal.reason;
+          if (!(error instanceof BackendUnavailableError)) throw error;
+          // The store did not answer: keep waiting, look again after a pause.
+          pauseMs = backoffMs(pauses++, poll);
+        }
+        await this.#context.wakeups.pause(name, pauseMs, waitSignal);
+      }
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw error;
+    } finally {
+      linked.dispose();
+    }
+  }
+
+  /** Whether the session holding `state` lives (always, for a lease no Baton session names). */
+  #liveness(state: LockBlobState) {
+    if (state.meta.session === "") {
+      return Promise.resolve({ alive: true as const, recheckInMs: this.#context.pollMaxMs });
+    }
+    return this.#context.liveness.check(state.meta.session, this.ttlMs);
+  }
+
+  /** Breaks the lease of a lock whose holder is dead: true when the caller may try again. */
+  async #breakIfDead(name: string, blob: string, state: LockBlobState): Promise<boolean> {
+    const liveness = await this.#liveness(state);
+    if (liveness.alive) return false;
+    await this.#store.breakLease(`could not break the stale lease of "${name}"`, blob, state.etag);
+    return true;
+  }
+
+  /** One grant attempt (see the class comment). */
+  async #attempt(name: string, blob: string, body: Buffer, signal: AbortSignal): Promise<Attempt> {
+    const what = `could not acquire "${name}"`;
+    const released = this.#released.get(name);
+    if (released !== undefined) {
+      this.#released.delete(name);
+      // Hot path: see docs/hot-path.md, "Azure Blob".
+      const leased = await this.#lease(name, blob, released.etag);
+      if (leased) {
+        const token = released.token + 1n;
+        let etag: string | typeof REFUSED;
+        try {
+          etag = await this.#store.putLock(
+            what,
+            blob,
+            body,
+            encodeLockMetadata({ token, session: this.sessionId }),
+            released.etag,
+            this.sessionId,
+          );
+        } catch (error) {
+          await this.#cleanup(name);
+          throw error;
+        }
+        if (etag !== REFUSED) return this.#finish(name, token, etag, signal);
+        await this.#cleanup(name);
+        return "race";
+      }
+    }
+    const state = await this.#store.headLock(what, blob);
+    let token: bigint;
+    let claimed: string | typeof REFUSED;
+    if (state === MISSING) {
+      token = 1n;
+      claimed = await this.#store.putLock(
+        what,
+        blob,
+        body,
+        encodeLockMetadata({ token, session: this.sessionId }),
+        null,
+      );
+    } else if (state.leased) {
+      if (state.meta.session !== this.sessionId) return { held: state };
+      // This session's own lease, left by a failure: give it up, then take the lock anew.
+      await this.#releaseAny(name);
+      return "race";
+    } else {
+      token = state.meta.token + 1n;
+      claimed = await this.#store.putLock(
+        what,
+        blob,
+        body,
+        encodeLockMetadata({ token, session: this.sessionId }),
+        state.etag,
+      );
+    }
+    if (claimed === REFUSED) return "race";
+    if (!(await this.#lease(name, blob, claimed))) return "race";
+    return this.#finish(name, token, claimed, signal);
+  }
+
+  /** Acquires this session's lease on `blob` at `etag`; a failure leaves nothing behind. */
+  async #lease(name: string, blob: string, etag: string): Promise<boolean> {
+    try {
+      const leased = await this.#store.acquireLease(
+        `could not acquire "${name}"`,
+        blob,
+        this.sessionId,
+        etag,
+        (late) => {
+          void late.then(
+            (granted) => (granted === true ? this.#cleanup(name) : undefined),
+            () => undefined,
+          );
+        },
+      );
+      return leased === true;
+    } catch (error) {
+      // The answer was lost, not necessarily the request: the lease may be ours.
+      await this.#cleanup(name);
+      throw error;
+    }
+  }
+
+  /** Hands out the grant, unless the caller gave up meanwhile (then the lease is released). */
+  async #finish(name: string, token: bigint, etag: string, signal: AbortSignal): Promise<Grant> {
+    if (signal.aborted) {
+      await this.#cleanup(name);
+      throw signal.reason;
+    }
+    if (this.#ended.signal.aborted) {
+      await this.#cleanup(name);
+      this.#assertLive();
+    }
+    this.#held.add(name);
+    const handle: AzureBlobGrantHandle = { sessionId: this.sessionId, etag };
+    return { key: name, ownerId: this.ownerId, token, handle };
+  }
+
+  /** Releases this session's lease on `name` if it has it; remembered as a leftover on failure. */
+  async #cleanup(name: string): Promise<void> {
+    try {
+      await this.#releaseAny(name);
+    } catch {
+      if (!this.#ended.signal.aborted) this.#leftovers.add(name);
+    }
+  }
+
+  /** Releases this session's lease on lock `name`, whatever the blob's ETag. */
+  async #releaseAny(name: string): Promise<void> {
+    await this.#store.releaseLease(
+      `could not release "${name}"`,
+      lockBlobName(this.#context.prefix, name),
+      this.sessionId,
+    );
+    this.#leftovers.delete(name);
+  }
+
+  /** Before an acquire of `name`: a release in flight settles, a leftover lease is released. */
+  async #settle(name: string): Promise<void> {
+    const releasing = this.#releasing.get(name);
+    if (releasing !== undefined) await releasing.catch(() => undefined);
+    if (this.#leftovers.has(name)) await this.#releaseAny(name);
+  }
+
+  #retryLeftovers(): void {
+    for (const name of this.#leftovers) {
+      if (this.#releasing.has(name)) continue;
+      const run = this.#releaseAny(name)
+        .catch(() => undefined)
+        .finally(() => {
+          if (this.#releasing.get(name) === run) this.#releasing.delete(name);
+        });
+      this.#releasing.set(name, run);
+    }
+  }
+
+  #remember(name: string, etag: string, token: bigint): void {
+    this.#released.set(name, { etag, token });
+    if (this.#released.size > RELEASED_KEPT) {
+      const oldest = this.#released.keys().next().value;
+      if (oldest !== undefined) this.#released.delete(oldest);
+    }
+  }
+
+  #assertLive(): void {
+    const reason: unknown = this.#ended.signal.reason;
+    if (this.#ended.signal.aborted) {
+      throw reason instanceof SessionLostError
+        ? reason
+        : new SessionLostError("the Azure Blob session ended");
+    }
+  }
+
+  #markLost(error: SessionLostError): void {
+    if (!this.#ended.signal.aborted) this.#ended.abort(error);
+    if (!this.#lostController.signal.aborted) this.#lostController.abort(error);
+  }
+}
