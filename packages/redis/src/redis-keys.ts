@@ -15,7 +15,7 @@ export class LockKeys {
 
   constructor(base: string) {
     this.base = base;
-    this.lock = `${base}:lock`;
+    this.lock = `${base}${LOCK_SUFFIX}`;
   }
 
   /** The fencing counter (INCR), never expires. */
@@ -25,7 +25,7 @@ export class LockKeys {
 
   /** The pub/sub channel every release and grant is announced on, for watchers. */
   get channel(): string {
-    return `${this.base}:released`;
+    return `${this.base}${CHANNEL_SUFFIX}`;
   }
 
   /** The waiters in line: a sorted set of line entries by arrival time. */
@@ -38,14 +38,27 @@ export class LockKeys {
    * release script appends the session id of the wait it hands the lock to.
    */
   get turnPrefix(): string {
-    return `${this.base}:turn:`;
+    return `${this.base}${TURN_SUFFIX}`;
   }
 
   /** The turn channel of the waits of session `sessionId`. */
   turn(sessionId: string): string {
-    return `${this.base}:turn:${sessionId}`;
+    return `${this.base}${TURN_SUFFIX}${sessionId}`;
   }
 }
+
+/*
+ * What the lock key, the watch channel and a turn channel prefix add to a lock's base. The
+ * scripts build the channels from the lock key they are given (its base: the key without
+ * `LOCK_SUFFIX`), so a call passes no channel names. Hot path: see docs/hot-path.md, "Redis".
+ */
+
+/** The lock key is `<base>:lock`. */
+export const LOCK_SUFFIX = ":lock";
+/** The watch channel is `<base>:released`. */
+export const CHANNEL_SUFFIX = ":released";
+/** A turn channel is `<base>:turn:<session id>`. */
+export const TURN_SUFFIX = ":turn:";
 
 /**
  * The keys of lock `name` under `prefix` (see {@link LockKeys}). Braces and `%` in the name

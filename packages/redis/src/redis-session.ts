@@ -306,13 +306,15 @@ export class RedisSession implements BackendSession {
     if (pending !== undefined) this.#pending.set(name, pending);
     let reply: { token: bigint } | { pttl: number };
     try {
-      const call = ACQUIRE.run(
-        this.#ctx.client,
-        [keys.lock, keys.token, keys.waiters],
+      // Hot path: see docs/hot-path.md, "Redis" (no channel names, no line key unless waiting).
+      const call =
         wait === undefined
-          ? [prefix, this.ttlMs, tail, keys.channel]
-          : [prefix, this.ttlMs, tail, keys.channel, wait.entry, wait.joined ? "1" : ""],
-      );
+          ? ACQUIRE.run(this.#ctx.client, [keys.lock, keys.token], [prefix, this.ttlMs, tail])
+          : ACQUIRE.run(
+              this.#ctx.client,
+              [keys.lock, keys.token, keys.waiters],
+              [prefix, this.ttlMs, tail, wait.entry, wait.joined ? "1" : ""],
+            );
       // Sent: from now on it may be in the line, whatever becomes of the reply (given up,
       // or arriving after close), so the wait's end takes it out (see #leaveLine).
       if (wait !== undefined) {
@@ -392,11 +394,7 @@ export class RedisSession implements BackendSession {
     if (grants.length === 1 && one !== undefined) {
       // Hot path: see docs/hot-path.md, "Redis".
       const k = one.keys;
-      return RELEASE.run(
-        this.#ctx.client,
-        [k.lock, k.waiters, k.token],
-        [skipUnheard, one.prefix, k.channel, k.turnPrefix],
-      );
+      return RELEASE.run(this.#ctx.client, [k.lock, k.waiters, k.token], [skipUnheard, one.prefix]);
     }
     return RELEASE.run(
       this.#ctx.client,
@@ -405,12 +403,7 @@ export class RedisSession implements BackendSession {
         ...grants.map((g) => g.keys.waiters),
         ...grants.map((g) => g.keys.token),
       ],
-      [
-        skipUnheard,
-        ...grants.map((g) => g.prefix),
-        ...grants.map((g) => g.keys.channel),
-        ...grants.map((g) => g.keys.turnPrefix),
-      ],
+      [skipUnheard, ...grants.map((g) => g.prefix)],
     );
   }
 

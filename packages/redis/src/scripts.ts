@@ -15,6 +15,7 @@ import {
   WATCH_RELEASED,
   WATCH_RELEASED_NO_TOKEN,
 } from "./redis-codec.js";
+import { CHANNEL_SUFFIX, LOCK_SUFFIX, TURN_SUFFIX } from "./redis-keys.js";
 
 /*
  * The Lua scripts, one call each. What they store, answer and publish is in redis-codec.ts;
@@ -39,6 +40,14 @@ local function fmt(n) return string.format('%d', n) end
 `;
 
 /**
+ * Lua: the base of lock key `lock` (a Lua expression), what the lock's channel names start
+ * with (see redis-keys.ts). Hot path: see docs/hot-path.md, "Redis".
+ */
+function baseOf(lock: string): string {
+  return `string.sub(${lock}, 1, -${LOCK_SUFFIX.length + 1})`;
+}
+
+/**
  * Acquire on one node, in one call: `INCR` of the lock's token counter, whose new value is the
  * fencing token stored inside the payload, then `SET lock payload NX PX ttl`; when the SET
  * fails the counter is put back (`DECR`: a script runs alone, so nobody sees the step). One
@@ -49,12 +58,13 @@ local function fmt(n) return string.format('%d', n) end
  * Waiters stand in a line (a sorted set by arrival, see {@link RELEASE}): a release hands the
  * lock straight to the first of them, so a waiter normally never tries again.
  *
- * KEYS: lock, counter, waiters. ARGV: owner prefix (`<session id>:`, or `<session id>.<wait>:`
- * in a wait), ttl ms, payload tail (`\n<owner>[\n<value>]`), the lock's watch channel, then for
- * a waiting try: its line entry and `1` if it may be in the line (leave it on a grant). A waiting try that fails joins the line (by the server's clock; the line
- * expires 3 TTLs after the last join, so a crashed waiter's entry goes), unless a release has
- * handed the lock to this wait already (its message not yet seen): then that grant's token is
- * returned. A grant is announced on the watch channel as `g<ttl>`.
+ * KEYS: lock, counter, and for a waiting try the waiters. ARGV: owner prefix (`<session id>:`,
+ * or `<session id>.<wait>:` in a wait), ttl ms, payload tail (`\n<owner>[\n<value>]`), then for
+ * a waiting try: its line entry and `1` if it may be in the line (leave it on a grant). A
+ * waiting try that fails joins the line (by the server's clock; the line expires 3 TTLs after
+ * the last join, so a crashed waiter's entry goes), unless a release has handed the lock to
+ * this wait already (its message not yet seen): then that grant's token is returned. A grant
+ * is announced on the watch channel (named after the lock key) as `g<ttl>`.
  * Returns the token (>= 1) when granted; otherwise the holder's remaining lease, encoded as
  * `decodeAcquireReply` reads it.
  */
@@ -65,12 +75,12 @@ if token == 1 then
   redis.call('SET', KEYS[2], fmt(token))
 end
 if redis.call('SET', KEYS[1], ARGV[1] .. fmt(token) .. ARGV[3], 'NX', 'PX', ARGV[2]) then
-  if ARGV[6] == '1' then redis.call('ZREM', KEYS[3], ARGV[5]) end
-  redis.call('PUBLISH', ARGV[4], '${WATCH_GRANTED}' .. ARGV[2])
+  if ARGV[5] == '1' then redis.call('ZREM', KEYS[3], ARGV[4]) end
+  redis.call('PUBLISH', ${baseOf("KEYS[1]")} .. '${CHANNEL_SUFFIX}', '${WATCH_GRANTED}' .. ARGV[2])
   return token
 end
 redis.call('DECR', KEYS[2])
-if ARGV[5] then
+if ARGV[4] then
   local v = redis.call('GET', KEYS[1])
   if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
     local nl = string.find(v, '\\n', #ARGV[1] + 1, true)
@@ -78,7 +88,7 @@ if ARGV[5] then
     if mine then return mine end
   end
   local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[3], 'NX', t[1] * 1000000 + t[2], ARGV[5])
+  redis.call('ZADD', KEYS[3], 'NX', t[1] * 1000000 + t[2], ARGV[4])
   redis.call('PEXPIRE', KEYS[3], 3 * tonumber(ARGV[2]))
 end
 return ${HELD_BASE} - redis.call('PTTL', KEYS[1])
@@ -123,11 +133,11 @@ return out
  * session of a waiting wait renews the lock key by the wait's prefix from the start, so the
  * lease is covered before the waiter hears. A waiter that does not hear (its process is gone)
  * is skipped. The waiter behind it is told the new holder's TTL (`b<ms>`), to look again then
- * should that one be frozen. Watchers are told on the watch channel (`r`). The next token is
- * the counter's value plus one, or `clock_start()` when the counter is missing.
+ * should that one be frozen. Watchers are told on the watch channel (`r`). The channels are
+ * named after the lock key. The next token is the counter's value plus one, or
+ * `clock_start()` when the counter is missing.
  * KEYS: lock keys, then the waiters keys, then the counter keys. ARGV: `1` to skip waiters who
- * do not hear (a PUBLISH count is per node: not on a Cluster), then one owner prefix per key,
- * one watch channel per key, one turn channel prefix per key.
+ * do not hear (a PUBLISH count is per node: not on a Cluster), then one owner prefix per key.
  * Returns how many keys were this session's grants and are released.
  */
 export const RELEASE = new LuaScript(`${TOKEN_LUA}
@@ -138,7 +148,7 @@ for i = 1, n do
   local prefix = ARGV[1 + i]
   if v and string.sub(v, 1, #prefix) == prefix then
     redis.call('DEL', KEYS[i])
-    local turn = ARGV[1 + 2 * n + i]
+    local turn
     while true do
       local entry = redis.call('ZPOPMIN', KEYS[n + i])[1]
       if not entry then break end
@@ -149,6 +159,7 @@ for i = 1, n do
       if ttl and ttl > 0 then
         local token = (tonumber(redis.call('GET', KEYS[2 * n + i])) or 0) + 1
         if token == 1 then token = clock_start() end
+        turn = turn or ${baseOf("KEYS[i]")} .. '${TURN_SUFFIX}'
         local heard = redis.call('PUBLISH', turn .. string.sub(entry, 1, dot - 1),
           '${TURN_GRANTED}' .. string.sub(entry, dot + 1, colon - 1) .. ':' .. fmt(token))
         if heard > 0 or ARGV[1] ~= '1' then
@@ -162,7 +173,7 @@ for i = 1, n do
         end
       end
     end
-    redis.call('PUBLISH', ARGV[1 + n + i], '${WATCH_RELEASED}')
+    redis.call('PUBLISH', ${baseOf("KEYS[i]")} .. '${CHANNEL_SUFFIX}', '${WATCH_RELEASED}')
     released = released + 1
   end
 end

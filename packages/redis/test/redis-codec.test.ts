@@ -185,8 +185,8 @@ describeBackend("redis", (url) => {
       const tail = payloadTail("billing-7", "job 12");
       const reply = await ACQUIRE.run(
         raw,
-        [keys.lock, keys.token, keys.waiters],
-        [ownerPrefix("5f2a9c"), 5_000, tail, keys.channel],
+        [keys.lock, keys.token],
+        [ownerPrefix("5f2a9c"), 5_000, tail],
       );
       const got = decodeAcquireReply(reply);
       if (!("token" in got)) throw new Error(`not granted: ${String(reply)}`);
@@ -207,11 +207,7 @@ describeBackend("redis", (url) => {
       const keys = lockKeys(prefix, "held");
       await raw.set(keys.lock, encodePayload("other", 1, "\no"), "PX", 30_000);
       const held = decodeAcquireReply(
-        await ACQUIRE.run(
-          raw,
-          [keys.lock, keys.token, keys.waiters],
-          [ownerPrefix("me"), 5_000, "\nme", keys.channel],
-        ),
+        await ACQUIRE.run(raw, [keys.lock, keys.token], [ownerPrefix("me"), 5_000, "\nme"]),
       );
       expect(held).toHaveProperty("pttl");
       const { pttl } = held as { pttl: number };
@@ -221,8 +217,8 @@ describeBackend("redis", (url) => {
       await raw.set(noTtl.lock, "not baton's");
       const reply = await ACQUIRE.run(
         raw,
-        [noTtl.lock, noTtl.token, noTtl.waiters],
-        [ownerPrefix("me"), 5_000, "\nme", noTtl.channel],
+        [noTtl.lock, noTtl.token],
+        [ownerPrefix("me"), 5_000, "\nme"],
       );
       expect(reply).toBe(encodeHeld(-1));
       expect(decodeAcquireReply(reply)).toEqual({ pttl: -1 });
@@ -242,7 +238,7 @@ describeBackend("redis", (url) => {
       const released = await RELEASE.run(
         raw,
         [keys.lock, keys.waiters, keys.token],
-        ["1", grantPrefix("holder", 41), keys.channel, keys.turnPrefix],
+        ["1", grantPrefix("holder", 41)],
       );
       expect(decodeReleasedOne(released)).toBe(true);
       const messages = await events.take(3);
@@ -269,7 +265,7 @@ describeBackend("redis", (url) => {
           await RELEASE.run(
             raw,
             [keys.lock, keys.waiters, keys.token],
-            ["1", grantPrefix("holder", 41), keys.channel, keys.turnPrefix],
+            ["1", grantPrefix("holder", 41)],
           ),
         ),
       ).toBe(false);
