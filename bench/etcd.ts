@@ -85,7 +85,6 @@ async function uncontended(
       ...batonVariants(session, coordinator, {
         sessionLock: "bench-session",
         coordinatorLock: "bench-coordinator",
-        wait: true,
       }),
       {
         name: "etcd3 lock().acquire+release",

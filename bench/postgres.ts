@@ -123,11 +123,12 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
       ...batonVariants(session, coordinator, {
         sessionLock: "bench-session",
         coordinatorLock: "bench-coordinator",
+        tryRow: true,
       }).map((v) => ({
         ...v,
         server: connectionsMeter(
           stats,
-          v.role === "session" ? "bench-session" : "bench-coordinator",
+          v.role === "coordinator" ? "bench-coordinator" : "bench-session",
         ),
       })),
     ];

@@ -126,6 +126,7 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
       ...batonVariants(session, coordinator, {
         sessionLock: "bench-session",
         coordinatorLock: "bench-coordinator",
+        tryRow: true,
       }),
       {
         name: "redlock@4 (1 node)",

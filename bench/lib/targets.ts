@@ -69,7 +69,7 @@ export function checkTargets(r: BackendResult): TargetCheck[] {
       const vs = `${ms(coord.p50)} vs ${ms(p.p50)} (${ratio.toFixed(2)}x)`;
       if (r.backend === "redis" && /redis-semaphore/.test(p.variant)) {
         check(
-          `uncontended coordinator p50 <= ${REDIS_SEMAPHORE_LIMIT}x ${p.variant}'s`,
+          `uncontended coordinator p50 <= ${REDIS_SEMAPHORE_LIMIT.toFixed(2)}x ${p.variant}'s`,
           vs,
           ratio <= REDIS_SEMAPHORE_LIMIT,
         );
