@@ -1,10 +1,9 @@
 import { AbortScope } from "./abort-scope.js";
-import type { Clock, Timer, TimerOptions } from "./clock.js";
+import type { Clock, Timer } from "./clock.js";
 import type { ResolvedAcquire } from "./coordinator-options.js";
 import { asUnavailable, BackendUnavailableError, LockTimeoutError } from "./errors.js";
 import { unreachableBoundMs } from "./managed-session.js";
-
-const KEEP_ALIVE: TimerOptions = { keepAlive: true };
+import { setBound } from "./timer-lists.js";
 
 /**
  * One acquire call's bounds and the errors it ends with: its wait (one TTL for a try, so
@@ -107,10 +106,11 @@ export class AcquireCall {
   }
 
   #armBudget(ms: number): void {
-    this.#budget = this.#clock.setTimer(
+    this.#budget = setBound(
+      this.#clock,
       () => this.scope.abort(new Error("baton: budget ran out")),
       ms,
-      KEEP_ALIVE,
+      true,
     );
   }
 }

@@ -1,6 +1,7 @@
 import { type Abortable, addAbortCallback, removeAbortCallback } from "./abort-scope.js";
 import { systemClock, type Timer } from "./clock.js";
 import { BackendUnavailableError } from "./errors.js";
+import { setBound } from "./timer-lists.js";
 
 /** Options of {@link boundedCall}. */
 export interface BoundedCallOptions<T> {
@@ -86,13 +87,14 @@ export function raceAbortable<T>(
     const onAbort = () => giveUp(signal?.reason);
     if (timeoutMs !== undefined) {
       // Hot path: see docs/hot-path.md, "Core" (timers grouped by delay).
-      timer = systemClock.setTimer(
+      timer = setBound(
+        systemClock,
         () =>
           giveUp(
             new BackendUnavailableError(`${describe(options)}: no answer within ${timeoutMs} ms`),
           ),
         timeoutMs,
-        KEEP_ALIVE,
+        true,
       );
     }
     if (signal !== undefined) addAbortCallback(signal, onAbort);
@@ -108,8 +110,6 @@ export function raceAbortable<T>(
     );
   });
 }
-
-const KEEP_ALIVE = { keepAlive: true } as const;
 
 function abandon<T>(call: Promise<T>, onAbandoned: ((late: Promise<T>) => void) | undefined) {
   if (onAbandoned !== undefined) onAbandoned(call);

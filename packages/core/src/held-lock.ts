@@ -12,6 +12,7 @@ import type { EventHub } from "./events.js";
 import type { Guarantees } from "./guarantees.js";
 import { Lock, type LockInit } from "./lock.js";
 import type { ManagedSession, SessionLock } from "./managed-session.js";
+import { setBound } from "./timer-lists.js";
 
 /** What a held lock needs from its coordinator. @internal */
 export interface LockHost {
@@ -174,7 +175,8 @@ export class HeldLock implements SessionLock, LockInit {
         if (failed) reject(error);
         else resolve(wasHeld);
       };
-      const timer = this.#host.clock.setTimer(
+      const timer = setBound(
+        this.#host.clock,
         () =>
           settle(
             true,
@@ -184,7 +186,7 @@ export class HeldLock implements SessionLock, LockInit {
             ),
           ),
         session.ttlMs,
-        { keepAlive: true },
+        true,
       );
       call.then(
         (wasHeld) => settle(false, wasHeld),
