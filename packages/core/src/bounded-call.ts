@@ -1,4 +1,9 @@
-import { type Abortable, addAbortCallback, removeAbortCallback } from "./abort-scope.js";
+import {
+  type Abortable,
+  AbortScope,
+  addAbortCallback,
+  removeAbortCallback,
+} from "./abort-scope.js";
 import { systemClock, type Timer } from "./clock.js";
 import { BackendUnavailableError } from "./errors.js";
 import { setBound } from "./timer-lists.js";
@@ -66,8 +71,9 @@ export function raceAbortable<T>(
     abandon(call, onAbandoned);
     return Promise.reject(signal.reason);
   }
-  if (signal === undefined && timeoutMs === undefined && options?.mapError === undefined) {
-    return call;
+  if (timeoutMs === undefined && options?.mapError === undefined) {
+    if (signal === undefined) return call;
+    if (signal instanceof AbortScope) return raceScope(call, signal, onAbandoned);
   }
   return new Promise<T>((resolve, reject) => {
     let settled = false;
@@ -106,6 +112,35 @@ export function raceAbortable<T>(
         if (!finish()) return;
         const mapError = options?.mapError;
         reject(mapError === undefined ? error : mapError(error));
+      },
+    );
+  });
+}
+
+/**
+ * The race of {@link raceAbortable} against a scope alone (no timeout, no mapping): the usual
+ * one, an acquire's backend call against its bound, with fewer closures.
+ */
+function raceScope<T>(
+  call: Promise<T>,
+  scope: AbortScope,
+  onAbandoned: ((late: Promise<T>) => void) | undefined,
+): Promise<T> {
+  // Hot path: see docs/hot-path.md, "Core".
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (reason: unknown) => {
+      abandon(call, onAbandoned);
+      reject(reason);
+    };
+    scope.addCallback(onAbort);
+    call.then(
+      (value) => {
+        scope.removeCallback(onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        scope.removeCallback(onAbort);
+        reject(error);
       },
     );
   });

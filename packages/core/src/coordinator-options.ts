@@ -181,8 +181,19 @@ export interface ResolvedAcquire {
   readonly ttlMs: number | undefined;
 }
 
+/** What no `acquire` options and no `tryAcquire` options resolve to: one shared object each. */
+const ACQUIRE_DEFAULTS: ResolvedAcquire = Object.freeze({
+  waitMs: DEFAULT_WAIT_MS,
+  signal: undefined,
+  value: undefined,
+  ttlMs: undefined,
+});
+const TRY_DEFAULTS: ResolvedAcquire = Object.freeze({ ...ACQUIRE_DEFAULTS, waitMs: 0 });
+
 /** Validates `acquire`/`withLock` options (`tryAcquire` when `tryOnly`). */
 export function resolveAcquireOptions(input: unknown, tryOnly: boolean): ResolvedAcquire {
+  // Hot path: see docs/hot-path.md, "Core".
+  if (input === undefined) return tryOnly ? TRY_DEFAULTS : ACQUIRE_DEFAULTS;
   const o = checkOptions(input, "options", tryOnly ? TRY_KEYS : ACQUIRE_KEYS);
   const waitMs = tryOnly
     ? 0

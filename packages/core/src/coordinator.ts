@@ -768,7 +768,9 @@ class CoordinatorImpl implements Coordinator {
         if (grant === null) return whenHeld(name);
         if (!session.isValid()) continue; // the session died under us: that grant is void
         const held = this.#hold(call, grant, session);
-        if (this.#fence !== undefined) await this.#raiseFence(this.#fence, held, call);
+        // Without a fence the grant is handed over as it is: the session was checked just now.
+        if (this.#fence === undefined) return this.#handOver(call, held);
+        await this.#raiseFence(this.#fence, held, call);
         if (held.lock.held) return this.#handOver(call, held);
         await this.#afterLostGrant(call, held, attempt);
       }

@@ -5,6 +5,7 @@ import { type Abortable, addAbortCallback, removeAbortCallback } from "./abort-s
  * backend session never sees two outstanding acquires of one key.
  */
 export class KeyedMutex {
+  /** Locked keys and their waiters (`NO_WAITERS` until the first one comes). */
   readonly #queues = new Map<string, Array<() => void>>();
 
   /**
@@ -13,22 +14,27 @@ export class KeyedMutex {
    */
   lock(key: string, signal?: Abortable): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const waiting = this.#queues.get(key);
+    let waiting = this.#queues.get(key);
     if (waiting === undefined) {
-      this.#queues.set(key, []);
+      this.#queues.set(key, NO_WAITERS);
       return Promise.resolve(this.#unlocker(key));
     }
+    if (waiting === NO_WAITERS) {
+      waiting = [];
+      this.#queues.set(key, waiting);
+    }
+    const queue = waiting;
     return new Promise((resolve, reject) => {
       const grant = () => {
         if (signal !== undefined) removeAbortCallback(signal, cancel);
         resolve(this.#unlocker(key));
       };
       const cancel = () => {
-        const at = waiting.indexOf(grant);
-        if (at >= 0) waiting.splice(at, 1);
+        const at = queue.indexOf(grant);
+        if (at >= 0) queue.splice(at, 1);
         reject(signal?.reason);
       };
-      waiting.push(grant);
+      queue.push(grant);
       if (signal !== undefined) addAbortCallback(signal, cancel);
     });
   }
@@ -36,7 +42,8 @@ export class KeyedMutex {
   /** The `unlock` of `key` when it is free now (taking it), else `undefined`. Synchronous. */
   tryLock(key: string): (() => void) | undefined {
     if (this.#queues.has(key)) return undefined;
-    this.#queues.set(key, []);
+    // Hot path: see docs/hot-path.md, "Core".
+    this.#queues.set(key, NO_WAITERS);
     return this.#unlocker(key);
   }
 
@@ -51,9 +58,12 @@ export class KeyedMutex {
       if (done) return;
       done = true;
       const queue = this.#queues.get(key);
-      const next = queue?.shift();
+      const next = queue === undefined || queue.length === 0 ? undefined : queue.shift();
       if (next === undefined) this.#queues.delete(key);
       else next();
     };
   }
 }
+
+/** The queue of a key locked with nobody waiting: shared, never written to. */
+const NO_WAITERS: Array<() => void> = Object.freeze([]) as unknown as Array<() => void>;
