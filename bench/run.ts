@@ -21,7 +21,7 @@ import { reportMarkdown } from "./lib/report-markdown.js";
 import type { BackendResult } from "./lib/results.js";
 import { checkTargets } from "./lib/targets.js";
 
-const ALL = ["redis", "etcd", "zookeeper", "postgres"] as const;
+const ALL = ["redis", "etcd", "zookeeper", "postgres", "dynamodb", "azure-blob"] as const;
 const asked = process.argv.slice(2).filter((a) => a !== "--");
 const chosen = asked.length > 0 ? [...new Set(asked)] : [...ALL];
 for (const name of chosen) {

@@ -82,7 +82,7 @@ export class BackendRun {
 
 /** What one backend's bench supplies to {@link runBackendBench}; every URL is the harness's. */
 export interface BackendBench {
-  readonly backend: "redis" | "etcd" | "zookeeper" | "postgres";
+  readonly backend: "redis" | "etcd" | "zookeeper" | "postgres" | "dynamodb" | "azure-blob";
   /** The URL coordinators use (default: the harness's URL as it is). */
   readonly clientUrl?: (url: string) => string;
   serverVersion(url: string): Promise<string>;

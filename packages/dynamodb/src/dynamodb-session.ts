@@ -251,7 +251,7 @@ export class DynamoDBSession implements BackendSession {
     for (let race = 0; race < MAX_RACES; race++) {
       let lock: LockState;
       try {
-        // Hot path: one conditional update when the lock is free.
+        // Hot path: see docs/hot-path.md, "DynamoDB".
         return { token: await this.#tryGrant(name, key, value, from, signal) };
       } catch (error) {
         if (!isConditionFailed(error)) throw error;

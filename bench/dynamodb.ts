@@ -1,0 +1,217 @@
+import {
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  ListTablesCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import type { ServerGroup } from "@baton/conformance/harness";
+import { type Coordinator, createCoordinator, parseBackendUrl } from "@baton/core";
+import { DynamoDBBackend, dynamodbOptionsFromUrl } from "@baton/dynamodb";
+import { groupCpuMeter, runBackendBench } from "./lib/backend-run.js";
+import { batonVariants } from "./lib/baton-variants.js";
+import { coordinatorContenders, handoffSection, measureHandoffs, sleep } from "./lib/handoff.js";
+import { measureHeldLocks } from "./lib/held-locks.js";
+import { interleave, latencySection, type Variant } from "./lib/interleave.js";
+import type { BackendResult, LatencySection, Row } from "./lib/results.js";
+
+const WAITERS = 8;
+const HANDOFFS = 200;
+
+export function run(): Promise<BackendResult> {
+  return runBackendBench({
+    backend: "dynamodb",
+    serverVersion: async (url) => {
+      await rawClient(url).send(new ListTablesCommand({}));
+      return "dynalite 4.0.0 (DynamoDB API on Node.js, in memory)";
+    },
+    uncontended: (url, group) => uncontended(url, group),
+    handoffs: (url, floor, group) => handoffs(url, floor, group),
+    heldLocks: (url) => heldLocks(url),
+    takeoverTtlMs: 2_000,
+    throughputTtlMs: 15_000,
+    connections: "each coordinator has its own DynamoDBBackend (its own DynamoDBClient)",
+  });
+}
+
+/** A DynamoDBClient of the AWS SDK on the harness's dynalite, as a user would build one. */
+function rawClient(url: string): DynamoDBClient {
+  const options = dynamodbOptionsFromUrl(parseBackendUrl(url));
+  return new DynamoDBClient({
+    endpoint: options.endpoint as string,
+    region: options.region as string,
+    ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
+    maxAttempts: 1,
+  });
+}
+
+function backendOf(url: string): DynamoDBBackend {
+  return new DynamoDBBackend(dynamodbOptionsFromUrl(parseBackendUrl(url)));
+}
+
+/**
+ * The floor: what the adapter sends for an uncontended acquire and release, made with the raw
+ * SDK: one conditional UpdateItem that sets the holder and raises the counter (ReturnValues
+ * UPDATED_NEW), one conditional UpdateItem that removes the holder if the token still matches.
+ */
+function rawGrant(client: DynamoDBClient, table: string, key: string, session: string) {
+  return async (): Promise<void> => {
+    const granted = await client.send(
+      new UpdateItemCommand({
+        TableName: table,
+        Key: { pk: { S: key } },
+        UpdateExpression: "SET #s = :me, #o = :me ADD #t :one",
+        ConditionExpression: "attribute_not_exists(#s)",
+        ExpressionAttributeNames: { "#s": "session", "#o": "owner", "#t": "token" },
+        ExpressionAttributeValues: { ":me": { S: session }, ":one": { N: "1" } },
+        ReturnValues: "UPDATED_NEW",
+      }),
+    );
+    const token = granted.Attributes?.token?.N as string;
+    await client.send(
+      new UpdateItemCommand({
+        TableName: table,
+        Key: { pk: { S: key } },
+        UpdateExpression: "REMOVE #s, #o",
+        ConditionExpression: "#s = :me AND #t = :token",
+        ExpressionAttributeNames: { "#s": "session", "#o": "owner", "#t": "token" },
+        ExpressionAttributeValues: { ":me": { S: session }, ":token": { N: token } },
+      }),
+    );
+  };
+}
+
+async function uncontended(url: string, group: ServerGroup | undefined): Promise<LatencySection> {
+  const meter = groupCpuMeter(group);
+  const { table } = dynamodbOptionsFromUrl(parseBackendUrl(url));
+  const raw = rawClient(url);
+  const backend = backendOf(url);
+  const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
+  const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
+  try {
+    const variants: Variant[] = [
+      {
+        name: "raw conditional UpdateItem grant+release",
+        role: "floor",
+        op: rawGrant(raw, table, "bench-raw/lock", "bench-raw"),
+      },
+      ...batonVariants(session, coordinator, {
+        sessionLock: "bench-session",
+        coordinatorLock: "bench-coordinator",
+      }),
+    ];
+    const results = await interleave(variants, {
+      warmup: 50,
+      rounds: 6,
+      perRound: 100,
+      maxMs: 60_000,
+      ...(meter ? { server: meter, idleMs: 1_000 } : {}),
+    });
+    return latencySection(
+      "uncontended",
+      "uncontended acquire + release (dynalite)",
+      variants,
+      results,
+      [
+        "the floor on its own DynamoDBClient; Baton's session and coordinator share one DynamoDBBackend",
+        "two requests per acquire + release in every row: a conditional UpdateItem each",
+        "server time: dynalite's process CPU, its idle rate (read over 1 s before the rounds) taken off",
+      ],
+    );
+  } finally {
+    await session.close();
+    await coordinator.close();
+    await backend.close();
+    raw.destroy();
+  }
+}
+
+async function handoffs(
+  url: string,
+  floor: Row | undefined,
+  group: ServerGroup | undefined,
+): Promise<LatencySection> {
+  const meter = groupCpuMeter(group);
+  const { table } = dynamodbOptionsFromUrl(parseBackendUrl(url));
+  const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
+    createCoordinator({ url, ttlMs: 15_000, ownerId: `handoff-${i}` }),
+  );
+  const clients = Array.from({ length: WAITERS + 1 }, () => rawClient(url));
+  try {
+    const rows = await measureHandoffs(
+      [
+        {
+          name: "baton coordinator acquire (wait)",
+          role: "coordinator",
+          contenders: coordinatorContenders(coordinators, "bench-handoff"),
+        },
+        {
+          name: "raw conditional UpdateItem, retry every 10 ms",
+          role: "peer",
+          contenders: clients.map((client, i) => ({
+            acquire: async () => {
+              const session = `raw-${i}`;
+              for (;;) {
+                try {
+                  const granted = await client.send(
+                    new UpdateItemCommand({
+                      TableName: table,
+                      Key: { pk: { S: "bench-raw-handoff" } },
+                      UpdateExpression: "SET #s = :me ADD #t :one",
+                      ConditionExpression: "attribute_not_exists(#s)",
+                      ExpressionAttributeNames: { "#s": "session", "#t": "token" },
+                      ExpressionAttributeValues: { ":me": { S: session }, ":one": { N: "1" } },
+                      ReturnValues: "UPDATED_NEW",
+                    }),
+                  );
+                  const token = granted.Attributes?.token?.N as string;
+                  return async () => {
+                    await client.send(
+                      new UpdateItemCommand({
+                        TableName: table,
+                        Key: { pk: { S: "bench-raw-handoff" } },
+                        UpdateExpression: "REMOVE #s",
+                        ConditionExpression: "#s = :me AND #t = :token",
+                        ExpressionAttributeNames: { "#s": "session", "#t": "token" },
+                        ExpressionAttributeValues: {
+                          ":me": { S: session },
+                          ":token": { N: token },
+                        },
+                      }),
+                    );
+                  };
+                } catch (error) {
+                  if (!(error instanceof ConditionalCheckFailedException)) throw error;
+                  await sleep(10);
+                }
+              }
+            },
+          })),
+        },
+      ],
+      { handoffs: HANDOFFS, ...(meter ? { server: meter, idleMs: 1_000 } : {}) },
+    );
+    return handoffSection(WAITERS, rows, floor, [
+      `${WAITERS + 1} contenders, each its own coordinator (own DynamoDBBackend) or DynamoDBClient; Baton's waiters poll with a consistent read, backing off from 25-50 ms up to 250-500 ms; the raw loop retries its conditional write every 10 ms`,
+    ]);
+  } finally {
+    await Promise.all(coordinators.map((c) => c.close()));
+    for (const c of clients) c.destroy();
+  }
+}
+
+async function heldLocks(url: string) {
+  const backend = backendOf(url);
+  try {
+    return await measureHeldLocks({
+      adapterAlone: true,
+      backend,
+      ttlMs: 3_000,
+      prefix: "held",
+      notes: [
+        "every lock item points at its session's item: one conditional UpdateItem of the session renews them all",
+      ],
+    });
+  } finally {
+    await backend.close();
+  }
+}
