@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { ContainerClient } from "@azure/storage-blob";
 import {
   type BackendSession,
   BackendUnavailableError,
@@ -135,6 +136,11 @@ export class AzureBlobBackend implements LockBackend {
     });
     this.#sessions.add(session);
     return session;
+  }
+
+  /** The container client every request goes through (yours, when you passed one). */
+  get containerClient(): ContainerClient {
+    return this.#store.container;
   }
 
   #closedMessage(): string {
