@@ -2,6 +2,7 @@ import { AbortScope } from "./abort-scope.js";
 import type { Clock, Timer } from "./clock.js";
 import type { ResolvedAcquire } from "./coordinator-options.js";
 import { asUnavailable, BackendUnavailableError, LockTimeoutError } from "./errors.js";
+import type { Linked } from "./linked-list.js";
 import { unreachableBoundMs } from "./managed-session.js";
 import { setBound } from "./timer-lists.js";
 
@@ -12,7 +13,7 @@ import { setBound } from "./timer-lists.js";
  *
  * @internal
  */
-export class AcquireCall {
+export class AcquireCall implements Linked<AcquireCall> {
   readonly name: string;
   readonly options: ResolvedAcquire;
   /** False for a try (`tryAcquire`, `waitMs: 0`): it answers at once when the lock is held. */
@@ -30,6 +31,9 @@ export class AcquireCall {
   unlockLocal: (() => void) | undefined;
   /** The error of the last failed attempt: the cause of a later give-up. */
   lastFailure: unknown;
+  /** Links in the coordinator's in-flight calls. */
+  prevLinked: AcquireCall | undefined;
+  nextLinked: AcquireCall | undefined;
   readonly #clock: Clock;
   /** Past this many ms of failures without an answer, a wait gives up on the store. */
   readonly #unreachableMs: number;

@@ -49,6 +49,7 @@ import type { Guarantees } from "./guarantees.js";
 import { HeldLock, type LockHost } from "./held-lock.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { linkSignals } from "./link-signals.js";
+import { LinkedList } from "./linked-list.js";
 import type { Lock, LockJson } from "./lock.js";
 import { ManagedSession } from "./managed-session.js";
 import {
@@ -275,10 +276,12 @@ class CoordinatorImpl implements Coordinator {
   readonly #fence: Fence | undefined;
   readonly #local = new KeyedMutex();
   /** Live locks (see HeldLock). */
-  readonly #locks = new Set<HeldLock>();
+  readonly #locks = new LinkedList<HeldLock>();
   /** What every HeldLock of this coordinator shares. */
   readonly #host: LockHost;
-  /** In-flight acquire and holder calls, ended by close(). */
+  /** In-flight acquire calls, ended by close(). */
+  readonly #calls = new LinkedList<AcquireCall>();
+  /** In-flight holder calls and fence raises, ended by close(). */
   readonly #pending = new Set<AbortScope>();
   readonly #elections = new Set<Election>();
   readonly #partitionSets = new Set<Partitions>();
@@ -619,13 +622,14 @@ class CoordinatorImpl implements Coordinator {
       ...[...this.#schedules].map((schedule) => schedule.stop()),
     ]);
     this.#closing.abort(closedError());
+    for (const call of this.#calls.toArray()) call.scope.abort(closedError());
     for (const scope of this.#pending) scope.abort(closedError());
     const opening = this.#opening;
     if (opening) await opening.catch(() => undefined);
     await Promise.allSettled(this.#ttlOpenings.values());
     // Each lock's signal aborts with reason `closed` before the release goes to the store.
     await Promise.allSettled(
-      [...this.#locks].map((held) => {
+      this.#locks.toArray().map((held) => {
         held.markLost("closed", undefined);
         return held.lock.release();
       }),
@@ -748,7 +752,7 @@ class CoordinatorImpl implements Coordinator {
   async #acquire<H>(name: string, opts: ResolvedAcquire, whenHeld: WhenHeld<H>): Promise<Lock | H> {
     this.#assertOpen();
     const call = new AcquireCall(name, opts, this.ttlMs, this.#clock);
-    this.#pending.add(call.scope);
+    this.#calls.add(call);
     try {
       if (call.scope.aborted) throw call.scope.reason; // an already-aborted signal: no round trip at all
       if (!call.waiting && this.#local.isLocked(name)) return whenHeld(name);
@@ -777,7 +781,7 @@ class CoordinatorImpl implements Coordinator {
     } finally {
       call.unlockLocal?.(); // unless a held lock took it over
       call.end();
-      this.#pending.delete(call.scope);
+      this.#calls.delete(call);
     }
   }
 

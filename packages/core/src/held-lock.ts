@@ -10,6 +10,7 @@ import {
 } from "./errors.js";
 import type { EventHub } from "./events.js";
 import type { Guarantees } from "./guarantees.js";
+import type { Linked, LinkedList } from "./linked-list.js";
 import { Lock, type LockInit } from "./lock.js";
 import type { ManagedSession, SessionLock } from "./managed-session.js";
 import { setBound } from "./timer-lists.js";
@@ -19,7 +20,7 @@ export interface LockHost {
   readonly clock: Clock;
   readonly events: EventHub;
   /** The coordinator's live locks: a lock is in it from its grant until it ends. */
-  readonly locks: Set<HeldLock>;
+  readonly locks: LinkedList<HeldLock>;
   /** The backend's declared fencing, once it is known (before its first session opens). */
   fencing: Guarantees["fencing"] | undefined;
 }
@@ -31,7 +32,7 @@ export interface LockHost {
  *
  * @internal
  */
-export class HeldLock implements SessionLock, LockInit {
+export class HeldLock implements SessionLock, LockInit, Linked<HeldLock> {
   // Hot path: see docs/hot-path.md, "Core".
   readonly name: string;
   readonly token: bigint;
@@ -48,6 +49,9 @@ export class HeldLock implements SessionLock, LockInit {
   /** Frees the name in this process (KeyedMutex), once. */
   readonly #unlockLocal: () => void;
   readonly #host: LockHost;
+  /** Links in the coordinator's live locks (`LockHost.locks`). */
+  prevLinked: HeldLock | undefined;
+  nextLinked: HeldLock | undefined;
 
   constructor(
     name: string,
