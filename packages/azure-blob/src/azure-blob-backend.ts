@@ -13,7 +13,7 @@ import { encodeHeartbeat } from "./azure-blob-codec.js";
 import { sessionBlobName } from "./azure-blob-keys.js";
 import { type AzureBlobBackendOptions, resolveAzureBlobOptions } from "./azure-blob-options.js";
 import { AzureBlobSession } from "./azure-blob-session.js";
-import { BlobStore, REFUSED } from "./blob-store.js";
+import { BlobStore } from "./blob-store.js";
 import { ReleaseWakeups } from "./release-wakeups.js";
 import { SessionLiveness } from "./session-liveness.js";
 
@@ -114,11 +114,9 @@ export class AzureBlobBackend implements LockBackend {
           .catch(() => undefined);
       },
     });
-    if (created === REFUSED) {
-      throw new BackendUnavailableError(
-        this.#store.context("could not open a session: its new heartbeat blob already exists"),
-      );
-    }
+    // REFUSED: the heartbeat exists already, which for a random id means a resend found the
+    // first send applied: it is this session's.
+    void created;
     if (this.#closed) {
       await this.#store.deleteBlob("could not end the session", heartbeat).catch(() => undefined);
       throw new BackendUnavailableError(this.#closedMessage());

@@ -85,7 +85,15 @@ export class BlobStore {
   ): Promise<T> {
     const controller = new AbortController();
     const context = this.context(what);
-    return boundedCall(request(controller.signal), {
+    // A keep-alive socket the server closed while idle fails at once with a reset and no
+    // reply (Node's servers drop idle sockets after 5 s): sent once more, on a new socket.
+    // Every request here is conditional or idempotent, so a resend of one that did apply
+    // is refused (If-Match, If-None-Match), finds its own lease, or finds the blob gone.
+    const sent = request(controller.signal).catch((error: unknown) => {
+      if (!isIdleSocketReset(error) || controller.signal.aborted) throw error;
+      return request(controller.signal);
+    });
+    return boundedCall(sent, {
       timeoutMs: options.timeoutMs ?? this.requestTimeoutMs,
       what: context,
       mapError: (error) => toBatonError(error, context),
@@ -330,6 +338,17 @@ export class BlobStore {
       }
     });
   }
+}
+
+/** A request that failed with a reset connection and no reply at all. */
+function isIdleSocketReset(error: unknown): boolean {
+  if (statusOf(error) !== undefined) return false;
+  const code = errorCodeOf(error);
+  return (
+    code === "ECONNRESET" ||
+    code === "EPIPE" ||
+    /socket hang up/i.test(String((error as Error)?.message))
+  );
 }
 
 /** {@link MISSING} for a 404 on a blob, else the error again (a missing container included). */
