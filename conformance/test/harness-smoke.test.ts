@@ -17,6 +17,8 @@ import {
   etcdHealthy,
   etcdIsLeader,
   formatSummaryLine,
+  freePorts,
+  listTables,
   ManagedProcess,
   parseBackendList,
   readProcessState,
@@ -189,6 +191,16 @@ describeBackend("postgres", (url) => {
     expect(one.rows[0]?.one).toBe(1);
     const version = await client.query<{ server_version: string }>("show server_version");
     expect(version.rows[0]?.server_version).toMatch(/^\d+/);
+  });
+});
+
+describeBackend("dynamodb", (url) => {
+  it("serves dynalite on loopback: ListTables answers, a closed port does not", async () => {
+    const match = /^dynamodb:\/\/local:local-secret@127\.0\.0\.1:(\d+)\/baton-locks\?/.exec(url);
+    expect(match, url).not.toBeNull();
+    expect(await listTables("127.0.0.1", Number(match?.[1]))).toBe(true);
+    const [closed] = await freePorts(1, "127.0.0.1");
+    expect(await listTables("127.0.0.1", closed as number)).toBe(false);
   });
 });
 
