@@ -110,6 +110,58 @@ describeBackend("dynamodb", (url) => {
       expect(looks).toBeLessThanOrEqual(Math.ceil(waitMs / 125));
     });
 
+    it("a grant whose reply was lost, or a release that never arrived, is released after the next renewal", async () => {
+      const { client } = countingClient();
+      // The next write to a lock item: its reply is lost (the table applied it), or the request.
+      let lose: "reply" | "request" | undefined;
+      client.middlewareStack.add(
+        (next) => async (args) => {
+          const key = (args.input as { Key?: { pk?: { S?: string } } }).Key?.pk?.S ?? "";
+          const losing = key.startsWith("lock:") ? lose : undefined;
+          if (losing !== undefined) lose = undefined;
+          const hangUp = () => Object.assign(new Error("socket hang up"), { name: "TimeoutError" });
+          if (losing === "request") throw hangUp();
+          const result = await next(args);
+          if (losing === "reply") throw hangUp();
+          return result;
+        },
+        { step: "initialize" },
+      );
+      const backend = backendOn(client);
+      const deaf = await backend.openSession({ ttlMs: 60_000, ownerId: "deaf" });
+      const other = await backend.openSession({ ttlMs: 60_000, ownerId: "other" });
+      const name = `lost-reply-${randomUUID().slice(0, 8)}`;
+      const tryOther = () => other.acquire(name, { wait: false, signal: never() });
+      const freedAfterRenewal = async () => {
+        await deaf.keepAlive();
+        for (let i = 0; i < 40; i++) {
+          const grant = await tryOther();
+          if (grant !== null) return grant;
+          await sleep(50);
+        }
+        return null;
+      };
+
+      lose = "reply";
+      await expect(deaf.acquire(name, { wait: false, signal: never() })).rejects.toThrow(
+        /socket hang up/,
+      );
+      expect(await deaf.holder(name)).toMatchObject({ ownerId: "deaf" }); // granted after all
+      expect(await tryOther()).toBeNull();
+      const taken = await freedAfterRenewal();
+      expect(taken).not.toBeNull();
+      await other.release(taken as NonNullable<typeof taken>);
+
+      const grant = await deaf.acquire(name, { wait: false, signal: never() });
+      expect(grant).not.toBeNull();
+      lose = "request";
+      await expect(deaf.release(grant as NonNullable<typeof grant>)).rejects.toThrow(
+        /socket hang up/,
+      );
+      expect(await tryOther()).toBeNull();
+      expect(await freedAfterRenewal()).not.toBeNull();
+    });
+
     it("a holder found expired loses every lock at once: its other locks are free to a single try", async () => {
       const { client } = countingClient();
       const backend = backendOn(client);
