@@ -4,7 +4,9 @@ import type { Holder, StoredRecord } from "@baton/core";
  * What Baton's statements send and return, beside the SQL text (statements.ts): the values
  * given to them and the columns read back, each written next to the code that reads it. pg
  * returns `bigint` columns as decimal strings and takes bigint parameters as decimal strings;
- * `int` as numbers, `boolean` as booleans.
+ * `int` as numbers, `boolean` as booleans. The acquires and releases are run as a
+ * PreparedCall (prepared-call.ts), which reads their one column as the server's text: a token
+ * as a decimal, a boolean as `t` or `f`, NULL (or no row) as `null`.
  */
 
 // --- The token column of an acquire ------------------------------------------------------
@@ -62,14 +64,6 @@ export function keptTokenColumn(tag: string): string {
 }
 
 /**
- * The `token` column of an acquire's first row: the token (text) of a grant, NULL (or no
- * row) when the lock was not granted.
- */
-export function acquiredColumn(rows: readonly Record<string, unknown>[]): string | null {
-  return (rows[0]?.token as string | null | undefined) ?? null;
-}
-
-/**
  * Whether a token-kept acquire's granted `column` says the token lock was not taken
  * ({@link RECORD_MARK}): the holder row must be recorded, with {@link tokenToRecord}.
  */
@@ -94,9 +88,12 @@ export function decodePid(rows: readonly Record<string, unknown>[]): number {
   return (rows[0] as { pid: number }).pid;
 }
 
-/** The `unlocked` (boolean) of a release's first row: whether the key was held. */
-export function decodeUnlocked(rows: readonly Record<string, unknown>[]): boolean {
-  return rows[0]?.unlocked === true;
+/**
+ * The `unlocked` column (boolean) of a release, as the server's text (see prepared-call.ts):
+ * whether the key was held.
+ */
+export function decodeUnlocked(column: string | null): boolean {
+  return column === "t";
 }
 
 /** The `key` (bigint as text) of a row of the renewal: a key this connection no longer holds. */

@@ -15,7 +15,6 @@ import { ConnectionWait } from "./connection-wait.js";
 import type { KeyWaits, WaitTicket } from "./key-waits.js";
 import { type Orphan, Orphans } from "./orphans.js";
 import {
-  acquiredColumn,
   decodeHolder,
   decodeLostKey,
   decodePid,
@@ -36,6 +35,7 @@ import {
 } from "./postgres-errors.js";
 import { advisoryKey, type TokenTag } from "./postgres-keys.js";
 import { PostgresRecords } from "./postgres-records.js";
+import { callPrepared, PreparedCall } from "./prepared-call.js";
 import { StatementQueue } from "./statement-queue.js";
 import type { Statement, Statements } from "./statements.js";
 import { type TagUse, TagUses } from "./token-locks.js";
@@ -323,17 +323,21 @@ export class PostgresSession implements BackendSession {
       try {
         const slice = String(waitSliceMs(this.ttlMs));
         const { statements } = this.#context;
-        const result = await wait.run(() =>
-          this.#client.query(
-            tokenKept
-              ? { ...statements.waitAcquireTokenKept, values: [key.toString(), tag, slice] }
-              : {
-                  ...statements.waitAcquire,
-                  values: [key.toString(), name, this.ownerId, value ?? null, slice],
-                },
-          ),
+        column = await wait.run(() =>
+          tokenKept
+            ? callPrepared(this.#client, statements.waitAcquireTokenKept, [
+                key.toString(),
+                String(tag),
+                slice,
+              ])
+            : callPrepared(this.#client, statements.waitAcquire, [
+                key.toString(),
+                name,
+                this.ownerId,
+                value ?? null,
+                slice,
+              ]),
         );
-        column = acquiredColumn(result.rows);
       } catch (error) {
         failure = error;
       }
@@ -386,16 +390,14 @@ export class PostgresSession implements BackendSession {
     const { statements } = this.#context;
     let column: string | null;
     try {
-      column = acquiredColumn(
-        tokenKept
-          ? await this.#query(statements.acquireTokenKept, [key.toString(), tag])
-          : await this.#query(statements.acquire, [
-              key.toString(),
-              name,
-              this.ownerId,
-              value ?? null,
-            ]),
-      );
+      column = tokenKept
+        ? await this.#column(statements.acquireTokenKept, [key.toString(), String(tag)])
+        : await this.#column(statements.acquire, [
+            key.toString(),
+            name,
+            this.ownerId,
+            value ?? null,
+          ]);
     } catch (error) {
       // A session advisory lock outlives a failed statement: give it back if we got it.
       await this.#giveBack(key, tokenKept, use, this.#inTurn);
@@ -503,12 +505,16 @@ export class PostgresSession implements BackendSession {
     const { statements } = this.#context;
     const key = held.key.toString();
     try {
-      const rows = held.tokenKept
-        ? await this.#query(statements.releaseTokenKept, [key, held.token.toString(), held.use.tag])
-        : await this.#query(statements.release, [key]);
+      const unlocked = held.tokenKept
+        ? await this.#column(statements.releaseTokenKept, [
+            key,
+            held.token.toString(),
+            String(held.use.tag),
+          ])
+        : await this.#column(statements.release, [key]);
       if (!held.tokenKept && this.#released.length < MAX_RELEASED) this.#released.push(held);
       this.#tags.end(held.use);
-      return decodeUnlocked(rows);
+      return decodeUnlocked(unlocked);
     } catch (error) {
       // Never renewed again; the next renewal unlocks it if the connection lives on.
       if (!this.#lost.signal.aborted) this.#orphans.keep(held);
@@ -613,6 +619,24 @@ export class PostgresSession implements BackendSession {
    */
   #query(statement: Statement, values: unknown[]): Promise<Record<string, unknown>[]> {
     return this.#submit({ name: statement.name, text: statement.text, values }, true);
+  }
+
+  /**
+   * Runs `statement` with `values` in the connection's turn as a {@link PreparedCall} (the
+   * acquires and releases): its one column, or the error to throw ({@link #failure}).
+   */
+  #column(statement: Statement, values: readonly (string | null)[]): Promise<string | null> {
+    // Hot path: see docs/hot-path.md, "PostgreSQL".
+    // A wait for a lock occupies the connection: cancel it, it is sent again after this.
+    this.#waiting?.interrupt();
+    return new Promise((resolve, reject) => {
+      this.#statements.call(
+        new PreparedCall(statement, values, (error, column) => {
+          if (error === null) resolve(column);
+          else reject(this.#failure(error));
+        }),
+      );
+    });
   }
 
   /**

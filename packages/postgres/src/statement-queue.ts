@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { PreparedCall } from "./prepared-call.js";
 
 /** Called once with a statement's outcome. */
 export type StatementCallback = (error: Error | null, result: pg.QueryResult | undefined) => void;
@@ -9,8 +10,8 @@ export type StatementCallback = (error: Error | null, result: pg.QueryResult | u
  * session's acquires, releases and renewals overlap.
  *
  * A statement submitted while the connection is free goes out at once, in the same turn, with
- * pg's callback (no promise of pg's, and none of ours between the caller and the socket): this
- * is the uncontended acquire's and release's path. A caller may also hold the connection for a
+ * pg's callback (no promise of pg's, and none of ours between the caller and the socket); the
+ * uncontended acquire and release go as a {@link PreparedCall} ({@link call}). A caller may also hold the connection for a
  * run of statements of its own ({@link hold}), sent directly on the client meanwhile.
  */
 export class StatementQueue {
@@ -42,6 +43,20 @@ export class StatementQueue {
     this.#waiting.push(() => {
       this.#statements--;
       this.#run(config, callback);
+    });
+  }
+
+  /** Runs `call` once the connection is free; its callback gets the outcome, once. */
+  call(call: PreparedCall): void {
+    if (!this.#busy) {
+      this.#busy = true;
+      this.#runCall(call);
+      return;
+    }
+    this.#statements++;
+    this.#waiting.push(() => {
+      this.#statements--;
+      this.#runCall(call);
     });
   }
 
@@ -77,6 +92,20 @@ export class StatementQueue {
       // pg reports nearly everything through the callback; this is the rest.
       this.#next();
       callback(error as Error, undefined);
+    }
+  }
+
+  #runCall(call: PreparedCall): void {
+    const callback = call.callback;
+    call.callback = (error, column) => {
+      this.#next();
+      callback(error, column);
+    };
+    try {
+      this.#client.query(call);
+    } catch (error) {
+      this.#next();
+      callback(error as Error, null);
     }
   }
 

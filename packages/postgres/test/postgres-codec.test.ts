@@ -4,7 +4,6 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate } from "../src/index.js";
 import {
-  acquiredColumn,
   decodeHolder,
   decodeLostKey,
   decodePid,
@@ -21,6 +20,7 @@ import {
   unlockHeldValues,
 } from "../src/postgres-codec.js";
 import { advisoryKey, schemaNames, tokenTag } from "../src/postgres-keys.js";
+import { callPrepared } from "../src/prepared-call.js";
 import { statements } from "../src/statements.js";
 
 /** A token as the sequence hands them out: the server's clock in microseconds, and on. */
@@ -35,13 +35,6 @@ describe("postgres codec (no I/O)", () => {
     expect(tokenToRecord("r1764590400123456")).toBe(TOKEN);
   });
 
-  it("an acquire's first row: its token column, or null when the lock was not granted", () => {
-    expect(acquiredColumn([{ token: "1764590400123456" }])).toBe("1764590400123456");
-    expect(acquiredColumn([{ token: "r1764590400123456" }])).toBe("r1764590400123456");
-    expect(acquiredColumn([{ token: null }])).toBeNull();
-    expect(acquiredColumn([])).toBeNull();
-  });
-
   it("holder rows, release and renewal rows", () => {
     expect(decodeHolder([])).toBeNull();
     expect(decodeHolder([{ owner: "o1", token: "1764590400123456", value: null }])).toEqual({
@@ -53,9 +46,9 @@ describe("postgres codec (no I/O)", () => {
       token: 42n,
       value: "node-a",
     });
-    expect(decodeUnlocked([{ unlocked: true }])).toBe(true);
-    expect(decodeUnlocked([{ unlocked: false }])).toBe(false);
-    expect(decodeUnlocked([])).toBe(false);
+    expect(decodeUnlocked("t")).toBe(true);
+    expect(decodeUnlocked("f")).toBe(false);
+    expect(decodeUnlocked(null)).toBe(false);
     expect(decodeLostKey({ key: "-9223372036854775808" })).toBe(-(2n ** 63n));
     expect(decodePid([{ pid: 4711 }])).toBe(4711);
   });
@@ -91,11 +84,12 @@ describeBackend("postgres", (url) => {
 
     /** The token column the token-kept acquire's expression gives for `token` and `base`. */
     const column = async (tag: number, token: bigint | null, base: bigint) => {
-      const { rows } = await client.query(
-        `SELECT ${keptTokenColumn("$1")} FROM (SELECT $2::bigint AS token, $3::bigint AS base) t`,
-        [tag, token?.toString() ?? null, base.toString()],
-      );
-      return acquiredColumn(rows);
+      const text = `SELECT ${keptTokenColumn("$1")} FROM (SELECT $2::bigint AS token, $3::bigint AS base) t`;
+      return callPrepared(client, { name: "codec_kept_token_column", text }, [
+        String(tag),
+        token?.toString() ?? null,
+        base.toString(),
+      ]);
     };
 
     it("encodes the token when its token lock was taken, the record mark when it was not", async () => {
@@ -134,19 +128,22 @@ describeBackend("postgres", (url) => {
       await other.query("SELECT pg_advisory_unlock_all()");
     });
 
-    it("the statements' rows: acquire, holder, renewal and release, as the session reads them", async () => {
+    it("the statements' answers: acquire, holder, renewal and release, as the session reads them", async () => {
       const key = advisoryKey("codec", randomUUID());
       const tag = tokenTag(key);
       const registered = await client.query({ ...sql.register, values: ["60000", "codec-owner"] });
       expect(decodePid(registered.rows)).toBeGreaterThan(0);
-      const acquired = await client.query({
-        ...sql.acquireTokenKept,
-        values: [key.toString(), tag],
-      });
-      const token = grantedToken(acquiredColumn(acquired.rows) as string);
+      const acquired = await callPrepared(client, sql.acquireTokenKept, [
+        key.toString(),
+        String(tag),
+      ]);
+      const token = grantedToken(acquired as string);
       expect(token).toBeGreaterThan(0n);
-      const refused = await other.query({ ...sql.acquireTokenKept, values: [key.toString(), tag] });
-      expect(acquiredColumn(refused.rows)).toBeNull();
+      const refused = await callPrepared(other, sql.acquireTokenKept, [
+        key.toString(),
+        String(tag),
+      ]);
+      expect(refused).toBeNull();
       const holder = await other.query({ ...sql.holder, values: [key.toString(), tag] });
       expect(decodeHolder(holder.rows)).toEqual({ ownerId: "codec-owner", token });
       // The renewal names the keys this connection no longer holds.
@@ -156,13 +153,14 @@ describeBackend("postgres", (url) => {
         values: [[key.toString(), gone.toString()], ...holderRowValues([])],
       });
       expect(renewed.rows.map(decodeLostKey)).toEqual([gone]);
-      const released = await client.query({
-        ...sql.releaseTokenKept,
-        values: [key.toString(), token.toString(), tag],
-      });
-      expect(decodeUnlocked(released.rows)).toBe(true);
-      const again = await client.query({ ...sql.release, values: [key.toString()] });
-      expect(decodeUnlocked(again.rows)).toBe(false);
+      const released = await callPrepared(client, sql.releaseTokenKept, [
+        key.toString(),
+        token.toString(),
+        String(tag),
+      ]);
+      expect(decodeUnlocked(released)).toBe(true);
+      const again = await callPrepared(client, sql.release, [key.toString()]);
+      expect(decodeUnlocked(again)).toBe(false);
       const none = await other.query({ ...sql.holder, values: [key.toString(), tag] });
       expect(decodeHolder(none.rows)).toBeNull();
     });

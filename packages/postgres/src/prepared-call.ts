@@ -1,0 +1,119 @@
+import type pg from "pg";
+import type { Statement } from "./statements.js";
+
+/** Called once with a call's outcome: the first column of its first row, as the server's text. */
+export type ColumnCallback = (error: Error | null, column: string | null) => void;
+
+/** pg's connection, with its record of the named statements it has prepared (or sent to be). */
+interface PgConnection extends pg.Connection {
+  readonly parsedStatements: Record<string, string | undefined>;
+  readonly submittedNamedStatements: Record<string, string | undefined>;
+  sendCopyFail(message: string): void;
+}
+
+/**
+ * One run of a prepared statement whose answer is one column of one row (an acquire's token, a
+ * release's `unlocked`), through pg's `Submittable` interface (`client.query(call)`): pg queues
+ * it, reads the server's messages and hands them over, as for its own queries. The call
+ * writes Bind, Execute and Sync itself (Parse too, the first time on a connection, recorded
+ * where pg records its own named statements), and keeps the first column of the first row as
+ * the server sent it, as text. It builds none of what pg's `Query` does for every statement (a
+ * copy of the config, a `Result`, its field list and row objects), and sends no Describe, so
+ * the server sends no row description. Being the server's text, the column is never changed by
+ * a type parser set for the process (`pg.types.setTypeParser`).
+ */
+export class PreparedCall implements pg.Submittable {
+  /** Read by pg: it records a statement of this name as prepared once the server parsed it. */
+  readonly name: string;
+  /** Read by pg, with {@link name}. */
+  readonly text: string;
+  readonly #values: readonly (string | null)[];
+  /** Called once with the outcome; pg may wrap it (`query_timeout`). */
+  callback: ColumnCallback;
+  #column: string | null = null;
+  #row = false;
+  #done = false;
+
+  constructor(statement: Statement, values: readonly (string | null)[], callback: ColumnCallback) {
+    this.name = statement.name;
+    this.text = statement.text;
+    this.#values = values;
+    this.callback = callback;
+  }
+
+  /** Called by pg when the call's turn on the connection comes. */
+  submit(connection: pg.Connection): void {
+    const c = connection as PgConnection;
+    const { stream } = c;
+    // One write for the messages (as pg's Query does), not one per message.
+    stream.cork();
+    try {
+      if (
+        c.parsedStatements[this.name] === undefined &&
+        c.submittedNamedStatements[this.name] === undefined
+      ) {
+        c.parse({ name: this.name, text: this.text, types: [] }, true);
+        c.submittedNamedStatements[this.name] = this.text;
+      }
+      c.bind({ statement: this.name, values: this.#values as (string | null)[] }, true);
+      c.execute(null, true);
+      c.sync();
+    } finally {
+      stream.uncork();
+    }
+  }
+
+  handleRowDescription(): void {}
+
+  handleDataRow(message: { readonly fields: readonly (string | null)[] }): void {
+    if (this.#row) return;
+    this.#row = true;
+    this.#column = message.fields[0] ?? null;
+  }
+
+  handleCommandComplete(): void {}
+
+  handleEmptyQuery(): void {}
+
+  handlePortalSuspended(): void {}
+
+  handleCopyInResponse(connection: pg.Connection): void {
+    (connection as PgConnection).sendCopyFail("Baton's statements copy nothing");
+  }
+
+  handleCopyData(): void {}
+
+  handleError(error: Error): void {
+    this.#finish(error, null);
+  }
+
+  handleReadyForQuery(): void {
+    this.#finish(null, this.#column);
+  }
+
+  #finish(error: Error | null, column: string | null): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.callback(error, column);
+  }
+}
+
+/**
+ * Runs `statement` with `values` on `client` as a {@link PreparedCall} (pg sends it once what
+ * it runs has finished): the first column of the first row, `null` without a row or for NULL.
+ * Rejects with pg's error.
+ */
+export function callPrepared(
+  client: pg.Client,
+  statement: Statement,
+  values: readonly (string | null)[],
+): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    client.query(
+      new PreparedCall(statement, values, (error, column) => {
+        if (error === null) resolve(column);
+        else reject(error);
+      }),
+    );
+  });
+}
