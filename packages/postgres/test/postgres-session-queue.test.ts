@@ -141,5 +141,33 @@ describeBackend("postgres", (url) => {
         await admin.end();
       }
     });
+
+    it("tokens and release answers stay right when the process sets pg type parsers for booleans and bigints", async () => {
+      const { types } = pg;
+      const bool = types.getTypeParser(types.builtins.BOOL, "text");
+      const int8 = types.getTypeParser(types.builtins.INT8, "text");
+      // What an application may set for its own queries: booleans as 1/0, bigints as numbers.
+      types.setTypeParser(types.builtins.BOOL, (v: string) => (v === "t" ? 1 : 0));
+      types.setTypeParser(types.builtins.INT8, (v: string) => Number(v));
+      const session = await backend.openSession({ ttlMs: 5_000, ownerId: "parsers" });
+      try {
+        const signal = new AbortController().signal;
+        for (const value of [undefined, "with-a-value"]) {
+          const grant = await session.acquire("parsers", { wait: false, signal, value });
+          expect(typeof grant?.token).toBe("bigint");
+          expect(await session.holder("parsers")).toEqual({
+            ownerId: "parsers",
+            token: grant?.token,
+            ...(value === undefined ? {} : { value }),
+          });
+          expect(await session.release(grant as NonNullable<typeof grant>)).toBe(true);
+          expect(await session.release(grant as NonNullable<typeof grant>)).toBe(false);
+        }
+      } finally {
+        types.setTypeParser(types.builtins.BOOL, bool);
+        types.setTypeParser(types.builtins.INT8, int8);
+        await session.close();
+      }
+    });
   });
 });
