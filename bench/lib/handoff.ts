@@ -20,6 +20,12 @@ export interface Contender {
 export interface HandoffOptions {
   /** Handoffs measured per group, split over the blocks. */
   readonly handoffs: number;
+  /**
+   * Handoffs of an untimed block per group before the measured ones, so connections (the
+   * waiters' own, opened at their first wait) and compiled code are in place. Default: two per
+   * contender.
+   */
+  readonly warmup?: number;
   /** Blocks per group, run alternately (A B B A ...). Default 4. */
   readonly blocks?: number;
   /** How long each holder holds, so the others are queued when it lets go. Default 2 ms. */
@@ -60,6 +66,9 @@ export async function measureHandoffs(
   const cpu = new Map<string, number>(groups.map((g) => [g.name, 0]));
   const server = new Map<string, ServerTotals>(groups.map((g) => [g.name, emptyTotals()]));
   const meter = options.server;
+  for (const g of groups) {
+    await handoffBlock(g.contenders, options.warmup ?? 2 * g.contenders.length, options);
+  }
   const idle =
     meter && (options.idleMs ?? 0) > 0
       ? await idleRate(meter, options.idleMs as number)
