@@ -120,7 +120,8 @@ export async function runBackendBench(bench: BackendBench): Promise<BackendResul
     if (placement) pinSelf(placement.client);
   }
   const url = servers.servers[bench.backend];
-  const group = servers.groups[bench.backend];
+  // Servers without processes of their own here (an emulator, a container) have no group.
+  const group = (servers.groups as Readonly<Partial<Record<string, ServerGroup>>>)[bench.backend];
   try {
     if (url === undefined) throw new Error(`bench ${bench.backend}: no server`);
     const clientUrl = bench.clientUrl?.(url) ?? url;
