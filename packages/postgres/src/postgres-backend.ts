@@ -1,14 +1,20 @@
 import {
   type BackendSession,
   BackendUnavailableError,
+  ConfigError,
   type Guarantees,
   type LockBackend,
   type OpenSessionOptions,
 } from "@baton/core";
 import pg from "pg";
 import { KeyWaits } from "./key-waits.js";
-import { openSessionContext, toBatonError } from "./postgres-errors.js";
+import { describeTarget, openSessionContext, toBatonError } from "./postgres-errors.js";
 import { schemaNames, tokenTag } from "./postgres-keys.js";
+import {
+  PostgresLeaseSession,
+  type PostgresLeaseSessionContext,
+} from "./postgres-lease-session.js";
+import { leaseStatements } from "./postgres-lease-statements.js";
 import {
   type PostgresBackendOptions,
   type ResolvedPostgresOptions,
@@ -34,10 +40,15 @@ export const POSTGRES_GUARANTEES: Guarantees = {
   records: true,
 };
 
+/** Default connect timeout of the row-lease mode's pool, unless the settings give one. */
+const LEASE_CONNECT_TIMEOUT_MS = 5_000;
+
 /**
  * PostgreSQL backend (`postgres://`, `postgresql://`): session advisory locks on one dedicated
  * connection per Baton session, turned into leases by `idle_session_timeout` = TTL and a
- * renewal every TTL/3; tokens from a sequence taken in the same statement as the lock.
+ * renewal every TTL/3; tokens from a sequence taken in the same statement as the lock. With
+ * `locks: "lease"` (`?locks=lease`), row leases instead, which work through a pooler in
+ * transaction mode (see {@link PostgresBackendOptions.locks}).
  */
 export class PostgresBackend implements LockBackend {
   readonly kind = "postgres";
@@ -45,7 +56,8 @@ export class PostgresBackend implements LockBackend {
   /** The checked options. */
   readonly options: ResolvedPostgresOptions;
   readonly #context: PostgresSessionContext;
-  readonly #sessions = new Set<PostgresSession>();
+  readonly #sessions = new Set<BackendSession>();
+  #lease: PostgresLeaseSessionContext | undefined;
   readonly #waiters: WaiterPool;
   #control: pg.Pool | undefined;
   #ready: Promise<void> | undefined;
@@ -70,13 +82,23 @@ export class PostgresBackend implements LockBackend {
     if (this.#closed) throw new BackendUnavailableError("this PostgreSQL backend is closed");
     if (options.signal?.aborted) throw options.signal.reason;
     await this.#ensureReady();
-    const session = await PostgresSession.open(
-      this.#context,
-      options.ownerId,
-      options.ttlMs,
-      options.signal,
-      (closed) => this.#sessions.delete(closed),
-    );
+    const onClose = (closed: BackendSession) => this.#sessions.delete(closed);
+    const session =
+      this.options.locks === "lease"
+        ? await PostgresLeaseSession.open(
+            this.#leaseContext(),
+            options.ownerId,
+            options.ttlMs,
+            options.signal,
+            onClose,
+          )
+        : await PostgresSession.open(
+            this.#context,
+            options.ownerId,
+            options.ttlMs,
+            options.signal,
+            onClose,
+          );
     if (this.#closed) {
       await session.close();
       throw new BackendUnavailableError("this PostgreSQL backend is closed");
@@ -92,7 +114,32 @@ export class PostgresBackend implements LockBackend {
     this.#sessions.clear();
     await Promise.allSettled(sessions.map((s) => s.close()));
     await this.#waiters.close();
+    await this.#lease?.pool.end().catch(() => undefined);
     await this.#control?.end().catch(() => undefined);
+  }
+
+  /** The row-lease sessions' context, with its pool, made on first use. */
+  #leaseContext(): PostgresLeaseSessionContext {
+    if (this.#lease === undefined) {
+      const pool = new pg.Pool({
+        fallback_application_name: "baton",
+        // A connect that hangs (a dead link) must end, or closing the backend would wait on it.
+        connectionTimeoutMillis: LEASE_CONNECT_TIMEOUT_MS,
+        ...this.options.connection,
+        max: 10,
+        idleTimeoutMillis: 10_000,
+        allowExitOnIdle: true,
+      });
+      pool.on("error", () => undefined);
+      this.#lease = {
+        pool,
+        namespace: this.options.namespace,
+        statements: leaseStatements(schemaNames(this.options.quotedSchema)),
+        recordStatements: this.#context.statements,
+        poll: { minMs: 20, maxMs: 250 },
+      };
+    }
+    return this.#lease;
   }
 
   /** Creates (or checks) the schema once; a failure is retried on the next open. */
@@ -106,7 +153,9 @@ export class PostgresBackend implements LockBackend {
           this.options.schema,
           this.options.migrate,
           true,
+          this.options.locks,
         );
+        if (this.options.locks === "advisory") await this.#refuseTransactionPooler();
       } catch (error) {
         throw toBatonError(error, openSessionContext(this.options.connection));
       }
@@ -132,6 +181,46 @@ export class PostgresBackend implements LockBackend {
       this.#control = pool;
     }
     return this.#control;
+  }
+
+  /**
+   * Session advisory locks belong to a server connection; through a pooler in transaction (or
+   * statement) mode, a Baton session's statements land on whatever server connection is free,
+   * and other clients' statements on its. Two client connections served by one server process
+   * give such a pooler away (PgBouncer hands out the server connection used last).
+   */
+  async #refuseTransactionPooler(): Promise<void> {
+    const first = new pg.Client({
+      fallback_application_name: "baton-control",
+      ...this.options.connection,
+    });
+    const second = new pg.Client({
+      fallback_application_name: "baton-control",
+      ...this.options.connection,
+    });
+    first.on("error", () => undefined);
+    second.on("error", () => undefined);
+    try {
+      await Promise.all([first.connect(), second.connect()]);
+      const pid = async (client: pg.Client) =>
+        (await client.query("SELECT pg_backend_pid() AS pid")).rows[0]?.pid as number;
+      // Either sign gives such a pooler away: the second connection served by the first one's
+      // server process, or the first one moved to another. Two rounds, in case other clients
+      // of the pooler took the server connection in between.
+      for (let round = 0; round < 2; round++) {
+        const a = await pid(first);
+        const b = await pid(second);
+        const again = await pid(first);
+        if (a === b || again !== a) {
+          throw new ConfigError(
+            "url",
+            `${describeTarget(this.options.connection)} is reached through a pooler in transaction mode (such as PgBouncer with pool_mode = transaction): ${a === b ? `two connections were served by one server process (pid ${a})` : `one connection was served by server process ${a}, then ${again}`}, and session advisory locks need a server connection of their own. Use the row-lease mode (locks: "lease", or ?locks=lease in the URL), or connect to PostgreSQL directly or through a session-mode pool`,
+          );
+        }
+      }
+    } finally {
+      await Promise.allSettled([first.end(), second.end()]);
+    }
   }
 
   async #cancel(pid: number): Promise<void> {

@@ -184,3 +184,31 @@ export interface HolderRow {
 export function holderRowValues(rows: readonly HolderRow[]): [string[], string[]] {
   return [rows.map((r) => r.key.toString()), rows.map((r) => r.token.toString())];
 }
+
+// --- Row leases (locks: "lease") --------------------------------------------------------
+
+/** The row-lease `acquire` statement's row: the new token, or `null` when held; `live`. */
+export function decodeLeaseGrant(rows: readonly Record<string, unknown>[]): {
+  readonly token: bigint | null;
+  readonly live: boolean;
+} {
+  const row = rows[0];
+  const token = row?.token;
+  return { token: typeof token === "string" ? BigInt(token) : null, live: row?.live === true };
+}
+
+/**
+ * The row-lease `reap` statement's row: how many expired sessions it deleted, and the live
+ * holder's time left in ms (`null` when the lock is free).
+ */
+export function decodeReap(rows: readonly Record<string, unknown>[]): {
+  readonly reaped: number;
+  readonly remainingMs: number | null;
+} {
+  const row = rows[0];
+  const remaining = row?.remaining_ms;
+  return {
+    reaped: Number(row?.reaped ?? 0),
+    remainingMs: typeof remaining === "number" ? Math.max(0, remaining) : null,
+  };
+}

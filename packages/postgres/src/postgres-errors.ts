@@ -11,6 +11,8 @@ export const SQLSTATE = {
   deadlockDetected: "40P01",
   insufficientPrivilege: "42501",
   uniqueViolation: "23505",
+  /** A row names a missing one: a row lease of a session that was reaped meanwhile. */
+  foreignKeyViolation: "23503",
   invalidPassword: "28P01",
   invalidAuthorization: "28000",
   /** The database does not exist. */

@@ -75,6 +75,10 @@ export interface SchemaNames {
   readonly tokens: string;
   /** Durable records by key (see postgres-records.ts); a logged table, unlike the two above. */
   readonly records: string;
+  /** Row leases (`locks: "lease"`, postgres-lease-session.ts): one row per held lock. */
+  readonly leases: string;
+  /** Row-lease sessions: one row per Baton session, its expiry on the server's clock. */
+  readonly leaseSessions: string;
 }
 
 /** The quoted names of the objects in `quotedSchema` (a schema name quoted for SQL text). */
@@ -85,6 +89,8 @@ export function schemaNames(quotedSchema: string): SchemaNames {
     sessions: `${quotedSchema}."sessions"`,
     tokens: `${quotedSchema}."token_seq"`,
     records: `${quotedSchema}."records"`,
+    leases: `${quotedSchema}."leases"`,
+    leaseSessions: `${quotedSchema}."lease_sessions"`,
   };
 }
 

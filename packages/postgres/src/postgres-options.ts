@@ -11,11 +11,19 @@ export const DEFAULT_NAMESPACE = "baton";
 /** Default of {@link PostgresBackendOptions.migrate}. */
 export const DEFAULT_MIGRATE = true;
 
+/** Default of {@link PostgresBackendOptions.locks}. */
+export const DEFAULT_LOCKS = "advisory";
+
+/** How locks are kept: see {@link PostgresBackendOptions.locks}. */
+export type PostgresLockMode = "advisory" | "lease";
+
+const LOCK_MODES: readonly PostgresLockMode[] = ["advisory", "lease"];
+
 /** Options of {@link PostgresBackend}. Give exactly one of `url`, `pool` and `config`. */
 export interface PostgresBackendOptions {
   /**
    * `postgres://user:password@host:port/database?schema=baton&namespace=baton` (also
-   * `postgresql://`). Query parameters: `schema`, `namespace`, and the libpq ones
+   * `postgresql://`). Query parameters: `schema`, `namespace`, `locks`, and the libpq ones
    * `application_name`, `sslmode` (`disable`, `allow`, `prefer`, `require`, `verify-ca`,
    * `verify-full`, `no-verify`; the package README says what each means with `pg`),
    * `connect_timeout` (seconds), and `host` and `port` for a unix socket
@@ -49,6 +57,19 @@ export interface PostgresBackendOptions {
    * instead.
    */
   readonly migrate?: boolean;
+  /**
+   * How locks are kept (default {@link DEFAULT_LOCKS}; URL parameter `locks`):
+   *
+   * - `"advisory"`: session-level advisory locks, one dedicated connection per Baton session,
+   *   waits in PostgreSQL's own lock queue. Needs a connection of its own to the server: a
+   *   pooler in transaction mode (PgBouncer's `pool_mode = transaction`) is detected at the
+   *   first session and refused with a `ConfigError`.
+   * - `"lease"`: row leases. One row per session whose expiry, on the server's clock, one
+   *   statement per interval renews, and one row per held lock; every statement is a
+   *   transaction of its own, so it works through a pooler in transaction mode. Waits poll
+   *   (with backoff, at most every 250 ms) instead of queueing in the server; no `watch()`.
+   */
+  readonly locks?: PostgresLockMode;
 }
 
 /** Checked, complete settings of a backend. */
@@ -63,12 +84,14 @@ export interface ResolvedPostgresOptions {
   readonly quotedSchema: string;
   readonly namespace: string;
   readonly migrate: boolean;
+  readonly locks: PostgresLockMode;
 }
 
-const OPTION_KEYS = new Set(["url", "pool", "config", "schema", "namespace", "migrate"]);
+const OPTION_KEYS = new Set(["url", "pool", "config", "schema", "namespace", "migrate", "locks"]);
 const URL_PARAMS = new Set([
   "schema",
   "namespace",
+  "locks",
   "application_name",
   "sslmode",
   "connect_timeout",
@@ -107,11 +130,13 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
   let connection: pg.ClientConfig;
   let schema = options.schema;
   let namespace = options.namespace;
+  let locks = options.locks;
   if (options.url !== undefined) {
     const fromUrl = connectionFromUrl(parseBackendUrl(options.url));
     connection = fromUrl.connection;
     schema ??= fromUrl.schema;
     namespace ??= fromUrl.namespace;
+    locks ??= fromUrl.locks;
   } else if (options.pool !== undefined) {
     const pool = options.pool as Partial<pg.Pool>;
     if (typeof pool !== "object" || typeof pool.connect !== "function" || !pool.options) {
@@ -130,6 +155,12 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
   if (typeof namespace !== "string" || namespace.length === 0 || namespace.length > 256) {
     throw new ConfigError("namespace", "must be a non-empty string of at most 256 characters");
   }
+  if (locks !== undefined && !LOCK_MODES.includes(locks)) {
+    throw new ConfigError(
+      "locks",
+      `must be one of ${LOCK_MODES.join(", ")}, got ${JSON.stringify(locks)}`,
+    );
+  }
   if (options.migrate !== undefined && typeof options.migrate !== "boolean") {
     throw new ConfigError("migrate", `must be a boolean, got ${typeof options.migrate}`);
   }
@@ -140,6 +171,7 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
     quotedSchema,
     namespace,
     migrate: options.migrate ?? DEFAULT_MIGRATE,
+    locks: locks ?? DEFAULT_LOCKS,
   };
 }
 
@@ -155,6 +187,7 @@ export function postgresOptionsFromUrl(url: BackendUrl): PostgresBackendOptions 
     config: fromUrl.connection,
     ...(fromUrl.schema === undefined ? {} : { schema: fromUrl.schema }),
     ...(fromUrl.namespace === undefined ? {} : { namespace: fromUrl.namespace }),
+    ...(fromUrl.locks === undefined ? {} : { locks: fromUrl.locks }),
   };
   resolvePostgresOptions(options);
   return options;
@@ -165,6 +198,7 @@ export function connectionFromUrl(url: BackendUrl): {
   connection: pg.ClientConfig;
   schema: string | undefined;
   namespace: string | undefined;
+  locks: PostgresLockMode | undefined;
 } {
   if (url.scheme !== "postgres" && url.scheme !== "postgresql") {
     throw new ConfigError(
@@ -240,7 +274,20 @@ export function connectionFromUrl(url: BackendUrl): {
     connection,
     schema: url.searchParams.get("schema") ?? undefined,
     namespace: url.searchParams.get("namespace") ?? undefined,
+    locks: lockModeParam(url.searchParams.get("locks")),
   };
+}
+
+/** The `locks` URL parameter, checked. */
+function lockModeParam(text: string | null): PostgresLockMode | undefined {
+  if (text === null) return undefined;
+  if (!(LOCK_MODES as readonly string[]).includes(text)) {
+    throw new ConfigError(
+      "url",
+      `the parameter "locks" must be one of ${LOCK_MODES.join(", ")}, got "${text}"`,
+    );
+  }
+  return text as PostgresLockMode;
 }
 
 /**

@@ -64,6 +64,26 @@ function ddl(names: SchemaNames): string {
       value text NOT NULL,
       version bigint NOT NULL
     )`,
+    // Row leases (locks: "lease"): logged, so a crash of the server frees no lock early; a
+    // session's rows go with it (ON DELETE CASCADE) when it ends or is reaped after expiry.
+    `CREATE TABLE IF NOT EXISTS ${names.leaseSessions} (
+      id text COLLATE "C" PRIMARY KEY,
+      owner text NOT NULL,
+      ttl interval NOT NULL,
+      expires_at timestamptz NOT NULL
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${names.leases} (
+      namespace text COLLATE "C" NOT NULL,
+      name text COLLATE "C" NOT NULL,
+      session text COLLATE "C" NOT NULL REFERENCES ${names.leaseSessions} (id) ON DELETE CASCADE,
+      owner text NOT NULL,
+      token bigint NOT NULL,
+      value text,
+      PRIMARY KEY (namespace, name),
+      -- Its index finds a session's leases (the cascade when it ends), declared inline: a
+      -- CREATE INDEX of its own would need the table's owner on every later migration.
+      UNIQUE (session, namespace, name)
+    )`,
     "COMMIT",
   ].join(";\n");
 }
@@ -75,11 +95,13 @@ export interface MigrateOptions {
 }
 
 /**
- * Creates Baton's schema, its tables (`holders`, `sessions`, `records`) and token sequence
- * when missing. Idempotent and safe to run concurrently. Run it with a role that may create
- * them when the application's role may not (then grant the application's role USAGE on the
+ * Creates Baton's schema, its tables (`holders`, `sessions`, `records`, and `leases` and
+ * `lease_sessions` for the row-lease mode) and token sequence when missing. Idempotent and
+ * safe to run concurrently. Run it with a role that may create them when the application's
+ * role may not (then grant the application's role USAGE on the
  * schema; SELECT, INSERT, UPDATE, DELETE on `holders` and `sessions`; SELECT, INSERT, UPDATE
- * on `records`; USAGE on the sequence).
+ * on `records`; for the row-lease mode SELECT, INSERT, UPDATE, DELETE on `leases` and
+ * `lease_sessions`; USAGE on the sequence).
  */
 export async function migrate(db: Queryable, options: MigrateOptions = {}): Promise<void> {
   const names = schemaNames(quoteIdentifier(options.schema ?? "baton", "schema"));
@@ -91,7 +113,8 @@ export async function migrate(db: Queryable, options: MigrateOptions = {}): Prom
  * Missing privileges become a `ConfigError` (field `privileges`) saying which. Locks do not
  * need the records table: with `recordsOptional`, when only it is missing and cannot be
  * created here (`create` is false, or the role may not), this returns, locks work, and the
- * records' statements fail saying to run `migrate()` (see postgres-records.ts).
+ * records' statements fail saying to run `migrate()` (see postgres-records.ts). `locks` names
+ * which lock tables must be there: the advisory mode's or the row-lease mode's.
  */
 export async function ensureSchema(
   db: Queryable,
@@ -99,6 +122,7 @@ export async function ensureSchema(
   schema: string,
   create: boolean,
   recordsOptional = false,
+  locks: "advisory" | "lease" = "advisory",
 ): Promise<void> {
   let who: { user: string; database: string; ready: boolean };
   try {
@@ -106,7 +130,9 @@ export async function ensureSchema(
       `SELECT current_user AS "user", current_database() AS database,
         to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL
           AND to_regclass($3) IS NOT NULL AS ready, to_regclass($4) IS NOT NULL AS records`,
-      [names.holders, names.tokens, names.sessions, names.records],
+      locks === "lease"
+        ? [names.leases, names.tokens, names.leaseSessions, names.records]
+        : [names.holders, names.tokens, names.sessions, names.records],
     );
     const row = probe.rows[0] as {
       user: string;

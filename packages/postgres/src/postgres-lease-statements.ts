@@ -1,0 +1,89 @@
+import type { SchemaNames } from "./postgres-keys.js";
+
+/**
+ * The SQL of the row-lease mode, for one schema. Each is one statement, so one transaction of
+ * its own: it runs unchanged through a pooler in transaction mode, which hands every
+ * transaction whatever server connection is free. None is prepared by name (a named prepared
+ * statement lives on one server connection, which such a pooler does not keep for a client).
+ * Every expiry is on the server's clock (`clock_timestamp()`), never on a client's.
+ */
+export interface LeaseStatements {
+  /** `$1` id, `$2` owner, `$3` TTL ms. Inserts the session row; returns `ttl_ms`. */
+  readonly openSession: string;
+  /**
+   * `$1` id, `$2` namespace, `$3` names and `$4` tokens (text arrays) of releases that failed.
+   * Pushes the session's expiry one TTL from now if it has not passed, and deletes those
+   * leases. Returns `live`: 1 while the session lives, 0 once it expired (or was reaped or
+   * closed).
+   */
+  readonly renew: string;
+  /** `$1` id. Deletes the session and, by cascade, every lease it holds. */
+  readonly closeSession: string;
+  /**
+   * `$1` namespace, `$2` name, `$3` session id, `$4` owner, `$5` value. Takes the lease if no
+   * row holds it and the session lives, with the next token. Returns `token` (text; NULL when
+   * held) and `live` (false: the session expired).
+   */
+  readonly acquire: string;
+  /**
+   * `$1` namespace, `$2` name. Deletes the session holding the lease when its expiry has passed
+   * (its leases go with it). A renewal of that session that commits first keeps it: the delete
+   * waits for the row and checks the expiry again. Returns `reaped` (a count) and `remaining_ms`
+   * (the holder's time left when it lives; NULL when free).
+   */
+  readonly reap: string;
+  /** `$1` namespace, `$2` name, `$3` session id, `$4` token. Returns a row when it released. */
+  readonly release: string;
+  /** `$1` namespace, `$2` name. The live holder: `owner`, `token` (text), `value`. */
+  readonly holder: string;
+  /** `$1` namespace, `$2` name, `$3` session id. Deletes the session's lease of the name. */
+  readonly dropUnknown: string;
+}
+
+/** The statements for the objects named in `names`. */
+export function leaseStatements(names: SchemaNames): LeaseStatements {
+  const live = "s.expires_at > clock_timestamp()";
+  const remainingMs = "ceil(extract(epoch FROM s.expires_at - clock_timestamp()) * 1000)::float8";
+  return {
+    openSession: `INSERT INTO ${names.leaseSessions} (id, owner, ttl, expires_at)
+      VALUES ($1, $2, make_interval(secs => $3::float8 / 1000),
+        clock_timestamp() + make_interval(secs => $3::float8 / 1000))
+      RETURNING 1`,
+    renew: `WITH me AS (
+        UPDATE ${names.leaseSessions} s SET expires_at = clock_timestamp() + s.ttl
+        WHERE s.id = $1 AND ${live} RETURNING s.id
+      ), dropped AS (
+        DELETE FROM ${names.leases} l USING me, unnest($3::text[], $4::text[]) AS r(name, token)
+        WHERE l.session = me.id AND l.namespace = $2 AND l.name = r.name
+          AND (r.token IS NULL OR l.token = r.token::bigint)
+        RETURNING 1
+      )
+      SELECT (SELECT count(*) FROM me)::int AS live, (SELECT count(*) FROM dropped)::int AS dropped`,
+    closeSession: `DELETE FROM ${names.leaseSessions} WHERE id = $1`,
+    acquire: `WITH me AS (
+        SELECT s.id FROM ${names.leaseSessions} s WHERE s.id = $3 AND ${live}
+      ), taken AS (
+        INSERT INTO ${names.leases} (namespace, name, session, owner, token, value)
+        SELECT $1, $2, me.id, $4, nextval('${names.tokens.replaceAll("'", "''")}'), $5 FROM me
+        ON CONFLICT (namespace, name) DO NOTHING
+        RETURNING token
+      )
+      SELECT (SELECT token::text FROM taken) AS token, EXISTS (SELECT 1 FROM me) AS live`,
+    reap: `WITH h AS (
+        SELECT l.session FROM ${names.leases} l WHERE l.namespace = $1 AND l.name = $2
+      ), gone AS (
+        DELETE FROM ${names.leaseSessions} s USING h
+        WHERE s.id = h.session AND s.expires_at <= clock_timestamp()
+        RETURNING s.id
+      )
+      SELECT (SELECT count(*) FROM gone)::int AS reaped,
+        (SELECT ${remainingMs} FROM ${names.leaseSessions} s, h WHERE s.id = h.session AND ${live})
+          AS remaining_ms`,
+    release: `DELETE FROM ${names.leases}
+      WHERE namespace = $1 AND name = $2 AND session = $3 AND token = $4::bigint RETURNING 1`,
+    holder: `SELECT l.owner, l.token::text AS token, l.value
+      FROM ${names.leases} l JOIN ${names.leaseSessions} s ON s.id = l.session
+      WHERE l.namespace = $1 AND l.name = $2 AND ${live}`,
+    dropUnknown: `DELETE FROM ${names.leases} WHERE namespace = $1 AND name = $2 AND session = $3`,
+  };
+}
