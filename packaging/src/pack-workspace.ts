@@ -23,6 +23,8 @@ export const PUBLISHED = [
   "packages/etcd",
   "packages/zookeeper",
   "packages/postgres",
+  "packages/dynamodb",
+  "packages/azure-blob",
   "packages/cli",
   "conformance",
 ] as const;

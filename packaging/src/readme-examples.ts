@@ -18,6 +18,8 @@ export const READMES = [
   "packages/etcd/README.md",
   "packages/zookeeper/README.md",
   "packages/postgres/README.md",
+  "packages/dynamodb/README.md",
+  "packages/azure-blob/README.md",
   "packages/cli/README.md",
   "conformance/README.md",
 ] as const;

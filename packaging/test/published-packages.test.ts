@@ -162,6 +162,7 @@ describeBackend("redis", (redisUrl) =>
         expect(out).toMatch(/esm memory token 1 released true/);
         expect(out).toMatch(/esm redis token \d+ released true/);
         expect(out).toMatch(/esm postgres token \d+ released true/);
+        expect(out).toMatch(/esm dynamodb and azblob URLs accepted/);
       });
 
       it("runs from CommonJS with require()", async () => {

@@ -12,6 +12,8 @@ const ADAPTERS: Readonly<Record<string, () => Promise<unknown>>> = {
   zookeeper: () => import("@baton/zookeeper"),
   postgres: () => import("@baton/postgres"),
   postgresql: () => import("@baton/postgres"),
+  dynamodb: () => import("@baton/dynamodb"),
+  azblob: () => import("@baton/azure-blob"),
 };
 
 /** Loads (and so registers) the adapter that serves `url`'s scheme; memory needs none. */

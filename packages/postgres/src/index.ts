@@ -15,10 +15,12 @@ export type { PgFenceOptions } from "./pg-fence-options.js";
 export { POSTGRES_GUARANTEES, PostgresBackend } from "./postgres-backend.js";
 export { advisoryKey } from "./postgres-keys.js";
 export {
+  DEFAULT_LOCKS,
   DEFAULT_MIGRATE,
   DEFAULT_NAMESPACE,
   DEFAULT_SCHEMA,
   type PostgresBackendOptions,
+  type PostgresLockMode,
   postgresOptionsFromUrl,
 } from "./postgres-options.js";
 export { type MigrateOptions, migrate, type Queryable } from "./schema.js";
