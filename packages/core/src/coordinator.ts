@@ -748,17 +748,120 @@ class CoordinatorImpl implements Coordinator {
    * Acquires `name`. When it is held and the call may not wait, the call ends as `whenHeld`
    * says (`acquire` rejects, `tryAcquire` resolves with null); every error is raised by the
    * step it ends (see each step).
+   *
+   * The usual acquire (the name free here, a live session, no fence to raise) makes its first
+   * attempt as one promise chain (`#firstAttempt`); anything else, and whatever that attempt
+   * does not settle itself, goes through the attempt loop (`#attempts`).
    */
-  async #acquire<H>(name: string, opts: ResolvedAcquire, whenHeld: WhenHeld<H>): Promise<Lock | H> {
-    this.#assertOpen();
-    const call = new AcquireCall(name, opts, this.ttlMs, this.#clock);
-    this.#calls.add(call);
+  #acquire<H>(name: string, opts: ResolvedAcquire, whenHeld: WhenHeld<H>): Promise<Lock | H> {
+    let call: AcquireCall;
     try {
-      if (call.scope.aborted) throw call.scope.reason; // an already-aborted signal: no round trip at all
-      if (!call.waiting && this.#local.isLocked(name)) return whenHeld(name);
-      // Hot path: see docs/hot-path.md, "Core".
-      call.unlockLocal = this.#local.tryLock(name) ?? (await this.#waitLocal(call));
-      for (let attempt = 0; ; attempt++) {
+      this.#assertOpen();
+      call = new AcquireCall(name, opts, this.ttlMs, this.#clock);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    this.#calls.add(call);
+    // Hot path: see docs/hot-path.md, "Core".
+    try {
+      if (!call.scope.aborted && (call.waiting || !this.#local.isLocked(name))) {
+        call.unlockLocal = this.#local.tryLock(name);
+        if (call.unlockLocal !== undefined && this.#fence === undefined) {
+          const session = this.#liveSession(opts.ttlMs);
+          if (session !== undefined) return this.#firstAttempt(call, session, whenHeld);
+        }
+      }
+    } catch (error) {
+      this.#endCall(call);
+      return Promise.reject(error);
+    }
+    return this.#attempts(call, whenHeld, 0, undefined);
+  }
+
+  /**
+   * The first attempt of an acquire that holds its name here and has a live session, with no
+   * fence: the backend's acquire raced against the call's scope, the grant handed over from
+   * its callback. A failure, an abort or a session that died meanwhile goes on in the attempt
+   * loop, exactly as if the loop had made this attempt.
+   */
+  #firstAttempt<H>(
+    call: AcquireCall,
+    session: ManagedSession,
+    whenHeld: WhenHeld<H>,
+  ): Promise<Lock | H> {
+    // Hot path: see docs/hot-path.md, "Core".
+    const backendSession = session.backendSession;
+    const scope = call.scope;
+    let pending: Promise<Grant | null>;
+    try {
+      pending = backendSession.acquire(
+        call.name,
+        new ScopedAcquireOptions(call.waiting, call.options.value, scope),
+      );
+    } catch (error) {
+      return this.#attempts(call, whenHeld, 1, { session, error });
+    }
+    return new Promise<Lock | H>((resolve, reject) => {
+      let settled = false;
+      const onAbort = (reason: unknown) => {
+        settled = true;
+        this.#releaseLate(pending, backendSession, call.name, scope);
+        resolve(this.#attempts(call, whenHeld, 1, { session, error: reason }));
+      };
+      if (scope.aborted) return onAbort(scope.reason);
+      scope.addCallback(onAbort);
+      pending.then(
+        (grant) => {
+          if (settled) return;
+          scope.removeCallback(onAbort);
+          // The session died under us: that grant is void; the loop tries again.
+          if (grant !== null && !session.isValid()) {
+            resolve(this.#attempts(call, whenHeld, 1, undefined));
+            return;
+          }
+          try {
+            resolve(
+              grant === null
+                ? whenHeld(call.name)
+                : this.#handOver(call, this.#hold(call, grant, session)),
+            );
+          } catch (error) {
+            reject(error);
+          } finally {
+            this.#endCall(call);
+          }
+        },
+        (error: unknown) => {
+          if (settled) return;
+          scope.removeCallback(onAbort);
+          resolve(this.#attempts(call, whenHeld, 1, { session, error }));
+        },
+      );
+    });
+  }
+
+  /**
+   * The attempt loop of an acquire, from `attempt`. `failed` is the attempt before it, when
+   * it failed (the backend's acquire threw, rejected or was given up on): it is handled first.
+   */
+  async #attempts<H>(
+    call: AcquireCall,
+    whenHeld: WhenHeld<H>,
+    from: number,
+    failed: { session: ManagedSession; error: unknown } | undefined,
+  ): Promise<Lock | H> {
+    const { name, options: opts } = call;
+    try {
+      if (from === 0) {
+        if (call.scope.aborted) throw call.scope.reason; // an already-aborted signal: no round trip at all
+        if (call.unlockLocal === undefined) {
+          if (!call.waiting && this.#local.isLocked(name)) return whenHeld(name);
+          call.unlockLocal = await this.#waitLocal(call);
+        }
+      } else if (failed !== undefined) {
+        await this.#afterAcquireFailed(call, from - 1, failed.error, failed.session);
+      }
+      for (let attempt = from; ; attempt++) {
         this.#assertOpen();
         const session = this.#liveSession(opts.ttlMs) ?? (await this.#openFor(call, attempt));
         if (session === undefined) continue;
@@ -779,10 +882,15 @@ class CoordinatorImpl implements Coordinator {
         await this.#afterLostGrant(call, held, attempt);
       }
     } finally {
-      call.unlockLocal?.(); // unless a held lock took it over
-      call.end();
-      this.#calls.delete(call);
+      this.#endCall(call);
     }
+  }
+
+  /** The call is over: its name is freed here (unless a held lock took it over), its bounds end. */
+  #endCall(call: AcquireCall): void {
+    call.unlockLocal?.();
+    call.end();
+    this.#calls.delete(call);
   }
 
   /** Waits in this process's queue for the name (FIFO), for as long as the call may wait. */
