@@ -134,11 +134,8 @@ return out
  * lease is covered before the waiter hears. A waiter that does not hear (its process is gone)
  * is skipped. The waiter behind it is told the new holder's TTL (`b<ms>`), to look again then
  * should that one be frozen. Watchers are told on the watch channel (`r`). The channels are
- * named after the lock key. The next token comes from `INCR` of the counter (`clock_start()`
- * when the counter was missing), put back (`DECR`) when the waiter it was offered to is
- * skipped, so the next one gets it. The lock key is deleted only when nobody took it over (a
- * handoff's `SET` replaces the payload and the lease). Hot path: see docs/hot-path.md,
- * "Redis".
+ * named after the lock key. The next token is the counter's value plus one, or
+ * `clock_start()` when the counter is missing.
  * KEYS: lock keys, then the waiters keys, then the counter keys. ARGV: `1` to skip waiters who
  * do not hear (a PUBLISH count is per node: not on a Cluster), then one owner prefix per key.
  * Returns how many keys were this session's grants and are released.
@@ -150,7 +147,7 @@ for i = 1, n do
   local v = redis.call('GET', KEYS[i])
   local prefix = ARGV[1 + i]
   if v and string.sub(v, 1, #prefix) == prefix then
-    local handed = false
+    redis.call('DEL', KEYS[i])
     local turn
     while true do
       local entry = redis.call('ZPOPMIN', KEYS[n + i])[1]
@@ -160,27 +157,22 @@ for i = 1, n do
       local nl = colon and string.find(entry, '\\n', colon, true)
       local ttl = nl and tonumber(string.sub(entry, colon + 1, nl - 1))
       if ttl and ttl > 0 then
-        local token = redis.call('INCR', KEYS[2 * n + i])
-        if token == 1 then
-          token = clock_start()
-          redis.call('SET', KEYS[2 * n + i], fmt(token))
-        end
+        local token = (tonumber(redis.call('GET', KEYS[2 * n + i])) or 0) + 1
+        if token == 1 then token = clock_start() end
         turn = turn or ${baseOf("KEYS[i]")} .. '${TURN_SUFFIX}'
         local heard = redis.call('PUBLISH', turn .. string.sub(entry, 1, dot - 1),
           '${TURN_GRANTED}' .. string.sub(entry, dot + 1, colon - 1) .. ':' .. fmt(token))
         if heard > 0 or ARGV[1] ~= '1' then
           redis.call('SET', KEYS[i], string.sub(entry, 1, colon) .. fmt(token) .. string.sub(entry, nl),
             'PX', ttl)
-          handed = true
+          redis.call('SET', KEYS[2 * n + i], fmt(token))
           local second = redis.call('ZRANGE', KEYS[n + i], 0, 0)[1]
           local sdot = second and string.find(second, '.', 1, true)
           if sdot then redis.call('PUBLISH', turn .. string.sub(second, 1, sdot - 1), '${TURN_BEHIND}' .. ttl) end
           break
         end
-        redis.call('DECR', KEYS[2 * n + i])
       end
     end
-    if not handed then redis.call('DEL', KEYS[i]) end
     redis.call('PUBLISH', ${baseOf("KEYS[i]")} .. '${CHANNEL_SUFFIX}', '${WATCH_RELEASED}')
     released = released + 1
   end
