@@ -45,16 +45,19 @@ export class PreparedCall implements pg.Submittable {
   submit(connection: pg.Connection): void {
     const c = connection as PgConnection;
     const { stream } = c;
-    // One write for the messages (as pg's Query does), not one per message.
+    if (
+      c.parsedStatements[this.name] !== undefined ||
+      c.submittedNamedStatements[this.name] !== undefined
+    ) {
+      // Hot path: see docs/hot-path.md, "PostgreSQL".
+      if (stream.writable) stream.write(bindExecuteSync(this.name, this.#values));
+      return;
+    }
+    // The first run on this connection: Parse too, through pg's own encoder, in one write.
     stream.cork();
     try {
-      if (
-        c.parsedStatements[this.name] === undefined &&
-        c.submittedNamedStatements[this.name] === undefined
-      ) {
-        c.parse({ name: this.name, text: this.text, types: [] }, true);
-        c.submittedNamedStatements[this.name] = this.text;
-      }
+      c.parse({ name: this.name, text: this.text, types: [] }, true);
+      c.submittedNamedStatements[this.name] = this.text;
       c.bind({ statement: this.name, values: this.#values as (string | null)[] }, true);
       c.execute(null, true);
       c.sync();
@@ -96,6 +99,46 @@ export class PreparedCall implements pg.Submittable {
     this.#done = true;
     this.callback(error, column);
   }
+}
+
+/** Execute (the unnamed portal, every row) and Sync, as PostgreSQL's protocol spells them. */
+const EXECUTE_SYNC = Buffer.from([0x45, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0x53, 0, 0, 0, 4]);
+
+/**
+ * Bind (the unnamed portal, prepared statement `name`, `values` as text, the result as text),
+ * Execute and Sync in one buffer: the bytes pg writes for a run of a statement the connection
+ * has prepared, which it sends as three writes.
+ */
+export function bindExecuteSync(name: string, values: readonly (string | null)[]): Buffer {
+  const count = values.length;
+  // Length, portal "", name, the parameters' format codes (text), their count, one result
+  // format code (text).
+  let bindLength = 4 + 1 + Buffer.byteLength(name) + 1 + 2 + 2 * count + 2 + 2 + 2;
+  for (const value of values) bindLength += 4 + (value === null ? 0 : Buffer.byteLength(value));
+  const buffer = Buffer.allocUnsafe(1 + bindLength + EXECUTE_SYNC.length);
+  buffer[0] = 0x42;
+  let at = buffer.writeInt32BE(bindLength, 1);
+  buffer[at++] = 0;
+  at += buffer.write(name, at, "utf8");
+  buffer[at++] = 0;
+  at = buffer.writeInt16BE(count, at);
+  buffer.fill(0, at, at + 2 * count);
+  at += 2 * count;
+  at = buffer.writeInt16BE(count, at);
+  for (const value of values) {
+    if (value === null) {
+      at = buffer.writeInt32BE(-1, at);
+      continue;
+    }
+    const at0 = at + 4;
+    const length = buffer.write(value, at0, "utf8");
+    buffer.writeInt32BE(length, at);
+    at = at0 + length;
+  }
+  at = buffer.writeInt16BE(1, at);
+  at = buffer.writeInt16BE(0, at);
+  EXECUTE_SYNC.copy(buffer, at);
+  return buffer;
 }
 
 /**
