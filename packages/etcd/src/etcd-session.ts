@@ -125,8 +125,8 @@ export class EtcdSession implements BackendSession {
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
-    const { signal } = options;
-    if (signal.aborted) throw signal.reason;
+    // The caller's signal is read only once the acquire waits: a single try may ignore it
+    // (the coordinator checks it). Hot path: see docs/hot-path.md, "etcd".
     this.#assertLive();
     this.#acquiring.add(name);
     try {
@@ -134,8 +134,8 @@ export class EtcdSession implements BackendSession {
       const prefix = lockPrefix(this.#context.prefix, name);
       const key = queueKey(prefix, this.#context.leaseHex);
       return options.wait
-        ? await this.#enqueue(name, prefix, key, this.#values(options.value), signal)
-        : await this.#tryOnce(name, prefix, key, options.value, signal);
+        ? await this.#enqueue(name, prefix, key, this.#values(options.value), options)
+        : await this.#tryOnce(name, prefix, key, options.value);
     } catch (error) {
       // e.g. "lease not found" on the put: the lease expired before core noticed.
       if (error instanceof SessionLostError) this.#markLost(error);
@@ -211,7 +211,6 @@ export class EtcdSession implements BackendSession {
     prefix: Buffer,
     key: Buffer,
     published: string | undefined,
-    signal: AbortSignal,
   ): Promise<Grant | null> {
     const value = encodeHolderValue(this.ownerId, published);
     let reply: ReturnType<typeof tryReply>;
@@ -224,7 +223,7 @@ export class EtcdSession implements BackendSession {
       await this.#cleanup(name, key, null);
       throw error;
     }
-    if ("revision" in reply) return this.#finish(name, key, reply.revision, reply.revision, signal);
+    if ("revision" in reply) return this.#grant(name, reply.revision, reply.revision);
     const { oldest } = reply;
     if (oldest?.key.equals(key)) {
       // A retried call whose first answer was lost: our key is the oldest, so the lock is ours.
@@ -237,11 +236,11 @@ export class EtcdSession implements BackendSession {
         await this.#cleanup(name, key, revision);
         throw error;
       }
-      return this.#finish(name, key, revision, token, signal);
+      return this.#grant(name, revision, token);
     }
     if (oldest === undefined || isQueueKey(prefix, oldest.key)) return null;
     // Only keys of nested lock names (`name/x/...`) are there: fall back to the queue.
-    return await this.#tryBehindNested(name, prefix, key, this.#values(published), signal);
+    return await this.#tryBehindNested(name, prefix, key, this.#values(published));
   }
 
   /** A try when nested lock names share the prefix: join the queue, leave it unless first. */
@@ -250,12 +249,9 @@ export class EtcdSession implements BackendSession {
     prefix: Buffer,
     key: Buffer,
     values: HolderValues,
-    signal: AbortSignal,
   ): Promise<Grant | null> {
     const joined = await this.#join(name, prefix, key, values);
-    if (joined.token !== undefined) {
-      return this.#finish(name, key, joined.revision, joined.token, signal);
-    }
+    if (joined.token !== undefined) return this.#grant(name, joined.revision, joined.token);
     let turn: Turn;
     try {
       turn = await this.#turn(name, prefix, key, values.held, joined.revision);
@@ -263,7 +259,7 @@ export class EtcdSession implements BackendSession {
       await this.#cleanup(name, key, joined.revision);
       throw error;
     }
-    if ("token" in turn) return this.#finish(name, key, joined.revision, turn.token, signal);
+    if ("token" in turn) return this.#grant(name, joined.revision, turn.token);
     await this.#cleanup(name, key, joined.revision);
     return null;
   }
@@ -274,12 +270,11 @@ export class EtcdSession implements BackendSession {
     prefix: Buffer,
     key: Buffer,
     values: HolderValues,
-    signal: AbortSignal,
+    options: BackendAcquireOptions,
   ): Promise<Grant> {
     const joined = await this.#join(name, prefix, key, values);
-    if (joined.token !== undefined) {
-      return this.#finish(name, key, joined.revision, joined.token, signal);
-    }
+    if (joined.token !== undefined) return this.#grant(name, joined.revision, joined.token);
+    const { signal } = options;
     const waitSignal = linkSignals([signal, this.#ended.signal]);
     let token: bigint;
     try {
@@ -417,7 +412,7 @@ export class EtcdSession implements BackendSession {
     };
   }
 
-  /** Hands out the grant, unless the caller gave up meanwhile (then our key is deleted). */
+  /** Hands out a waiter's grant, unless the caller gave up meanwhile (then our key is deleted). */
   #finish(
     name: string,
     key: Buffer,
@@ -426,6 +421,11 @@ export class EtcdSession implements BackendSession {
     signal: AbortSignal,
   ): Grant | Promise<never> {
     if (signal.aborted) return this.#abandon(name, key, revision, signal.reason);
+    return this.#grant(name, revision, token);
+  }
+
+  /** The grant of our queue key, created at `revision`, with the fencing token `token`. */
+  #grant(name: string, revision: bigint, token: bigint): Grant {
     // Hot path: see docs/hot-path.md, "etcd".
     const handle: EtcdGrantHandle = { leaseHex: this.#context.leaseHex, revision };
     return { key: name, ownerId: this.ownerId, token, handle };
