@@ -95,6 +95,8 @@ export class EtcdSession implements BackendSession {
   /** Releases in flight, by lock name: an acquire of the name waits for its outcome. */
   readonly #releasing = new Map<string, Promise<boolean>>();
   #closing: Promise<void> | undefined;
+  /** The stored values of a grant that publishes nothing, built on first use. */
+  #plainValues: HolderValues | undefined;
 
   constructor(context: EtcdSessionContext) {
     this.#context = context;
@@ -212,7 +214,10 @@ export class EtcdSession implements BackendSession {
     key: Buffer,
     published: string | undefined,
   ): Promise<Grant | null> {
-    const value = encodeHolderValue(this.ownerId, published);
+    const value =
+      published === undefined
+        ? this.#values(undefined).held
+        : encodeHolderValue(this.ownerId, published);
     let reply: ReturnType<typeof tryReply>;
     try {
       reply = tryReply(
@@ -406,6 +411,13 @@ export class EtcdSession implements BackendSession {
 
   /** The stored values of our queue key: once it holds the lock, and while it waits. */
   #values(published: string | undefined): HolderValues {
+    // Hot path: see docs/hot-path.md, "etcd".
+    if (published !== undefined) return this.#encodeValues(published);
+    this.#plainValues ??= this.#encodeValues(undefined);
+    return this.#plainValues;
+  }
+
+  #encodeValues(published: string | undefined): HolderValues {
     return {
       held: encodeHolderValue(this.ownerId, published),
       waiting: encodeHolderValue(this.ownerId, published, true),
