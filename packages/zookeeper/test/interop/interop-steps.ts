@@ -1,7 +1,14 @@
-import type { History } from "@baton/conformance/history";
+import { checkHistory, type History } from "@baton/conformance/history";
 import type { Client } from "node-zookeeper-client";
+import { expect } from "vitest";
 import { childrenOf, waitUntil } from "../support/counting-clients.js";
 import type { InteropHold, InteropWorker } from "./spawn-interop-worker.js";
+
+/**
+ * The time each interop test may take: its steps wait up to 30 s each for another process (a
+ * JVM or a Python interpreter on a busy machine), so the test's own bound stays well above.
+ */
+export const INTEROP_TEST_MS = 120_000;
 
 /** The `host:port,...` part of a `zookeeper://` URL (the connect string other clients take). */
 export function connectString(url: string): string {
@@ -15,6 +22,15 @@ export function queuedCount(raw: Client, dir: string, count: number, what: strin
     30_000,
     `${count} contenders are queued on ${dir} (${what})`,
   );
+}
+
+/** Fails with every violation and the whole history when `history` breaks an invariant. */
+export function expectCleanHistory(history: History): void {
+  const violations = checkHistory(history, { fencing: true });
+  expect(
+    violations.map((v) => v.message),
+    `history:\n${history.describe()}`,
+  ).toEqual([]);
 }
 
 /** True when `promise` is still pending after `ms`. */

@@ -25,7 +25,10 @@ export interface InteropWorkerOptions {
   readonly path: string;
   /** The worker's name: kazoo's identifier and LeaderSelector's id; in error messages. */
   readonly id: string;
-  /** The session timeout the client asks for (default 4000 ms). */
+  /**
+   * The session timeout the client asks for (default 20 s: a process stalled on a busy machine
+   * keeps its session; ask for a short one to see a killed worker's session expire).
+   */
   readonly sessionTimeoutMs?: number;
   /**
    * kazoo's `Lock(extra_lock_patterns=...)`: other libraries' node markers kazoo waits for.
@@ -161,7 +164,7 @@ type Waiter = {
 export async function spawnInteropWorker(options: InteropWorkerOptions): Promise<InteropWorker> {
   checkRecipe(options.library, options.recipe);
   const { command, args } = options.library === "curator" ? curatorCommand() : kazooCommand();
-  const sessionTimeoutMs = options.sessionTimeoutMs ?? 4000;
+  const sessionTimeoutMs = options.sessionTimeoutMs ?? 20_000;
   const workerArgs = [
     options.connect,
     options.path,

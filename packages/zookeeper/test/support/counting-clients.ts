@@ -1,5 +1,6 @@
 import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
+import { touchSession } from "../../src/client-calls.js";
 import type { ClientFactory } from "../../src/index.js";
 
 /**
@@ -62,6 +63,17 @@ export function childrenOf(client: Client, path: string): Promise<string[]> {
       else resolve(children);
     });
   });
+}
+
+/**
+ * Children of `path` once this client has caught up: ZooKeeper serves a read from the member
+ * the client is connected to, which may not yet have applied a change another client already
+ * saw acknowledged. A write through the leader first (an empty check transaction) brings this
+ * client's member up to date with every change committed before it.
+ */
+export async function currentChildrenOf(client: Client, path: string): Promise<string[]> {
+  await touchSession(client);
+  return childrenOf(client, path);
 }
 
 /** Deletes `path` and everything under it. */
