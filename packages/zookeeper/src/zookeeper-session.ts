@@ -239,15 +239,15 @@ export class ZookeeperSession implements BackendSession {
 
   async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
     this.#assertLive();
-    const { signal } = options;
-    signal.throwIfAborted();
     const dir = this.#dir(key);
     if (this.#orphansIn(dir)) await this.#cleanOrphans();
     const attemptId = randomUUID();
     let path: string | undefined;
-    // Every call of the acquire stops when the caller gives up or the session ends.
+    // The calls of the first try stop when the session ends; once the acquire waits (its
+    // turn, or a connection), they stop when the caller gives up too. The caller's signal is
+    // not read before that: a single try may ignore it (the coordinator checks it).
     // Hot path: see docs/hot-path.md, "ZooKeeper".
-    const { signal: stop, dispose } = linkSignals([signal, this.#ended.signal]);
+    const stop = new AcquireStop(options, this.#ended.signal);
     try {
       const data = encodeNodeData(
         options.value === undefined
@@ -266,13 +266,14 @@ export class ZookeeperSession implements BackendSession {
     } catch (error) {
       // Leave nothing behind: a node that exists, or may exist, is deleted.
       const cleaning = this.#orphan(dir, attemptId, path);
+      const { signal } = options;
       if (signal.aborted) {
         await cleaning;
         throw signal.reason;
       }
       throw toBatonError(error, `zookeeper acquire of "${key}"`);
     } finally {
-      dispose();
+      stop.dispose();
     }
   }
 
@@ -284,7 +285,7 @@ export class ZookeeperSession implements BackendSession {
     dir: string,
     attemptId: string,
     data: Buffer,
-    stop: AbortSignal,
+    stop: AcquireStop,
   ): Promise<string> {
     const prefix = lockNodePrefix(dir, attemptId);
     for (let round = 0; ; round++) {
@@ -292,17 +293,21 @@ export class ZookeeperSession implements BackendSession {
         return await this.#call(
           "zookeeper create",
           createEphemeralSequential(this.client, prefix, data),
-          stop,
+          stop.current,
           (late) => this.#lateCreate(dir, attemptId, late),
         );
       } catch (error) {
         if (zkCode(error) === ZK_CODE.noNode && round < PARENT_CREATES) {
-          await this.#call("zookeeper create of the lock's parent", mkdirp(this.client, dir), stop);
+          await this.#call(
+            "zookeeper create of the lock's parent",
+            mkdirp(this.client, dir),
+            stop.current,
+          );
           continue;
         }
         if (!isConnectionLoss(error)) throw error;
-        await this.#whenConnected(stop);
-        const found = await this.#findAttempt(dir, attemptId, stop);
+        await this.#whenConnected(stop.waiting());
+        const found = await this.#findAttempt(dir, attemptId, stop.current);
         if (found !== undefined) return found;
       }
     }
@@ -342,7 +347,7 @@ export class ZookeeperSession implements BackendSession {
     dir: string,
     path: string,
     wait: boolean,
-    stop: AbortSignal,
+    stop: AcquireStop,
   ): Promise<bigint | null> {
     const own = parseLockNode(splitPath(path).name);
     if (own === undefined) throw new Error(`zookeeper: unexpected lock node path ${path}`);
@@ -354,8 +359,8 @@ export class ZookeeperSession implements BackendSession {
           // Children and our stat in one round trip (both requests leave in one write).
           // Hot path: see docs/hot-path.md, "ZooKeeper".
           const [list, stat] = await Promise.all([
-            this.#call("zookeeper list of waiters", getChildren(this.client, dir), stop),
-            this.#call("zookeeper stat of our lock node", exists(this.client, path), stop),
+            this.#call("zookeeper list of waiters", getChildren(this.client, dir), stop.current),
+            this.#call("zookeeper stat of our lock node", exists(this.client, path), stop.current),
           ]);
           if (stat === null) throw vanished(path);
           token = czxidToken(stat.czxid);
@@ -364,7 +369,7 @@ export class ZookeeperSession implements BackendSession {
           children = await this.#call(
             "zookeeper list of waiters",
             getChildren(this.client, dir),
-            stop,
+            stop.current,
           );
         }
         // Every contender counts, whatever library made it, except our own orphans.
@@ -377,11 +382,11 @@ export class ZookeeperSession implements BackendSession {
         if (index === 0) return token;
         if (!wait) return null;
         const ahead = queue[index - 1] as { name: string };
-        await this.#waitGone(childPath(dir, ahead.name), stop);
+        await this.#waitGone(childPath(dir, ahead.name), stop.waiting());
       } catch (error) {
         if (!isConnectionLoss(error)) throw error;
         // Our node lives as long as the session: wait for the connection, keep our place.
-        await this.#whenConnected(stop);
+        await this.#whenConnected(stop.waiting());
       }
     }
   }
@@ -627,6 +632,36 @@ export class ZookeeperSession implements BackendSession {
         }),
       ),
     );
+  }
+}
+
+/**
+ * What an acquire's calls stop on: the session's end, and the caller's signal too once the
+ * acquire waits. The link to the caller's signal is made on the first wait, so a first try
+ * that is granted reads no signal and links none (see docs/hot-path.md, "ZooKeeper").
+ */
+class AcquireStop {
+  /** The signal of the calls now: the session's end until the first wait, then the link. */
+  current: AbortSignal;
+  readonly #options: BackendAcquireOptions;
+  #link: ReturnType<typeof linkSignals> | undefined;
+
+  constructor(options: BackendAcquireOptions, ended: AbortSignal) {
+    this.#options = options;
+    this.current = ended;
+  }
+
+  /** The signal of a wait: aborts when the caller gives up or the session ends. */
+  waiting(): AbortSignal {
+    if (this.#link === undefined) {
+      this.#link = linkSignals([this.#options.signal, this.current]);
+      this.current = this.#link.signal;
+    }
+    return this.#link.signal;
+  }
+
+  dispose(): void {
+    this.#link?.dispose();
   }
 }
 
