@@ -47,8 +47,12 @@ export class AbortScope {
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
+      const signal = this.#controller.signal as ScopeSignal;
       if (this.#aborted) this.#controller.abort(this.#reason);
-      else if (this.#readCheck !== undefined) checkOnRead(this.#controller.signal, this.#readCheck);
+      else {
+        signal[signalScope] = this;
+        if (this.#readCheck !== undefined) checkOnRead(signal, this.#readCheck);
+      }
     }
     return this.#controller.signal;
   }
@@ -98,7 +102,16 @@ export class AbortScope {
       this.abort(signal.reason);
       return this;
     }
-    const stop = onceAborted(signal, () => this.abort(signal.reason));
+    // A scope's own signal (a backend linking the signal of its acquire): follow the scope
+    // itself, with no "abort" listener on the signal. Hot path: see docs/hot-path.md, "Core".
+    const owner = (signal as ScopeSignal)[signalScope];
+    let stop: () => void;
+    if (owner === undefined) stop = onceAborted(signal, () => this.abort(signal.reason));
+    else {
+      const onEnd = (reason: unknown) => this.abort(reason);
+      owner.addCallback(onEnd);
+      stop = () => owner.removeCallback(onEnd);
+    }
     this.#followed ??= [];
     this.#followed.push(stop);
     return this;
@@ -127,6 +140,13 @@ export class AbortScope {
     first?.(reason);
     if (callbacks !== undefined) for (const callback of callbacks) callback(reason);
   }
+}
+
+/** Where a scope's own signal keeps its scope (a symbol: invisible to `JSON`, `for...in`, keys). */
+const signalScope = Symbol("baton.scope");
+
+interface ScopeSignal extends AbortSignal {
+  [signalScope]?: AbortScope;
 }
 
 /** Something that can end: a real `AbortSignal` or an {@link AbortScope}. @internal */

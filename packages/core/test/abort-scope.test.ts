@@ -48,6 +48,22 @@ describe("AbortScope", () => {
     expect(new AbortScope().follow(outer.signal).reason).toBe("stop");
   });
 
+  it("follows another scope's signal: ends with that scope until disposed", () => {
+    const inner = new AbortScope();
+    const followed = new AbortScope().follow(inner.signal);
+    const disposed = new AbortScope().follow(inner.signal);
+    disposed.dispose();
+    const heard: unknown[] = [];
+    inner.signal.addEventListener("abort", () => heard.push(inner.signal.reason));
+    inner.abort("done");
+    expect(heard).toEqual(["done"]);
+    expect(followed.aborted).toBe(true);
+    expect(followed.reason).toBe("done");
+    expect(followed.signal.reason).toBe("done");
+    expect(disposed.aborted).toBe(false);
+    expect(new AbortScope().follow(inner.signal).reason).toBe("done");
+  });
+
   it("a KeyedMutex waiter leaves the queue when its scope aborts", async () => {
     const mutex = new KeyedMutex();
     const unlock = await mutex.lock("k");
