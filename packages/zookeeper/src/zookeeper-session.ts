@@ -356,12 +356,13 @@ export class ZookeeperSession implements BackendSession {
       try {
         let children: string[];
         if (token === undefined) {
-          // Children and our stat in one round trip (both requests leave in one write).
-          // Hot path: see docs/hot-path.md, "ZooKeeper".
-          const [list, stat] = await Promise.all([
-            this.#call("zookeeper list of waiters", getChildren(this.client, dir), stop.current),
-            this.#call("zookeeper stat of our lock node", exists(this.client, path), stop.current),
-          ]);
+          // Children and our stat in one round trip (both requests leave in one write), bounded
+          // as one call. Hot path: see docs/hot-path.md, "ZooKeeper".
+          const [list, stat] = await this.#call(
+            "zookeeper list of waiters and stat of our lock node",
+            Promise.all([getChildren(this.client, dir), exists(this.client, path)]),
+            stop.current,
+          );
           if (stat === null) throw vanished(path);
           token = czxidToken(stat.czxid);
           children = list;
