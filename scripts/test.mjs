@@ -11,7 +11,17 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const ALL = ["memory", "redis", "redlock", "etcd", "zookeeper", "postgres"];
+// The backends an unset BATON_BACKENDS runs (the harness's DEFAULT_BACKENDS).
+const ALL = [
+  "memory",
+  "redis",
+  "redlock",
+  "etcd",
+  "zookeeper",
+  "postgres",
+  "postgres-lease",
+  "dynamodb",
+];
 const listed = (process.env.BATON_BACKENDS ?? "")
   .split(",")
   .map((s) => s.trim().toLowerCase())

@@ -25,6 +25,8 @@ export const DEFAULT_BACKENDS: readonly BackendKind[] = [
   "etcd",
   "zookeeper",
   "postgres",
+  "postgres-lease",
+  "dynamodb",
 ];
 
 /** A Baton backend name as accepted by `BATON_BACKENDS`. */
