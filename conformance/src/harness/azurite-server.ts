@@ -52,6 +52,7 @@ export async function startAzurite(options: LocalStartOptions): Promise<ServerGr
               String(port),
               "--inMemoryPersistence",
               "--skipApiVersionCheck",
+              "--disableTelemetry",
               "--silent",
             ],
             cwd: dir,
