@@ -85,6 +85,9 @@ export async function startZookeeperEnsemble(options: ZookeeperStartOptions): Pr
             "-XX:TieredStopAtLevel=1",
             "-Djava.net.preferIPv4Stack=true",
             "-Dzookeeper.jmx.log4j.disable=true",
+            // The leader deletes emptied container nodes (the parents Curator creates) every
+            // second instead of every minute, so tests see what a real ensemble does later.
+            "-Dznode.container.checkIntervalMs=1000",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-cp",
             classpath,

@@ -9,6 +9,7 @@ import {
   connectString,
   expectCleanHistory,
   INTEROP_TEST_MS,
+  nodeExists,
   queuedCount,
   RecordedInteropWorker,
   stillPending,
@@ -169,6 +170,101 @@ describeBackend("zookeeper", (url) => {
       expect(waited).toBeGreaterThan(1500);
       expect(lock.held).toBe(true);
       await b.release(lock);
+      expectCleanHistory(history);
+    });
+  });
+
+  describe("a lock parent Curator creates (a container node)", { timeout: INTEROP_TEST_MS }, () => {
+    // ZooKeeper deletes an emptied container at its next check: every second on the test
+    // ensemble (znode.container.checkIntervalMs=1000), every minute by default.
+    const lockOn = (history: History, name: string) =>
+      new RecordedInteropWorker(history, mutex, name, dirOf(name));
+    const gone = (name: string, what: string) =>
+      waitUntil(async () => !(await nodeExists(raw, dirOf(name))), 30_000, what);
+    let probes = 0;
+    /** Resolves once ZooKeeper has run a container check that began after the call. */
+    const containerCheck = async () => {
+      const probe = `interop-container-probe-${++probes}`;
+      await mutex.acquire(30_000, dirOf(probe));
+      await mutex.release();
+      await gone(probe, "ZooKeeper deletes the probe's emptied container");
+    };
+
+    it("once Curator leaves it and ZooKeeper deletes it, Baton acquires, holds, watches and releases there", async () => {
+      const name = "interop-container";
+      const history = new History();
+      const b = new RecordedCoordinator(history, "baton", baton);
+      const curator = lockOn(history, name);
+      const seen: (Holder | null)[] = [];
+      const stop = new AbortController();
+      const watching = (async () => {
+        for await (const h of baton.watch(name, { signal: stop.signal })) seen.push(h);
+      })();
+      try {
+        await waitUntil(() => seen.length > 0, 30_000, "watch() reports the free lock");
+        const hold = await curator.acquire(30_000);
+        await waitUntil(
+          () => seen.some((h) => h?.foreign === "curator" && h.token === hold.token),
+          30_000,
+          "watch() reports Curator's holder",
+        );
+        await curator.release();
+        await gone(name, "ZooKeeper deletes the container Curator emptied");
+        expect(await baton.holder(name)).toBeNull();
+
+        const lock = await b.acquire(name, { waitMs: 30_000 });
+        expect(lock.token).toBeGreaterThan(hold.token);
+        expect(await baton.holder(name)).toMatchObject({
+          ownerId: "baton-node",
+          token: lock.token,
+        });
+        await waitUntil(
+          () => seen.some((h) => h?.ownerId === "baton-node" && h.token === lock.token),
+          30_000,
+          "watch() reports Baton's holder in the new parent",
+        );
+        expect(lock.held).toBe(true);
+        await b.release(lock);
+        await waitUntil(() => seen.at(-1) === null, 30_000, "watch() reports the lock free again");
+        // Baton re-created the parent as a persistent node: it stays once emptied.
+        await containerCheck();
+        expect(await nodeExists(raw, dirOf(name))).toBe(true);
+      } finally {
+        stop.abort();
+        await watching;
+      }
+      expect(seen.filter((h) => h !== null).map((h) => h?.foreign ?? h?.ownerId)).toEqual([
+        "curator",
+        "baton-node",
+      ]);
+      expectCleanHistory(history);
+    });
+
+    it("stays while Baton waits and holds in it after Curator, and goes once Baton releases", async () => {
+      const name = "interop-container-shared";
+      const history = new History();
+      const b = new RecordedCoordinator(history, "baton", baton);
+      const curator = lockOn(history, name);
+      const hold = await curator.acquire(30_000);
+      expect(await b.tryAcquire(name)).toBeNull();
+      const waiting = b.acquire(name, { waitMs: 30_000 });
+      await queuedCount(raw, dirOf(name), 2, "Curator holds, Baton waits in Curator's container");
+      await curator.release();
+      const lock = await waiting;
+      expect(lock.token).toBeGreaterThan(hold.token);
+
+      // A container check runs while Baton holds: it leaves the container with Baton's node.
+      await containerCheck();
+      expect(await nodeExists(raw, dirOf(name))).toBe(true);
+      expect(lock.held).toBe(true);
+      expect(await baton.holder(name)).toMatchObject({ ownerId: "baton-node", token: lock.token });
+
+      await b.release(lock);
+      await gone(name, "ZooKeeper deletes the container Baton emptied");
+      // And Baton takes the lock again on the path ZooKeeper cleared.
+      const again = await b.acquire(name, { waitMs: 30_000 });
+      expect(again.token).toBeGreaterThan(lock.token);
+      await b.release(again);
       expectCleanHistory(history);
     });
   });

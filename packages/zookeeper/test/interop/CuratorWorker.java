@@ -3,7 +3,9 @@
 //
 // Arguments: <connect string> <path> <id> <recipe: lock | latch | selector> <session timeout ms>
 //
-// Lines in:  acquire <timeout ms> | release | stop
+// Lines in:  acquire <timeout ms> [path] | release | stop
+//            (a path after the timeout: this acquire's lock is on that path, not <path>;
+//            InterProcessMutex only)
 // Lines out: ready | acquired <node name> <czxid> | timeout | released | stopped | error <message>
 //
 // stdin closing (the test process died) ends the process: the session closes with it.
@@ -11,7 +13,9 @@
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ExecutorService;
@@ -55,6 +59,8 @@ public class CuratorWorker {
   final String path;
   final String id;
   final String recipe;
+  /** One InterProcessMutex per lock path, made on first use; `mutex` is the last acquired. */
+  final Map<String, Mutex> mutexes = new HashMap<>();
   Mutex mutex;
   LeaderLatch latch;
   LeaderSelector selector;
@@ -80,10 +86,13 @@ public class CuratorWorker {
   }
 
   /** Blocks until held (announcing it) or until the timeout (saying so). */
-  void acquire(long timeoutMs) throws Exception {
+  void acquire(long timeoutMs, String lockPath) throws Exception {
+    if (!lockPath.equals(path) && !recipe.equals("lock")) {
+      throw new IllegalArgumentException("only the lock recipe takes another path");
+    }
     switch (recipe) {
       case "lock": {
-        if (mutex == null) mutex = new Mutex(client, path);
+        mutex = mutexes.computeIfAbsent(lockPath, p -> new Mutex(client, p));
         if (!mutex.acquire(timeoutMs, TimeUnit.MILLISECONDS)) {
           say("timeout");
           return;
@@ -223,7 +232,8 @@ public class CuratorWorker {
       switch (words[0]) {
         case "acquire": {
           long timeoutMs = words.length > 1 ? Long.parseLong(words[1]) : 60_000;
-          recipeThread.execute(() -> run(() -> worker.acquire(timeoutMs)));
+          String lockPath = words.length > 2 ? words[2] : path;
+          recipeThread.execute(() -> run(() -> worker.acquire(timeoutMs, lockPath)));
           break;
         }
         case "release":

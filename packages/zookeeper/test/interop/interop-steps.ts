@@ -1,6 +1,7 @@
 import { checkHistory, type History } from "@baton/conformance/history";
 import type { Client } from "node-zookeeper-client";
 import { expect } from "vitest";
+import { exists, touchSession } from "../../src/client-calls.js";
 import { childrenOf, waitUntil } from "../support/counting-clients.js";
 import type { InteropHold, InteropWorker } from "./spawn-interop-worker.js";
 
@@ -33,6 +34,16 @@ export function expectCleanHistory(history: History): void {
   ).toEqual([]);
 }
 
+/**
+ * Whether `path` exists, read once `raw` has caught up with the leader. (A container node
+ * looks like a persistent one to clients: its stat shows no owner. Only ZooKeeper deleting
+ * it once emptied tells it apart.)
+ */
+export async function nodeExists(raw: Client, path: string): Promise<boolean> {
+  await touchSession(raw);
+  return (await exists(raw, path)) !== null;
+}
+
 /** True when `promise` is still pending after `ms`. */
 export async function stillPending(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let settled = false;
@@ -57,17 +68,20 @@ export class RecordedInteropWorker {
   readonly history: History;
   readonly worker: InteropWorker;
   readonly key: string;
+  /** The lock's path when it is not the worker's own (see {@link InteropWorker.acquire}). */
+  readonly path: string | undefined;
 
-  constructor(history: History, worker: InteropWorker, key: string) {
+  constructor(history: History, worker: InteropWorker, key: string, path?: string) {
     this.history = history;
     this.worker = worker;
     this.key = key;
+    this.path = path;
   }
 
   /** Sends `acquire`; the returned promise settles with the hold (recorded when it does). */
   acquire(timeoutMs?: number): Promise<InteropHold> {
     const op = this.history.invokeAcquire(this.worker.id, this.key);
-    return this.worker.acquire(timeoutMs).then(
+    return this.worker.acquire(timeoutMs, this.path).then(
       (hold) => {
         op.ok(hold.token, { at: hold.at });
         return hold;

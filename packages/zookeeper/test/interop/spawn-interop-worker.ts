@@ -69,9 +69,11 @@ export interface InteropWorker {
   /**
    * Asks for the lock or leadership and resolves once held; rejects with
    * {@link InteropTimeoutError} when `timeoutMs` (default 30 s) runs out first (the worker
-   * then gives up its attempt, as the library does on its own timeout).
+   * then gives up its attempt, as the library does on its own timeout). `path` (Curator's
+   * "lock" only) takes the lock on another path than the worker's own, with one
+   * `InterProcessMutex` per path: one JVM serves several locks, one at a time.
    */
-  acquire(timeoutMs?: number): Promise<InteropHold>;
+  acquire(timeoutMs?: number, path?: string): Promise<InteropHold>;
   /** Gives the lock or leadership up; resolves (with the time) once its node is deleted. */
   release(): Promise<number>;
   /** SIGKILLs the process: its session stays until ZooKeeper expires it. */
@@ -154,9 +156,10 @@ type Waiter = {
 /**
  * Starts a Java (Curator) or Python (kazoo) process contending for `path` with the given
  * recipe, and resolves once it is connected (`ready`). It speaks lines on stdin/stdout: in
- * `acquire <timeout ms>`, `release`, `stop`; out `ready`, `queued <node>`, `acquired <node>
- * <czxid>`, `timeout`, `released`, `stopped`, `error <message>`. A worker whose stdin closes
- * exits, so workers die with the test process; any left at exit are SIGKILLed.
+ * `acquire <timeout ms> [path]` (a path: Curator's lock only), `release`, `stop`; out
+ * `ready`, `queued <node>`, `acquired <node> <czxid>`, `timeout`, `released`, `stopped`,
+ * `error <message>`. A worker whose stdin closes exits, so workers die with the test
+ * process; any left at exit are SIGKILLed.
  *
  * Rejects naming the package to install when java, Curator's jars, /usr/bin/python3 or
  * kazoo are missing.
@@ -288,7 +291,13 @@ export async function spawnInteropWorker(options: InteropWorkerOptions): Promise
       if (node !== undefined) return Promise.resolve(node);
       return next(["queued", "acquired"], timeoutMs, "queued node", (words) => words[1] as string);
     },
-    acquire(timeoutMs = 30_000) {
+    acquire(timeoutMs = 30_000, path?: string) {
+      if (
+        path !== undefined &&
+        (options.library !== "curator" || options.recipe !== "lock" || !/^\/\S*$/.test(path))
+      ) {
+        return Promise.reject(new Error(`${name}: cannot take a lock on path "${path}"`));
+      }
       node = undefined;
       // The worker's own timeout answers first; ours only catches a worker that went silent.
       const reply = next(
@@ -300,7 +309,7 @@ export async function spawnInteropWorker(options: InteropWorkerOptions): Promise
           return { node: words[1] as string, token: BigInt(words[2] as string), at };
         },
       );
-      send(`acquire ${timeoutMs}`);
+      send(path === undefined ? `acquire ${timeoutMs}` : `acquire ${timeoutMs} ${path}`);
       return reply;
     },
     release() {
