@@ -36,6 +36,7 @@ import {
 import { advisoryKey, type TokenTag } from "./postgres-keys.js";
 import { PostgresRecords } from "./postgres-records.js";
 import { callPrepared, PreparedCall } from "./prepared-call.js";
+import { RecentContention } from "./recent-contention.js";
 import { StatementQueue } from "./statement-queue.js";
 import type { Statement, Statements } from "./statements.js";
 import { type TagUse, TagUses } from "./token-locks.js";
@@ -126,6 +127,8 @@ export class PostgresSession implements BackendSession {
   #pid = 0;
   /** Durable records, read and written in the connection's turn. */
   readonly #records: PostgresRecords;
+  /** Keys lately found held: a waiting acquire of one waits at once (see acquire). */
+  readonly #contention: RecentContention;
 
   private constructor(
     client: pg.Client,
@@ -140,6 +143,7 @@ export class PostgresSession implements BackendSession {
     this.#onClose = onClose;
     this.ownerId = ownerId;
     this.ttlMs = ttlMs;
+    this.#contention = new RecentContention(ttlMs);
     this.#records = new PostgresRecords({
       statements: context.statements,
       timeoutMs: renewalBoundMs(ttlMs),
@@ -246,7 +250,12 @@ export class PostgresSession implements BackendSession {
     let ticket: WaitTicket | undefined;
     let waited = false;
     try {
-      let grant = await this.#tryAcquire(name, key, options.value);
+      // A key this session lately found held is waited for at once: the try would most likely
+      // be refused (see RecentContention). Hot path: see docs/hot-path.md, "PostgreSQL".
+      const waitAtOnce =
+        options.wait && this.#waiting === undefined && this.#contention.recent(key);
+      let grant = waitAtOnce ? null : await this.#tryAcquire(name, key, options.value);
+      if (grant === null && options.wait && !waitAtOnce) this.#contention.seen(key);
       for (;;) {
         // The first try leaves the signal alone (see BackendAcquireOptions.signal): reading
         // it may build it. After a wait, a grant that comes after an abort is given back.

@@ -11,8 +11,9 @@ export type StatementCallback = (error: Error | null, result: pg.QueryResult | u
  *
  * A statement submitted while the connection is free goes out at once, in the same turn, with
  * pg's callback (no promise of pg's, and none of ours between the caller and the socket); the
- * uncontended acquire and release go as a {@link PreparedCall} ({@link call}). A caller may also hold the connection for a
- * run of statements of its own ({@link hold}), sent directly on the client meanwhile.
+ * acquires and releases go as a {@link PreparedCall} ({@link call}). A caller may also hold
+ * the connection for a run of statements of its own ({@link hold}), sent directly on the
+ * client meanwhile.
  */
 export class StatementQueue {
   readonly #client: pg.Client;

@@ -183,6 +183,42 @@ describeBackend("postgres", (url) => {
       expect(acquires.count).toBe(0);
     });
 
+    it("a session that lately found a lock held waits for it with one statement, and still gets it at once when free", async () => {
+      const name = `contended-${randomUUID()}`;
+      const a = separate(20_000);
+      const b = separate(20_000);
+      /** b's acquire while a holds the lock: its acquire statements until it waits in the server. */
+      const contendedAcquire = async () => {
+        const held = await a.acquire(name);
+        const acquires = countAcquires();
+        let lock: Promise<Lock>;
+        try {
+          lock = b.acquire(name, { waitMs: 10_000 });
+          await until(async () => (await waitingOn(name)) === 1, 5_000, "b queued");
+        } finally {
+          acquires.stop();
+        }
+        await held.release();
+        await (await lock).release();
+        return acquires.count;
+      };
+      // The first time b tries, is refused, then waits; from then on it waits at once.
+      expect(await contendedAcquire()).toBe(2);
+      expect(await contendedAcquire()).toBe(1);
+      expect(await contendedAcquire()).toBe(1);
+      // Free now: the wait is granted at once.
+      const acquires = countAcquires();
+      try {
+        const free = await b.acquire(name, { waitMs: 10_000 });
+        expect(free.token).toBeGreaterThan(0n);
+        await free.release();
+      } finally {
+        acquires.stop();
+      }
+      expect(acquires.count).toBe(1);
+      expect(await waitingOn(name)).toBe(0);
+    });
+
     it("a session waiting for a lock still renews, releases and takes other locks at once", async () => {
       const ttlMs = 1_000; // a renewal every 333 ms interrupts the wait
       const c = separate(ttlMs);
