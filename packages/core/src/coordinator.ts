@@ -275,8 +275,6 @@ class CoordinatorImpl implements Coordinator {
   /** The fence every grant raises before the hand-over: correctness mode's, if it has one. */
   readonly #fence: Fence | undefined;
   readonly #local = new KeyedMutex();
-  /** Live locks (see HeldLock). */
-  readonly #locks = new LinkedList<HeldLock>();
   /** What every HeldLock of this coordinator shares. */
   readonly #host: LockHost;
   /** In-flight acquire calls, ended by close(). */
@@ -316,7 +314,6 @@ class CoordinatorImpl implements Coordinator {
     this.#host = {
       clock: this.#clock,
       events: this.#events,
-      locks: this.#locks,
       fencing: options.backend?.guarantees.fencing,
     };
     if (options.backend !== undefined) this.#backend = Promise.resolve(options.backend);
@@ -628,11 +625,9 @@ class CoordinatorImpl implements Coordinator {
     if (opening) await opening.catch(() => undefined);
     await Promise.allSettled(this.#ttlOpenings.values());
     // Each lock's signal aborts with reason `closed` before the release goes to the store.
+    const sessions = [this.#session, ...this.#ttlSessions.values()];
     await Promise.allSettled(
-      this.#locks.toArray().map((held) => {
-        held.markLost("closed", undefined);
-        return held.lock.release();
-      }),
+      sessions.flatMap((session) => session?.locks() ?? []).map((held) => held.releaseOnClose()),
     );
     const session = this.#session;
     this.#session = undefined;

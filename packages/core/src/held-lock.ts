@@ -10,7 +10,6 @@ import {
 } from "./errors.js";
 import type { EventHub } from "./events.js";
 import type { Guarantees } from "./guarantees.js";
-import type { Linked, LinkedList } from "./linked-list.js";
 import { Lock, type LockInit } from "./lock.js";
 import type { ManagedSession, SessionLock } from "./managed-session.js";
 import { setBound } from "./timer-lists.js";
@@ -19,8 +18,6 @@ import { setBound } from "./timer-lists.js";
 export interface LockHost {
   readonly clock: Clock;
   readonly events: EventHub;
-  /** The coordinator's live locks: a lock is in it from its grant until it ends. */
-  readonly locks: LinkedList<HeldLock>;
   /** The backend's declared fencing, once it is known (before its first session opens). */
   fencing: Guarantees["fencing"] | undefined;
 }
@@ -32,7 +29,7 @@ export interface LockHost {
  *
  * @internal
  */
-export class HeldLock implements SessionLock, LockInit, Linked<HeldLock> {
+export class HeldLock implements SessionLock, LockInit {
   // Hot path: see docs/hot-path.md, "Core".
   readonly name: string;
   readonly token: bigint;
@@ -49,9 +46,9 @@ export class HeldLock implements SessionLock, LockInit, Linked<HeldLock> {
   /** Frees the name in this process (KeyedMutex), once. */
   readonly #unlockLocal: () => void;
   readonly #host: LockHost;
-  /** Links in the coordinator's live locks (`LockHost.locks`). */
-  prevLinked: HeldLock | undefined;
-  nextLinked: HeldLock | undefined;
+  /** Links in its session's locks (see `ManagedSession.register`). */
+  prevLinked: SessionLock | undefined;
+  nextLinked: SessionLock | undefined;
 
   constructor(
     name: string,
@@ -70,7 +67,6 @@ export class HeldLock implements SessionLock, LockInit, Linked<HeldLock> {
     this.#host = host;
     this.lock = new Lock(this);
     session.register(this);
-    host.locks.add(this);
   }
 
   deadline(): number {
@@ -147,8 +143,12 @@ export class HeldLock implements SessionLock, LockInit, Linked<HeldLock> {
     if (this.ended.aborted) return;
     const error = new LockLostError(this.name, this.token, reason, { cause });
     this.ended.abort(error);
-    this.#host.locks.delete(this);
     this.#host.events.emit("lost", { name: this.name, token: this.token, reason, error });
+  }
+
+  releaseOnClose(): Promise<boolean> {
+    this.markLost("closed", undefined);
+    return this.lock.release();
   }
 
   /**
@@ -170,31 +170,37 @@ export class HeldLock implements SessionLock, LockInit, Linked<HeldLock> {
     }
     return new Promise<boolean>((resolve, reject) => {
       let settled = false;
-      /** Settles the release once: whichever of the answer and the timeout comes first. */
-      const settle = (failed: boolean, wasHeld: boolean, error?: unknown) => {
-        if (settled) return;
-        settled = true;
-        timer.cancel();
-        this.#released(failed, wasHeld);
-        if (failed) reject(error);
-        else resolve(wasHeld);
-      };
       const timer = setBound(
         this.#host.clock,
-        () =>
-          settle(
-            true,
-            false,
+        () => {
+          if (settled) return;
+          settled = true;
+          this.#released(true, false);
+          reject(
             new BackendUnavailableError(
               `the store did not answer a release of "${this.name}" within ${session.ttlMs} ms`,
             ),
-          ),
+          );
+        },
         session.ttlMs,
         true,
       );
+      // Whichever of the answer and the timeout comes first settles the release.
       call.then(
-        (wasHeld) => settle(false, wasHeld),
-        (error: unknown) => settle(true, false, this.#releaseError(error)),
+        (wasHeld) => {
+          if (settled) return;
+          settled = true;
+          timer.cancel();
+          this.#released(false, wasHeld);
+          resolve(wasHeld);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          timer.cancel();
+          this.#released(true, false);
+          reject(this.#releaseError(error));
+        },
       );
     });
   }
@@ -211,7 +217,6 @@ export class HeldLock implements SessionLock, LockInit, Linked<HeldLock> {
     const session = this.#session;
     const host = this.#host;
     session.unregister(this);
-    host.locks.delete(this);
     this.ended.abort(releasedReason(this.name, this.token));
     // After a failed release the session may still hold the key until it expires: keep the
     // name locked here until then, so this session never acquires it twice.
@@ -226,17 +231,24 @@ export class HeldLock implements SessionLock, LockInit, Linked<HeldLock> {
 /**
  * The reason a released lock's signal carries. Built without running the Error constructor
  * (a release is no failure, and needs no stack). It is still a `LockLostError` (`instanceof`,
- * `code`, `reason` and `message` as usual).
+ * `constructor`, `code`, `reason` and `message` as usual): a plain constructor sharing
+ * `LockLostError.prototype`.
  */
+// Hot path: see docs/hot-path.md, "Core".
+const ReleasedReason = function ReleasedReason(
+  this: { -readonly [K in keyof LockLostError]: LockLostError[K] },
+  name: string,
+  token: bigint,
+) {
+  this.name = "LockLostError";
+  this.code = "BATON_LOCK_LOST";
+  this.message = `lock "${name}" (token ${token}) was released`;
+  this.lockName = name;
+  this.token = token;
+  this.reason = "released";
+} as unknown as { new (name: string, token: bigint): LockLostError; prototype: object };
+ReleasedReason.prototype = LockLostError.prototype;
+
 function releasedReason(name: string, token: bigint): LockLostError {
-  // Hot path: see docs/hot-path.md, "Core".
-  const reason = Object.create(LockLostError.prototype) as LockLostError;
-  return Object.assign(reason, {
-    name: "LockLostError",
-    code: "BATON_LOCK_LOST",
-    message: `lock "${name}" (token ${token}) was released`,
-    lockName: name,
-    token,
-    reason: "released",
-  });
+  return new ReleasedReason(name, token);
 }

@@ -37,6 +37,11 @@ export class LinkedList<T extends Linked<T>> {
     this.#size++;
   }
 
+  /** True when `entry` is in this list. */
+  has(entry: T): boolean {
+    return entry.prevLinked !== undefined || this.#head === entry;
+  }
+
   /** Removes `entry`; false (and nothing changes) when it is not in this list. */
   delete(entry: T): boolean {
     const { prevLinked: prev, nextLinked: next } = entry;

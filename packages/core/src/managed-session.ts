@@ -2,13 +2,22 @@ import type { BackendSession, LockBackend } from "./backend.js";
 import type { Clock, Timer } from "./clock.js";
 import { BackendUnavailableError, type LockLostReason, SessionLostError } from "./errors.js";
 import { type EventHub, type Logger, safeLog } from "./events.js";
+import { type Linked, LinkedList } from "./linked-list.js";
 
-/** A lock registered with a session, told when it can no longer be trusted. */
-export interface SessionLock {
+/**
+ * A lock registered with a session, told when it can no longer be trusted. The session keeps
+ * its locks in a list linked through the locks themselves (see `LinkedList`).
+ */
+export interface SessionLock extends Linked<SessionLock> {
   /** The lock name (the backend key). */
   readonly name: string;
   /** Called at most once, for any loss but a release. */
   lose(reason: LockLostReason, cause?: unknown): void;
+  /**
+   * The coordinator is closing: the lock ends as lost (reason `closed`), then is released at
+   * the store. Resolves as the lock's `release()` does.
+   */
+  releaseOnClose(): Promise<boolean>;
 }
 
 /** Timing and reporting shared by every session of a coordinator. */
@@ -51,7 +60,8 @@ export class ManagedSession {
   /** Safety margin taken off every deadline. */
   readonly driftMs: number;
   readonly #settings: SessionSettings;
-  readonly #locks = new Map<string, SessionLock>();
+  /** Its locks, newest first. Hot path: see docs/hot-path.md, "Core". */
+  readonly #locks = new LinkedList<SessionLock>();
   #deadline: number;
   #dead = false;
   #renewTimer: Timer | undefined;
@@ -141,21 +151,24 @@ export class ManagedSession {
     return this.#locks.size;
   }
 
+  /** The locks tied to this session now, newest first. */
+  locks(): SessionLock[] {
+    return this.#locks.toArray();
+  }
+
   /** Ties `lock` to this session. */
   register(lock: SessionLock): void {
-    this.#locks.set(lock.name, lock);
+    this.#locks.add(lock);
   }
 
   /** Unties `lock` (after release). True when it was still tied. */
   unregister(lock: SessionLock): boolean {
-    if (this.#locks.get(lock.name) !== lock) return false;
-    this.#locks.delete(lock.name);
-    return true;
+    return this.#locks.delete(lock);
   }
 
   /** True when `lock` is still tied to this live session. */
   holds(lock: SessionLock): boolean {
-    return !this.#dead && this.#locks.get(lock.name) === lock;
+    return !this.#dead && this.#locks.has(lock);
   }
 
   /**
@@ -165,8 +178,7 @@ export class ManagedSession {
   lose(reason: LockLostReason, cause: unknown): void {
     if (this.#dead) return;
     this.#stop();
-    const locks = [...this.#locks.values()];
-    this.#locks.clear();
+    const locks = this.#takeLocks();
     for (const lock of locks) lock.lose(reason, cause);
     if (reason !== "closed") this.#settings.events.emit("sessionLost", { error: cause });
     this.backendSession.close().catch((error: unknown) => {
@@ -178,10 +190,21 @@ export class ManagedSession {
   async close(): Promise<void> {
     if (this.#dead) return;
     this.#stop();
-    const locks = [...this.#locks.values()];
-    this.#locks.clear();
+    const locks = this.#takeLocks();
     for (const lock of locks) lock.lose("closed");
     await this.backendSession.close();
+  }
+
+  /** The locks, oldest first (the order they were registered in). */
+  #oldestFirst(): SessionLock[] {
+    return this.#locks.toArray().reverse();
+  }
+
+  /** Unties every lock and returns them, oldest first. */
+  #takeLocks(): SessionLock[] {
+    const locks = this.#oldestFirst();
+    for (const lock of locks) this.#locks.delete(lock);
+    return locks;
   }
 
   #stop(): void {
@@ -233,11 +256,14 @@ export class ManagedSession {
       const result = await this.backendSession.keepAlive();
       if (this.#dead) return this.#renewFailed(new SessionLostError("the session has ended"));
       this.#confirm(started);
-      for (const key of result?.lostKeys ?? []) {
-        const lock = this.#locks.get(key);
-        if (lock === undefined) continue;
-        this.#locks.delete(key);
-        lock.lose("key-lost");
+      const lostKeys = result?.lostKeys;
+      if (lostKeys !== undefined && lostKeys.length > 0) {
+        const byName = new Map(this.#oldestFirst().map((lock) => [lock.name, lock]));
+        for (const key of lostKeys) {
+          const lock = byName.get(key);
+          if (lock === undefined || !this.#locks.delete(lock)) continue;
+          lock.lose("key-lost");
+        }
       }
       this.#settings.events.emit("renewed", {
         durationMs: clock.now() - started,
@@ -256,7 +282,7 @@ export class ManagedSession {
       this.#settings.events.emit("renewFailed", {
         error,
         remainingMs,
-        names: [...this.#locks.keys()],
+        names: this.#oldestFirst().map((lock) => lock.name),
       });
       safeLog(
         this.#settings.logger,

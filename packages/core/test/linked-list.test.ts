@@ -18,6 +18,7 @@ describe("LinkedList (core's registries of in-flight calls and live locks)", () 
     expect(list.delete(entries[0] as Entry)).toBe(true); // tail (oldest)
     expect(list.toArray().map((e) => e.id)).toEqual([3, 1]);
     expect(list.size).toBe(2);
+    expect(entries.map((e) => list.has(e))).toEqual([false, true, false, true, false]);
   });
 
   it("removing an entry that is not in the list changes nothing", () => {
