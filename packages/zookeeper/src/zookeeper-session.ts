@@ -100,6 +100,8 @@ export class ZookeeperSession implements BackendSession {
   #cleaning: Promise<void> | undefined;
   readonly #onState: (state: unknown) => void;
   readonly #records: ZookeeperRecords;
+  /** The data of a lock node that publishes no value (the client copies it into each request). */
+  readonly #plainData: Buffer;
 
   constructor(client: Client, context: ZookeeperSessionContext) {
     this.client = client;
@@ -107,6 +109,8 @@ export class ZookeeperSession implements BackendSession {
     this.ownerId = context.ownerId;
     this.ttlMs = client.getSessionTimeout();
     this.lost = this.#lost.signal;
+    // Hot path: see docs/hot-path.md, "ZooKeeper".
+    this.#plainData = encodeNodeData({ ownerId: this.ownerId });
     this.#onState = (state) => this.#stateChanged(state);
     client.on("state", this.#onState);
     this.#records = new ZookeeperRecords({
@@ -249,11 +253,10 @@ export class ZookeeperSession implements BackendSession {
     // Hot path: see docs/hot-path.md, "ZooKeeper".
     const stop = new AcquireStop(options, this.#ended.signal);
     try {
-      const data = encodeNodeData(
+      const data =
         options.value === undefined
-          ? { ownerId: this.ownerId }
-          : { ownerId: this.ownerId, value: options.value },
-      );
+          ? this.#plainData
+          : encodeNodeData({ ownerId: this.ownerId, value: options.value });
       path = await this.#createNode(dir, attemptId, data, stop);
       const token = await this.#awaitTurn(dir, path, options.wait, stop);
       if (token === null) {
