@@ -8,7 +8,7 @@ describeBackend("azure-blob", (url) => {
   runConformance(
     {
       name: "azure-blob",
-      ttlMs: 2_000,
+      ttlMs: 1_500,
       url,
       createBackend: () => new AzureBlobBackend(azureBlobOptionsFromUrl(parseBackendUrl(url))),
     },
