@@ -68,7 +68,8 @@ type Attempt = Grant | { readonly held: LockBlobState } | "race";
  *   requests);
  * - otherwise: a HEAD, a `Put Blob` on the ETag read, naming this session and raising the
  *   counter (a claim anyone may overwrite), then an `Acquire Lease` on the claim's ETag (3
- *   requests; 2 for a blob that does not exist yet).
+ *   requests; 4 when this session released the lock but another took it since: the first
+ *   sequence is tried, and refused, before).
  * Either way a leased lock blob always names the session that holds its lease, and the token
  * of a grant is the counter its own conditional write left, one more than the counter it read.
  */
