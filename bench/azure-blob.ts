@@ -81,7 +81,7 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
       results,
       [
         "the floor on its own ContainerClient; Baton's session and coordinator share one AzureBlobBackend",
-        "three requests per acquire + release in every row (a lock this session released last): Acquire Lease, Put Blob under the lease, Release Lease; a lock last held by another session costs one more (a HEAD) on acquire",
+        "three requests per acquire + release in every row (a lock this session released last): Acquire Lease, Put Blob under the lease, Release Lease; a lock last held by another session costs one more (a HEAD) on acquire, two more when this session held it before (the ETag it kept is refused first)",
         "server time: Azurite's process CPU, its idle rate (read over 1 s before the rounds) taken off",
       ],
     );
