@@ -167,7 +167,13 @@ export class PostgresSession implements BackendSession {
     onClose?: (session: PostgresSession) => void,
   ): Promise<PostgresSession> {
     if (signal?.aborted) throw signal.reason;
-    const client = new pg.Client({ fallback_application_name: "baton", ...context.connection });
+    // pg's pipeline mode refuses a Submittable of one's own (PreparedCall); the statements run
+    // one at a time anyway (StatementQueue).
+    const client = new pg.Client({
+      fallback_application_name: "baton",
+      ...context.connection,
+      pipeline: false,
+    });
     const session = new PostgresSession(client, context, ownerId, ttlMs, onClose);
     // Attached before connecting: an error event without a listener would crash the process.
     client.on("error", (error) => session.#markLost(error));

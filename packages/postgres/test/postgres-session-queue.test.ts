@@ -142,6 +142,20 @@ describeBackend("postgres", (url) => {
       }
     });
 
+    it("locks work with connection settings that ask pg for its pipeline mode", async () => {
+      const piped = new PostgresBackend({ config: { connectionString: url, pipeline: true } });
+      const session = await piped.openSession({ ttlMs: 5_000, ownerId: "piped" });
+      try {
+        const signal = new AbortController().signal;
+        const grant = await session.acquire("piped", { wait: false, signal });
+        expect(grant?.token).toBeGreaterThan(0n);
+        expect(await session.release(grant as NonNullable<typeof grant>)).toBe(true);
+      } finally {
+        await session.close();
+        await piped.close();
+      }
+    });
+
     it("tokens and release answers stay right when the process sets pg type parsers for booleans and bigints", async () => {
       const { types } = pg;
       const bool = types.getTypeParser(types.builtins.BOOL, "text");
