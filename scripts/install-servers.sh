@@ -7,14 +7,15 @@
 #   bash scripts/install-servers.sh [BACKEND ...]
 #
 # BACKEND is one of memory, redis, redlock, etcd, zookeeper, postgres, postgres-lease, dynamodb,
-# azure-blob (default: redis, etcd, zookeeper, postgres);
+# azure-blob (default: those an unset BATON_BACKENDS runs, see DEFAULT_BACKENDS in
+# conformance/src/harness/backend-kind.ts);
 # only the servers those backends need are checked. Idempotent: when everything needed is
 # present it does nothing and says so. As root it installs what is missing with apt-get;
 # otherwise it prints the one command to run and exits non-zero.
 set -euo pipefail
 
 backends=("$@")
-[[ ${#backends[@]} -gt 0 ]] || backends=(redis etcd zookeeper postgres)
+[[ ${#backends[@]} -gt 0 ]] || backends=(redis etcd zookeeper postgres postgres-lease dynamodb)
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_glob() { compgen -G "$1" >/dev/null 2>&1; }
