@@ -278,13 +278,18 @@ describeBackend("zookeeper", (url) => {
       const c = coordinator("baton-elector");
       let terms = 0;
       let ended: () => void = () => undefined;
+      // A resigning leader's term ends, as a release does, when it asks to give it up: its
+      // signal aborts only once the store has deleted its node, which may be after the next
+      // leader was told so.
+      let resignedAt: number | undefined;
       const election = c.elect(name, {
         onElected: ({ term, signal }) => {
           terms++;
           const op = history.invokeAcquire("baton", name);
           op.ok(term);
           signal.addEventListener("abort", () => {
-            history.invokeRelease("baton", name).done(true);
+            history.invokeRelease("baton", name, resignedAt).done(true);
+            resignedAt = undefined;
             ended();
           });
         },
@@ -298,6 +303,7 @@ describeBackend("zookeeper", (url) => {
           ended = r;
         });
         // resign() gives leadership up and campaigns again: behind Curator's node.
+        resignedAt = history.now();
         await election.resign();
         await revoked;
         const leadership = await selected;

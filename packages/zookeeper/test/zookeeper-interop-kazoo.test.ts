@@ -202,11 +202,16 @@ describeBackend("zookeeper", (url) => {
         name,
       );
       let ended: () => void = () => undefined;
+      // A resigning leader's term ends, as a release does, when it asks to give it up: its
+      // signal aborts only once the store has deleted its node, which may be after the next
+      // leader was told so.
+      let resignedAt: number | undefined;
       const election = coordinator("baton-elector-2").elect(name, {
         onElected: ({ term, signal }) => {
           history.invokeAcquire("baton", name).ok(term);
           signal.addEventListener("abort", () => {
-            history.invokeRelease("baton", name).done(true);
+            history.invokeRelease("baton", name, resignedAt).done(true);
+            resignedAt = undefined;
             ended();
           });
         },
@@ -219,6 +224,7 @@ describeBackend("zookeeper", (url) => {
         const revoked = new Promise<void>((r) => {
           ended = r;
         });
+        resignedAt = history.now();
         await election.resign();
         await revoked;
         const leading = await waiting;
