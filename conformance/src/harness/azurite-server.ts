@@ -1,14 +1,8 @@
-import { basename, join } from "node:path";
-import { freePorts } from "./free-port.js";
 import { httpGet } from "./http-get.js";
 import { type LocalStartOptions, requireBinaries } from "./local-start-options.js";
-import { withPortRetry } from "./port-retry.js";
+import { startNodeScriptServer } from "./node-script-server.js";
 import { findAzuriteBlob } from "./server-binaries.js";
-import { type ServerGroup, startServerGroup } from "./server-group.js";
-import { startTimeoutMs } from "./wait-for-ready.js";
-import { makeSubdir } from "./work-dir.js";
-
-const HOST = "127.0.0.1";
+import type { ServerGroup } from "./server-group.js";
 
 /** Azurite's account, whose published key the adapter uses by default. */
 export const AZURITE_ACCOUNT = "devstoreaccount1";
@@ -24,48 +18,29 @@ export const AZURITE_CONTAINER = "baton";
  *
  * @throws ServerStartError (with the log tail) when it does not come up
  */
-export async function startAzurite(options: LocalStartOptions): Promise<ServerGroup> {
-  const main = requireBinaries(findAzuriteBlob(options.env));
-  return withPortRetry(async (attempt) => {
-    const [port] = (await freePorts(1, HOST)) as [number];
-    const name = "azurite";
-    const dir = await makeSubdir(options.dir, attempt === 1 ? name : `${name}-try${attempt}`);
-    const dataDir = await makeSubdir(dir, "data");
-    return startServerGroup({
+export function startAzurite(options: LocalStartOptions): Promise<ServerGroup> {
+  return startNodeScriptServer(
+    {
       kind: "azure-blob",
       what: "Azurite blob service",
-      url: `azblob://${AZURITE_ACCOUNT}@${HOST}:${port}/${AZURITE_CONTAINER}`,
-      members: [
-        {
-          name,
-          address: `${HOST}:${port}`,
-          ports: { client: port },
-          dataDir,
-          spec: {
-            name: "azurite-blob",
-            command: process.execPath,
-            args: [
-              main,
-              "--blobHost",
-              HOST,
-              "--blobPort",
-              String(port),
-              "--inMemoryPersistence",
-              "--skipApiVersionCheck",
-              "--disableTelemetry",
-              "--silent",
-            ],
-            cwd: dir,
-            logFile: join(dir, "server.log"),
-            programs: [basename(process.execPath)],
-          },
-          isReady: () => azuriteAnswers(HOST, port),
-        },
+      name: "azurite",
+      processName: "azurite-blob",
+      script: requireBinaries(findAzuriteBlob(options.env)),
+      args: (host, port) => [
+        "--blobHost",
+        host,
+        "--blobPort",
+        String(port),
+        "--inMemoryPersistence",
+        "--skipApiVersionCheck",
+        "--disableTelemetry",
+        "--silent",
       ],
-      timeoutMs: options.timeoutMs ?? startTimeoutMs(options.env),
-      ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
-    });
-  });
+      url: (host, port) => `azblob://${AZURITE_ACCOUNT}@${host}:${port}/${AZURITE_CONTAINER}`,
+      isReady: azuriteAnswers,
+    },
+    options,
+  );
 }
 
 /**

@@ -1,14 +1,8 @@
 import { request } from "node:http";
-import { basename, join } from "node:path";
-import { freePorts } from "./free-port.js";
 import { type LocalStartOptions, requireBinaries } from "./local-start-options.js";
-import { withPortRetry } from "./port-retry.js";
+import { startNodeScriptServer } from "./node-script-server.js";
 import { findDynalite } from "./server-binaries.js";
-import { type ServerGroup, startServerGroup } from "./server-group.js";
-import { startTimeoutMs } from "./wait-for-ready.js";
-import { makeSubdir } from "./work-dir.js";
-
-const HOST = "127.0.0.1";
+import type { ServerGroup } from "./server-group.js";
 
 /**
  * The table the harness URL names. The adapter's `createTable=true` creates it on first use:
@@ -24,38 +18,21 @@ export const DYNALITE_TABLE = "baton-locks";
  *
  * @throws ServerStartError (with the log tail) when it does not come up
  */
-export async function startDynalite(options: LocalStartOptions): Promise<ServerGroup> {
-  const cli = requireBinaries(findDynalite(options.env));
-  return withPortRetry(async (attempt) => {
-    const [port] = (await freePorts(1, HOST)) as [number];
-    const name = "dynalite";
-    const dir = await makeSubdir(options.dir, attempt === 1 ? name : `${name}-try${attempt}`);
-    const dataDir = await makeSubdir(dir, "data");
-    return startServerGroup({
+export function startDynalite(options: LocalStartOptions): Promise<ServerGroup> {
+  return startNodeScriptServer(
+    {
       kind: "dynamodb",
       what: "dynalite server",
-      url: `dynamodb://local:local-secret@${HOST}:${port}/${DYNALITE_TABLE}?region=us-east-1&tls=false&createTable=true`,
-      members: [
-        {
-          name,
-          address: `${HOST}:${port}`,
-          ports: { client: port },
-          dataDir,
-          spec: {
-            name: "dynalite",
-            command: process.execPath,
-            args: [cli, "--host", HOST, "--port", String(port)],
-            cwd: dir,
-            logFile: join(dir, "server.log"),
-            programs: [basename(process.execPath)],
-          },
-          isReady: () => listTables(HOST, port),
-        },
-      ],
-      timeoutMs: options.timeoutMs ?? startTimeoutMs(options.env),
-      ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
-    });
-  });
+      name: "dynalite",
+      processName: "dynalite",
+      script: requireBinaries(findDynalite(options.env)),
+      args: (host, port) => ["--host", host, "--port", String(port)],
+      url: (host, port) =>
+        `dynamodb://local:local-secret@${host}:${port}/${DYNALITE_TABLE}?region=us-east-1&tls=false&createTable=true`,
+      isReady: (host, port) => listTables(host, port),
+    },
+    options,
+  );
 }
 
 /**
