@@ -18,17 +18,15 @@ import { type InteropWorker, spawnInteropWorker } from "./interop/spawn-interop-
 import { currentChildrenOf, inspector, removeTree, waitUntil } from "./support/counting-clients.js";
 
 // Curator 5.4 (InterProcessMutex, LeaderSelector, LeaderLatch) in a JVM, contending with
-// Baton on one ZooKeeper path. One worker per recipe serves every step (a JVM takes a second
-// or more to start).
+// Baton on one ZooKeeper path. One worker serves every step, each with its recipe and path (a
+// JVM takes one to several seconds to start); only the SIGKILL test starts another.
 describeBackend("zookeeper", (url) => {
   const prefix = `ic${randomUUID().slice(0, 8)}`;
   const dirOf = (name: string) => `/${prefix}/${encodeLockName(name)}`;
   let raw: Client;
   let backend: ZookeeperBackend;
   let baton: Coordinator;
-  let mutex: InteropWorker;
-  let selector: InteropWorker;
-  let latch: InteropWorker;
+  let curatorWorker: InteropWorker;
   const coordinators: Coordinator[] = [];
   const coordinator = (ownerId: string) => {
     const c = createCoordinator({ backend, ttlMs: 10_000, ownerId });
@@ -41,22 +39,16 @@ describeBackend("zookeeper", (url) => {
     raw = await inspector(connect);
     backend = ZookeeperBackend.fromUrl(url, { prefix });
     baton = coordinator("baton-node");
-    const worker = (recipe: "lock" | "selector" | "latch", name: string) =>
-      spawnInteropWorker({
-        library: "curator",
-        recipe,
-        connect,
-        path: dirOf(name),
-        id: `curator-${recipe}`,
-      });
-    [mutex, selector, latch] = await Promise.all([
-      worker("lock", "interop-a"),
-      worker("selector", "interop-selector"),
-      worker("latch", "interop-latch"),
-    ]);
+    curatorWorker = await spawnInteropWorker({
+      library: "curator",
+      recipe: "lock",
+      connect,
+      path: dirOf("interop-a"),
+      id: "curator-service",
+    });
   }, 120_000);
   afterAll(async () => {
-    await Promise.allSettled([mutex, selector, latch].map((w) => w?.stop()));
+    await curatorWorker?.stop();
     await Promise.allSettled(coordinators.map((c) => c.close()));
     await backend?.close();
     await removeTree(raw, `/${prefix}`).catch(() => undefined);
@@ -69,7 +61,7 @@ describeBackend("zookeeper", (url) => {
     it("waits for Baton's holder and takes the lock when Baton releases it", async () => {
       const history = new History();
       const b = new RecordedCoordinator(history, "baton", baton);
-      const curator = new RecordedInteropWorker(history, mutex, name);
+      const curator = new RecordedInteropWorker(history, curatorWorker, name);
       const lock = await b.acquire(name);
       const waiting = curator.acquire(30_000);
       await queuedCount(raw, dirOf(name), 2, "Baton holds, Curator waits");
@@ -86,7 +78,7 @@ describeBackend("zookeeper", (url) => {
     it("holds off Baton: tryAcquire refuses, acquire waits and gets the lock on release", async () => {
       const history = new History();
       const b = new RecordedCoordinator(history, "baton", baton);
-      const curator = new RecordedInteropWorker(history, mutex, name);
+      const curator = new RecordedInteropWorker(history, curatorWorker, name);
       const hold = await curator.acquire(30_000);
       expect(await b.tryAcquire(name)).toBeNull();
       const waiting = b.acquire(name, { waitMs: 30_000 });
@@ -105,7 +97,7 @@ describeBackend("zookeeper", (url) => {
       const history = new History();
       const b = new RecordedCoordinator(history, "baton", baton);
       const b2 = new RecordedCoordinator(history, "baton-2", coordinator("baton-2"));
-      const curator = new RecordedInteropWorker(history, mutex, name);
+      const curator = new RecordedInteropWorker(history, curatorWorker, name);
       for (let round = 0; round < 2; round++) {
         const lock = await b.acquire(name);
         const waiting = curator.acquire(30_000);
@@ -129,7 +121,7 @@ describeBackend("zookeeper", (url) => {
         for await (const h of baton.watch(name, { signal: stop.signal })) seen.push(h);
       })();
       await waitUntil(() => seen.length > 0, 30_000, "watch() reports the free lock");
-      const hold = await mutex.acquire(30_000);
+      const hold = await curatorWorker.acquire(30_000);
       const holder = await baton.holder(name);
       expect(holder).toMatchObject({ token: hold.token });
       await waitUntil(
@@ -137,7 +129,7 @@ describeBackend("zookeeper", (url) => {
         30_000,
         "watch() reports Curator's holder",
       );
-      await mutex.release();
+      await curatorWorker.release();
       await waitUntil(() => seen.at(-1) === null, 30_000, "watch() reports the lock free again");
       expect(await baton.holder(name)).toBeNull();
       stop.abort();
@@ -178,15 +170,15 @@ describeBackend("zookeeper", (url) => {
     // ZooKeeper deletes an emptied container at its next check: every second on the test
     // ensemble (znode.container.checkIntervalMs=1000), every minute by default.
     const lockOn = (history: History, name: string) =>
-      new RecordedInteropWorker(history, mutex, name, dirOf(name));
+      new RecordedInteropWorker(history, curatorWorker, name, { path: dirOf(name) });
     const gone = (name: string, what: string) =>
       waitUntil(async () => !(await nodeExists(raw, dirOf(name))), 30_000, what);
     let probes = 0;
     /** Resolves once ZooKeeper has run a container check that began after the call. */
     const containerCheck = async () => {
       const probe = `interop-container-probe-${++probes}`;
-      await mutex.acquire(30_000, dirOf(probe));
-      await mutex.release();
+      await curatorWorker.acquire(30_000, { path: dirOf(probe) });
+      await curatorWorker.release();
       await gone(probe, "ZooKeeper deletes the probe's emptied container");
     };
 
@@ -274,7 +266,10 @@ describeBackend("zookeeper", (url) => {
 
     it("and Baton's elect() on one path lead one at a time, handing leadership over both ways", async () => {
       const history = new History();
-      const curator = new RecordedInteropWorker(history, selector, name);
+      const curator = new RecordedInteropWorker(history, curatorWorker, name, {
+        path: dirOf(name),
+        recipe: "selector",
+      });
       const c = coordinator("baton-elector");
       let terms = 0;
       let ended: () => void = () => undefined;
@@ -328,11 +323,14 @@ describeBackend("zookeeper", (url) => {
       const election = c.elect(name, { onElected: () => undefined });
       try {
         await waitUntil(() => election.isLeader, 30_000, "Baton leads");
-        const leadership = await latch.acquire(30_000);
+        const leadership = await curatorWorker.acquire(30_000, {
+          path: dirOf(name),
+          recipe: "latch",
+        });
         expect(leadership.node).toMatch(/-latch-\d{10}$/);
         expect(election.isLeader).toBe(true);
         expect((await election.leader())?.ownerId).toBe("baton-latch");
-        await latch.release();
+        await curatorWorker.release();
       } finally {
         await election.close();
       }

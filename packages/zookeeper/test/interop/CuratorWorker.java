@@ -3,9 +3,9 @@
 //
 // Arguments: <connect string> <path> <id> <recipe: lock | latch | selector> <session timeout ms>
 //
-// Lines in:  acquire <timeout ms> [path] | release | stop
-//            (a path after the timeout: this acquire's lock is on that path, not <path>;
-//            InterProcessMutex only)
+// Lines in:  acquire <timeout ms> [path [recipe]] | release | stop
+//            (a path after the timeout: this acquire contends on that path, not <path>; a
+//            recipe after it: with that recipe, not <recipe>; one JVM serves every step)
 // Lines out: ready | acquired <node name> <czxid> | timeout | released | stopped | error <message>
 //
 // stdin closing (the test process died) ends the process: the session closes with it.
@@ -59,6 +59,8 @@ public class CuratorWorker {
   final String path;
   final String id;
   final String recipe;
+  /** The recipe of the current or last acquire: what `release` gives up. */
+  String heldRecipe;
   /** One InterProcessMutex per lock path, made on first use; `mutex` is the last acquired. */
   final Map<String, Mutex> mutexes = new HashMap<>();
   Mutex mutex;
@@ -86,10 +88,8 @@ public class CuratorWorker {
   }
 
   /** Blocks until held (announcing it) or until the timeout (saying so). */
-  void acquire(long timeoutMs, String lockPath) throws Exception {
-    if (!lockPath.equals(path) && !recipe.equals("lock")) {
-      throw new IllegalArgumentException("only the lock recipe takes another path");
-    }
+  void acquire(long timeoutMs, String lockPath, String recipe) throws Exception {
+    heldRecipe = recipe;
     switch (recipe) {
       case "lock": {
         mutex = mutexes.computeIfAbsent(lockPath, p -> new Mutex(client, p));
@@ -101,7 +101,7 @@ public class CuratorWorker {
         return;
       }
       case "latch": {
-        latch = new LeaderLatch(client, path, id);
+        latch = new LeaderLatch(client, lockPath, id);
         latch.start();
         if (!latch.await(timeoutMs, TimeUnit.MILLISECONDS)) {
           latch.close();
@@ -121,7 +121,7 @@ public class CuratorWorker {
         selector =
             new LeaderSelector(
                 client,
-                path,
+                lockPath,
                 new LeaderSelectorListenerAdapter() {
                   @Override
                   public void takeLeadership(CuratorFramework c) throws Exception {
@@ -141,7 +141,7 @@ public class CuratorWorker {
           say("timeout");
           return;
         }
-        announce(ownNodeByData());
+        announce(ownNodeByData(lockPath));
         return;
       }
       default:
@@ -150,7 +150,7 @@ public class CuratorWorker {
   }
 
   /** The child of `path` whose data is our id (LeaderSelector's node holds its id). */
-  String ownNodeByData() throws Exception {
+  String ownNodeByData(String path) throws Exception {
     byte[] want = id.getBytes(StandardCharsets.UTF_8);
     List<String> children = client.getChildren().forPath(path);
     for (String child : children) {
@@ -166,7 +166,7 @@ public class CuratorWorker {
   }
 
   void release() throws Exception {
-    switch (recipe) {
+    switch (heldRecipe == null ? recipe : heldRecipe) {
       case "lock":
         mutex.release();
         break;
@@ -233,7 +233,8 @@ public class CuratorWorker {
         case "acquire": {
           long timeoutMs = words.length > 1 ? Long.parseLong(words[1]) : 60_000;
           String lockPath = words.length > 2 ? words[2] : path;
-          recipeThread.execute(() -> run(() -> worker.acquire(timeoutMs, lockPath)));
+          String stepRecipe = words.length > 3 ? words[3] : recipe;
+          recipeThread.execute(() -> run(() -> worker.acquire(timeoutMs, lockPath, stepRecipe)));
           break;
         }
         case "release":

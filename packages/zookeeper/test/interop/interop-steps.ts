@@ -3,7 +3,7 @@ import type { Client } from "node-zookeeper-client";
 import { expect } from "vitest";
 import { exists, touchSession } from "../../src/client-calls.js";
 import { childrenOf, waitUntil } from "../support/counting-clients.js";
-import type { InteropHold, InteropWorker } from "./spawn-interop-worker.js";
+import type { InteropHold, InteropTarget, InteropWorker } from "./spawn-interop-worker.js";
 
 /**
  * The time each interop test may take: its steps wait up to 30 s each for another process (a
@@ -68,20 +68,20 @@ export class RecordedInteropWorker {
   readonly history: History;
   readonly worker: InteropWorker;
   readonly key: string;
-  /** The lock's path when it is not the worker's own (see {@link InteropWorker.acquire}). */
-  readonly path: string | undefined;
+  /** Where and how it contends when not as the worker was started (Curator only). */
+  readonly target: InteropTarget;
 
-  constructor(history: History, worker: InteropWorker, key: string, path?: string) {
+  constructor(history: History, worker: InteropWorker, key: string, target: InteropTarget = {}) {
     this.history = history;
     this.worker = worker;
     this.key = key;
-    this.path = path;
+    this.target = target;
   }
 
   /** Sends `acquire`; the returned promise settles with the hold (recorded when it does). */
   acquire(timeoutMs?: number): Promise<InteropHold> {
     const op = this.history.invokeAcquire(this.worker.id, this.key);
-    return this.worker.acquire(timeoutMs, this.path).then(
+    return this.worker.acquire(timeoutMs, this.target).then(
       (hold) => {
         op.ok(hold.token, { at: hold.at });
         return hold;

@@ -41,6 +41,17 @@ export interface InteropWorkerOptions {
   readonly readyTimeoutMs?: number;
 }
 
+/**
+ * Where and how one acquire contends, when not on the worker's own path with its own recipe:
+ * Curator workers only (one JVM serves every Curator step of a test file).
+ */
+export interface InteropTarget {
+  /** The path to contend on (one recipe object per path and recipe). */
+  readonly path?: string;
+  /** The recipe to contend with. */
+  readonly recipe?: InteropRecipe;
+}
+
 /** A hold a worker reported: its node, that node's czxid, when its line arrived. */
 export interface InteropHold {
   /** The node name the recipe holds (under `path`). */
@@ -69,11 +80,11 @@ export interface InteropWorker {
   /**
    * Asks for the lock or leadership and resolves once held; rejects with
    * {@link InteropTimeoutError} when `timeoutMs` (default 30 s) runs out first (the worker
-   * then gives up its attempt, as the library does on its own timeout). `path` (Curator's
-   * "lock" only) takes the lock on another path than the worker's own, with one
-   * `InterProcessMutex` per path: one JVM serves several locks, one at a time.
+   * then gives up its attempt, as the library does on its own timeout). `target` (Curator
+   * workers only) contends on another path or with another recipe than the worker's own:
+   * one process serves several locks and elections, one at a time.
    */
-  acquire(timeoutMs?: number, path?: string): Promise<InteropHold>;
+  acquire(timeoutMs?: number, target?: InteropTarget): Promise<InteropHold>;
   /** Gives the lock or leadership up; resolves (with the time) once its node is deleted. */
   release(): Promise<number>;
   /** SIGKILLs the process: its session stays until ZooKeeper expires it. */
@@ -156,7 +167,7 @@ type Waiter = {
 /**
  * Starts a Java (Curator) or Python (kazoo) process contending for `path` with the given
  * recipe, and resolves once it is connected (`ready`). It speaks lines on stdin/stdout: in
- * `acquire <timeout ms> [path]` (a path: Curator's lock only), `release`, `stop`; out
+ * `acquire <timeout ms> [path [recipe]]` (Curator only), `release`, `stop`; out
  * `ready`, `queued <node>`, `acquired <node> <czxid>`, `timeout`, `released`, `stopped`,
  * `error <message>`. A worker whose stdin closes exits, so workers die with the test
  * process; any left at exit are SIGKILLed.
@@ -291,12 +302,19 @@ export async function spawnInteropWorker(options: InteropWorkerOptions): Promise
       if (node !== undefined) return Promise.resolve(node);
       return next(["queued", "acquired"], timeoutMs, "queued node", (words) => words[1] as string);
     },
-    acquire(timeoutMs = 30_000, path?: string) {
-      if (
-        path !== undefined &&
-        (options.library !== "curator" || options.recipe !== "lock" || !/^\/\S*$/.test(path))
-      ) {
-        return Promise.reject(new Error(`${name}: cannot take a lock on path "${path}"`));
+    acquire(timeoutMs = 30_000, target: InteropTarget = {}) {
+      const path = target.path ?? options.path;
+      const recipe = target.recipe ?? options.recipe;
+      const other = path !== options.path || recipe !== options.recipe;
+      if (other) {
+        try {
+          if (options.library !== "curator")
+            throw new Error("only Curator workers take another path or recipe");
+          checkRecipe(options.library, recipe);
+          if (!/^\/\S*$/.test(path)) throw new Error(`not a ZooKeeper path: "${path}"`);
+        } catch (error) {
+          return Promise.reject(new Error(`${name}: ${(error as Error).message}`));
+        }
       }
       node = undefined;
       // The worker's own timeout answers first; ours only catches a worker that went silent.
@@ -309,7 +327,7 @@ export async function spawnInteropWorker(options: InteropWorkerOptions): Promise
           return { node: words[1] as string, token: BigInt(words[2] as string), at };
         },
       );
-      send(path === undefined ? `acquire ${timeoutMs}` : `acquire ${timeoutMs} ${path}`);
+      send(other ? `acquire ${timeoutMs} ${path} ${recipe}` : `acquire ${timeoutMs}`);
       return reply;
     },
     release() {
