@@ -63,6 +63,7 @@ export type {
 export type { Fence, FenceRaiseOptions } from "./fence.js";
 export type { Guarantees } from "./guarantees.js";
 export { decodeJobRecord, encodeJobRecord, type JobRecord } from "./job-record.js";
+export { LeftoverCleanup } from "./leftover-cleanup.js";
 export { linkSignals } from "./link-signals.js";
 export { Lock, type LockJson } from "./lock.js";
 export { defaultDriftMs } from "./managed-session.js";
@@ -90,6 +91,7 @@ export {
 } from "./registry.js";
 export type { RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from "./run-once.js";
 export type { Schedule, ScheduleOptions } from "./schedule.js";
+export { SessionEnd } from "./session-end.js";
 export { onceAborted } from "./shared-abort.js";
 export { siblingModuleArgs } from "./sibling-module.js";
 export { installStepDown, type StepDownOptions, stepDown } from "./step-down.js";

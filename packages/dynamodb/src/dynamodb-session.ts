@@ -13,7 +13,9 @@ import {
   type Grant,
   type Holder,
   type KeepAliveResult,
+  LeftoverCleanup,
   linkSignals,
+  SessionEnd,
   SessionLostError,
   type StoredRecord,
   sleep,
@@ -94,21 +96,19 @@ export class DynamoDBSession implements BackendSession {
   readonly #table: DynamoDBTable;
   readonly #key: string;
   readonly #records: DynamoDBRecords;
-  readonly #lostController = new AbortController();
-  /** Aborted on loss or close: ends every wait of this session. */
-  readonly #ended = new AbortController();
+  /** Its signal aborts on loss or close: it ends every wait of this session. */
+  readonly #end = new SessionEnd("the DynamoDB session ended");
   /** Tokens of the grants this session holds, by lock name. */
   readonly #held = new Map<string, bigint>();
   /**
    * Lock names that may still point at this session although no grant of theirs is held: a
    * release that failed (its token), or a grant whose reply was lost (`null`). Cleared by the
-   * next grant of the name, or after a keepalive.
+   * next grant of the name, or after a keepalive (see `#cleanLeftover`).
    */
-  readonly #leftovers = new Map<string, bigint | null>();
-  /** Lock names with an acquire in flight. */
-  readonly #acquiring = new Set<string>();
-  /** Cleanups running in the background, by lock name. */
-  readonly #cleaning = new Map<string, Promise<void>>();
+  readonly #leftovers = new LeftoverCleanup<bigint | null>(
+    (name, token) => this.#cleanLeftover(name, token),
+    this.#end.signal,
+  );
   #closing: Promise<void> | undefined;
 
   constructor(context: DynamoDBSessionContext) {
@@ -118,12 +118,12 @@ export class DynamoDBSession implements BackendSession {
     this.ttlMs = context.ttlMs;
     this.sessionId = context.sessionId;
     this.#key = sessionKey(context.prefix, context.sessionId);
-    this.lost = this.#lostController.signal;
+    this.lost = this.#end.lost;
     this.#records = new DynamoDBRecords(context.table, context.prefix);
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
-    this.#assertLive();
+    this.#end.assertLive();
     const what = "could not renew the session";
     try {
       await this.#table.call(
@@ -144,29 +144,24 @@ export class DynamoDBSession implements BackendSession {
     } catch (error) {
       if (isConditionFailed(error)) {
         const lost = sessionGone(this.#table.context(what));
-        this.#markLost(lost);
+        this.#end.markLost(lost);
         throw lost;
       }
       throw error;
     }
-    this.#retryLeftovers();
+    this.#leftovers.retry();
     return undefined;
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
-    this.#assertLive();
-    this.#acquiring.add(name);
-    try {
-      const cleaning = this.#cleaning.get(name);
-      if (cleaning !== undefined) await cleaning;
+    this.#end.assertLive();
+    return await this.#leftovers.acquiring(name, async () => {
       const key = lockKey(this.#context.prefix, name);
       const first = await this.#attempt(name, key, options.value, undefined);
       if ("token" in first) return this.#grant(name, first.token);
       if (!options.wait) return null;
       return await this.#wait(name, key, options.value, options.signal, first.held);
-    } finally {
-      this.#acquiring.delete(name);
-    }
+    });
   }
 
   async release(grant: Grant): Promise<boolean> {
@@ -184,7 +179,7 @@ export class DynamoDBSession implements BackendSession {
     } catch (error) {
       if (isConditionFailed(error)) return false;
       // The lock may still point at this live session: cleaned after the next keepalive.
-      if (!this.#ended.signal.aborted) this.#leftovers.set(name, grant.token);
+      this.#leftovers.remember(name, grant.token);
       throw error;
     }
   }
@@ -205,13 +200,13 @@ export class DynamoDBSession implements BackendSession {
 
   /** The durable record `key` (see dynamodb-records.ts), or `null`. */
   async readRecord(key: string): Promise<StoredRecord | null> {
-    this.#assertLive();
+    this.#end.assertLive();
     return await this.#records.read(key);
   }
 
   /** Writes record `key` if its version is `expected`; the new version, or `null`. */
   async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
-    this.#assertLive();
+    this.#end.assertLive();
     return await this.#records.write(key, value, expected);
   }
 
@@ -221,7 +216,7 @@ export class DynamoDBSession implements BackendSession {
   }
 
   async #close(): Promise<void> {
-    this.#ended.abort(new SessionLostError("the DynamoDB session was closed"));
+    this.#end.close(new SessionLostError("the DynamoDB session was closed"));
     this.#context.onClose(this);
     this.#held.clear();
     this.#leftovers.clear();
@@ -302,7 +297,7 @@ export class DynamoDBSession implements BackendSession {
         {
           signal,
           onAbandoned: (late) => {
-            this.#leftovers.set(name, null);
+            this.#leftovers.remember(name, null);
             void late
               .then((r) => this.#releaseLate(name, key, decodeGrantedToken(r.Attributes)))
               .catch(() => undefined);
@@ -310,13 +305,11 @@ export class DynamoDBSession implements BackendSession {
         },
       );
     } catch (error) {
-      if (error instanceof BackendUnavailableError && !this.#ended.signal.aborted) {
-        this.#leftovers.set(name, null);
-      }
+      if (error instanceof BackendUnavailableError) this.#leftovers.remember(name, null);
       throw error;
     }
     // This grant supersedes whatever an earlier one of the name left behind.
-    this.#leftovers.delete(name);
+    this.#leftovers.forget(name);
     return decodeGrantedToken(reply.Attributes);
   }
 
@@ -326,7 +319,7 @@ export class DynamoDBSession implements BackendSession {
     await this.#update(releaseRequest(this.#table.name, key, this.sessionId, token), {
       what: `could not release "${name}"`,
     }).catch(() => undefined);
-    if (this.#leftovers.get(name) === null) this.#leftovers.delete(name);
+    if (this.#leftovers.get(name) === null) this.#leftovers.forget(name);
   }
 
   /**
@@ -342,7 +335,7 @@ export class DynamoDBSession implements BackendSession {
     signal: AbortSignal,
     first: Held,
   ): Promise<Grant> {
-    const linked = linkSignals([signal, this.#ended.signal]);
+    const linked = linkSignals([signal, this.#end.signal]);
     const waitSignal = linked.signal;
     const poll = { minMs: this.#context.pollMinMs, maxMs: this.#context.pollMaxMs };
     let held = first;
@@ -497,46 +490,18 @@ export class DynamoDBSession implements BackendSession {
   }
 
   /**
-   * After a keepalive: releases, in the background, what failed releases and lost grant
-   * replies may have left pointing at this session. A name held or being acquired is left
-   * alone (its grant superseded the leftover).
+   * Cleans up a leftover of `name` (after a keepalive, in the background): releases what a
+   * failed release or a lost grant reply may have left pointing at this session. A leftover
+   * of unknown token whose name is held again is superseded by that grant: nothing to send.
    */
-  #retryLeftovers(): void {
-    for (const [name, token] of this.#leftovers) {
-      if (this.#acquiring.has(name) || this.#cleaning.has(name)) continue;
-      if (token === null && this.#held.has(name)) {
-        this.#leftovers.delete(name);
-        continue;
-      }
-      const key = lockKey(this.#context.prefix, name);
-      const run = this.#update(releaseRequest(this.#table.name, key, this.sessionId, token), {
-        what: `could not release "${name}"`,
-      })
-        .then(
-          () => true,
-          (error: unknown) => isConditionFailed(error),
-        )
-        .then((done) => {
-          if (done && this.#leftovers.get(name) === token) this.#leftovers.delete(name);
-        })
-        .finally(() => {
-          if (this.#cleaning.get(name) === run) this.#cleaning.delete(name);
-        });
-      this.#cleaning.set(name, run);
-    }
-  }
-
-  #assertLive(): void {
-    const reason: unknown = this.#ended.signal.reason;
-    if (this.#ended.signal.aborted) {
-      throw reason instanceof SessionLostError
-        ? reason
-        : new SessionLostError("the DynamoDB session ended");
-    }
-  }
-
-  #markLost(error: SessionLostError): void {
-    if (!this.#ended.signal.aborted) this.#ended.abort(error);
-    if (!this.#lostController.signal.aborted) this.#lostController.abort(error);
+  #cleanLeftover(name: string, token: bigint | null): Promise<boolean> | boolean {
+    if (token === null && this.#held.has(name)) return true;
+    const key = lockKey(this.#context.prefix, name);
+    return this.#update(releaseRequest(this.#table.name, key, this.sessionId, token), {
+      what: `could not release "${name}"`,
+    }).then(
+      () => true,
+      (error: unknown) => isConditionFailed(error),
+    );
   }
 }

@@ -6,7 +6,9 @@ import {
   type Grant,
   type Holder,
   type KeepAliveResult,
+  LeftoverCleanup,
   linkSignals,
+  SessionEnd,
   SessionLostError,
   type StoredRecord,
   sleep,
@@ -83,15 +85,21 @@ export class EtcdSession implements BackendSession {
   readonly #kv: EtcdKv;
   readonly #keeper: LeaseKeeper;
   readonly #records: EtcdRecords;
-  readonly #lostController = new AbortController();
-  /** Aborted on loss or close: ends every wait of this session. */
-  readonly #ended = new AbortController();
-  /** Queue keys a failed cleanup left behind, by lock name: the create revision, or null when unknown. */
-  readonly #leftovers = new Map<string, bigint | null>();
-  /** Lock names with an acquire in flight (their leftovers are cleaned by that acquire). */
-  readonly #acquiring = new Set<string>();
-  /** Cleanups running in the background, by lock name. */
-  readonly #cleaning = new Map<string, Promise<void>>();
+  /** Its signal aborts on loss or close: it ends every wait of this session. */
+  readonly #end = new SessionEnd("the etcd session ended");
+  /**
+   * Queue keys a failed cleanup left behind, by lock name: the create revision, or null when
+   * unknown. An acquire of the name deletes its leftover first; a keepalive retries the rest.
+   */
+  readonly #leftovers = new LeftoverCleanup<bigint | null>(
+    (name, revision) =>
+      this.#deleteQueueKey(
+        name,
+        queueKey(lockPrefix(this.#context.prefix, name), this.#context.leaseHex),
+        revision,
+      ).then(() => true),
+    this.#end.signal,
+  );
   /** Releases in flight, by lock name: an acquire of the name waits for its outcome. */
   readonly #releasing = new Map<string, Promise<boolean>>();
   #closing: Promise<void> | undefined;
@@ -104,7 +112,7 @@ export class EtcdSession implements BackendSession {
     this.ownerId = context.ownerId;
     this.ttlMs = context.ttlMs;
     this.leaseId = context.leaseId;
-    this.lost = this.#lostController.signal;
+    this.lost = this.#end.lost;
     // A keepalive is waited for up to a third of the TTL: core retries sooner after a failure.
     const timeoutMs = Math.min(
       context.kv.requestTimeoutMs,
@@ -115,36 +123,35 @@ export class EtcdSession implements BackendSession {
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
-    this.#assertLive();
+    this.#end.assertLive();
     try {
       await this.#keeper.renew();
     } catch (error) {
-      if (error instanceof SessionLostError) this.#markLost(error);
+      if (error instanceof SessionLostError) this.#end.markLost(error);
       throw error;
     }
-    this.#retryLeftovers();
+    this.#leftovers.retry();
     return undefined;
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
     // The caller's signal is read only once the acquire waits: a single try may ignore it
     // (the coordinator checks it). Hot path: see docs/hot-path.md, "etcd".
-    this.#assertLive();
-    this.#acquiring.add(name);
-    try {
-      await this.#cleanLeftover(name);
-      const prefix = lockPrefix(this.#context.prefix, name);
-      const key = queueKey(prefix, this.#context.leaseHex);
-      return options.wait
-        ? await this.#enqueue(name, prefix, key, this.#values(options.value), options)
-        : await this.#tryOnce(name, prefix, key, options.value);
-    } catch (error) {
-      // e.g. "lease not found" on the put: the lease expired before core noticed.
-      if (error instanceof SessionLostError) this.#markLost(error);
-      throw error;
-    } finally {
-      this.#acquiring.delete(name);
-    }
+    this.#end.assertLive();
+    return await this.#leftovers.acquiring(name, async () => {
+      try {
+        await this.#cleanLeftover(name);
+        const prefix = lockPrefix(this.#context.prefix, name);
+        const key = queueKey(prefix, this.#context.leaseHex);
+        return options.wait
+          ? await this.#enqueue(name, prefix, key, this.#values(options.value), options)
+          : await this.#tryOnce(name, prefix, key, options.value);
+      } catch (error) {
+        // e.g. "lease not found" on the put: the lease expired before core noticed.
+        if (error instanceof SessionLostError) this.#end.markLost(error);
+        throw error;
+      }
+    });
   }
 
   release(grant: Grant): Promise<boolean> {
@@ -166,7 +173,7 @@ export class EtcdSession implements BackendSession {
           if (this.#releasing.get(name) === releasing) this.#releasing.delete(name);
           // The key may still be there, and the lease lives on with the session's other
           // locks: delete it before the next acquire of the name, or after the next keepalive.
-          if (!this.#ended.signal.aborted) this.#leftovers.set(name, handle.revision);
+          this.#leftovers.remember(name, handle.revision);
           throw error;
         },
       );
@@ -184,13 +191,13 @@ export class EtcdSession implements BackendSession {
 
   /** The durable record `key` (see etcd-records.ts), or `null`. */
   async readRecord(key: string): Promise<StoredRecord | null> {
-    this.#assertLive();
+    this.#end.assertLive();
     return await this.#records.read(key);
   }
 
   /** Writes record `key` if its version is `expected`; the new version, or `null`. */
   async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
-    this.#assertLive();
+    this.#end.assertLive();
     return await this.#records.write(key, value, expected);
   }
 
@@ -200,7 +207,7 @@ export class EtcdSession implements BackendSession {
   }
 
   async #close(): Promise<void> {
-    this.#ended.abort(new SessionLostError("the etcd session was closed"));
+    this.#end.close(new SessionLostError("the etcd session was closed"));
     this.#keeper.close();
     this.#context.onClose(this);
     // Revoking deletes every key on the lease at once: locks held and places in queues.
@@ -280,7 +287,7 @@ export class EtcdSession implements BackendSession {
     const joined = await this.#join(name, prefix, key, values);
     if (joined.token !== undefined) return this.#grant(name, joined.revision, joined.token);
     const { signal } = options;
-    const waitSignal = linkSignals([signal, this.#ended.signal]);
+    const waitSignal = linkSignals([signal, this.#end.signal]);
     let token: bigint;
     try {
       token = await this.#waitTurn(
@@ -405,7 +412,7 @@ export class EtcdSession implements BackendSession {
     const error = new SessionLostError(
       `the queue key of "${name}" is gone: the etcd lease expired while waiting`,
     );
-    this.#markLost(error);
+    this.#end.markLost(error);
     return error;
   }
 
@@ -456,9 +463,9 @@ export class EtcdSession implements BackendSession {
   async #cleanup(name: string, key: Buffer, revision: bigint | null): Promise<void> {
     try {
       await this.#deleteQueueKey(name, key, revision);
-      this.#leftovers.delete(name);
+      this.#leftovers.forget(name);
     } catch {
-      if (!this.#ended.signal.aborted) this.#leftovers.set(name, revision);
+      this.#leftovers.remember(name, revision);
     }
   }
 
@@ -469,46 +476,17 @@ export class EtcdSession implements BackendSession {
     else await this.#kv.txn(guardedDelete(key, revision), context);
   }
 
-  /** Before an acquire: finish any cleanup of this name first, so it cannot delete the new key. */
+  /**
+   * Before an acquire (once a background cleanup of the name is done): delete a leftover of
+   * the name first, so no later cleanup can delete the new key.
+   */
   async #cleanLeftover(name: string): Promise<void> {
     const releasing = this.#releasing.get(name);
     if (releasing !== undefined) await releasing.catch(() => undefined);
-    const running = this.#cleaning.get(name);
-    if (running !== undefined) await running;
     if (!this.#leftovers.has(name)) return;
     const revision = this.#leftovers.get(name) ?? null;
     const key = queueKey(lockPrefix(this.#context.prefix, name), this.#context.leaseHex);
     await this.#deleteQueueKey(name, key, revision);
-    this.#leftovers.delete(name);
-  }
-
-  #retryLeftovers(): void {
-    for (const [name, revision] of this.#leftovers) {
-      if (this.#acquiring.has(name) || this.#cleaning.has(name)) continue;
-      const key = queueKey(lockPrefix(this.#context.prefix, name), this.#context.leaseHex);
-      const run = this.#deleteQueueKey(name, key, revision)
-        .then(() => {
-          if (this.#leftovers.get(name) === revision) this.#leftovers.delete(name);
-        })
-        .catch(() => undefined)
-        .finally(() => {
-          if (this.#cleaning.get(name) === run) this.#cleaning.delete(name);
-        });
-      this.#cleaning.set(name, run);
-    }
-  }
-
-  #assertLive(): void {
-    const reason: unknown = this.#ended.signal.reason;
-    if (this.#ended.signal.aborted) {
-      throw reason instanceof SessionLostError
-        ? reason
-        : new SessionLostError("the etcd session ended");
-    }
-  }
-
-  #markLost(error: SessionLostError): void {
-    if (!this.#ended.signal.aborted) this.#ended.abort(error);
-    if (!this.#lostController.signal.aborted) this.#lostController.abort(error);
+    this.#leftovers.forget(name);
   }
 }
