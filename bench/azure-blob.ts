@@ -1,12 +1,11 @@
 import { AzureBlobBackend, azureBlobOptionsFromUrl } from "@baton/azure-blob";
 import type { ServerGroup } from "@baton/conformance/harness";
-import { type Coordinator, createCoordinator, parseBackendUrl } from "@baton/core";
-import { groupCpuMeter, runBackendBench } from "./lib/backend-run.js";
-import { batonVariants } from "./lib/baton-variants.js";
-import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
+import { parseBackendUrl } from "@baton/core";
+import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
+import { measureCoordinatorHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks } from "./lib/held-locks.js";
-import { interleave, latencySection, type Variant } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
+import { measureUncontended } from "./lib/uncontended.js";
 
 const WAITERS = 8;
 const HANDOFFS = 200;
@@ -29,66 +28,52 @@ function backendOf(url: string): AzureBlobBackend {
 }
 
 async function uncontended(url: string, group: ServerGroup | undefined): Promise<LatencySection> {
-  const meter = groupCpuMeter(group);
   // The floor's own backend only lends its ContainerClient (the SDK's, built from the URL).
   const rawOwner = backendOf(url);
   const raw = rawOwner.containerClient.getBlockBlobClient("bench-raw/lock");
   const rawLease = raw.getBlobLeaseClient("00000000-0000-4000-8000-000000000001");
   let etag = "";
   let token = 0;
-  const backend = backendOf(url);
-  const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
-  const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
   try {
-    const variants: Variant[] = [
-      {
-        name: "raw Acquire Lease + Put Blob + Release Lease",
-        role: "floor",
-        setup: async () => {
-          await rawOwner.containerClient.createIfNotExists();
-          etag = (await raw.upload("{}", 2, { metadata: { batontoken: "0" } })).etag as string;
+    return await measureUncontended({
+      backend: backendOf(url),
+      coordinatorTtlMs: 15_000,
+      sessionTtlMs: 60_000,
+      sessionLock: "bench-session",
+      coordinatorLock: "bench-coordinator",
+      floor: [
+        {
+          name: "raw Acquire Lease + Put Blob + Release Lease",
+          role: "floor",
+          setup: async () => {
+            await rawOwner.containerClient.createIfNotExists();
+            etag = (await raw.upload("{}", 2, { metadata: { batontoken: "0" } })).etag as string;
+          },
+          // What the adapter sends for a lock its own session released last: the lease on the
+          // ETag it left, the counter raised under the lease, the release on the new ETag.
+          op: async () => {
+            await rawLease.acquireLease(-1, { conditions: { ifMatch: etag } });
+            token += 1;
+            etag = (
+              await raw.upload("{}", 2, {
+                metadata: { batontoken: String(token), batonsession: "bench-raw" },
+                conditions: { ifMatch: etag, leaseId: rawLease.leaseId },
+              })
+            ).etag as string;
+            await rawLease.releaseLease({ conditions: { ifMatch: etag } });
+          },
         },
-        // What the adapter sends for a lock its own session released last: the lease on the
-        // ETag it left, the counter raised under the lease, the release on the new ETag.
-        op: async () => {
-          await rawLease.acquireLease(-1, { conditions: { ifMatch: etag } });
-          token += 1;
-          etag = (
-            await raw.upload("{}", 2, {
-              metadata: { batontoken: String(token), batonsession: "bench-raw" },
-              conditions: { ifMatch: etag, leaseId: rawLease.leaseId },
-            })
-          ).etag as string;
-          await rawLease.releaseLease({ conditions: { ifMatch: etag } });
-        },
-      },
-      ...batonVariants(session, coordinator, {
-        sessionLock: "bench-session",
-        coordinatorLock: "bench-coordinator",
-      }),
-    ];
-    const results = await interleave(variants, {
-      warmup: 50,
-      rounds: 6,
-      perRound: 100,
-      maxMs: 60_000,
-      ...(meter ? { server: meter, idleMs: 1_000 } : {}),
-    });
-    return latencySection(
-      "uncontended",
-      "uncontended acquire + release (Azurite)",
-      variants,
-      results,
-      [
+      ],
+      rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
+      group,
+      title: "uncontended acquire + release (Azurite)",
+      notes: [
         "the floor on its own ContainerClient; Baton's session and coordinator share one AzureBlobBackend",
         "three requests per acquire + release in every row (a lock this session released last): Acquire Lease, Put Blob under the lease, Release Lease; a lock last held by another session costs one more (a HEAD) on acquire, two more when this session held it before (the ETag it kept is refused first)",
         "server time: Azurite's process CPU, its idle rate (read over 1 s before the rounds) taken off",
       ],
-    );
+    });
   } finally {
-    await session.close();
-    await coordinator.close();
-    await backend.close();
     await rawOwner.close();
   }
 }
@@ -98,27 +83,16 @@ async function handoffs(
   floor: Row | undefined,
   group: ServerGroup | undefined,
 ): Promise<LatencySection> {
-  const meter = groupCpuMeter(group);
-  const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
-    createCoordinator({ url, ttlMs: 15_000, ownerId: `handoff-${i}` }),
-  );
-  try {
-    const rows = await measureHandoffs(
-      [
-        {
-          name: "baton coordinator acquire (wait)",
-          role: "coordinator",
-          contenders: coordinatorContenders(coordinators, "bench-handoff"),
-        },
-      ],
-      { handoffs: HANDOFFS, ...(meter ? { server: meter, idleMs: 1_000 } : {}) },
-    );
-    return handoffSection(WAITERS, rows, floor, [
+  return measureCoordinatorHandoffs({
+    url,
+    ttlMs: 15_000,
+    waiters: WAITERS,
+    options: { handoffs: HANDOFFS, ...groupCpuOptions(group) },
+    floor,
+    notes: [
       `${WAITERS + 1} contenders, each its own coordinator (own AzureBlobBackend); waiters in other processes' position poll the lock blob with a HEAD, backing off from 25-50 ms up to 250-500 ms, and read a holder's heartbeat once per its TTL`,
-    ]);
-  } finally {
-    await Promise.all(coordinators.map((c) => c.close()));
-  }
+    ],
+  });
 }
 
 async function heldLocks(url: string) {

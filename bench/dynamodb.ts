@@ -5,14 +5,13 @@ import {
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import type { ServerGroup } from "@baton/conformance/harness";
-import { type Coordinator, createCoordinator, parseBackendUrl } from "@baton/core";
+import { parseBackendUrl } from "@baton/core";
 import { DynamoDBBackend, dynamodbOptionsFromUrl } from "@baton/dynamodb";
-import { groupCpuMeter, runBackendBench } from "./lib/backend-run.js";
-import { batonVariants } from "./lib/baton-variants.js";
-import { coordinatorContenders, handoffSection, measureHandoffs, sleep } from "./lib/handoff.js";
+import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
+import { measureCoordinatorHandoffs, sleep } from "./lib/handoff.js";
 import { measureHeldLocks } from "./lib/held-locks.js";
-import { interleave, latencySection, type Variant } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
+import { measureUncontended } from "./lib/uncontended.js";
 
 const WAITERS = 8;
 const HANDOFFS = 200;
@@ -81,46 +80,32 @@ function rawGrant(client: DynamoDBClient, table: string, key: string, session: s
 }
 
 async function uncontended(url: string, group: ServerGroup | undefined): Promise<LatencySection> {
-  const meter = groupCpuMeter(group);
   const { table } = dynamodbOptionsFromUrl(parseBackendUrl(url));
   const raw = rawClient(url);
-  const backend = backendOf(url);
-  const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
-  const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
   try {
-    const variants: Variant[] = [
-      {
-        name: "raw conditional UpdateItem grant+release",
-        role: "floor",
-        op: rawGrant(raw, table, "bench-raw/lock", "bench-raw"),
-      },
-      ...batonVariants(session, coordinator, {
-        sessionLock: "bench-session",
-        coordinatorLock: "bench-coordinator",
-      }),
-    ];
-    const results = await interleave(variants, {
-      warmup: 50,
-      rounds: 6,
-      perRound: 100,
-      maxMs: 60_000,
-      ...(meter ? { server: meter, idleMs: 1_000 } : {}),
-    });
-    return latencySection(
-      "uncontended",
-      "uncontended acquire + release (dynalite)",
-      variants,
-      results,
-      [
+    return await measureUncontended({
+      backend: backendOf(url),
+      coordinatorTtlMs: 15_000,
+      sessionTtlMs: 60_000,
+      sessionLock: "bench-session",
+      coordinatorLock: "bench-coordinator",
+      floor: [
+        {
+          name: "raw conditional UpdateItem grant+release",
+          role: "floor",
+          op: rawGrant(raw, table, "bench-raw/lock", "bench-raw"),
+        },
+      ],
+      rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
+      group,
+      title: "uncontended acquire + release (dynalite)",
+      notes: [
         "the floor on its own DynamoDBClient; Baton's session and coordinator share one DynamoDBBackend",
         "two requests per acquire + release in every row: a conditional UpdateItem each",
         "server time: dynalite's process CPU, its idle rate (read over 1 s before the rounds) taken off",
       ],
-    );
+    });
   } finally {
-    await session.close();
-    await coordinator.close();
-    await backend.close();
     raw.destroy();
   }
 }
@@ -130,20 +115,14 @@ async function handoffs(
   floor: Row | undefined,
   group: ServerGroup | undefined,
 ): Promise<LatencySection> {
-  const meter = groupCpuMeter(group);
   const { table } = dynamodbOptionsFromUrl(parseBackendUrl(url));
-  const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
-    createCoordinator({ url, ttlMs: 15_000, ownerId: `handoff-${i}` }),
-  );
   const clients = Array.from({ length: WAITERS + 1 }, () => rawClient(url));
   try {
-    const rows = await measureHandoffs(
-      [
-        {
-          name: "baton coordinator acquire (wait)",
-          role: "coordinator",
-          contenders: coordinatorContenders(coordinators, "bench-handoff"),
-        },
+    return await measureCoordinatorHandoffs({
+      url,
+      ttlMs: 15_000,
+      waiters: WAITERS,
+      after: [
         {
           name: "raw conditional UpdateItem, retry every 10 ms",
           role: "peer",
@@ -188,13 +167,13 @@ async function handoffs(
           })),
         },
       ],
-      { handoffs: HANDOFFS, ...(meter ? { server: meter, idleMs: 1_000 } : {}) },
-    );
-    return handoffSection(WAITERS, rows, floor, [
-      `${WAITERS + 1} contenders, each its own coordinator (own DynamoDBBackend) or DynamoDBClient; Baton's waiters poll with a consistent read, backing off from 25-50 ms up to 250-500 ms; the raw loop retries its conditional write every 10 ms`,
-    ]);
+      options: { handoffs: HANDOFFS, ...groupCpuOptions(group) },
+      floor,
+      notes: [
+        `${WAITERS + 1} contenders, each its own coordinator (own DynamoDBBackend) or DynamoDBClient; Baton's waiters poll with a consistent read, backing off from 25-50 ms up to 250-500 ms; the raw loop retries its conditional write every 10 ms`,
+      ],
+    });
   } finally {
-    await Promise.all(coordinators.map((c) => c.close()));
     for (const c of clients) c.destroy();
   }
 }

@@ -1,13 +1,11 @@
 import type { ServerGroup } from "@baton/conformance/harness";
-import { type Coordinator, createCoordinator } from "@baton/core";
 import { EtcdBackend } from "@baton/etcd";
 import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
-import { groupCpuMeter, runBackendBench } from "./lib/backend-run.js";
-import { batonVariants } from "./lib/baton-variants.js";
-import { coordinatorContenders, handoffSection, measureHandoffs, sleep } from "./lib/handoff.js";
+import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
+import { measureCoordinatorHandoffs, sleep } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
-import { interleave, latencySection, type Variant } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
+import { measureUncontended } from "./lib/uncontended.js";
 
 const WAITERS = 8;
 const HANDOFFS = 200;
@@ -37,86 +35,74 @@ async function uncontended(
   hosts: string[],
   group: ServerGroup | undefined,
 ): Promise<LatencySection> {
-  const meter = groupCpuMeter(group);
   const raw = new Etcd3({ hosts });
-  const backend = new EtcdBackend({ hosts });
-  const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
-  const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
   const peer = new Etcd3({ hosts });
   let leaseId = "0";
   const rawKey = Buffer.from("bench-raw/lock");
   try {
-    const variants: Variant[] = [
-      {
-        name: "raw txn create+guarded delete",
-        role: "floor",
-        setup: async () => {
-          leaseId = (await raw.leaseClient.leaseGrant({ TTL: 60 })).ID;
+    return await measureUncontended({
+      backend: new EtcdBackend({ hosts }),
+      coordinatorTtlMs: 15_000,
+      sessionTtlMs: 60_000,
+      sessionLock: "bench-session",
+      coordinatorLock: "bench-coordinator",
+      floor: [
+        {
+          name: "raw txn create+guarded delete",
+          role: "floor",
+          setup: async () => {
+            leaseId = (await raw.leaseClient.leaseGrant({ TTL: 60 })).ID;
+          },
+          op: async () => {
+            const created = await raw.kv.txn({
+              compare: [
+                {
+                  key: rawKey,
+                  target: CompareTarget.Create,
+                  result: CompareResult.Equal,
+                  create_revision: 0,
+                },
+              ],
+              success: [{ request_put: { key: rawKey, value: Buffer.from(""), lease: leaseId } }],
+            });
+            if (!created.succeeded) throw new Error("bench: raw key exists");
+            await raw.kv.txn({
+              compare: [
+                {
+                  key: rawKey,
+                  target: CompareTarget.Create,
+                  result: CompareResult.Equal,
+                  create_revision: created.header.revision,
+                },
+              ],
+              success: [{ request_delete_range: { key: rawKey } }],
+            });
+          },
+          teardown: async () => {
+            await raw.leaseClient.leaseRevoke({ ID: leaseId }).catch(() => undefined);
+          },
         },
-        op: async () => {
-          const created = await raw.kv.txn({
-            compare: [
-              {
-                key: rawKey,
-                target: CompareTarget.Create,
-                result: CompareResult.Equal,
-                create_revision: 0,
-              },
-            ],
-            success: [{ request_put: { key: rawKey, value: Buffer.from(""), lease: leaseId } }],
-          });
-          if (!created.succeeded) throw new Error("bench: raw key exists");
-          await raw.kv.txn({
-            compare: [
-              {
-                key: rawKey,
-                target: CompareTarget.Create,
-                result: CompareResult.Equal,
-                create_revision: created.header.revision,
-              },
-            ],
-            success: [{ request_delete_range: { key: rawKey } }],
-          });
+      ],
+      peers: [
+        {
+          name: "etcd3 lock().acquire+release",
+          role: "peer",
+          op: async () => {
+            const lock = peer.lock("bench-etcd3");
+            await lock.acquire();
+            await lock.release();
+          },
         },
-        teardown: async () => {
-          await raw.leaseClient.leaseRevoke({ ID: leaseId }).catch(() => undefined);
-        },
-      },
-      ...batonVariants(session, coordinator, {
-        sessionLock: "bench-session",
-        coordinatorLock: "bench-coordinator",
-      }),
-      {
-        name: "etcd3 lock().acquire+release",
-        role: "peer",
-        op: async () => {
-          const lock = peer.lock("bench-etcd3");
-          await lock.acquire();
-          await lock.release();
-        },
-      },
-    ];
-    const results = await interleave(variants, {
-      warmup: 50,
-      rounds: 6,
-      perRound: 100,
-      maxMs: 60_000,
-      ...(meter ? { server: meter, idleMs: 1_000 } : {}),
-    });
-    return latencySection(
-      "uncontended",
-      "uncontended acquire + release (3 members)",
-      variants,
-      results,
-      [
+      ],
+      rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
+      group,
+      title: "uncontended acquire + release (3 members)",
+      notes: [
         "each variant on its own etcd3 client over all members; Baton's session and coordinator share one EtcdBackend",
         "server time: the CPU of all three members summed, their idle rate (read over 1 s before the rounds) taken off",
       ],
-    );
+    });
   } finally {
-    await session.close();
-    await coordinator.close();
-    await backend.close();
     raw.close();
     peer.close();
   }
@@ -128,19 +114,13 @@ async function handoffs(
   floor: Row | undefined,
   group: ServerGroup | undefined,
 ): Promise<LatencySection> {
-  const meter = groupCpuMeter(group);
-  const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
-    createCoordinator({ url, ttlMs: 15_000, ownerId: `handoff-${i}` }),
-  );
   const clients = Array.from({ length: WAITERS + 1 }, () => new Etcd3({ hosts }));
   try {
-    const rows = await measureHandoffs(
-      [
-        {
-          name: "baton coordinator acquire (wait)",
-          role: "coordinator",
-          contenders: coordinatorContenders(coordinators, "bench-handoff"),
-        },
+    return await measureCoordinatorHandoffs({
+      url,
+      ttlMs: 15_000,
+      waiters: WAITERS,
+      after: [
         {
           name: "etcd3 lock, retry every 10 ms",
           role: "peer",
@@ -162,13 +142,13 @@ async function handoffs(
           })),
         },
       ],
-      { handoffs: HANDOFFS, ...(meter ? { server: meter, idleMs: 1_000 } : {}) },
-    );
-    return handoffSection(WAITERS, rows, floor, [
-      `${WAITERS + 1} contenders, each its own coordinator (own EtcdBackend) or etcd3 client; Baton waits on its predecessor's key, etcd3's lock cannot wait so it retries`,
-    ]);
+      options: { handoffs: HANDOFFS, ...groupCpuOptions(group) },
+      floor,
+      notes: [
+        `${WAITERS + 1} contenders, each its own coordinator (own EtcdBackend) or etcd3 client; Baton waits on its predecessor's key, etcd3's lock cannot wait so it retries`,
+      ],
+    });
   } finally {
-    await Promise.all(coordinators.map((c) => c.close()));
     for (const c of clients) c.close();
   }
 }

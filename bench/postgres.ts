@@ -1,11 +1,10 @@
 import type { ServerGroup } from "@baton/conformance/harness";
-import { type Coordinator, createCoordinator } from "@baton/core";
 import { PostgresBackend } from "@baton/postgres";
 import advisoryLockModule from "advisory-lock";
 import pg from "pg";
 import { runBackendBench } from "./lib/backend-run.js";
-import { batonVariants } from "./lib/baton-variants.js";
-import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
+import { openBatonVariants } from "./lib/baton-variants.js";
+import { measureCoordinatorHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection, type Measured, type Variant } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
@@ -88,10 +87,15 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
   stats.on("error", () => undefined);
   await stats.connect();
   // One backend per Baton variant, so each variant's server processes are known by name.
-  const sessionBackend = new PostgresBackend({ url: named(url, "bench-session") });
-  const backend = new PostgresBackend({ url: named(url, "bench-coordinator") });
-  const coordinator = createCoordinator({ backend, ttlMs: 15_000 });
-  const session = await sessionBackend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
+  const baton = await openBatonVariants({
+    sessionBackend: new PostgresBackend({ url: named(url, "bench-session") }),
+    backend: new PostgresBackend({ url: named(url, "bench-coordinator") }),
+    coordinatorTtlMs: 15_000,
+    sessionTtlMs: 60_000,
+    sessionLock: "bench-session",
+    coordinatorLock: "bench-coordinator",
+    tryRow: true,
+  });
   const mutex = createMutex(url)("bench-advisory-lock");
   const rawMeter = connectionsMeter(stats, "bench-raw");
   const postmaster = group?.pids[0];
@@ -120,11 +124,7 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
           await raw.query(FLOOR_UNLOCK, ["44"]);
         },
       },
-      ...batonVariants(session, coordinator, {
-        sessionLock: "bench-session",
-        coordinatorLock: "bench-coordinator",
-        tryRow: true,
-      }).map((v) => ({
+      ...baton.variants.map((v) => ({
         ...v,
         server: connectionsMeter(
           stats,
@@ -178,10 +178,7 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
       "server time: the CPU of the variant's own server processes (found by application_name; Baton's session and coordinator each have their own PostgresBackend); for advisory-lock, of every server process",
     ]);
   } finally {
-    await session.close();
-    await coordinator.close();
-    await backend.close();
-    await sessionBackend.close();
+    await baton.close();
     await raw.end().catch(() => undefined);
     await stats.end().catch(() => undefined);
   }
@@ -202,12 +199,12 @@ async function handoffs(
       return c;
     }),
   );
-  const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
-    createCoordinator({ url, ttlMs: 15_000, ownerId: `handoff-${i}` }),
-  );
   try {
-    const rows = await measureHandoffs(
-      [
+    return await measureCoordinatorHandoffs({
+      url,
+      ttlMs: 15_000,
+      waiters: WAITERS,
+      before: [
         {
           name: "raw blocking pg_advisory_lock",
           role: "reference",
@@ -220,13 +217,8 @@ async function handoffs(
             },
           })),
         },
-        {
-          name: "baton coordinator acquire (wait)",
-          role: "coordinator",
-          contenders: coordinatorContenders(coordinators, "bench-handoff"),
-        },
       ],
-      {
+      options: {
         handoffs: HANDOFFS,
         ...(postmaster === undefined
           ? {}
@@ -238,12 +230,12 @@ async function handoffs(
               idleMs: 500,
             }),
       },
-    );
-    return handoffSection(WAITERS, rows, floor, [
-      `${WAITERS + 1} contenders, each its own coordinator (own PostgresBackend) or raw connection`,
-    ]);
+      floor,
+      notes: [
+        `${WAITERS + 1} contenders, each its own coordinator (own PostgresBackend) or raw connection`,
+      ],
+    });
   } finally {
-    await Promise.all(coordinators.map((c) => c.close()));
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
   }
 }

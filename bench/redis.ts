@@ -16,14 +16,13 @@
  */
 import { randomUUID } from "node:crypto";
 import type { ServerGroup } from "@baton/conformance/harness";
-import { type Coordinator, createCoordinator } from "@baton/core";
 import { RedisBackend } from "@baton/redis";
 import { Redlock as SesameRedlock } from "@sesamecare-oss/redlock";
 import { Redis } from "ioredis";
 import { Mutex } from "redis-semaphore";
 import { runBackendBench } from "./lib/backend-run.js";
-import { batonVariants } from "./lib/baton-variants.js";
-import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
+import { openBatonVariants } from "./lib/baton-variants.js";
+import { measureCoordinatorHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
@@ -105,9 +104,14 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
   const raw = client();
   const stats = client();
   const deleteSha = (await raw.script("LOAD", DELETE_IF_OWNER)) as string;
-  const backend = new RedisBackend({ url, keyPrefix: "bench:" });
-  const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-session" });
-  const coordinator = createCoordinator({ backend, ttlMs: TTL_MS });
+  const baton = await openBatonVariants({
+    backend: new RedisBackend({ url, keyPrefix: "bench:" }),
+    coordinatorTtlMs: TTL_MS,
+    sessionTtlMs: 60_000,
+    sessionLock: "bench-session",
+    coordinatorLock: "bench-coordinator",
+    tryRow: true,
+  });
   const Redlock = await loadRedlock4();
   const redlock = new Redlock([client()], { retryCount: 0 });
   const sesame = new SesameRedlock([client()], { retryCount: 0 });
@@ -123,11 +127,7 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
           await raw.evalsha(deleteSha, 1, "bench-raw", value);
         },
       },
-      ...batonVariants(session, coordinator, {
-        sessionLock: "bench-session",
-        coordinatorLock: "bench-coordinator",
-        tryRow: true,
-      }),
+      ...baton.variants,
       {
         name: "redlock@4 (1 node)",
         role: "peer" as const,
@@ -165,9 +165,7 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
       "each variant on its own connection; Baton's session and coordinator share one RedisBackend",
     ]);
   } finally {
-    await session.close();
-    await coordinator.close();
-    await backend.close();
+    await baton.close();
     for (const c of clients) c.disconnect();
   }
 }
@@ -177,22 +175,17 @@ async function handoffs(
   floor: Row | undefined,
   group: ServerGroup | undefined,
 ): Promise<LatencySection> {
-  const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
-    createCoordinator({ url, ttlMs: TTL_MS, ownerId: `handoff-${i}` }),
-  );
   const connections = Array.from({ length: WAITERS + 1 }, () => new Redis(url));
   const stats = new Redis(url);
   const mutexes = connections.map(
     (c) => new Mutex(c, "bench-semaphore-handoff", { lockTimeout: TTL_MS }),
   );
   try {
-    const rows = await measureHandoffs(
-      [
-        {
-          name: "baton coordinator acquire (wait)",
-          role: "coordinator",
-          contenders: coordinatorContenders(coordinators, "bench-handoff"),
-        },
+    return await measureCoordinatorHandoffs({
+      url,
+      ttlMs: TTL_MS,
+      waiters: WAITERS,
+      after: [
         {
           name: "redis-semaphore Mutex (polls)",
           role: "peer",
@@ -206,13 +199,13 @@ async function handoffs(
           })),
         },
       ],
-      { handoffs: HANDOFFS, server: redisMeter(stats, group) },
-    );
-    return handoffSection(WAITERS, rows, floor, [
-      `${WAITERS + 1} contenders, each its own coordinator (own RedisBackend) or Mutex (own connection)`,
-    ]);
+      options: { handoffs: HANDOFFS, server: redisMeter(stats, group) },
+      floor,
+      notes: [
+        `${WAITERS + 1} contenders, each its own coordinator (own RedisBackend) or Mutex (own connection)`,
+      ],
+    });
   } finally {
-    await Promise.all(coordinators.map((c) => c.close()));
     for (const c of connections) c.disconnect();
     stats.disconnect();
   }

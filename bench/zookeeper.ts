@@ -19,16 +19,14 @@
 import { randomUUID } from "node:crypto";
 import { connect as tcpConnect } from "node:net";
 import type { ServerGroup } from "@baton/conformance/harness";
-import { type Coordinator, createCoordinator } from "@baton/core";
 import { ZookeeperBackend } from "@baton/zookeeper";
 import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
-import { groupCpuMeter, runBackendBench } from "./lib/backend-run.js";
-import { batonVariants } from "./lib/baton-variants.js";
-import { coordinatorContenders, handoffSection, measureHandoffs } from "./lib/handoff.js";
+import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
+import { measureCoordinatorHandoffs } from "./lib/handoff.js";
 import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
-import { interleave, latencySection, type Variant } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
+import { measureUncontended } from "./lib/uncontended.js";
 
 const WAITERS = 8;
 const HANDOFFS = 200;
@@ -103,65 +101,51 @@ const removeNode = (client: Client, path: string): Promise<void> =>
   );
 
 async function uncontended(url: string, group: ServerGroup | undefined): Promise<LatencySection> {
-  const meter = groupCpuMeter(group);
   const raw = await connect(url);
   const dir = `/bench-raw-${randomUUID().slice(0, 8)}`;
-  await call((cb) => raw.mkdirp(dir, cb));
   const data = Buffer.from(JSON.stringify({ o: "raw" }));
   const mode = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
-  const backend = ZookeeperBackend.fromUrl(url, { prefix: "bench" });
-  const coordinator = createCoordinator({ backend, ttlMs: 10_000 });
-  const session = await backend.openSession({ ttlMs: 10_000, ownerId: "bench-session" });
   try {
-    const variants: Variant[] = [
-      {
-        name: "raw create+(children|exists)+delete",
-        role: "floor",
-        op: async () => {
-          const path = await call<string>((cb) => raw.create(`${dir}/n-`, data, mode, cb));
-          await Promise.all([
-            call((cb) => raw.getChildren(dir, cb)),
-            call((cb) => raw.exists(path, cb)),
-          ]);
-          await removeNode(raw, path);
+    await call((cb) => raw.mkdirp(dir, cb));
+    return await measureUncontended({
+      backend: ZookeeperBackend.fromUrl(url, { prefix: "bench" }),
+      coordinatorTtlMs: 10_000,
+      sessionTtlMs: 10_000,
+      sessionLock: "bench/session",
+      coordinatorLock: "bench/coordinator",
+      floor: [
+        {
+          name: "raw create+(children|exists)+delete",
+          role: "floor",
+          op: async () => {
+            const path = await call<string>((cb) => raw.create(`${dir}/n-`, data, mode, cb));
+            await Promise.all([
+              call((cb) => raw.getChildren(dir, cb)),
+              call((cb) => raw.exists(path, cb)),
+            ]);
+            await removeNode(raw, path);
+          },
         },
-      },
-      {
-        name: "raw 4 sequential calls",
-        role: "reference",
-        op: async () => {
-          const path = await call<string>((cb) => raw.create(`${dir}/n-`, data, mode, cb));
-          await call((cb) => raw.getChildren(dir, cb));
-          await call((cb) => raw.exists(path, cb));
-          await removeNode(raw, path);
+        {
+          name: "raw 4 sequential calls",
+          role: "reference",
+          op: async () => {
+            const path = await call<string>((cb) => raw.create(`${dir}/n-`, data, mode, cb));
+            await call((cb) => raw.getChildren(dir, cb));
+            await call((cb) => raw.exists(path, cb));
+            await removeNode(raw, path);
+          },
         },
-      },
-      ...batonVariants(session, coordinator, {
-        sessionLock: "bench/session",
-        coordinatorLock: "bench/coordinator",
-      }),
-    ];
-    const results = await interleave(variants, {
-      warmup: 200,
-      rounds: 6,
-      perRound: 300,
-      maxMs: 50_000,
-      ...(meter ? { server: meter, idleMs: 1_000 } : {}),
-    });
-    return latencySection(
-      "uncontended",
-      "uncontended acquire + release (3 nodes)",
-      variants,
-      results,
-      [
+      ],
+      rounds: { warmup: 200, rounds: 6, perRound: 300, maxMs: 50_000 },
+      group,
+      title: "uncontended acquire + release (3 nodes)",
+      notes: [
         "every client on the same member; the floor pipelines getChildren and exists as the recipe allows",
         "server time: the CPU of all three members' JVMs summed, their idle rate (read over 1 s before the rounds) taken off",
       ],
-    );
+    });
   } finally {
-    await session.close();
-    await coordinator.close();
-    await backend.close();
     raw.close();
   }
 }
@@ -171,31 +155,18 @@ async function handoffs(
   floor: Row | undefined,
   group: ServerGroup | undefined,
 ): Promise<LatencySection> {
-  const meter = groupCpuMeter(group);
-  const coordinators: Coordinator[] = Array.from({ length: WAITERS + 1 }, (_, i) =>
-    createCoordinator({ url, ttlMs: 10_000, ownerId: `handoff-${i}` }),
-  );
-  try {
-    const rows = await measureHandoffs(
-      [
-        {
-          name: "baton coordinator acquire (wait)",
-          role: "coordinator",
-          contenders: coordinatorContenders(
-            coordinators,
-            `bench/handoff-${randomUUID().slice(0, 8)}`,
-          ),
-        },
-      ],
-      { handoffs: HANDOFFS, ...(meter ? { server: meter, idleMs: 1_000 } : {}) },
-    );
-    return handoffSection(WAITERS, rows, floor, [
+  return measureCoordinatorHandoffs({
+    url,
+    ttlMs: 10_000,
+    waiters: WAITERS,
+    lock: `bench/handoff-${randomUUID().slice(0, 8)}`,
+    options: { handoffs: HANDOFFS, ...groupCpuOptions(group) },
+    floor,
+    notes: [
       `${WAITERS + 1} contenders, each its own coordinator (own ZooKeeper session); each waits on its predecessor's node`,
       "no peer library measured",
-    ]);
-  } finally {
-    await Promise.all(coordinators.map((c) => c.close()));
-  }
+    ],
+  });
 }
 
 /**

@@ -2,6 +2,7 @@ import { type ServerGroup, startServers } from "@baton/conformance/harness";
 import { createCoordinator } from "@baton/core";
 import { cpuPlacement, pinSelf } from "./cpu-placement.js";
 import { formatHeld, formatSection } from "./format-table.js";
+import type { InterleaveOptions } from "./interleave.js";
 import {
   type BackendResult,
   floorRow,
@@ -166,4 +167,15 @@ export function groupCpuMeter(group: ServerGroup | undefined): ServerMeter | und
     () => group.pids,
     (pid) => names.get(pid) ?? `pid ${pid}`,
   );
+}
+
+/**
+ * The server time options of a bench on the harness's servers: {@link groupCpuMeter}, its
+ * idle rate read over 1 s and taken off; none without the group's processes.
+ */
+export function groupCpuOptions(
+  group: ServerGroup | undefined,
+): Pick<InterleaveOptions, "server" | "idleMs"> {
+  const meter = groupCpuMeter(group);
+  return meter ? { server: meter, idleMs: 1_000 } : {};
 }

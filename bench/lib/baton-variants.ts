@@ -1,5 +1,55 @@
-import type { BackendSession, Coordinator } from "@baton/core";
+import {
+  type BackendSession,
+  type Coordinator,
+  createCoordinator,
+  type LockBackend,
+} from "@baton/core";
 import type { Variant } from "./interleave.js";
+
+/** Options of {@link openBatonVariants}. */
+export interface BatonVariantsOptions {
+  /** The coordinator's backend; also the session's unless `sessionBackend` is given. */
+  readonly backend: LockBackend;
+  /** The session's own backend (so each row's server processes are known apart). */
+  readonly sessionBackend?: LockBackend;
+  /** The coordinator's TTL, ms. */
+  readonly coordinatorTtlMs: number;
+  /** The session's TTL, ms. */
+  readonly sessionTtlMs: number;
+  readonly sessionLock: string;
+  readonly coordinatorLock: string;
+  /** Adds the reference row of the session trying once. */
+  readonly tryRow?: boolean;
+}
+
+/** Baton's rows of an uncontended bench and what closes their session, coordinator and backends. */
+export interface OpenBatonVariants {
+  readonly variants: Variant[];
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a session (owner `bench-session`) and a coordinator on the backends given and returns
+ * their {@link batonVariants}. `close` closes the session, the coordinator, then the backends.
+ */
+export async function openBatonVariants(options: BatonVariantsOptions): Promise<OpenBatonVariants> {
+  const { backend } = options;
+  const sessionBackend = options.sessionBackend ?? backend;
+  const coordinator = createCoordinator({ backend, ttlMs: options.coordinatorTtlMs });
+  const session = await sessionBackend.openSession({
+    ttlMs: options.sessionTtlMs,
+    ownerId: "bench-session",
+  });
+  return {
+    variants: batonVariants(session, coordinator, options),
+    close: async () => {
+      await session.close();
+      await coordinator.close();
+      await backend.close();
+      if (sessionBackend !== backend) await sessionBackend.close();
+    },
+  };
+}
 
 /**
  * The Baton rows every backend's uncontended bench has: the adapter's session alone (acquire +

@@ -1,3 +1,4 @@
+import { createCoordinator } from "@baton/core";
 import { type LatencySection, type Role, type Row, row } from "./results.js";
 import {
   addDelta,
@@ -157,6 +158,55 @@ async function handoffBlock(
     }),
   );
   return { samples: samples.slice(0, handoffs), grants };
+}
+
+/** What {@link measureCoordinatorHandoffs} measures. */
+export interface CoordinatorHandoffs {
+  /** The URL every coordinator is created from (each has its own backend). */
+  readonly url: string;
+  /** The coordinators' TTL, ms. */
+  readonly ttlMs: number;
+  /** Waiters at each release: one contender more than that. */
+  readonly waiters: number;
+  /** The coordinators' lock. Default `bench-handoff`. */
+  readonly lock?: string;
+  /** Groups before the coordinators' (references). */
+  readonly before?: readonly HandoffGroup[];
+  /** Groups after the coordinators' (peer libraries). */
+  readonly after?: readonly HandoffGroup[];
+  readonly options: HandoffOptions;
+  /** The uncontended floor row the section compares with. */
+  readonly floor: Row | undefined;
+  readonly notes: readonly string[];
+}
+
+/**
+ * The handoff section with Baton's row: `waiters + 1` coordinators (owners `handoff-0`, ...)
+ * contending with the other groups' contenders (see {@link measureHandoffs}), closed at the end.
+ */
+export async function measureCoordinatorHandoffs(
+  spec: CoordinatorHandoffs,
+): Promise<LatencySection> {
+  const coordinators = Array.from({ length: spec.waiters + 1 }, (_, i) =>
+    createCoordinator({ url: spec.url, ttlMs: spec.ttlMs, ownerId: `handoff-${i}` }),
+  );
+  try {
+    const rows = await measureHandoffs(
+      [
+        ...(spec.before ?? []),
+        {
+          name: "baton coordinator acquire (wait)",
+          role: "coordinator",
+          contenders: coordinatorContenders(coordinators, spec.lock ?? "bench-handoff"),
+        },
+        ...(spec.after ?? []),
+      ],
+      spec.options,
+    );
+    return handoffSection(spec.waiters, rows, spec.floor, spec.notes);
+  } finally {
+    await Promise.all(coordinators.map((c) => c.close()));
+  }
 }
 
 /** Coordinators as contenders for lock `name` (each waits up to a minute). */
