@@ -15,7 +15,7 @@
 set -euo pipefail
 
 backends=("$@")
-[[ ${#backends[@]} -gt 0 ]] || backends=(redis etcd zookeeper postgres postgres-lease dynamodb)
+[[ ${#backends[@]} -gt 0 ]] || backends=(redis etcd zookeeper postgres postgres-lease dynamodb azure-blob)
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_glob() { compgen -G "$1" >/dev/null 2>&1; }

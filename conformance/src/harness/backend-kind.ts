@@ -27,6 +27,7 @@ export const DEFAULT_BACKENDS: readonly BackendKind[] = [
   "postgres",
   "postgres-lease",
   "dynamodb",
+  "azure-blob",
 ];
 
 /** A Baton backend name as accepted by `BATON_BACKENDS`. */

@@ -23,6 +23,11 @@ export interface NodeScriptServer {
   readonly script: string;
   /** The script's arguments, to listen on `host:port`. */
   readonly args: (host: string, port: number) => readonly string[];
+  /**
+   * CommonJS code run in the server's process before its script (e.g. to change a setting
+   * the server has no option for); the script then sees its usual `process.argv`.
+   */
+  readonly preload?: string;
   /** The connection URL handed to tests. */
   readonly url: (host: string, port: number) => string;
   /** Resolves true when the server answers on `host:port`. */
@@ -58,7 +63,15 @@ export function startNodeScriptServer(
           spec: {
             name: server.processName,
             command: process.execPath,
-            args: [server.script, ...server.args(HOST, port)],
+            args:
+              server.preload === undefined
+                ? [server.script, ...server.args(HOST, port)]
+                : [
+                    "-e",
+                    `${server.preload};\nprocess.argv.splice(1, 0, ${JSON.stringify(server.script)});\nrequire(${JSON.stringify(server.script)});`,
+                    "--",
+                    ...server.args(HOST, port),
+                  ],
             cwd: dir,
             logFile: join(dir, "server.log"),
             programs: [basename(process.execPath)],
