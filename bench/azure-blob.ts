@@ -3,7 +3,7 @@ import type { ServerGroup } from "@baton/conformance/harness";
 import { parseBackendUrl } from "@baton/core";
 import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
-import { measureHeldLocks } from "./lib/held-locks.js";
+import { measureBackendHeldLocks } from "./lib/held-locks.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
@@ -96,19 +96,10 @@ async function handoffs(
 }
 
 async function heldLocks(url: string) {
-  const backend = backendOf(url);
-  try {
-    return await measureHeldLocks({
-      adapterAlone: true,
-      backend,
-      ttlMs: 3_000,
-      prefix: "held",
-      locks: 2_000,
-      notes: [
-        "every lock blob names its session; one heartbeat write per session renews them all (Azure leases are per blob: an infinite lease per lock, never renewed)",
-      ],
-    });
-  } finally {
-    await backend.close();
-  }
+  return measureBackendHeldLocks(backendOf(url), {
+    locks: 2_000,
+    notes: [
+      "every lock blob names its session; one heartbeat write per session renews them all (Azure leases are per blob: an infinite lease per lock, never renewed)",
+    ],
+  });
 }

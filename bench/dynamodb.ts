@@ -9,7 +9,7 @@ import { parseBackendUrl } from "@baton/core";
 import { DynamoDBBackend, dynamodbOptionsFromUrl } from "@baton/dynamodb";
 import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs, sleep } from "./lib/handoff.js";
-import { measureHeldLocks } from "./lib/held-locks.js";
+import { measureBackendHeldLocks } from "./lib/held-locks.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
@@ -179,18 +179,9 @@ async function handoffs(
 }
 
 async function heldLocks(url: string) {
-  const backend = backendOf(url);
-  try {
-    return await measureHeldLocks({
-      adapterAlone: true,
-      backend,
-      ttlMs: 3_000,
-      prefix: "held",
-      notes: [
-        "every lock item points at its session's item: one conditional UpdateItem of the session renews them all",
-      ],
-    });
-  } finally {
-    await backend.close();
-  }
+  return measureBackendHeldLocks(backendOf(url), {
+    notes: [
+      "every lock item points at its session's item: one conditional UpdateItem of the session renews them all",
+    ],
+  });
 }

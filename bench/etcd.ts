@@ -3,7 +3,7 @@ import { EtcdBackend } from "@baton/etcd";
 import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
 import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs, sleep } from "./lib/handoff.js";
-import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
@@ -177,30 +177,21 @@ function metricCounter(
 }
 
 async function heldLocks(hosts: string[]) {
-  const backend = new EtcdBackend({ hosts });
-  try {
-    return await measureHeldLocks({
-      adapterAlone: true,
-      backend,
-      ttlMs: 3_000,
-      prefix: "held",
-      server: [
-        metricCounter(
-          hosts,
-          "server: members' /metrics, LeaseKeepAlive messages received",
-          "grpc_server_msg_received_total",
-          /grpc_method="LeaseKeepAlive"/,
-        ),
-        metricCounter(
-          hosts,
-          "server: members' /metrics, every gRPC message received",
-          "grpc_server_msg_received_total",
-          /./,
-        ),
-      ],
-      notes: ["every lock of the session is on one lease: one keepalive renews them all"],
-    });
-  } finally {
-    await backend.close();
-  }
+  return measureBackendHeldLocks(new EtcdBackend({ hosts }), {
+    server: [
+      metricCounter(
+        hosts,
+        "server: members' /metrics, LeaseKeepAlive messages received",
+        "grpc_server_msg_received_total",
+        /grpc_method="LeaseKeepAlive"/,
+      ),
+      metricCounter(
+        hosts,
+        "server: members' /metrics, every gRPC message received",
+        "grpc_server_msg_received_total",
+        /./,
+      ),
+    ],
+    notes: ["every lock of the session is on one lease: one keepalive renews them all"],
+  });
 }

@@ -5,7 +5,7 @@ import pg from "pg";
 import { runBackendBench } from "./lib/backend-run.js";
 import { openBatonVariants } from "./lib/baton-variants.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
-import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection, type Measured, type Variant } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { processCpuMeter, processTreeCpuMeter, type ServerMeter } from "./lib/server-meter.js";
@@ -265,11 +265,7 @@ async function heldLocks(url: string) {
   const backend = new PostgresBackend({ url });
   const statements = statementCounter();
   try {
-    return await measureHeldLocks({
-      adapterAlone: true,
-      backend,
-      ttlMs: 3_000,
-      prefix: "held",
+    return await measureBackendHeldLocks(backend, {
       server: [statements],
       notes: [
         "client-side count: pg_stat_database reaches the counters late (backends flush their statistics at most once a second), so statements are counted where they are sent",
@@ -278,6 +274,5 @@ async function heldLocks(url: string) {
     });
   } finally {
     statements.stop();
-    await backend.close();
   }
 }

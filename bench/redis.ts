@@ -23,7 +23,7 @@ import { Mutex } from "redis-semaphore";
 import { runBackendBench } from "./lib/backend-run.js";
 import { openBatonVariants } from "./lib/baton-variants.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
-import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { processCpuUs, type ServerMeter } from "./lib/server-meter.js";
@@ -230,16 +230,11 @@ function commandCounter(client: Redis, source: string, commands: readonly string
 }
 
 async function heldLocks(url: string) {
-  const backend = new RedisBackend({ url, keyPrefix: "bench-held:" });
   // One connection for the counters, open before the window (a new connection sends commands).
   const stats = new Redis(url);
   try {
     await stats.ping();
-    return await measureHeldLocks({
-      adapterAlone: true,
-      backend,
-      ttlMs: 3_000,
-      prefix: "held",
+    return await measureBackendHeldLocks(new RedisBackend({ url, keyPrefix: "bench-held:" }), {
       server: [
         commandCounter(stats, "server: INFO commandstats, evalsha+eval calls", ["evalsha", "eval"]),
       ],
@@ -248,7 +243,6 @@ async function heldLocks(url: string) {
       ],
     });
   } finally {
-    await backend.close();
     stats.disconnect();
   }
 }

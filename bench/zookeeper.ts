@@ -24,7 +24,7 @@ import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
 import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
-import { measureHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
@@ -199,19 +199,10 @@ function packetCounter(members: readonly string[]): ServerCounter {
 }
 
 async function heldLocks(oneMember: string, members: readonly string[]) {
-  const backend = ZookeeperBackend.fromUrl(oneMember, { prefix: "bench-held" });
-  try {
-    return await measureHeldLocks({
-      adapterAlone: true,
-      backend,
-      ttlMs: 3_000,
-      prefix: "held",
-      server: [packetCounter(members)],
-      notes: [
-        "all locks are ephemeral nodes of one ZooKeeper session: the renewal is one session check (and the client library's own pings, counted too)",
-      ],
-    });
-  } finally {
-    await backend.close();
-  }
+  return measureBackendHeldLocks(ZookeeperBackend.fromUrl(oneMember, { prefix: "bench-held" }), {
+    server: [packetCounter(members)],
+    notes: [
+      "all locks are ephemeral nodes of one ZooKeeper session: the renewal is one session check (and the client library's own pings, counted too)",
+    ],
+  });
 }

@@ -165,6 +165,27 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
 }
 
 /**
+ * {@link measureHeldLocks} as every backend's bench runs it, on a backend of its own: a 3 s
+ * TTL, locks named under `held`, the adapter alone measured too; closes `backend` at the end.
+ */
+export async function measureBackendHeldLocks(
+  backend: LockBackend,
+  options: Pick<HeldLocksOptions, "locks" | "server" | "notes"> = {},
+): Promise<HeldLocksResult> {
+  try {
+    return await measureHeldLocks({
+      adapterAlone: true,
+      backend,
+      ttlMs: 3_000,
+      prefix: "held",
+      ...options,
+    });
+  } finally {
+    await backend.close();
+  }
+}
+
+/**
  * Heap (+ external) growth per lock held through a bare backend session (the adapter alone),
  * after a full GC; the session is closed afterwards, which frees its locks.
  */
