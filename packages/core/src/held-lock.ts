@@ -161,6 +161,9 @@ export class HeldLock implements SessionLock, LockInit {
       this.#released(false, false);
       return Promise.resolve(false);
     }
+    // The signal ends before the release is sent: once the store frees the key another
+    // holder may start, and this one's work must already see that it no longer holds it.
+    this.ended.abort(releasedReason(this.name, this.token));
     let call: Promise<boolean>;
     try {
       call = session.backendSession.release(this.#grant);
@@ -212,7 +215,10 @@ export class HeldLock implements SessionLock, LockInit {
     );
   }
 
-  /** After a release: untie the lock, end its signal, free the name here, tell listeners. */
+  /**
+   * After a release: untie the lock, end its signal (already ended when the release was
+   * sent), free the name here, tell listeners.
+   */
   #released(failed: boolean, wasHeld: boolean): void {
     const session = this.#session;
     const host = this.#host;

@@ -96,7 +96,8 @@ export class Lock implements AsyncDisposable {
 
   /**
    * Aborted, with a `LockLostError` reason, the moment the lock can no longer be trusted
-   * (local deadline passed, session lost, key lost), and on release (reason `released`).
+   * (local deadline passed, session lost, key lost), and when `release()` is called (reason
+   * `released`: before the release is sent, so no other holder starts while it is not aborted).
    * Its `aborted`, `reason` and `throwIfAborted()` check the local deadline before they
    * answer, like {@link Lock.held}: code that resumes after a pause sees the loss at its first
    * check, before the deadline timer has run. It is a real `AbortSignal`: pass it to `fetch`,

@@ -1,4 +1,4 @@
-import { ConfigError, LockHeldError } from "@baton/core";
+import { ConfigError, LockHeldError, type LockLostError } from "@baton/core";
 import { describe, expect, it } from "vitest";
 import { recordedToken } from "../../history/recorded-token.js";
 import type { SuiteContext } from "../suite-context.js";
@@ -52,6 +52,27 @@ export function basicGroup(ctx: SuiteContext): void {
         ownerId: b.ownerId,
         token: next === null ? undefined : recordedToken(next),
       });
+    });
+
+    it("release() ends the lock's signal before the store frees it: a waiter's grant never finds it live", async () => {
+      const a = ctx.coordinator();
+      const b = ctx.coordinator();
+      const name = ctx.name("release-signal");
+      const lock = await a.acquire(name);
+      const next = b.acquire(name, { waitMs: ctx.target.ttlMs * 10 });
+      await new Promise((resolve) => setTimeout(resolve, 100)); // b waits
+      const releasing = lock.release();
+      // At once, before the store answers: the holder's work stops before anyone else starts.
+      expect(lock.signal.aborted).toBe(true);
+      expect(lock.held).toBe(false);
+      expect((lock.signal.reason as LockLostError).reason).toBe("released");
+      const stillLiveAtGrant = await next.then(async (granted) => {
+        const live = !lock.signal.aborted;
+        await granted.release();
+        return live;
+      });
+      expect(stillLiveAtGrant).toBe(false);
+      expect(await releasing).toBe(true);
     });
 
     it("a session cannot release another session's grant", async () => {
