@@ -15,7 +15,7 @@ export const ALL_BACKENDS = [
 ] as const;
 
 /**
- * The backends an unset `BATON_BACKENDS` selects (what `npm test` runs): every one today. A
+ * The backends an unset `BATON_BACKENDS` selects (what `npm test` runs): all of them. A
  * backend whose suite is still being brought up is left out of this list, and runs when named.
  */
 export const DEFAULT_BACKENDS: readonly BackendKind[] = ALL_BACKENDS;
