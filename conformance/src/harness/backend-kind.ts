@@ -27,16 +27,9 @@ export type BackendKind = (typeof ALL_BACKENDS)[number];
  * The backends that need a real server (everything except `memory`).
  * `redis` is one node; `redlock` is five independent nodes.
  */
-export const SERVER_KINDS = [
-  "redis",
-  "redlock",
-  "etcd",
-  "zookeeper",
-  "postgres",
-  "postgres-lease",
-  "dynamodb",
-  "azure-blob",
-] as const;
+export const SERVER_KINDS: readonly Exclude<BackendKind, "memory">[] = ALL_BACKENDS.filter(
+  (kind): kind is Exclude<BackendKind, "memory"> => kind !== "memory",
+);
 
 /** A backend that is backed by real server processes. */
 export type ServerKind = (typeof SERVER_KINDS)[number];
