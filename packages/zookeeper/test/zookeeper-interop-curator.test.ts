@@ -8,6 +8,7 @@ import { encodeLockName, ZookeeperBackend } from "../src/index.js";
 import {
   connectString,
   expectCleanHistory,
+  expectForeignHoldsOffBaton,
   INTEROP_TEST_MS,
   nodeExists,
   queuedCount,
@@ -76,21 +77,7 @@ describeBackend("zookeeper", (url) => {
     });
 
     it("holds off Baton: tryAcquire refuses, acquire waits and gets the lock on release", async () => {
-      const history = new History();
-      const b = new RecordedCoordinator(history, "baton", baton);
-      const curator = new RecordedInteropWorker(history, curatorWorker, name);
-      const hold = await curator.acquire(30_000);
-      expect(await b.tryAcquire(name)).toBeNull();
-      const waiting = b.acquire(name, { waitMs: 30_000 });
-      await queuedCount(raw, dirOf(name), 2, "Curator holds, Baton waits");
-      expect(await stillPending(waiting, 500)).toBe(true);
-      const releasing = performance.now();
-      await curator.release();
-      const lock = await waiting;
-      console.info(`Curator -> Baton hand-off: ${Math.round(performance.now() - releasing)} ms`);
-      expect(lock.token).toBeGreaterThan(hold.token);
-      await b.release(lock);
-      expectCleanHistory(history);
+      await expectForeignHoldsOffBaton(baton, curatorWorker, "Curator", name, raw, dirOf(name));
     });
 
     it("hands the lock on along one queue: Baton, Curator, another Baton, twice", async () => {

@@ -1,4 +1,5 @@
-import { checkHistory, type History } from "@baton/conformance/history";
+import { checkHistory, History, RecordedCoordinator } from "@baton/conformance/history";
+import type { Coordinator } from "@baton/core";
 import type { Client } from "node-zookeeper-client";
 import { expect } from "vitest";
 import { exists, touchSession } from "../../src/client-calls.js";
@@ -106,4 +107,34 @@ export class RecordedInteropWorker {
     this.history.crash(this.worker.id);
     await this.worker.kill();
   }
+}
+
+/**
+ * A foreign holder holds Baton off on `name` (its lock directory `dir`): Baton's try refuses,
+ * its acquire queues behind it and is granted, with a greater token, once the foreign worker
+ * releases; the history stays clean. `library` names the worker in messages.
+ */
+export async function expectForeignHoldsOffBaton(
+  baton: Coordinator,
+  worker: InteropWorker,
+  library: string,
+  name: string,
+  raw: Client,
+  dir: string,
+): Promise<void> {
+  const history = new History();
+  const b = new RecordedCoordinator(history, "baton", baton);
+  const foreign = new RecordedInteropWorker(history, worker, name);
+  const hold = await foreign.acquire(30_000);
+  expect(await b.tryAcquire(name)).toBeNull();
+  const waiting = b.acquire(name, { waitMs: 30_000 });
+  await queuedCount(raw, dir, 2, `${library} holds, Baton waits`);
+  expect(await stillPending(waiting, 500)).toBe(true);
+  const releasing = performance.now();
+  await foreign.release();
+  const lock = await waiting;
+  console.info(`${library} -> Baton hand-off: ${Math.round(performance.now() - releasing)} ms`);
+  expect(lock.token).toBeGreaterThan(hold.token);
+  await b.release(lock);
+  expectCleanHistory(history);
 }
