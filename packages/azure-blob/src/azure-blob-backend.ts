@@ -29,6 +29,7 @@ export const AZURE_BLOB_GUARANTEES: Guarantees = {
   consensus: false,
   crossProcess: true,
   records: true,
+  semaphores: false,
 };
 
 /**

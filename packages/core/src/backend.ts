@@ -103,9 +103,84 @@ export interface BackendSession {
    * strings; every successful write changes it.
    */
   writeRecord?(key: string, value: string, expected: string | null): Promise<string | null>;
+  /**
+   * Acquires `options.permits` of the `options.limit` permits of `key`: a semaphore's
+   * permits, or a read or write hold of a read-write lock (core asks a read for 1 permit and
+   * a write for all {@link READ_WRITE_LIMIT} of them). Optional, with
+   * {@link BackendSession.permitHolders} and {@link BackendSession.downgrade}: implement all
+   * three and declare `semaphores: true`, or none.
+   *
+   * - Permit keys are a key space of their own: a lock, a record and a semaphore of one name
+   *   are unrelated.
+   * - The limit is stored with the key while it has holders or waiters. A request whose
+   *   `limit` differs from the stored one rejects with a `PermitLimitError` and leaves
+   *   nothing behind.
+   * - Order: holders and waiters of `key` form one queue. A request is granted when the
+   *   permits of every entry ahead of it (held or waiting) plus its own are at most the
+   *   limit: it never overtakes a request that waits, so a multi-permit request (a write) is
+   *   not starved by a stream of smaller ones (reads). A backend whose guarantees declare
+   *   `fifo: false` still never lets a request overtake one that waits longer than a TTL.
+   * - Tokens: `"permit"` and `"write"` grants take a token strictly greater than every earlier
+   *   token of `key`; a `"read"` grant takes none of its own and carries the token of the
+   *   newest write grant of `key` before it (0n when there was none). The store keeps the
+   *   newest write token as long as it keeps its tokens' order, so a read after a write never
+   *   carries less than that write.
+   * - The permits live and die with the session: renewed by its one `keepAlive` request,
+   *   however many it holds, and freed within a TTL of its death. One session may hold many
+   *   permits of one key at once, and core may call this again for `key` before an earlier
+   *   grant ends (unlike `acquire`).
+   * - `wait`, `signal`: as for {@link BackendSession.acquire}; an aborted wait leaves no queue
+   *   entry behind. `release(grant)` releases a permit grant.
+   */
+  acquirePermits?(key: string, options: BackendPermitOptions): Promise<Grant | null>;
+  /**
+   * The granted entries of permit key `key` (not its waiters), in the order they were
+   * granted.
+   */
+  permitHolders?(key: string): Promise<PermitHolder[]>;
+  /**
+   * Turns `grant`, a `"write"` grant of {@link BackendSession.acquirePermits}, into a
+   * `"read"` grant of 1 permit with the same token, in one atomic step: no other write can
+   * come in between, and reads queued behind it may be granted at once. Resolves the read
+   * grant (which `release` then takes), or `null` when `grant` was no longer this session's.
+   */
+  downgrade?(grant: Grant): Promise<Grant | null>;
   /** Ends the session and frees every lock it holds. Idempotent; never throws for "already gone". */
   close(): Promise<void>;
 }
+
+/**
+ * How a permit grant takes its token (see {@link BackendSession.acquirePermits}): `"permit"`
+ * (a semaphore's) and `"write"` take a new, greater token; `"read"` carries the newest write's.
+ */
+export type PermitMode = "permit" | "read" | "write";
+
+/** Options of {@link BackendSession.acquirePermits}. */
+export interface BackendPermitOptions extends BackendAcquireOptions {
+  /** The key's permits in all: 1 to {@link MAX_PERMITS}, or {@link READ_WRITE_LIMIT}. */
+  readonly limit: number;
+  /** The permits this grant takes: 1 to `limit`. */
+  readonly permits: number;
+  /** How the grant takes its token. */
+  readonly mode: PermitMode;
+}
+
+/** A granted entry of a permit key, as {@link BackendSession.permitHolders} lists it. */
+export interface PermitHolder extends Holder {
+  /** The permits it holds. */
+  readonly permits: number;
+  /** How it was granted. */
+  readonly mode: PermitMode;
+}
+
+/** The most permits a semaphore may have. */
+export const MAX_PERMITS = 1_000_000;
+
+/**
+ * The limit core asks for a read-write lock's key: a read takes 1 permit, a write all of
+ * them. Above {@link MAX_PERMITS}, so no semaphore shares it.
+ */
+export const READ_WRITE_LIMIT = 2_147_483_647;
 
 /** A durable record as read by {@link BackendSession.readRecord}. */
 export interface StoredRecord {

@@ -159,6 +159,36 @@ export class ConfigError extends BatonError {
 }
 
 /**
+ * A semaphore acquired with a number of permits other than the one its holders and waiters
+ * use (two deployments disagreeing on `permits`, or a read-write lock and a semaphore of one
+ * name). Nothing was acquired or queued. The store forgets a name's number once nobody holds
+ * or waits for it.
+ */
+export class PermitLimitError extends ConfigError {
+  /** The semaphore's name (the backend key). */
+  readonly key: string;
+  /** The number the store holds for it. */
+  readonly stored: number;
+  /** The number asked for. */
+  readonly requested: number;
+
+  constructor(key: string, stored: number, requested: number) {
+    super(
+      "permits",
+      `"${key}" has ${describeLimit(stored)} in the store, and this acquire asked for ${describeLimit(requested)}: every process must use one number of permits per name (change it once nobody holds or waits for it)`,
+    );
+    this.key = key;
+    this.stored = stored;
+    this.requested = requested;
+  }
+}
+
+/** A permit limit in words: a read-write lock's, or a semaphore's count. */
+function describeLimit(limit: number): string {
+  return limit === 2_147_483_647 ? "a read-write lock's limit" : `${limit} permits`;
+}
+
+/**
  * A call on a coordinator after its `close()` began (acquire, tryAcquire, withLock, holder,
  * watch, elect, partitions), or an acquire that was still waiting when it closed. Expected
  * during shutdown, so it is not a `ConfigError`: alerts on bad configuration stay quiet.

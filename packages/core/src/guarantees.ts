@@ -26,4 +26,10 @@ export interface Guarantees {
    * with a `ConfigError`.
    */
   readonly records: boolean;
+  /**
+   * Semaphores and read-write locks (`acquirePermits`, `permitHolders`, `downgrade`). Without
+   * them `coordinator.semaphore()` and `coordinator.readWriteLock()` refuse the backend with
+   * a `ConfigError`.
+   */
+  readonly semaphores: boolean;
 }

@@ -6,15 +6,20 @@
  * @packageDocumentation
  * @module @baton/core
  */
-export type {
-  BackendAcquireOptions,
-  BackendSession,
-  Grant,
-  Holder,
-  KeepAliveResult,
-  LockBackend,
-  OpenSessionOptions,
-  StoredRecord,
+export {
+  type BackendAcquireOptions,
+  type BackendPermitOptions,
+  type BackendSession,
+  type Grant,
+  type Holder,
+  type KeepAliveResult,
+  type LockBackend,
+  MAX_PERMITS,
+  type OpenSessionOptions,
+  type PermitHolder,
+  type PermitMode,
+  READ_WRITE_LIMIT,
+  type StoredRecord,
 } from "./backend.js";
 export type { BackendUrl, HostPort } from "./backend-url.js";
 export { redactUrl } from "./backend-url.js";
@@ -50,6 +55,7 @@ export {
   LockLostError,
   type LockLostReason,
   LockTimeoutError,
+  PermitLimitError,
   RunTimeoutError,
   SessionLostError,
   StaleTokenError,

@@ -34,6 +34,7 @@ export const DYNAMODB_GUARANTEES: Guarantees = {
   consensus: true,
   crossProcess: true,
   records: true,
+  semaphores: false,
 };
 
 /**

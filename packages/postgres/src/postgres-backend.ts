@@ -38,6 +38,7 @@ export const POSTGRES_GUARANTEES: Guarantees = {
   consensus: false,
   crossProcess: true,
   records: true,
+  semaphores: false,
 };
 
 /** Default connect timeout of the row-lease mode's pool, unless the settings give one. */

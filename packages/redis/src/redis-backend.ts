@@ -24,6 +24,7 @@ export const REDIS_GUARANTEES: Guarantees = {
   consensus: false,
   crossProcess: true,
   records: true,
+  semaphores: false,
 };
 
 /**

@@ -27,6 +27,7 @@ export const REDLOCK_GUARANTEES: Guarantees = {
   consensus: false,
   crossProcess: true,
   records: false,
+  semaphores: false,
 };
 
 /** How long opening a session waits for a quorum of nodes to connect, at least. */

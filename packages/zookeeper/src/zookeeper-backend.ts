@@ -29,6 +29,7 @@ export const ZOOKEEPER_GUARANTEES: Guarantees = {
   consensus: true,
   crossProcess: true,
   records: true,
+  semaphores: false,
 };
 
 /** How long a session opened after `close()` began waits for its client to close. */

@@ -99,6 +99,7 @@ export class ScriptedBackend implements LockBackend {
       consensus: false,
       crossProcess: false,
       records: false,
+      semaphores: false,
     };
   }
 
