@@ -4,6 +4,7 @@ import type { ResolvedAcquire } from "./coordinator-options.js";
 import { asUnavailable, BackendUnavailableError, LockTimeoutError } from "./errors.js";
 import type { Linked } from "./linked-list.js";
 import { unreachableBoundMs } from "./managed-session.js";
+import type { PermitRequest } from "./permit.js";
 import { setBound } from "./timer-lists.js";
 
 /**
@@ -16,6 +17,12 @@ import { setBound } from "./timer-lists.js";
 export class AcquireCall implements Linked<AcquireCall> {
   readonly name: string;
   readonly options: ResolvedAcquire;
+  /**
+   * Set for permits of a semaphore or a read-write lock: what the backend's `acquirePermits`
+   * is asked. Permits of one name are held many at once here, so they skip the in-process
+   * queue that plain locks wait in.
+   */
+  readonly permit: PermitRequest | undefined;
   /** False for a try (`tryAcquire`, `waitMs: 0`): it answers at once when the lock is held. */
   readonly waiting: boolean;
   /** The bound of the whole call: `waitMs`, or one TTL for a try. */
@@ -40,9 +47,16 @@ export class AcquireCall implements Linked<AcquireCall> {
   #unreachableSince: number | undefined;
   #budget: Timer | undefined;
 
-  constructor(name: string, options: ResolvedAcquire, ttlMs: number, clock: Clock) {
+  constructor(
+    name: string,
+    options: ResolvedAcquire,
+    ttlMs: number,
+    clock: Clock,
+    permit?: PermitRequest,
+  ) {
     this.name = name;
     this.options = options;
+    this.permit = permit;
     this.waiting = options.waitMs > 0;
     this.budgetMs = this.waiting ? options.waitMs : ttlMs;
     this.#clock = clock;

@@ -2,10 +2,12 @@ import { type Abortable, AbortScope } from "./abort-scope.js";
 import { AcquireCall } from "./acquire-call.js";
 import type {
   BackendAcquireOptions,
+  BackendPermitOptions,
   BackendSession,
   Grant,
   Holder,
   LockBackend,
+  PermitMode,
 } from "./backend.js";
 import type { BackendUrl } from "./backend-url.js";
 import { type BackoffOptions, backoffMs } from "./backoff.js";
@@ -50,7 +52,7 @@ import { HeldLock, type LockHost } from "./held-lock.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { linkSignals } from "./link-signals.js";
 import { LinkedList } from "./linked-list.js";
-import type { Lock, LockJson } from "./lock.js";
+import type { Lock } from "./lock.js";
 import { ManagedSession } from "./managed-session.js";
 import {
   PartitionBalancer,
@@ -58,6 +60,8 @@ import {
   type Partitions,
   resolvePartitionOptions,
 } from "./partitions.js";
+import type { Permit, PermitRequest } from "./permit.js";
+import { type ReadWriteLock, ReadWriteLockHandle } from "./read-write-lock.js";
 import { createBackend, knownGuarantees } from "./registry.js";
 import {
   type RecordAccess,
@@ -68,22 +72,18 @@ import {
   runOnce,
 } from "./run-once.js";
 import { CronSchedule, type Schedule, type ScheduleOptions } from "./schedule.js";
+import {
+  type PermitHost,
+  type Semaphore,
+  SemaphoreHandle,
+  type SemaphoreOptions,
+} from "./semaphore.js";
 import { liveCoordinators } from "./step-down.js";
 import { isTransient } from "./transient.js";
 import { checkName, checkOptions, checkSignal } from "./validate.js";
+import { type LockContext, runUnder } from "./with-held.js";
 
-/**
- * What `withLock` hands the critical section. `JSON.stringify(context)` writes the token in
- * decimal and the lock (see `Lock.toJSON`), so a context can go into a log line as is.
- */
-export interface LockContext {
-  /** Aborted the moment the lock can no longer be trusted. Pass it to your I/O. */
-  readonly signal: AbortSignal;
-  /** The fencing token; send it with every write to a fenced store. */
-  readonly token: bigint;
-  /** The lock itself. */
-  readonly lock: Lock;
-}
+export type { LockContext } from "./with-held.js";
 
 /** A backend session that keeps durable records. */
 type RecordSession = BackendSession & Required<Pick<BackendSession, "readRecord" | "writeRecord">>;
@@ -140,6 +140,27 @@ export interface Coordinator extends AsyncDisposable {
   ): Promise<T>;
   /** The current holder of `name` as the store sees it, or `null`. */
   holder(name: string): Promise<Holder | null>;
+  /**
+   * A semaphore: at most `options.permits` permits of `name` held at once across every
+   * process, each with a fencing token. No I/O until its first acquire. Throws a
+   * `ConfigError` for bad input, or when the backend is known to have no semaphores (its
+   * guarantees declare `semaphores: false`); see {@link Semaphore}.
+   *
+   * @example
+   * const exports = coordinator.semaphore("exports", { permits: 3 });
+   * await using permit = await exports.acquire();
+   * await runExport({ token: permit.token, signal: permit.signal });
+   */
+  semaphore(name: string, options: SemaphoreOptions): Semaphore;
+  /**
+   * A read-write lock: many readers or one writer, writers never starved by readers, a write
+   * downgradable to a read. No I/O until its first acquire; see {@link ReadWriteLock}.
+   *
+   * @example
+   * const catalog = coordinator.readWriteLock("catalog");
+   * await catalog.withWrite(({ token }) => updatePrices({ token }));
+   */
+  readWriteLock(name: string): ReadWriteLock;
   /**
    * The holder of `name` now and after every change, pushed from the store's watch where the
    * backend has one (polled every ttl/3 otherwise). Ends when `signal` aborts, the consumer
@@ -284,6 +305,7 @@ class CoordinatorImpl implements Coordinator {
   readonly #elections = new Set<Election>();
   readonly #partitionSets = new Set<Partitions>();
   readonly #schedules = new Set<Schedule>();
+  #permits: PermitHost | undefined;
   #backend: Promise<LockBackend> | undefined;
   #session: ManagedSession | undefined;
   #opening: Promise<ManagedSession> | undefined;
@@ -385,27 +407,59 @@ class CoordinatorImpl implements Coordinator {
   ): Promise<T> {
     checkName(name);
     if (typeof fn !== "function") throw new ConfigError("fn", "must be a function");
-    const lock = await this.acquire(name, options);
-    let result: T;
-    try {
-      result = await fn(new LockContextOf(lock));
-    } catch (error) {
-      await lock.release().catch((releaseError: unknown) => {
-        this.#events.emit("backgroundError", {
-          error: releaseError,
-          during: "release after a failed withLock",
-        });
-      });
-      throw error;
-    }
-    const lost = lock.held ? undefined : lock.signal.reason;
-    await lock.release();
-    if (lost !== undefined) throw lost;
-    return result;
+    return await runUnder(await this.acquire(name, options), fn, this.#events);
+  }
+
+  semaphore(name: string, options: SemaphoreOptions): Semaphore {
+    this.#assertOpen();
+    return new SemaphoreHandle(this.#permitHost(), name, options);
+  }
+
+  readWriteLock(name: string): ReadWriteLock {
+    this.#assertOpen();
+    return new ReadWriteLockHandle(this.#permitHost(), name);
+  }
+
+  #permitHost(): PermitHost {
+    this.#permits ??= {
+      acquire: (name, options, request, orNull) =>
+        this.#acquire(
+          name,
+          options,
+          orNull ? nullWhenHeld : rejectHeld,
+          request,
+        ) as Promise<Permit | null>,
+      holders: (name) =>
+        this.#bounded(`the permit holders of "${name}"`, (session) => {
+          const read = session.permitHolders;
+          if (read === undefined) throw noPermitsError(this.#backendKind());
+          return read.call(session, name);
+        }),
+      runUnder: (permit, fn) => runUnder(permit, fn, this.#events),
+      assertSupported: () => {
+        const guarantees = this.#knownGuarantees();
+        if (guarantees !== undefined && !guarantees.semaphores) {
+          throw noPermitsError(this.#backendKind());
+        }
+      },
+    };
+    return this.#permits;
+  }
+
+  #backendKind(): string {
+    return this.#options.backend?.kind ?? this.#options.url?.scheme ?? "?";
   }
 
   async holder(name: string): Promise<Holder | null> {
     checkName(name);
+    return await this.#bounded(`the holder of "${name}"`, (session) => session.holder(name));
+  }
+
+  /**
+   * A read of the store through the live session, bounded like every other call by one TTL;
+   * `what` names it in the timeout error.
+   */
+  async #bounded<T>(what: string, read: (session: BackendSession) => Promise<T>): Promise<T> {
     this.#assertOpen();
     // Bounded like every other call: one TTL.
     const bound = new AbortScope();
@@ -416,15 +470,16 @@ class CoordinatorImpl implements Coordinator {
     );
     try {
       const session = await this.#currentSession(bound);
-      return await raceAbortable(session.backendSession.holder(name), bound);
+      return await raceAbortable(read(session.backendSession), bound);
     } catch (error) {
       if (this.#closing.signal.aborted) throw closedError();
       if (bound.aborted) {
         throw new BackendUnavailableError(
-          `the store did not answer holder("${name}") within ${this.ttlMs} ms`,
+          `the store did not answer a read of ${what} within ${this.ttlMs} ms`,
         );
       }
-      throw asUnavailable(error, `could not read the holder of "${name}"`);
+      if (error instanceof ConfigError) throw error;
+      throw asUnavailable(error, `could not read ${what}`);
     } finally {
       timer.cancel();
       this.#pending.delete(bound);
@@ -748,18 +803,30 @@ class CoordinatorImpl implements Coordinator {
    * attempt as one promise chain (`#firstAttempt`); anything else, and whatever that attempt
    * does not settle itself, goes through the attempt loop (`#attempts`).
    */
-  #acquire<H>(name: string, opts: ResolvedAcquire, whenHeld: WhenHeld<H>): Promise<Lock | H> {
+  #acquire<H>(
+    name: string,
+    opts: ResolvedAcquire,
+    whenHeld: WhenHeld<H>,
+    permit?: PermitRequest,
+  ): Promise<Lock | H> {
     let call: AcquireCall;
     try {
       this.#assertOpen();
-      call = new AcquireCall(name, opts, this.ttlMs, this.#clock);
+      call = new AcquireCall(name, opts, this.ttlMs, this.#clock, permit);
     } catch (error) {
       return Promise.reject(error);
     }
     this.#calls.add(call);
     // Hot path: see docs/hot-path.md, "Core".
     try {
-      if (!call.scope.aborted && (call.waiting || !this.#local.isLocked(name))) {
+      if (permit !== undefined) {
+        // Permits of one name are held many at once: no in-process queue.
+        call.unlockLocal = noop;
+        if (!call.scope.aborted && this.#fenceFor(call) === undefined) {
+          const session = this.#liveSession(opts.ttlMs);
+          if (session !== undefined) return this.#firstAttempt(call, session, whenHeld);
+        }
+      } else if (!call.scope.aborted && (call.waiting || !this.#local.isLocked(name))) {
         call.unlockLocal = this.#local.tryLock(name);
         if (call.unlockLocal !== undefined && this.#fence === undefined) {
           const session = this.#liveSession(opts.ttlMs);
@@ -789,10 +856,7 @@ class CoordinatorImpl implements Coordinator {
     const scope = call.scope;
     let pending: Promise<Grant | null>;
     try {
-      pending = backendSession.acquire(
-        call.name,
-        new ScopedAcquireOptions(call.waiting, call.options.value, scope),
-      );
+      pending = sendAcquire(backendSession, call);
     } catch (error) {
       return this.#attempts(call, whenHeld, 1, { session, error });
     }
@@ -871,8 +935,9 @@ class CoordinatorImpl implements Coordinator {
         if (!session.isValid()) continue; // the session died under us: that grant is void
         const held = this.#hold(call, grant, session);
         // Without a fence the grant is handed over as it is: the session was checked just now.
-        if (this.#fence === undefined) return this.#handOver(call, held);
-        await this.#raiseFence(this.#fence, held, call);
+        const fence = this.#fenceFor(call);
+        if (fence === undefined) return this.#handOver(call, held);
+        await this.#raiseFence(fence, held, call);
         if (held.lock.held) return this.#handOver(call, held);
         await this.#afterLostGrant(call, held, attempt);
       }
@@ -985,7 +1050,15 @@ class CoordinatorImpl implements Coordinator {
     call.stopBudget();
     const unlockLocal = call.unlockLocal ?? noop;
     call.unlockLocal = undefined;
-    return new HeldLock(call.name, grant, call.options.value, session, unlockLocal, this.#host);
+    return new HeldLock(
+      call.name,
+      grant,
+      call.options.value,
+      session,
+      unlockLocal,
+      this.#host,
+      call.permit,
+    );
   }
 
   /** The lock goes to the caller. */
@@ -1012,7 +1085,20 @@ class CoordinatorImpl implements Coordinator {
     if (call.scope.aborted) throw this.#cutShort(call, () => call.timeout(lost));
     if (!call.waiting && attempt > 0) throw lost;
     if (!call.resumeBudget()) throw call.waiting ? call.timeout(lost) : lost;
-    call.unlockLocal = this.#local.tryLock(call.name) ?? (await this.#waitLocal(call));
+    call.unlockLocal =
+      call.permit !== undefined
+        ? noop
+        : (this.#local.tryLock(call.name) ?? (await this.#waitLocal(call)));
+  }
+
+  /**
+   * The fence a grant of `call` raises: the coordinator's (correctness mode) for a lock or a
+   * write; none for a semaphore's permits and reads, which are held many at once and share
+   * their order with the writes.
+   */
+  #fenceFor(call: AcquireCall): Fence | undefined {
+    const permit = call.permit;
+    return permit === undefined || permit.mode === "write" ? this.#fence : undefined;
   }
 
   /**
@@ -1022,8 +1108,7 @@ class CoordinatorImpl implements Coordinator {
   #backendAcquire(session: ManagedSession, call: AcquireCall): Promise<Grant | null> {
     const { name, scope } = call;
     const backendSession = session.backendSession;
-    const options = new ScopedAcquireOptions(call.waiting, call.options.value, scope);
-    return raceAbortable(backendSession.acquire(name, options), scope, {
+    return raceAbortable(sendAcquire(backendSession, call), scope, {
       onAbandoned: (late) => this.#releaseLate(late, backendSession, name, scope),
     });
   }
@@ -1081,31 +1166,6 @@ class CoordinatorImpl implements Coordinator {
   }
 }
 
-/** A `withLock` context whose `signal` is built only if `fn` reads it (see Lock.signal). */
-class LockContextOf implements LockContext {
-  // Hot path: see docs/hot-path.md, "Core".
-  readonly lock: Lock;
-
-  constructor(lock: Lock) {
-    this.lock = lock;
-  }
-
-  /** Read from the lock when asked: a backend without fencing has none (see Lock.token). */
-  get token(): bigint {
-    return this.lock.token;
-  }
-
-  get signal(): AbortSignal {
-    return this.lock.signal;
-  }
-
-  /** `JSON.stringify(context)`: the token in decimal and the lock (see `Lock.toJSON`). */
-  toJSON(): { token?: string; lock: LockJson } {
-    const lock = this.lock.toJSON();
-    return lock.token === undefined ? { lock } : { token: lock.token, lock };
-  }
-}
-
 /**
  * A backend's acquire options whose `signal` is built only when the backend reads it: a class
  * with a prototype getter, not an object literal with a getter.
@@ -1125,6 +1185,47 @@ class ScopedAcquireOptions implements BackendAcquireOptions {
   get signal(): AbortSignal {
     return this.#scope.signal;
   }
+}
+
+/**
+ * A backend's permit options: a lock's, with the key's limit, the grant's share and its
+ * token rule.
+ */
+class ScopedPermitOptions extends ScopedAcquireOptions implements BackendPermitOptions {
+  readonly limit: number;
+  readonly permits: number;
+  readonly mode: PermitMode;
+
+  constructor(wait: boolean, value: string | undefined, scope: AbortScope, permit: PermitRequest) {
+    super(wait, value, scope);
+    this.limit = permit.limit;
+    this.permits = permit.permits;
+    this.mode = permit.mode;
+  }
+}
+
+/** The backend call of one attempt of `call`: `acquire`, or `acquirePermits` for permits. */
+function sendAcquire(session: BackendSession, call: AcquireCall): Promise<Grant | null> {
+  const permit = call.permit;
+  if (permit === undefined) {
+    return session.acquire(
+      call.name,
+      new ScopedAcquireOptions(call.waiting, call.options.value, call.scope),
+    );
+  }
+  if (session.acquirePermits === undefined) throw noPermitsError();
+  return session.acquirePermits(
+    call.name,
+    new ScopedPermitOptions(call.waiting, call.options.value, call.scope, permit),
+  );
+}
+
+/** The error of a semaphore or read-write lock on a backend without them. */
+function noPermitsError(kind?: string): ConfigError {
+  return new ConfigError(
+    "backend",
+    `the ${kind ?? "this"} backend has no semaphores or read-write locks (its guarantees declare semaphores: false); use memory, redis, etcd, zookeeper or postgres`,
+  );
 }
 
 /** The error of a fence raise that did not answer within the lock's TTL. */

@@ -1,5 +1,6 @@
 import { AbortScope } from "./abort-scope.js";
 import type { Grant } from "./backend.js";
+import { boundedCall } from "./bounded-call.js";
 import type { Clock } from "./clock.js";
 import {
   asUnavailable,
@@ -12,6 +13,7 @@ import type { EventHub } from "./events.js";
 import type { Guarantees } from "./guarantees.js";
 import { Lock, type LockInit } from "./lock.js";
 import type { ManagedSession, SessionLock } from "./managed-session.js";
+import { Permit, type PermitRequest } from "./permit.js";
 import { setBound } from "./timer-lists.js";
 
 /** What a held lock needs from its coordinator. @internal */
@@ -57,6 +59,7 @@ export class HeldLock implements SessionLock, LockInit {
     session: ManagedSession,
     unlockLocal: () => void,
     host: LockHost,
+    permit?: PermitRequest,
   ) {
     this.name = name;
     this.token = grant.token;
@@ -65,8 +68,48 @@ export class HeldLock implements SessionLock, LockInit {
     this.#session = session;
     this.#unlockLocal = unlockLocal;
     this.#host = host;
-    this.lock = new Lock(this);
+    this.lock =
+      permit === undefined ? new Lock(this) : new Permit(this, permit.permits, permit.mode);
     session.register(this);
+  }
+
+  /**
+   * A write of a read-write lock becomes a read with the same token (see `Permit.downgrade`):
+   * this lock ends as released before the store is asked, and the read is a new held lock on
+   * the same session.
+   */
+  async downgrade(): Promise<Permit> {
+    this.check();
+    if (this.ended.aborted) throw this.ended.reason;
+    const session = this.#session;
+    const backendSession = session.backendSession;
+    if (backendSession.downgrade === undefined) {
+      throw new ConfigError("downgrade", "this backend's sessions cannot downgrade a write lock");
+    }
+    // Writes under the write lock stop before readers may start.
+    this.ended.abort(releasedReason(this.name, this.token));
+    let grant: Grant | null;
+    try {
+      grant = await boundedCall(backendSession.downgrade(this.#grant), {
+        timeoutMs: session.ttlMs,
+        what: "the downgrade",
+        name: this.name,
+      });
+    } catch (error) {
+      await this.release().catch(() => undefined);
+      throw asUnavailable(error, `could not downgrade "${this.name}"; the write lock was released`);
+    }
+    if (grant === null || !session.isValid()) {
+      this.#released(false, false);
+      throw new LockLostError(this.name, this.token, "key-lost");
+    }
+    const read = new HeldLock(this.name, grant, this.value, session, noop, this.#host, {
+      limit: 0,
+      permits: 1,
+      mode: "read",
+    });
+    this.#released(false, true);
+    return read.lock as Permit;
   }
 
   deadline(): number {
@@ -254,6 +297,8 @@ const ReleasedReason = function ReleasedReason(
   this.reason = "released";
 } as unknown as { new (name: string, token: bigint): LockLostError; prototype: object };
 ReleasedReason.prototype = LockLostError.prototype;
+
+function noop(): void {}
 
 function releasedReason(name: string, token: bigint): LockLostError {
   return new ReleasedReason(name, token);

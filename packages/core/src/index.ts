@@ -84,7 +84,9 @@ export {
   type PartitionOptions,
   type Partitions,
 } from "./partitions.js";
+export { Permit } from "./permit.js";
 export { enablePrometheus, type PrometheusHandle, type PrometheusOptions } from "./prometheus.js";
+export type { ReadWriteLock } from "./read-write-lock.js";
 export {
   type BackendFactory,
   type BackendUrlCheck,
@@ -97,6 +99,12 @@ export {
 } from "./registry.js";
 export type { RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from "./run-once.js";
 export type { Schedule, ScheduleOptions } from "./schedule.js";
+export type {
+  PermitAcquireOptions,
+  PermitTryOptions,
+  Semaphore,
+  SemaphoreOptions,
+} from "./semaphore.js";
 export { SessionEnd } from "./session-end.js";
 export { onceAborted } from "./shared-abort.js";
 export { siblingModuleArgs } from "./sibling-module.js";

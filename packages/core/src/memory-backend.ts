@@ -16,7 +16,7 @@ export const MEMORY_GUARANTEES: Guarantees = {
   consensus: false,
   crossProcess: false,
   records: true,
-  semaphores: false,
+  semaphores: true,
 };
 
 /**

@@ -1,12 +1,15 @@
 import type {
   BackendAcquireOptions,
+  BackendPermitOptions,
   BackendSession,
   Grant,
   Holder,
   KeepAliveResult,
+  PermitHolder,
   StoredRecord,
 } from "./backend.js";
 import { SessionLostError } from "./errors.js";
+import type { PermitEntry } from "./memory-permits.js";
 import type { MemorySessionState, MemoryStore } from "./memory-store.js";
 
 /** Everything a {@link MemorySession} needs from its backend. */
@@ -56,7 +59,38 @@ export class MemorySession implements BackendSession {
   }
 
   async release(grant: Grant): Promise<boolean> {
+    const entry = grant.handle as PermitEntry | undefined;
+    if (entry !== undefined) return this.#store.permits.release(this.#state, grant.key, entry);
     return this.#store.release(this.#state, grant.key, grant.token);
+  }
+
+  async acquirePermits(key: string, options: BackendPermitOptions): Promise<Grant | null> {
+    this.#assertAlive();
+    const entry = await this.#store.permits.acquire(
+      this.#state,
+      key,
+      options,
+      options.value,
+      options, // its signal is read only if the call waits
+    );
+    return entry === null
+      ? null
+      : { key, ownerId: this.ownerId, token: entry.token, handle: entry };
+  }
+
+  async permitHolders(key: string): Promise<PermitHolder[]> {
+    return this.#store.permits.holders(key);
+  }
+
+  async downgrade(grant: Grant): Promise<Grant | null> {
+    const entry = this.#store.permits.downgrade(
+      this.#state,
+      grant.key,
+      grant.handle as PermitEntry,
+    );
+    return entry === null
+      ? null
+      : { key: grant.key, ownerId: this.ownerId, token: entry.token, handle: entry };
   }
 
   async holder(key: string): Promise<Holder | null> {
@@ -79,6 +113,15 @@ export class MemorySession implements BackendSession {
   async close(): Promise<void> {
     this.#store.closeSession(this.#state);
     this.#onClose(this);
+  }
+
+  /** Like the store's lock acquire: a session whose lease ran out is closed and refused. */
+  #assertAlive(): void {
+    this.#assertLive();
+    if (this.#store.clock.now() >= this.#state.expiresAt) {
+      this.#store.closeSession(this.#state);
+      throw new SessionLostError(`memory session of "${this.ownerId}" expired`);
+    }
   }
 
   #assertLive(): void {

@@ -1,6 +1,7 @@
 import type { Holder, StoredRecord } from "./backend.js";
 import { type Clock, systemClock, type Timer } from "./clock.js";
 import { SessionLostError } from "./errors.js";
+import { MemoryPermits } from "./memory-permits.js";
 import { addSharedAbort, removeSharedAbort } from "./shared-abort.js";
 
 interface SessionState {
@@ -39,6 +40,8 @@ export interface MemoryGrant {
 export class MemoryStore {
   /** The clock leases are measured on. */
   readonly clock: Clock;
+  /** @internal Its semaphores and read-write locks (tokens from the same counter). */
+  readonly permits: MemoryPermits;
   #nextSession = 1;
   #counter = 0n;
   readonly #keys = new Map<string, KeyState>();
@@ -47,6 +50,10 @@ export class MemoryStore {
 
   constructor(options?: { clock?: Clock }) {
     this.clock = options?.clock ?? systemClock;
+    this.permits = new MemoryPermits(this.clock, () => {
+      this.#counter += 1n;
+      return this.#counter;
+    });
   }
 
   /** The durable record `key`, or `null` (records live as long as the store). */
@@ -194,6 +201,7 @@ export class MemoryStore {
   closeSession(session: SessionState): void {
     if (session.closed) return;
     session.closed = true;
+    this.permits.closeSession(session);
     for (const key of [...session.held]) {
       const state = this.#keys.get(key);
       if (state?.holder?.session === session) this.#free(key, state);
