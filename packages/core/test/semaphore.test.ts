@@ -1,0 +1,192 @@
+import { describe, expect, it } from "vitest";
+import {
+  ConfigError,
+  type Coordinator,
+  createCoordinator,
+  LockHeldError,
+  LockTimeoutError,
+  ManualClock,
+  MemoryBackend,
+  Permit,
+  PermitLimitError,
+} from "../src/index.js";
+
+/** Two coordinators on one memory store, as two processes would be. */
+function coordinators(): [Coordinator, Coordinator] {
+  const backend = new MemoryBackend();
+  return [
+    createCoordinator({ backend, ttlMs: 5_000, ownerId: "c0" }),
+    createCoordinator({ backend, ttlMs: 5_000, ownerId: "c1" }),
+  ];
+}
+
+describe("semaphores on the memory backend", () => {
+  it("hands out at most `permits` at once, the rest wait their turn in order", async () => {
+    const [a, b] = coordinators();
+    const sem = a.semaphore("exports", { permits: 2 });
+    const p1 = await sem.acquire();
+    const p2 = await b.semaphore("exports", { permits: 2 }).acquire();
+    expect(p1).toBeInstanceOf(Permit);
+    expect(p2.token).toBeGreaterThan(p1.token);
+    expect(await sem.tryAcquire()).toBeNull();
+    await expect(sem.acquire({ waitMs: 0 })).rejects.toBeInstanceOf(LockHeldError);
+    const order: string[] = [];
+    const third = sem.acquire({ waitMs: 5_000 }).then((p) => {
+      order.push("third");
+      return p;
+    });
+    const fourth = sem.acquire({ waitMs: 5_000 }).then((p) => {
+      order.push("fourth");
+      return p;
+    });
+    await p1.release();
+    const p3 = await third;
+    expect(order).toEqual(["third"]);
+    await p2.release();
+    const p4 = await fourth;
+    expect(order).toEqual(["third", "fourth"]);
+    expect(p4.token).toBeGreaterThan(p3.token);
+    expect((await sem.holders()).map((h) => h.token)).toEqual([p3.token, p4.token]);
+    await p3.release();
+    await p4.release();
+    expect(await sem.holders()).toEqual([]);
+    await a.close();
+    await b.close();
+  });
+
+  it("does not let single permits overtake a waiting multi-permit request", async () => {
+    const [a] = coordinators();
+    const sem = a.semaphore("batch", { permits: 3 });
+    const first = await sem.acquire();
+    const big = sem.acquire({ permits: 3, waitMs: 5_000 });
+    // One permit is free twice over, but the 3-permit request came first.
+    expect(await sem.tryAcquire()).toBeNull();
+    await first.release();
+    const all = await big;
+    expect(all.permits).toBe(3);
+    await all.release();
+    await a.close();
+  });
+
+  it("refuses a number of permits the store does not hold for the name", async () => {
+    const [a, b] = coordinators();
+    const held = await a.semaphore("jobs", { permits: 2 }).acquire();
+    const error = await b
+      .semaphore("jobs", { permits: 3 })
+      .acquire()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermitLimitError);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as PermitLimitError).stored).toBe(2);
+    await held.release();
+    // Once nobody holds or waits, the new number is taken.
+    const again = await b.semaphore("jobs", { permits: 3 }).acquire();
+    await again.release();
+    await a.close();
+    await b.close();
+  });
+
+  it("checks its input before any I/O", async () => {
+    const [a] = coordinators();
+    expect(() => a.semaphore("x", { permits: 0 })).toThrow(ConfigError);
+    expect(() => a.semaphore("x", { permits: 1_000_001 })).toThrow(ConfigError);
+    expect(() => a.semaphore("", { permits: 1 })).toThrow(ConfigError);
+    const sem = a.semaphore("x", { permits: 2 });
+    await expect(sem.acquire({ permits: 3 })).rejects.toMatchObject({ field: "permits" });
+    await expect(sem.acquire({ permits: 1.5 })).rejects.toMatchObject({ field: "permits" });
+    await expect(sem.tryAcquire({ waitMs: 1 } as never)).rejects.toBeInstanceOf(ConfigError);
+    await a.close();
+  });
+
+  it("frees a dead holder's permits when its lease runs out", async () => {
+    const clock = new ManualClock();
+    const backend = new MemoryBackend({ clock });
+    const live = createCoordinator({ backend, ttlMs: 60_000, ownerId: "live", clock });
+    // A holder that never renews: its process died.
+    const dead = await backend.openSession({ ttlMs: 1_000, ownerId: "dead" });
+    const held = await dead.acquirePermits?.("s", {
+      limit: 1,
+      permits: 1,
+      mode: "permit",
+      wait: false,
+      signal: new AbortController().signal,
+    });
+    const waiting = live.semaphore("s", { permits: 1 }).acquire({ waitMs: 30_000 });
+    await clock.advance(1_500);
+    const got = await waiting;
+    expect(got.token).toBeGreaterThan(held?.token ?? 0n);
+    await live.close();
+  });
+
+  it("times out a wait that is not served", async () => {
+    const [a] = coordinators();
+    const sem = a.semaphore("t", { permits: 1 });
+    const held = await sem.acquire();
+    await expect(sem.acquire({ waitMs: 50 })).rejects.toBeInstanceOf(LockTimeoutError);
+    // The timed-out wait left nothing behind.
+    await held.release();
+    const next = await sem.acquire({ waitMs: 0 });
+    await next.release();
+    await a.close();
+  });
+});
+
+describe("read-write locks on the memory backend", () => {
+  it("lets readers share, keeps a writer alone, and never starves a waiting writer", async () => {
+    const [a, b] = coordinators();
+    const rw = a.readWriteLock("catalog");
+    const r1 = await rw.read();
+    const r2 = await b.readWriteLock("catalog").read();
+    expect(r1.token).toBe(0n);
+    expect(r2.token).toBe(0n);
+    const writer = rw.write({ waitMs: 5_000 });
+    // A reader that comes after a waiting writer waits behind it.
+    expect(await rw.tryRead()).toBeNull();
+    await r1.release();
+    await r2.release();
+    const w = await writer;
+    expect(w.mode).toBe("write");
+    expect(w.token).toBeGreaterThan(0n);
+    expect(await rw.tryRead()).toBeNull();
+    expect(await rw.tryWrite()).toBeNull();
+    await w.release();
+    const r3 = await rw.read();
+    expect(r3.token).toBe(w.token);
+    await r3.release();
+    await a.close();
+    await b.close();
+  });
+
+  it("downgrades a write to a read with its token, letting queued readers in", async () => {
+    const [a, b] = coordinators();
+    const rw = a.readWriteLock("index");
+    const w = await rw.write();
+    const reader = b.readWriteLock("index").read({ waitMs: 5_000 });
+    const r = await w.downgrade();
+    expect(w.held).toBe(false);
+    expect(w.signal.aborted).toBe(true);
+    expect(r.mode).toBe("read");
+    expect(r.token).toBe(w.token);
+    const other = await reader;
+    expect(other.token).toBe(w.token);
+    // A writer still waits for both readers.
+    expect(await rw.tryWrite()).toBeNull();
+    await expect(r.downgrade()).rejects.toBeInstanceOf(ConfigError);
+    await r.release();
+    await other.release();
+    const w2 = await rw.write({ waitMs: 0 });
+    expect(w2.token).toBeGreaterThan(w.token);
+    await w2.release();
+    await a.close();
+    await b.close();
+  });
+
+  it("runs a function under a read or a write and releases it", async () => {
+    const [a] = coordinators();
+    const rw = a.readWriteLock("prices");
+    const token = await rw.withWrite(({ token: t }) => t);
+    expect(await rw.withRead(({ token: t }) => t)).toBe(token);
+    expect(await rw.holders()).toEqual([]);
+    await a.close();
+  });
+});
