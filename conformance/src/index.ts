@@ -17,6 +17,7 @@ export {
   checkHistory,
   History,
   type HistoryEntry,
+  type PermitShare,
   RecordedCoordinator,
   RecordedWorker,
   type Violation,

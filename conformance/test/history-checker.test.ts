@@ -223,3 +223,113 @@ describe("checkHistory", () => {
     });
   });
 });
+
+describe("permits: semaphores and read-write locks", () => {
+  const RW = 2_147_483_647;
+  const permits = (n: number, limit = 3) => ({ permits: n, limit, mode: "permit" as const });
+  const read = { permits: 1, limit: RW, mode: "read" as const };
+  const write = { permits: RW, limit: RW, mode: "write" as const };
+
+  it("certain holds: several of one process at once, each ended by its own release or loss", () => {
+    const { history, at } = manual();
+    at(0).invokePermits("a", "s", permits(1), "p1").ok(1n, { at: 10 });
+    at(20).invokePermits("a", "s", permits(1), "p2").ok(2n, { at: 30 });
+    at(40).invokeRelease("a", "s", 40, "p1").done(true, 45);
+    at(60).lost("a", "s", { hold: "p2", token: 2n, reason: "deadline" });
+    at(70).invokePermits("a", "s", permits(2), "p3").ok(3n, { at: 80 });
+    at(90).pause("a");
+    expect(certainHolds(history.entries).map((h) => [h.hold, h.start, h.end, h.endedBy])).toEqual([
+      ["p1", 10, 40, "release"],
+      ["p2", 30, 60, "lost"],
+      ["p3", 80, 90, "pause"],
+    ]);
+  });
+
+  it("passes: up to the limit held at once, tokens rising per grant", () => {
+    const { history, at } = manual();
+    at(0).invokePermits("a", "s", permits(2), "a1").ok(1n, { at: 10 });
+    at(11).invokePermits("b", "s", permits(1), "b1").ok(2n, { at: 20 });
+    at(30).invokeRelease("b", "s", 30, "b1").done(true, 35);
+    at(31).invokePermits("c", "s", permits(1), "c1").ok(3n, { at: 40 });
+    at(50).invokeRelease("a", "s", 50, "a1").done(true, 55);
+    expect(checkHistory(history, { fencing: true })).toEqual([]);
+  });
+
+  it("violates: more permits certainly held at once than the semaphore has", () => {
+    const { history, at } = manual();
+    at(0).invokePermits("a", "s", permits(2), "a1").ok(1n, { at: 10 });
+    at(11).invokePermits("b", "s", permits(2), "b1").ok(2n, { at: 20 });
+    at(30).invokeRelease("b", "s", 30, "b1").done(true, 35);
+    const violations = checkHistory(history, { fencing: true });
+    expect(violations.map((v) => v.kind)).toEqual(["capacity"]);
+    expect(violations[0]?.message).toContain('capacity of "s": 4 permits of 3');
+    expect(violations[0]?.message).toContain("b held 2 permits of 3 token 2 from +20.0 ms");
+  });
+
+  it("violates: a paused holder's permits counted until its lease runs out (not at the pause) overlap a waiter's", () => {
+    const { history, at } = manual();
+    at(0).invokePermits("a", "s", permits(3), "a1").ok(1n, { at: 10, deadline: 1_000 });
+    at(100).pause("a");
+    at(150).invokePermits("b", "s", permits(1), "b1").ok(2n, { at: 500 });
+    expect(kinds(history)).toEqual([]);
+    const noPause = history.entries.filter((e) => e.type !== "pause");
+    expect(checkHistory(noPause, { fencing: true }).map((v) => v.kind)).toEqual(["capacity"]);
+  });
+
+  it("violates: two writers, or a writer beside a reader; many readers pass", () => {
+    const { history, at } = manual();
+    at(0).invokePermits("r", "rw", read, "r1").ok(0n, { at: 10 });
+    at(0).invokePermits("q", "rw", read, "q1").ok(0n, { at: 12 });
+    at(20).invokeRelease("r", "rw", 20, "r1").done(true, 21);
+    at(20).invokeRelease("q", "rw", 20, "q1").done(true, 21);
+    expect(kinds(history)).toEqual([]);
+    at(30).invokePermits("w", "rw", write, "w1").ok(1n, { at: 40 });
+    at(45).invokePermits("r", "rw", read, "r2").ok(1n, { at: 50 });
+    at(60).invokeRelease("r", "rw", 60, "r2").done(true, 61);
+    at(62).invokePermits("v", "rw", write, "v1").ok(2n, { at: 70 });
+    const violations = checkHistory(history, { fencing: true });
+    expect(violations.map((v) => v.kind)).toEqual(["capacity", "capacity"]);
+    expect(violations[0]?.message).toContain("a writer beside another holder");
+  });
+
+  it("a lock and a semaphore of one name are unrelated", () => {
+    const { history, at } = manual();
+    at(0).invokeAcquire("a", "x").ok(7n, { at: 10 });
+    at(0).invokePermits("b", "x", permits(1, 1), "b1").ok(1n, { at: 10 });
+    at(20).invokePermits("c", "x", permits(1, 1), "c1").ok(2n, { at: 30 });
+    at(25).invokeRelease("b", "x", 25, "b1").done(true, 26);
+    expect(kinds(history)).toEqual([]);
+  });
+
+  it("violates: a later permit or write without a greater token, a later read with a smaller one", () => {
+    const { history, at } = manual();
+    at(0).invokePermits("w", "rw", write, "w1").ok(5n, { at: 10 });
+    at(20).invokeRelease("w", "rw", 20, "w1").done(true, 21);
+    at(30).invokePermits("r", "rw", read, "r1").ok(5n, { at: 40 }); // the newest write's: fine
+    at(50).invokeRelease("r", "rw", 50, "r1").done(true, 51);
+    expect(kinds(history)).toEqual([]);
+    at(60).invokePermits("q", "rw", read, "q1").ok(4n, { at: 70 });
+    at(80).invokeRelease("q", "rw", 80, "q1").done(true, 81);
+    at(90).invokePermits("v", "rw", write, "v1").ok(5n, { at: 100 });
+    const violations = checkHistory(history, { fencing: true });
+    expect(violations.map((v) => v.message).join("\n")).toContain(
+      "q got token 4 for a read, smaller than w's token 5",
+    );
+    expect(violations.map((v) => v.message).join("\n")).toContain(
+      "v got token 5, not greater than r's token 5",
+    );
+    expect(kinds(history, false)).toEqual([]);
+  });
+
+  it("violates: two concurrent permit grants that share a token; concurrent reads may", () => {
+    const { history, at } = manual();
+    at(0).invokePermits("r", "rw", read, "r1").ok(3n, { at: 10 });
+    at(0).invokePermits("q", "rw", read, "q1").ok(3n, { at: 10 });
+    expect(kinds(history)).toEqual([]);
+    at(0).invokePermits("a", "s", permits(1), "a1").ok(3n, { at: 10 });
+    at(0).invokePermits("b", "s", permits(1), "b1").ok(3n, { at: 11 });
+    const violations = checkHistory(history, { fencing: true });
+    expect(violations.map((v) => v.kind)).toEqual(["token-order"]);
+    expect(violations[0]?.message).toContain("share token 3");
+  });
+});

@@ -1,4 +1,4 @@
-import type { AcquireOp, HistoryEntry, RenewEvent } from "./history.js";
+import type { AcquireOp, HistoryEntry, PermitShare, RenewEvent } from "./history.js";
 
 /** Why a certain hold ended. */
 export type HoldEnd = "release" | "lost" | "deadline" | "pause" | "crash" | "open";
@@ -12,6 +12,10 @@ export interface CertainHold {
   readonly process: string;
   readonly key: string;
   readonly token: bigint;
+  /** What a permit hold takes of the key (unset for a lock's hold). */
+  readonly share: PermitShare | undefined;
+  /** Which of its process's holds of the key this is (permits). */
+  readonly hold: string | undefined;
   readonly start: number;
   readonly end: number;
   readonly endedBy: HoldEnd;
@@ -22,8 +26,10 @@ export interface CertainHold {
  * received (`completeAt`) and ends at the earliest of:
  *
  * - the invocation of the process's next release of the key (it stops relying on the lock
- *   when it asks to give it up);
- * - the process's next reported loss of the key (by the time it was received);
+ *   when it asks to give it up); for a permit hold, the next release of that hold, or one
+ *   naming no hold;
+ * - the process's next reported loss of the key (by the time it was received): of that hold
+ *   or, for a loss that names none, of that token;
  * - the process's local deadline, when known: the acquire's `deadline`, moved later by each
  *   renewal of that process confirmed before the deadline then current (a renewal confirmed
  *   after it is too late: the deadline passed first);
@@ -43,6 +49,8 @@ export function certainHolds(entries: readonly HistoryEntry[]): CertainHold[] {
     if (entry.type !== "acquire" || entry.result?.status !== "ok") continue;
     const start = entry.completeAt as number;
     const token = entry.result.token;
+    const sameHold = (hold: string | undefined) =>
+      hold === undefined || entry.hold === undefined || hold === entry.hold;
     let end = Number.POSITIVE_INFINITY;
     let endedBy: HoldEnd = "open";
     const consider = (at: number, why: HoldEnd, onTie = false) => {
@@ -56,14 +64,16 @@ export function certainHolds(entries: readonly HistoryEntry[]): CertainHold[] {
       if (other.process !== entry.process) continue;
       switch (other.type) {
         case "release":
-          if (other.key === entry.key && other.invokeAt >= start)
+          if (other.key === entry.key && other.invokeAt >= start && sameHold(other.hold))
             consider(other.invokeAt, "release");
           break;
         case "lost":
           if (
             other.key === entry.key &&
             other.at >= start &&
-            (other.token === undefined || other.token === token)
+            (other.hold !== undefined
+              ? sameHold(other.hold)
+              : other.token === undefined || other.token === token)
           )
             consider(other.at, "lost");
           break;
@@ -87,6 +97,8 @@ export function certainHolds(entries: readonly HistoryEntry[]): CertainHold[] {
         process: entry.process,
         key: entry.key,
         token,
+        share: entry.share,
+        hold: entry.hold,
         start,
         end,
         endedBy,

@@ -4,7 +4,9 @@ import {
   formatTime,
   History,
   type HistoryEntry,
+  type PermitShare,
   type ReadOp,
+  shareText,
   type WriteOp,
 } from "./history.js";
 
@@ -12,7 +14,15 @@ import {
 export type ViolationKind =
   /** Two certain holds of one key overlap. */
   | "overlap"
-  /** A grant that came after another (in real time) does not have a greater token. */
+  /**
+   * Certain permit holds of one key take more than its limit at once: more permits than a
+   * semaphore has, two writers, or a writer beside a reader.
+   */
+  | "capacity"
+  /**
+   * A grant that came after another (in real time) does not have a greater token (a read: a
+   * smaller one); or two grants that each take a new token share one.
+   */
   | "token-order"
   /** The fence accepted a token lower than one it had accepted before. */
   | "fence-order"
@@ -49,10 +59,14 @@ const TIMEOUT_REASON = /timeout|timed out|BATON_LOCK_TIMEOUT|BATON_BACKEND_UNAVA
  * Checks a history against the invariants below and returns every violation (empty when
  * the history is clean). Holds are the certain holds of {@link certainHolds}.
  *
- * - overlap: no two certain holds of a key overlap;
+ * - overlap: no two certain holds of a lock overlap;
+ * - capacity: at no time do the certain permit holds of a key take more permits than its
+ *   limit (a write takes all of a read-write lock's, a read one);
  * - token-order (with `fencing`): for successful acquires A and B of a key, B's token is
  *   greater than A's whenever A precedes B: A's reply was received before B was invoked, or
- *   A's certain hold ended before B's began;
+ *   A's certain hold ended before B's began. A read carries the newest write's token, so a
+ *   read B need only not be smaller than A's; and two permit grants that each take a new
+ *   token (a semaphore's permits, writes) never share one, whatever their order;
  * - fence-order: the fence's accepted tokens never decrease (in completion order); and it
  *   rejects only a token lower than one it accepted before the rejected write began;
  * - lost-write: a read shows every write acknowledged (fence accepted, or plain) before the
@@ -69,13 +83,13 @@ export function checkHistory(
   const origin = history instanceof History ? history.origin : 0;
   const t = (at: number | undefined) => formatTime(at, origin);
   const holdText = (h: CertainHold) =>
-    `${h.process} held token ${h.token} from ${t(h.start)} to ${t(h.end)} (${h.endedBy === "open" ? "still open" : `ended by ${h.endedBy}`})`;
+    `${h.process} held ${h.share === undefined ? "" : `${shareText(h.share)} `}token ${h.token} from ${t(h.start)} to ${t(h.end)} (${h.endedBy === "open" ? "still open" : `ended by ${h.endedBy}`})`;
   const violations: Violation[] = [];
   const holds = certainHolds(entries);
   const byKey = groupBy(holds, (h) => h.key);
 
   for (const [key, keyHolds] of byKey) {
-    const sorted = [...keyHolds].sort((a, b) => a.start - b.start);
+    const sorted = keyHolds.filter((h) => h.share === undefined).sort((a, b) => a.start - b.start);
     for (let i = 0; i < sorted.length; i++) {
       const a = sorted[i] as CertainHold;
       for (let j = i + 1; j < sorted.length; j++) {
@@ -90,29 +104,56 @@ export function checkHistory(
     }
   }
 
+  for (const [key, keyHolds] of byKey) {
+    const permitHolds = keyHolds.filter((h) => h.share !== undefined);
+    for (const over of overCapacity(permitHolds)) {
+      const limit = Math.min(...over.map((h) => (h.share as PermitShare).limit));
+      const taken = over.reduce((sum, h) => sum + (h.share as PermitShare).permits, 0);
+      const at = Math.max(...over.map((h) => h.start));
+      const what = over.some((h) => h.share?.mode !== "permit")
+        ? "holds beyond a read-write lock's (a writer beside another holder)"
+        : `${taken} permits of ${limit}`;
+      violations.push({
+        kind: "capacity",
+        message: `capacity of "${key}": ${what} certainly held at once at ${t(at)}: ${over.map(holdText).join("; ")}`,
+        entries: over.map((h) => h.acquire),
+      });
+    }
+  }
+
   if (options.fencing) {
     const holdOf = new Map<AcquireOp, CertainHold>(holds.map((h) => [h.acquire, h]));
     const granted = entries.filter(
       (e): e is AcquireOp => e.type === "acquire" && e.result?.status === "ok",
     );
     for (const [key, acquires] of groupBy(granted, (a) => a.key)) {
-      for (const a of acquires) {
-        for (const b of acquires) {
+      for (const [i, a] of acquires.entries()) {
+        for (const [j, b] of acquires.entries()) {
           if (a === b) continue;
+          // Permits and locks of one name are unrelated; each kind is checked on its own.
+          if ((a.share === undefined) !== (b.share === undefined)) continue;
+          const ta = tokenOf(a);
+          const tb = tokenOf(b);
+          if (j > i && a.share !== undefined && newToken(a) && newToken(b) && ta === tb) {
+            violations.push({
+              kind: "token-order",
+              message: `token order on "${key}": ${a.process}'s grant at ${t(a.completeAt)} and ${b.process}'s at ${t(b.completeAt)} share token ${ta}, although each takes a new one`,
+              entries: [a, b],
+            });
+            continue;
+          }
           const ha = holdOf.get(a);
           const hb = holdOf.get(b);
           const replyFirst = (a.completeAt as number) < b.invokeAt;
           const holdFirst = ha !== undefined && hb !== undefined && ha.end <= hb.start;
           if (!replyFirst && !holdFirst) continue;
-          const ta = tokenOf(a);
-          const tb = tokenOf(b);
-          if (tb > ta) continue;
+          if (newToken(b) ? tb > ta : tb >= ta) continue;
           const why = replyFirst
             ? `${a.process}'s grant was received at ${t(a.completeAt)}, before ${b.process} asked at ${t(b.invokeAt)}`
             : `${a.process}'s certain hold ended at ${t(ha?.end)}, before ${b.process}'s began at ${t(hb?.start)}`;
           violations.push({
             kind: "token-order",
-            message: `token order on "${key}": ${b.process} got token ${tb}, not greater than ${a.process}'s token ${ta}, although ${why}`,
+            message: `token order on "${key}": ${b.process} got token ${tb}${b.share?.mode === "read" ? " for a read, smaller than" : ", not greater than"} ${a.process}'s token ${ta}, although ${why}`,
             entries: [a, b],
           });
         }
@@ -206,6 +247,43 @@ export function checkHistory(
     });
   }
   return violations;
+}
+
+/** A lock's grant, a semaphore's permits and a write take a new token; a read does not. */
+function newToken(op: AcquireOp): boolean {
+  return op.share?.mode !== "read";
+}
+
+/**
+ * The sets of `holds` (all of one key) certainly held at once that take more permits than
+ * the limit: one per stretch of time over the limit, as it stood when that stretch began.
+ */
+function overCapacity(holds: readonly CertainHold[]): CertainHold[][] {
+  // Ends before starts at one instant: a hold's end is exclusive.
+  const moments = holds
+    .flatMap((h) => [
+      { at: h.start, hold: h, starts: true },
+      { at: h.end, hold: h, starts: false },
+    ])
+    .sort((a, b) => a.at - b.at || Number(a.starts) - Number(b.starts));
+  const current = new Set<CertainHold>();
+  const found: CertainHold[][] = [];
+  let over = false;
+  for (const m of moments) {
+    if (m.starts) current.add(m.hold);
+    else current.delete(m.hold);
+    let taken = 0;
+    let limit = Number.POSITIVE_INFINITY;
+    for (const h of current) {
+      const share = h.share as PermitShare;
+      taken += share.permits;
+      limit = Math.min(limit, share.limit);
+    }
+    const nowOver = taken > limit;
+    if (nowOver && !over) found.push([...current]);
+    over = nowOver;
+  }
+  return found;
 }
 
 function tokenOf(op: AcquireOp): bigint {

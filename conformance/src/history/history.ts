@@ -5,6 +5,19 @@
  * loss, a pause) has the time it was recorded.
  */
 
+import type { PermitMode } from "@baton/core";
+
+/**
+ * What a permit acquire takes: `permits` of the key's `limit` (a semaphore's permits, or a
+ * read-write lock's: a read takes 1 of `READ_WRITE_LIMIT`, a write all of them), and how its
+ * token is taken (`mode`).
+ */
+export interface PermitShare {
+  readonly permits: number;
+  readonly limit: number;
+  readonly mode: PermitMode;
+}
+
 /** Outcome of an acquire. */
 export type AcquireResult =
   /** Granted: `deadline` is the holder's local deadline on the runner's clock, when known. */
@@ -26,19 +39,31 @@ interface EntryBase {
   readonly process: string;
 }
 
-/** An acquire of `key`; `completeAt`/`result` stay undefined while it is pending (unknown). */
+/**
+ * An acquire of `key`; `completeAt`/`result` stay undefined while it is pending (unknown).
+ * A permit acquire has a `share`, and a `hold` naming it among the holds its process may have
+ * of the key at once.
+ */
 export interface AcquireOp extends EntryBase {
   readonly type: "acquire";
   readonly key: string;
+  /** Set for a semaphore's permits or a read-write lock's read or write; unset for a lock. */
+  readonly share: PermitShare | undefined;
+  /** Which of the process's holds of `key` this is (permits); a release or loss names it. */
+  readonly hold: string | undefined;
   readonly invokeAt: number;
   readonly completeAt: number | undefined;
   readonly result: AcquireResult | undefined;
 }
 
-/** A release of `key` (the process's current grant). */
+/**
+ * A release of `key`: of the process's hold `hold`, or, without one, of every hold it has of
+ * the key.
+ */
 export interface ReleaseOp extends EntryBase {
   readonly type: "release";
   readonly key: string;
+  readonly hold: string | undefined;
   readonly invokeAt: number;
   readonly completeAt: number | undefined;
   readonly result: ReleaseResult | undefined;
@@ -55,10 +80,14 @@ export interface RenewEvent extends EntryBase {
   readonly deadline: number | undefined;
 }
 
-/** The process reported its grant of `key` lost (deadline, session lost, key lost...). */
+/**
+ * The process reported its grant of `key` lost (deadline, session lost, key lost...): its
+ * hold `hold`, or, without one, its grant with `token` (any grant of the key without either).
+ */
 export interface LostEvent extends EntryBase {
   readonly type: "lost";
   readonly key: string;
+  readonly hold: string | undefined;
   readonly token: bigint | undefined;
   readonly reason: string;
   readonly at: number;
@@ -182,10 +211,36 @@ export class History {
 
   /** Records the start of an acquire; complete it with the handle. */
   invokeAcquire(process: string, key: string, at = this.now()): AcquireHandle {
+    return this.#invokeAcquire(process, key, undefined, undefined, at);
+  }
+
+  /**
+   * Records the start of a permit acquire (a semaphore's permits, a read or a write) that
+   * `process` will know as `hold`; complete it with the handle.
+   */
+  invokePermits(
+    process: string,
+    key: string,
+    share: PermitShare,
+    hold: string,
+    at = this.now(),
+  ): AcquireHandle {
+    return this.#invokeAcquire(process, key, { ...share }, hold, at);
+  }
+
+  #invokeAcquire(
+    process: string,
+    key: string,
+    share: PermitShare | undefined,
+    hold: string | undefined,
+    at: number,
+  ): AcquireHandle {
     const op = this.#add<AcquireOp>({
       type: "acquire",
       process,
       key,
+      share,
+      hold,
       invokeAt: at,
       completeAt: undefined,
       result: undefined,
@@ -207,12 +262,16 @@ export class History {
     };
   }
 
-  /** Records the start of a release; complete it with the handle. */
-  invokeRelease(process: string, key: string, at = this.now()): ReleaseHandle {
+  /**
+   * Records the start of a release (of the process's hold `hold` of `key`, or of all of them
+   * without one); complete it with the handle.
+   */
+  invokeRelease(process: string, key: string, at = this.now(), hold?: string): ReleaseHandle {
     const op = this.#add<ReleaseOp>({
       type: "release",
       process,
       key,
+      hold,
       invokeAt: at,
       completeAt: undefined,
       result: undefined,
@@ -299,12 +358,13 @@ export class History {
   lost(
     process: string,
     key: string,
-    loss: { token?: bigint; reason: string; at?: number },
+    loss: { token?: bigint; reason: string; at?: number; hold?: string },
   ): LostEvent {
     return this.#add<LostEvent>({
       type: "lost",
       process,
       key,
+      hold: loss.hold,
       token: loss.token,
       reason: loss.reason,
       at: loss.at ?? this.now(),
@@ -352,7 +412,9 @@ export function describeEntry(entry: HistoryEntry, origin: number): string {
           : r.status === "ok"
             ? `ok token ${r.token}${r.deadline !== undefined ? ` deadline ${t(r.deadline)}` : ""}`
             : `${r.status} (${r.reason})`;
-      return `${head} acquire "${entry.key}" ${t(entry.invokeAt)}..${t(entry.completeAt)}: ${outcome}`;
+      const what =
+        entry.share === undefined ? "acquire" : `${shareText(entry.share)} ${entry.hold}`;
+      return `${head} ${what} "${entry.key}" ${t(entry.invokeAt)}..${t(entry.completeAt)}: ${outcome}`;
     }
     case "release": {
       const r = entry.result;
@@ -362,12 +424,13 @@ export function describeEntry(entry: HistoryEntry, origin: number): string {
           : r.status === "ok"
             ? `wasHeld=${r.wasHeld}`
             : `unknown (${r.reason})`;
-      return `${head} release "${entry.key}" ${t(entry.invokeAt)}..${t(entry.completeAt)}: ${outcome}`;
+      const hold = entry.hold === undefined ? "" : ` ${entry.hold}`;
+      return `${head} release${hold} "${entry.key}" ${t(entry.invokeAt)}..${t(entry.completeAt)}: ${outcome}`;
     }
     case "renew":
       return `${head} renew ${entry.ok ? "ok" : "failed"} at ${t(entry.at)}${entry.deadline !== undefined ? ` deadline ${t(entry.deadline)}` : ""}`;
     case "lost":
-      return `${head} lost "${entry.key}"${entry.token !== undefined ? ` token ${entry.token}` : ""} (${entry.reason}) at ${t(entry.at)}`;
+      return `${head} lost${entry.hold === undefined ? "" : ` ${entry.hold}`} "${entry.key}"${entry.token !== undefined ? ` token ${entry.token}` : ""} (${entry.reason}) at ${t(entry.at)}`;
     case "pause":
     case "resume":
     case "crash":
@@ -377,4 +440,10 @@ export function describeEntry(entry: HistoryEntry, origin: number): string {
     case "read":
       return `${head} read "${entry.key}" ${t(entry.invokeAt)}..${t(entry.completeAt)}: [${entry.values.join(", ")}]`;
   }
+}
+
+/** `"2 permits"`, `"read"`, `"write"`: what a permit acquire takes, for messages. */
+export function shareText(share: PermitShare): string {
+  if (share.mode !== "permit") return share.mode;
+  return `${share.permits} permit${share.permits === 1 ? "" : "s"} of ${share.limit}`;
 }

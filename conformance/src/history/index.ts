@@ -1,7 +1,8 @@
 /**
  * The history recorder and checker: record what every process did on the test runner's
- * monotonic clock, then check for overlapping holds, tokens that do not rise, a fence that
- * accepts a stale token or loses an acknowledged write.
+ * monotonic clock, then check for overlapping holds, more permits held than a semaphore or
+ * read-write lock allows, tokens that do not rise, a fence that accepts a stale token or loses
+ * an acknowledged write.
  *
  * @packageDocumentation
  * @module @baton/conformance/history
@@ -23,6 +24,7 @@ export {
   History,
   type HistoryEntry,
   type LostEvent,
+  type PermitShare,
   type ProcessEvent,
   type ReadOp,
   type ReleaseHandle,
