@@ -7,9 +7,11 @@ import {
   LockTimeoutError,
   ManualClock,
   MemoryBackend,
+  MemoryFence,
   Permit,
   PermitLimitError,
 } from "../src/index.js";
+import { ScriptedBackend } from "./fakes/scripted-backend.js";
 
 /** Two coordinators on one memory store, as two processes would be. */
 function coordinators(): [Coordinator, Coordinator] {
@@ -188,5 +190,74 @@ describe("read-write locks on the memory backend", () => {
     expect(await rw.withRead(({ token: t }) => t)).toBe(token);
     expect(await rw.holders()).toEqual([]);
     await a.close();
+  });
+});
+
+describe("permits through the coordinator", () => {
+  it("raises the fence in correctness mode for writes only", async () => {
+    const fence = new MemoryFence();
+    const coordinator = createCoordinator({
+      backend: new MemoryBackend(),
+      mode: "correctness",
+      fence,
+    });
+    const rw = coordinator.readWriteLock("ledger");
+    const w = await rw.write();
+    expect(fence.highest("ledger")).toBe(w.token);
+    await w.release();
+    const sem = coordinator.semaphore("pool", { permits: 2 });
+    const p = await sem.acquire();
+    const r = await rw.read();
+    // Permits and reads are held many at once: raising with each would reject the others.
+    expect(fence.highest("pool")).toBeUndefined();
+    expect(fence.highest("ledger")).toBe(w.token);
+    await p.release();
+    await r.release();
+    await coordinator.close();
+  });
+
+  it("refuses a backend without semaphores with a ConfigError, before any I/O", () => {
+    const backend = new ScriptedBackend();
+    const coordinator = createCoordinator({ backend });
+    expect(() => coordinator.semaphore("s", { permits: 2 })).toThrow(/semaphores: false/);
+    expect(() => coordinator.readWriteLock("rw")).toThrow(ConfigError);
+    expect(backend.calls.openSession).toBe(0);
+  });
+
+  it("emits acquired and released, and close() releases held permits", async () => {
+    const backend = new MemoryBackend();
+    const coordinator = createCoordinator({ backend });
+    const events: string[] = [];
+    coordinator.on("acquired", ({ name }) => events.push(`acquired ${name}`));
+    coordinator.on("released", ({ name }) => events.push(`released ${name}`));
+    const sem = coordinator.semaphore("s", { permits: 2 });
+    const p = await sem.acquire();
+    await p.release();
+    const held = await sem.acquire({ permits: 2 });
+    await coordinator.close();
+    expect(held.held).toBe(false);
+    expect(held.lostReason).toBe("closed");
+    expect(events).toEqual(["acquired s", "released s", "acquired s", "released s"]);
+    const other = createCoordinator({ backend });
+    const again = await other.semaphore("s", { permits: 2 }).acquire({ permits: 2, waitMs: 0 });
+    await again.release();
+    await other.close();
+  });
+
+  it("ends a permit at once when its process resumes past its lease, and frees it", async () => {
+    const clock = new ManualClock();
+    const backend = new MemoryBackend({ clock });
+    const paused = createCoordinator({ backend, ttlMs: 1_000, clock });
+    const permit = await paused.semaphore("s", { permits: 1 }).acquire();
+    expect(permit.held).toBe(true);
+    clock.jump(5_000); // a pause (GC, SIGSTOP) past the lease, before any timer has run
+    expect(permit.signal.aborted).toBe(true);
+    expect(permit.lostReason).toBe("deadline");
+    const other = createCoordinator({ backend, ttlMs: 1_000, clock });
+    const next = await other.semaphore("s", { permits: 1 }).acquire({ waitMs: 0 });
+    expect(next.token).toBeGreaterThan(permit.token);
+    await next.release();
+    await other.close();
+    await paused.close();
   });
 });
