@@ -3,13 +3,17 @@
  * signal N ended it); these codes are for what happened before or instead.
  */
 export const EXIT = {
-  /** Bad usage: unknown command or option, missing NAME or CMD, a bad backend URL. */
+  /**
+   * Bad usage: unknown command or option, missing NAME or CMD, a bad backend URL; for `lock`,
+   * also a `--permits` other than the one the store holds for NAME, or a semaphore or
+   * read-write lock on a backend without them.
+   */
   usage: 64,
   /** The store could not be reached. */
   unavailable: 69,
-  /** `--no-wait` and the lock is held by someone else. */
+  /** `--no-wait` and the lock is held by someone else (or not enough permits are free). */
   held: 75,
-  /** The lock was lost while CMD ran; CMD was stopped. */
+  /** The lock (or permit) was lost while CMD ran; CMD was stopped. */
   lost: 76,
   /** `run-once`: the slot is done (by this or another replica); CMD did not run. */
   alreadyDone: 80,
@@ -19,7 +23,7 @@ export const EXIT = {
   attemptsExhausted: 82,
   /** `run-once`: CMD ran past `--at-most`; it was stopped and the attempt recorded as failed. */
   overran: 83,
-  /** `--wait` ran out while someone else held the lock. */
+  /** `--wait` ran out while someone else held the lock (or the permits). */
   timeout: 124,
   /** CMD could not be started (not found, not executable). */
   cannotRun: 127,

@@ -13,12 +13,13 @@ import { UsageError } from "./usage-error.js";
 export const USAGE = `usage: baton <command> [options]
 
 Commands:
-  lock NAME -- CMD     run CMD while holding the lock NAME
+  lock NAME -- CMD     run CMD while holding the lock NAME (--permits N: a permit of the
+                       semaphore NAME; --read or --write: the read-write lock NAME)
   elect NAME -- CMD    run CMD only while this instance leads NAME
   run-once JOB SLOT -- CMD
                        run CMD once for SLOT across every replica; the outcome is recorded
   cron CRON JOB -- CMD run CMD once per tick of CRON across every replica (long-running)
-  status NAME          show who holds NAME (--watch, --json)
+  status NAME          show who holds NAME (--watch, --json; --permits for its permits)
   demo                 the invoice story (lock only, + signal, + fence) and the nightly scene
   compare              the invoice story on several backends, with a report and timelines
 

@@ -49,3 +49,31 @@ export async function until(
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/** The most CMDs running at once by a log of `start ...` and `end ...` lines. */
+export function maxAtOnce(lines: readonly string[]): number {
+  let running = 0;
+  let most = 0;
+  for (const line of lines) {
+    running += line.startsWith("start") ? 1 : -1;
+    most = Math.max(most, running);
+  }
+  return most;
+}
+
+/**
+ * True when, by a log of `start WHO ...` and `end WHO ...` lines, no writer (a WHO starting
+ * with "w") ran beside a reader or another writer.
+ */
+export function neverBesideAWrite(lines: readonly string[]): boolean {
+  let reads = 0;
+  let writes = 0;
+  for (const line of lines) {
+    const [event, who] = line.split(" ") as [string, string];
+    const delta = event === "start" ? 1 : -1;
+    if (who.startsWith("w")) writes += delta;
+    else reads += delta;
+    if (writes > 1 || (writes === 1 && reads > 0)) return false;
+  }
+  return true;
+}

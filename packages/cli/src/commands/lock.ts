@@ -7,36 +7,50 @@ import {
   LockHeldError,
   LockLostError,
   LockTimeoutError,
+  MAX_PERMITS,
+  PermitLimitError,
   parseBackendUrl,
   StaleTokenError,
 } from "@baton/core";
 import { backendFrom, msOption, nameFrom, parse, usageFromConfig } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { loadAdapter } from "../load-adapter.js";
+import { acquireHold, describeHeld, type LockKind, lockKindFrom } from "../lock-kind.js";
 import { exitCodeOf, onSignals, runChild } from "../run-child.js";
 import { UsageError } from "../usage-error.js";
 
-export const LOCK_USAGE = `usage: baton lock NAME [--backend URL] [--ttl MS] [--wait MS | --no-wait] [--grace MS]
-       [--value TEXT] [--fence URL [--fence-table T] [--fence-resource-column C]
-       [--fence-token-column C]] -- CMD [ARGS...]
+export const LOCK_USAGE = `usage: baton lock NAME [--permits N [--take K] | --read | --write] [--backend URL]
+       [--ttl MS] [--wait MS | --no-wait] [--grace MS] [--value TEXT] [--fence URL
+       [--fence-table T] [--fence-resource-column C] [--fence-token-column C]] -- CMD [ARGS...]
 
-Runs CMD while holding the lock NAME. CMD gets BATON_LOCK_NAME, BATON_FENCING_TOKEN and
-BATON_BACKEND (no BATON_FENCING_TOKEN, and a warning, on a backend whose grants carry no
-ordered token, such as redlock://: a fence could not tell an old holder from a new one).
-If the lock is lost, CMD gets SIGTERM, then SIGKILL after --grace.
-Signals sent to baton are forwarded to CMD; the lock is released when CMD ends.
+Runs CMD while holding the lock NAME; with --permits N, while holding a permit of the
+semaphore NAME (N run at once); with --read or --write, while holding the read-write lock
+NAME for reading (many at once, none beside a write) or for writing (one at a time).
+CMD gets BATON_LOCK_NAME, BATON_FENCING_TOKEN and BATON_BACKEND (no BATON_FENCING_TOKEN, and
+a warning, on a backend whose grants carry no ordered token, such as redlock://: a fence
+could not tell an old holder from a new one). If the lock is lost, CMD gets SIGTERM, then
+SIGKILL after --grace. Signals sent to baton are forwarded to CMD; the lock is released when
+CMD ends.
 
+  --permits N     hold the semaphore NAME of N permits (1 to ${MAX_PERMITS}) instead of a lock:
+                  every run of NAME must give the same N. Each grant gets a new, greater token
+  --take K        with --permits: hold K of the N permits (default 1)
+  --read          hold the read-write lock NAME for reading: BATON_FENCING_TOKEN is the token
+                  of its newest write (0 before the first). Waits behind a waiting --write
+  --write         hold the read-write lock NAME for writing, with a new, greater token.
+                  A read-write lock NAME is not the lock NAME; it shares the semaphore's names
   --backend URL   store URL (or BATON_BACKEND), e.g. redis://127.0.0.1:6379, etcd://h1:2379,h2:2379
   --ttl MS        lease length (default 15000)
   --wait MS       wait up to MS for the lock (default 60000)
-  --no-wait       try once: exit ${EXIT.held} at once if someone else holds the lock
+  --no-wait       try once: exit ${EXIT.held} at once if someone else holds the lock (or
+                  not enough permits are free)
   --grace MS      how long a CMD whose lock was lost has after SIGTERM before SIGKILL (default 5000)
   --value TEXT    published with the lock, shown by baton status (at most 4096 characters)
   --fence URL     correctness mode: before CMD starts, raise the fence in this PostgreSQL
                   database (postgres://user@host/db) to the new token, under NAME, so writes
                   of an older holder are rejected from then on. CMD's fenced writes use NAME
                   and BATON_FENCING_TOKEN. Needs a backend with ordered tokens: etcd,
-                  zookeeper or postgres
+                  zookeeper or postgres. With a plain lock or --write only
   --fence-table T            the fence table, table or schema.table (default baton.fence;
                              created when missing)
   --fence-resource-column C  its column of lock names (default resource)
@@ -44,7 +58,8 @@ Signals sent to baton are forwarded to CMD; the lock is released when CMD ends.
   -h, --help      show this text
 Exit codes: CMD's own when it ran; ${EXIT.held} held (--no-wait); ${EXIT.timeout} wait ran out;
 ${EXIT.lost} lock lost while CMD ran, or the fence had seen a newer token; ${EXIT.unavailable} store or fence unreachable;
-${EXIT.usage} bad usage; ${EXIT.cannotRun} CMD could not start.`;
+${EXIT.usage} bad usage, another N for NAME in the store, or --permits, --read or --write on a
+backend without semaphores (redlock://); ${EXIT.cannotRun} CMD could not start.`;
 
 /** The options `baton lock` takes (besides -h, --help), each documented in {@link LOCK_USAGE}. */
 export const LOCK_OPTIONS = {
@@ -58,6 +73,10 @@ export const LOCK_OPTIONS = {
   "fence-table": { type: "string" },
   "fence-resource-column": { type: "string" },
   "fence-token-column": { type: "string" },
+  permits: { type: "string" },
+  take: { type: "string" },
+  read: { type: "boolean" },
+  write: { type: "boolean" },
 } as const;
 
 /** The `--fence*` flag of each `pgFence` option, for messages. */
@@ -71,13 +90,21 @@ const FENCE_FLAGS: Record<string, string> = {
 type OwnFence = Fence & { close(): Promise<void> };
 
 /** The `--fence` options as a PostgreSQL fence, checked without I/O; undefined without `--fence`. */
-async function fenceFrom(values: Record<string, unknown>): Promise<OwnFence | undefined> {
+async function fenceFrom(
+  values: Record<string, unknown>,
+  kind: LockKind,
+): Promise<OwnFence | undefined> {
   const url = values.fence;
   const flags = ["fence-table", "fence-resource-column", "fence-token-column"];
   if (typeof url !== "string") {
     const stray = flags.find((flag) => values[flag] !== undefined);
     if (stray !== undefined) throw new UsageError(`--${stray} needs --fence URL`);
     return undefined;
+  }
+  if (kind.mode === "permit" || kind.mode === "read") {
+    throw new UsageError(
+      `--fence and ${kind.mode === "read" ? "--read" : "--permits"} exclude each other: the fence is raised to a new token of one holder at a time, which only a plain lock or --write takes`,
+    );
   }
   let scheme: string;
   try {
@@ -134,8 +161,9 @@ export async function lockCommand(
   const waitMs = values["no-wait"] ? 0 : msOption(values.wait, "wait", 60_000, 0);
   const graceMs = msOption(values.grace, "grace", 5_000, 0);
   const value = typeof values.value === "string" ? values.value : undefined;
+  const kind = lockKindFrom(values);
 
-  const fence = await fenceFrom(values);
+  const fence = await fenceFrom(values, kind);
 
   await loadAdapter(backend);
   let coordinator: ReturnType<typeof createCoordinator>;
@@ -158,7 +186,7 @@ export async function lockCommand(
   });
   let lock: Lock;
   try {
-    lock = await coordinator.acquire(name, {
+    lock = await acquireHold(coordinator, name, kind, {
       waitMs,
       signal: cancel.signal,
       ...(value !== undefined ? { value } : {}),
@@ -169,9 +197,10 @@ export async function lockCommand(
     await fence?.close().catch(() => undefined);
     if (interrupted !== undefined) return exitCodeOf({ code: null, signal: interrupted });
     if (error instanceof LockHeldError) {
-      err(`baton: lock "${name}" is held by someone else`);
+      err(`baton: ${describeHeld(name, kind)}`);
       return EXIT.held;
     }
+    if (error instanceof PermitLimitError) throw new UsageError(error.message);
     if (error instanceof LockTimeoutError) {
       err(`baton: ${error.message}`);
       return EXIT.timeout;
