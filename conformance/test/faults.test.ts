@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { connect, createServer, type Server } from "node:net";
+import { READ_WRITE_LIMIT } from "@baton/core";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   type LockWorker,
@@ -9,6 +10,7 @@ import {
   type WorkerEvent,
 } from "../src/faults/index.js";
 import { ALL_BACKENDS, type BackendKind, describeBackend } from "../src/harness/index.js";
+import { certainHolds, checkHistory, History, RecordedWorker } from "../src/history/index.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -235,3 +237,81 @@ for (const kind of ALL_BACKENDS) {
     });
   });
 }
+
+describeBackend("memory", () => {
+  describe("a permit holder in a worker process", () => {
+    const workers: LockWorker[] = [];
+    afterEach(async () => {
+      await Promise.allSettled(workers.splice(0).map((w) => w.kill()));
+    });
+
+    it("takes and releases permits, reads and writes by hold id; frozen past its TTL, each hold's signal aborts on SIGCONT", async () => {
+      const ttlMs = TTL_MS.memory;
+      const worker = await spawnLockWorker({ url: "memory://", ttlMs });
+      workers.push(worker);
+      const history = new History();
+      const recorded = new RecordedWorker(history, "w", worker);
+      const acquired = (hold: string) => (e: WorkerEvent) =>
+        e.event === "permits-acquired" && e.hold === hold;
+      recorded.acquirePermits("sem", { permits: 2, limit: 3, mode: "permit" }, "p1");
+      recorded.acquirePermits("sem", { permits: 1, limit: 3, mode: "permit" }, "p2");
+      recorded.acquirePermits("rw", { permits: 1, limit: READ_WRITE_LIMIT, mode: "read" }, "r1");
+      const [p1, p2, r1] = await Promise.all(
+        ["p1", "p2", "r1"].map((hold) => worker.waitFor(acquired(hold), 10_000)),
+      );
+      expect(p1).toMatchObject({ name: "sem", mode: "permit" });
+      expect(BigInt((p2 as { token: string }).token)).toBeGreaterThan(
+        BigInt((p1 as { token: string }).token),
+      );
+      expect(r1).toMatchObject({ name: "rw", mode: "read", token: "0" });
+      // A fourth permit does not fit: the error names the hold.
+      recorded.acquirePermits("sem", { permits: 1, limit: 3, mode: "permit" }, "p3", { waitMs: 0 });
+      recorded.acquirePermits("sem", { permits: 4, limit: 3, mode: "permit" }, "p4");
+      const errors = await Promise.all(
+        ["p3", "p4"].map((hold) =>
+          worker.waitFor((e) => e.event === "error" && e.hold === hold, 10_000),
+        ),
+      );
+      expect(errors.map((e) => (e as { code: string }).code)).toEqual([
+        "BATON_LOCK_HELD",
+        "BATON_CONFIG",
+      ]);
+      recorded.releasePermits("sem", "p2");
+      await worker.waitFor((e) => e.event === "permits-released" && e.hold === "p2", 10_000);
+      recorded.acquirePermits("rw", { permits: 1, limit: READ_WRITE_LIMIT, mode: "read" }, "r2");
+      await worker.waitFor(acquired("r2"), 10_000);
+      recorded.pause();
+      await sleep(2 * ttlMs + 300);
+      const from = worker.events.length;
+      recorded.resume();
+      const lost = await Promise.all(
+        ["p1", "r1", "r2"].map((hold) =>
+          worker.waitFor((e) => e.event === "permits-lost" && e.hold === hold, 10_000, from),
+        ),
+      );
+      for (const e of lost) expect((e as { reason: string }).reason).toBe("deadline");
+      recorded.acquirePermits(
+        "rw",
+        { permits: READ_WRITE_LIMIT, limit: READ_WRITE_LIMIT, mode: "write" },
+        "w1",
+      );
+      const w1 = await worker.waitFor(acquired("w1"), 10_000, from);
+      expect(BigInt((w1 as { token: string }).token)).toBeGreaterThan(0n);
+      recorded.releasePermits("rw", "w1");
+      await worker.waitFor((e) => e.event === "permits-released" && e.hold === "w1", 10_000);
+      recorded.detach();
+      const holds = certainHolds(history.entries).map((h) => [h.hold, h.endedBy]);
+      expect(holds).toEqual([
+        ["p1", "pause"],
+        ["p2", "release"],
+        ["r1", "pause"],
+        ["r2", "pause"],
+        ["w1", "release"],
+      ]);
+      expect(
+        history.entries.filter((e) => e.type === "acquire").map((e) => e.result?.status),
+      ).toEqual(["ok", "ok", "ok", "fail", "fail", "ok", "ok"]);
+      expect(checkHistory(history, { fencing: true })).toEqual([]);
+    }, 60_000);
+  });
+});

@@ -14,6 +14,7 @@ import {
   installStepDown,
   type Lock,
   type Partitions,
+  type Permit,
   type RunContext,
   type RunOnceResult,
   type Schedule,
@@ -31,6 +32,8 @@ const coordinator: Coordinator = createCoordinator({
   ...(process.env.BATON_OWNER_ID ? { ownerId: process.env.BATON_OWNER_ID } : {}),
 });
 const locks = new Map<string, Lock>();
+/** Permits held here, by hold id. */
+const permits = new Map<string, Permit>();
 const elections = new Map<string, Election>();
 const partitionSets = new Map<string, Partitions>();
 /** The worker's own prom-client registry, once `enable-metrics` ran. */
@@ -137,14 +140,30 @@ function emit(event: WorkerEvent): void {
   process.stdout.write(`${JSON.stringify(event)}\n`);
 }
 
-function errorEvent(op: string, error: unknown): WorkerEvent {
+function errorEvent(op: string, error: unknown, hold?: string): WorkerEvent {
   const e = error as { code?: string; message?: string; name?: string };
   return {
     event: "error",
     op,
     code: e.code ?? e.name ?? "Error",
     message: e.message ?? String(error),
+    ...(hold !== undefined ? { hold } : {}),
   };
+}
+
+/** Takes the permits `command` asks for: a semaphore's, a read lock or the write lock. */
+function takePermits(command: Extract<WorkerCommand, { op: "acquire-permits" }>): Promise<Permit> {
+  const options = { waitMs: command.waitMs ?? 30_000 };
+  switch (command.mode) {
+    case "permit":
+      return coordinator
+        .semaphore(command.name, { permits: command.limit ?? 1 })
+        .acquire({ ...options, permits: command.permits ?? 1 });
+    case "read":
+      return coordinator.readWriteLock(command.name).read(options);
+    case "write":
+      return coordinator.readWriteLock(command.name).write(options);
+  }
 }
 
 async function handle(command: WorkerCommand): Promise<void> {
@@ -161,6 +180,29 @@ async function handle(command: WorkerCommand): Promise<void> {
           emit({ event: "lost", name: command.name, token: `${recordedToken(lock)}`, reason });
       });
       emit({ event: "acquired", name: command.name, token: `${recordedToken(lock)}` });
+      return;
+    }
+    case "acquire-permits": {
+      const { name, hold } = command;
+      const permit = await takePermits(command).catch((error: unknown) => {
+        emit(errorEvent(command.op, error, hold));
+        return undefined;
+      });
+      if (permit === undefined) return;
+      permits.set(hold, permit);
+      const token = `${recordedToken(permit)}`;
+      permit.signal.addEventListener("abort", () => {
+        const reason = (permit.signal.reason as { reason?: string }).reason ?? "unknown";
+        if (reason !== "released") emit({ event: "permits-lost", name, hold, token, reason });
+      });
+      emit({ event: "permits-acquired", name, hold, mode: permit.mode, token });
+      return;
+    }
+    case "release-permits": {
+      const permit = permits.get(command.hold);
+      const wasHeld = (await permit?.release()) ?? false;
+      permits.delete(command.hold);
+      emit({ event: "permits-released", name: permit?.name ?? "", hold: command.hold, wasHeld });
       return;
     }
     case "release": {

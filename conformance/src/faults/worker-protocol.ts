@@ -1,4 +1,4 @@
-import type { RunOutcome } from "@baton/core";
+import type { PermitMode, RunOutcome } from "@baton/core";
 
 /**
  * How a write loop asks whether it may write: `lock.held`, `lock.throwIfLost()`,
@@ -19,6 +19,23 @@ export type WorkerCommand =
    * signal checks need a lock. `unchecked`: keep writing regardless (a careless user).
    */
   | { op: "tick"; name: string; everyMs: number; unchecked?: boolean; check?: TickCheck }
+  /**
+   * Takes permits of semaphore `name` (`mode` "permit": `permits` of its `limit`, default 1
+   * of 1) or a read or write lock of read-write lock `name`, known from then on as `hold`
+   * (one worker may hold several of one name at once). Answers `permits-acquired`, or an
+   * `error` naming the hold.
+   */
+  | {
+      op: "acquire-permits";
+      name: string;
+      hold: string;
+      mode: PermitMode;
+      permits?: number;
+      limit?: number;
+      waitMs?: number;
+    }
+  /** Releases the permits `hold`; answers `permits-released`. */
+  | { op: "release-permits"; hold: string }
   | { op: "elect"; name: string; value?: string }
   | { op: "resign"; name: string }
   | { op: "leader"; name: string }
@@ -71,7 +88,12 @@ export type WorkerEvent =
   | { event: "refused"; name: string; reason?: string }
   | { event: "lost"; name: string; token: string; reason: string }
   | { event: "renewFailed"; message: string; remainingMs: number }
-  | { event: "error"; op: string; code: string; message: string }
+  /** A command failed; `hold`: the permits it was about (for `acquire-permits`). */
+  | { event: "error"; op: string; code: string; message: string; hold?: string }
+  | { event: "permits-acquired"; name: string; hold: string; mode: PermitMode; token: string }
+  | { event: "permits-released"; name: string; hold: string; wasHeld: boolean }
+  /** The permits `hold` ended other than by release: their signal aborted with `reason`. */
+  | { event: "permits-lost"; name: string; hold: string; token: string; reason: string }
   | { event: "elected"; name: string; term: string }
   | { event: "revoked"; name: string; term: string; reason: string }
   | { event: "resigned"; name: string }

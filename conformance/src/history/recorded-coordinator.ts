@@ -1,12 +1,18 @@
-import type {
-  AcquireOptions,
-  Coordinator,
-  Lock,
-  LockLostError,
-  TryAcquireOptions,
+import {
+  type AcquireOptions,
+  type Coordinator,
+  type Lock,
+  type LockLostError,
+  type Permit,
+  type PermitAcquireOptions,
+  type PermitTryOptions,
+  READ_WRITE_LIMIT,
+  type ReadWriteLock,
+  type Semaphore,
+  type TryAcquireOptions,
 } from "@baton/core";
 import { acquireFailureOf } from "./acquire-outcome.js";
-import type { History } from "./history.js";
+import type { AcquireHandle, History, PermitShare } from "./history.js";
 import { recordedToken } from "./recorded-token.js";
 
 /**
@@ -26,6 +32,9 @@ export class RecordedCoordinator {
   readonly coordinator: Coordinator;
   /** Live locks and their current local deadline on the history's clock. */
   readonly #deadlines = new Map<Lock, number>();
+  /** The hold id of each permit recorded here. */
+  readonly #holds = new WeakMap<Lock, string>();
+  #holdSeq = 0;
   readonly #unsubscribe: (() => void)[] = [];
 
   constructor(history: History, process: string, coordinator: Coordinator) {
@@ -66,9 +75,74 @@ export class RecordedCoordinator {
     return this.#record(name, () => this.coordinator.tryAcquire(name, options));
   }
 
-  /** Releases `lock`, recording the call and whether it was still held. */
+  /** Takes permits of `semaphore` (`semaphore.acquire`), recording the call and its outcome. */
+  async acquirePermits(semaphore: Semaphore, options?: PermitAcquireOptions): Promise<Permit> {
+    const share = semaphoreShare(semaphore, options?.permits);
+    return (await this.#recordPermit(semaphore.name, share, () =>
+      semaphore.acquire(options),
+    )) as Permit;
+  }
+
+  /** Tries once for permits of `semaphore`: `null` (recorded `fail`) when not enough are free. */
+  tryAcquirePermits(semaphore: Semaphore, options?: PermitTryOptions): Promise<Permit | null> {
+    const share = semaphoreShare(semaphore, options?.permits);
+    return this.#recordPermit(semaphore.name, share, () => semaphore.tryAcquire(options));
+  }
+
+  /** Takes a read lock of `rw`, recording the call and its outcome. */
+  async read(rw: ReadWriteLock, options?: AcquireOptions): Promise<Permit> {
+    return (await this.#recordPermit(rw.name, READ, () => rw.read(options))) as Permit;
+  }
+
+  /** Takes the write lock of `rw`, recording the call and its outcome. */
+  async write(rw: ReadWriteLock, options?: AcquireOptions): Promise<Permit> {
+    return (await this.#recordPermit(rw.name, WRITE, () => rw.write(options))) as Permit;
+  }
+
+  /** Tries once for a read lock of `rw` (`null`, recorded `fail`, when a writer holds or waits). */
+  tryRead(rw: ReadWriteLock, options?: TryAcquireOptions): Promise<Permit | null> {
+    return this.#recordPermit(rw.name, READ, () => rw.tryRead(options));
+  }
+
+  /** Tries once for the write lock of `rw` (`null`, recorded `fail`, when anybody holds or waits). */
+  tryWrite(rw: ReadWriteLock, options?: TryAcquireOptions): Promise<Permit | null> {
+    return this.#recordPermit(rw.name, WRITE, () => rw.tryWrite(options));
+  }
+
+  /**
+   * Downgrades the write lock `write` to a read lock, recorded as the write's release (when
+   * the call is made: the write is no longer relied on) and a read acquired by the call.
+   */
+  async downgrade(write: Permit): Promise<Permit> {
+    const at = this.history.now();
+    const release = this.history.invokeRelease(
+      this.process,
+      write.name,
+      at,
+      this.#holds.get(write),
+    );
+    const acquire = this.#invokePermit(write.name, READ, at);
+    let read: Permit;
+    try {
+      read = await write.downgrade();
+    } catch (error) {
+      release.unknown(String((error as Error)?.message ?? error));
+      this.#fail(acquire.handle, error);
+      throw error;
+    }
+    release.done(true);
+    this.#granted(read, acquire);
+    return read;
+  }
+
+  /** Releases `lock` (or permit), recording the call and whether it was still held. */
   async release(lock: Lock): Promise<boolean> {
-    const handle = this.history.invokeRelease(this.process, lock.name);
+    const handle = this.history.invokeRelease(
+      this.process,
+      lock.name,
+      this.history.now(),
+      this.#holds.get(lock),
+    );
     try {
       const wasHeld = await lock.release();
       handle.done(wasHeld);
@@ -90,15 +164,58 @@ export class RecordedCoordinator {
     await this.coordinator.close();
   }
 
+  #invokePermit(
+    name: string,
+    share: PermitShare,
+    at = this.history.now(),
+  ): { handle: AcquireHandle; hold: string } {
+    this.#holdSeq += 1;
+    const hold = `${this.process}#${this.#holdSeq}`;
+    return { handle: this.history.invokePermits(this.process, name, share, hold, at), hold };
+  }
+
+  async #recordPermit(
+    name: string,
+    share: PermitShare,
+    call: () => Promise<Permit | null>,
+  ): Promise<Permit | null> {
+    const acquire = this.#invokePermit(name, share);
+    let permit: Permit | null;
+    try {
+      permit = await call();
+    } catch (error) {
+      this.#fail(acquire.handle, error);
+      throw error;
+    }
+    if (permit === null) {
+      acquire.handle.fail("not enough permits free (tryAcquire returned null)");
+      return null;
+    }
+    this.#granted(permit, acquire);
+    return permit;
+  }
+
+  #granted(permit: Permit, acquire: { handle: AcquireHandle; hold: string }): void {
+    this.#holds.set(permit, acquire.hold);
+    const now = this.history.now();
+    const deadline = now + permit.remainingMs();
+    acquire.handle.ok(recordedToken(permit), { deadline, at: now });
+    this.#track(permit, deadline);
+  }
+
+  #fail(handle: AcquireHandle, error: unknown): void {
+    const failure = acquireFailureOf(error);
+    if (failure.status === "fail") handle.fail(failure.reason);
+    else handle.unknown(failure.reason);
+  }
+
   async #record(name: string, call: () => Promise<Lock | null>): Promise<Lock | null> {
     const handle = this.history.invokeAcquire(this.process, name);
     let lock: Lock | null;
     try {
       lock = await call();
     } catch (error) {
-      const failure = acquireFailureOf(error);
-      if (failure.status === "fail") handle.fail(failure.reason);
-      else handle.unknown(failure.reason);
+      this.#fail(handle, error);
       throw error;
     }
     if (lock === null) {
@@ -122,9 +239,22 @@ export class RecordedCoordinator {
       if (reason === "released") return;
       // A loss by deadline happened at the deadline, however late the timer fired.
       const at = reason === "deadline" && known !== undefined ? Math.min(now, known) : now;
-      this.history.lost(this.process, lock.name, { token: recordedToken(lock), reason, at });
+      const hold = this.#holds.get(lock);
+      this.history.lost(this.process, lock.name, {
+        token: recordedToken(lock),
+        reason,
+        at,
+        ...(hold !== undefined ? { hold } : {}),
+      });
     };
     if (lock.signal.aborted) onAbort();
     else lock.signal.addEventListener("abort", onAbort, { once: true });
   }
+}
+
+const READ: PermitShare = { permits: 1, limit: READ_WRITE_LIMIT, mode: "read" };
+const WRITE: PermitShare = { permits: READ_WRITE_LIMIT, limit: READ_WRITE_LIMIT, mode: "write" };
+
+function semaphoreShare(semaphore: Semaphore, permits: number | undefined): PermitShare {
+  return { permits: permits ?? 1, limit: semaphore.permits, mode: "permit" };
 }

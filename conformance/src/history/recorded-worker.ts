@@ -1,7 +1,7 @@
 import type { LockWorker } from "../faults/spawn-lock-worker.js";
 import type { WorkerCommand, WorkerEvent } from "../faults/worker-protocol.js";
 import { acquireFailure } from "./acquire-outcome.js";
-import type { AcquireHandle, History, ReleaseHandle } from "./history.js";
+import type { AcquireHandle, History, PermitShare, ReleaseHandle } from "./history.js";
 
 /** A `wrote` event from a worker. */
 export type WroteEvent = Extract<WorkerEvent, { event: "wrote" }>;
@@ -23,7 +23,9 @@ export interface RecordedWorkerOptions {
  * record the process event).
  *
  * The worker answers acquires and releases in order, and its error events carry no lock
- * name, so an `error` for `acquire` completes the oldest pending acquire.
+ * name, so an `error` for `acquire` completes the oldest pending acquire. Permits (of a
+ * semaphore, a read or a write lock) are named by a hold id of the caller's choosing, which
+ * every answer about them carries: several may be held or waited for at once.
  */
 export class RecordedWorker {
   readonly history: History;
@@ -31,6 +33,8 @@ export class RecordedWorker {
   readonly worker: LockWorker;
   readonly #acquires: AcquireHandle[] = [];
   readonly #releases: ReleaseHandle[] = [];
+  readonly #permitAcquires = new Map<string, AcquireHandle>();
+  readonly #permitReleases = new Map<string, ReleaseHandle>();
   readonly #stop: () => void;
 
   constructor(
@@ -55,6 +59,37 @@ export class RecordedWorker {
   release(name: string): void {
     this.#releases.push(this.history.invokeRelease(this.process, name));
     this.worker.send({ op: "release", name });
+  }
+
+  /**
+   * Sends an acquire of permits (`share.mode` "permit": `share.permits` of semaphore `name`
+   * with `share.limit` permits; "read" or "write": of read-write lock `name`) to be known as
+   * `hold`, and records its invocation; the outcome is recorded on receipt.
+   */
+  acquirePermits(
+    name: string,
+    share: PermitShare,
+    hold: string,
+    options: { waitMs?: number } = {},
+  ): void {
+    this.#permitAcquires.set(hold, this.history.invokePermits(this.process, name, share, hold));
+    this.worker.send({
+      op: "acquire-permits",
+      name,
+      hold,
+      mode: share.mode,
+      ...(share.mode === "permit" ? { permits: share.permits, limit: share.limit } : {}),
+      ...options,
+    });
+  }
+
+  /** Sends a release of the permits `hold` (of `name`) and records its invocation. */
+  releasePermits(name: string, hold: string): void {
+    this.#permitReleases.set(
+      hold,
+      this.history.invokeRelease(this.process, name, this.history.now(), hold),
+    );
+    this.worker.send({ op: "release-permits", hold });
   }
 
   /** Sends any other command (writes, ticks) unrecorded. */
@@ -95,8 +130,30 @@ export class RecordedWorker {
       case "released":
         this.#releases.shift()?.done(event.wasHeld, at);
         return;
+      case "permits-acquired":
+        this.#permitAcquires.get(event.hold)?.ok(BigInt(event.token), { at });
+        this.#permitAcquires.delete(event.hold);
+        return;
+      case "permits-released":
+        this.#permitReleases.get(event.hold)?.done(event.wasHeld, at);
+        this.#permitReleases.delete(event.hold);
+        return;
+      case "permits-lost":
+        this.history.lost(this.process, event.name, {
+          token: BigInt(event.token),
+          reason: event.reason,
+          at,
+          hold: event.hold,
+        });
+        return;
       case "error":
-        if (event.op === "acquire") {
+        if (event.op === "acquire-permits" && event.hold !== undefined) {
+          const failure = acquireFailure(event.code, event.message);
+          const handle = this.#permitAcquires.get(event.hold);
+          this.#permitAcquires.delete(event.hold);
+          if (failure.status === "fail") handle?.fail(failure.reason, at);
+          else handle?.unknown(failure.reason, at);
+        } else if (event.op === "acquire") {
           const failure = acquireFailure(event.code, event.message);
           const handle = this.#acquires.shift();
           if (failure.status === "fail") handle?.fail(failure.reason, at);

@@ -13,7 +13,9 @@ import { metricsGroup } from "./groups/metrics.js";
 import { partitionsGroup } from "./groups/partitions.js";
 import { renewalGroup } from "./groups/renewal.js";
 import { runOnceGroup } from "./groups/run-once.js";
+import { rwlockGroup } from "./groups/rwlock.js";
 import { scenariosGroup } from "./groups/scenarios.js";
+import { noSemaphoresGroup, type PermitGroupOptions, semaphoreGroup } from "./groups/semaphore.js";
 import { tokensGroup } from "./groups/tokens.js";
 import { watchGroup } from "./groups/watch.js";
 import { withLockGroup } from "./groups/with-lock.js";
@@ -28,6 +30,8 @@ export interface DeclaredCapabilities {
   readonly watch: boolean;
   /** Locks exclude other processes (election runs candidates in worker processes). */
   readonly crossProcess?: boolean;
+  /** Semaphores and read-write locks (the backend's `semaphores` guarantee). */
+  readonly semaphores: boolean;
 }
 
 /**
@@ -37,7 +41,7 @@ export interface DeclaredCapabilities {
  *
  * @example
  * runConformance({ name: "memory", ttlMs: 300, createBackend: () => new MemoryBackend() },
- *   { fencing: "monotonic", fifo: true, watch: true });
+ *   { fencing: "monotonic", fifo: true, watch: true, semaphores: true });
  */
 export function runConformance(target: ConformanceTarget, declared: DeclaredCapabilities): void {
   const ctx = new SuiteContext(target);
@@ -49,10 +53,11 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
       if (
         g.fencing !== declared.fencing ||
         g.fifo !== declared.fifo ||
-        hasWatch !== declared.watch
+        hasWatch !== declared.watch ||
+        g.semaphores !== declared.semaphores
       ) {
         throw new Error(
-          `conformance: ${target.name} declares fencing=${g.fencing} fifo=${g.fifo} watch=${hasWatch}, but the test file registered fencing=${declared.fencing} fifo=${declared.fifo} watch=${declared.watch}`,
+          `conformance: ${target.name} declares fencing=${g.fencing} fifo=${g.fifo} watch=${hasWatch} semaphores=${g.semaphores}, but the test file registered fencing=${declared.fencing} fifo=${declared.fifo} watch=${declared.watch} semaphores=${declared.semaphores}`,
         );
       }
     });
@@ -113,6 +118,26 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
           ? `${target.name}: no url given for worker processes`
           : undefined;
     runOnceGroup(ctx, workerUrl, replicasSkip);
+    const permitWorkersSkip =
+      declared.crossProcess !== true
+        ? `${target.name} is not cross-process (permit holders are frozen and killed in worker processes)`
+        : url === undefined
+          ? `${target.name}: no url given for worker processes`
+          : undefined;
+    const permitOptions: PermitGroupOptions = {
+      fifo: declared.fifo,
+      fencing: declared.fencing !== "none",
+      workers: permitWorkersSkip === undefined ? { url: workerUrl } : { skip: permitWorkersSkip },
+    };
+    skipUnless(
+      declared.semaphores,
+      `${target.name} declares no semaphores or read-write locks`,
+      () => {
+        semaphoreGroup(ctx, permitOptions);
+        rwlockGroup(ctx, permitOptions);
+      },
+    );
+    if (!declared.semaphores) noSemaphoresGroup(ctx);
   });
 }
 

@@ -12,6 +12,6 @@ describeBackend("azure-blob", (url) => {
       url,
       createBackend: () => new AzureBlobBackend(azureBlobOptionsFromUrl(parseBackendUrl(url))),
     },
-    { fencing: "monotonic", fifo: false, watch: false, crossProcess: true },
+    { fencing: "monotonic", fifo: false, watch: false, crossProcess: true, semaphores: false },
   );
 });

@@ -11,6 +11,6 @@ describeBackend("dynamodb", (url) => {
       url,
       createBackend: () => new DynamoDBBackend(dynamodbOptionsFromUrl(parseBackendUrl(url))),
     },
-    { fencing: "monotonic", fifo: false, watch: false, crossProcess: true },
+    { fencing: "monotonic", fifo: false, watch: false, crossProcess: true, semaphores: false },
   );
 });

@@ -11,6 +11,6 @@ describeBackend("postgres-lease", (url) => {
       url,
       createBackend: () => new PostgresBackend({ url }),
     },
-    { fencing: "monotonic", fifo: false, watch: false, crossProcess: true },
+    { fencing: "monotonic", fifo: false, watch: false, crossProcess: true, semaphores: false },
   );
 });

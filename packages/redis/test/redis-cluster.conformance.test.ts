@@ -53,7 +53,7 @@ describeBackend("redis", () => {
         return new RedisBackend({ url: `redis://${hosts.join(",")}`, natMap });
       },
     },
-    { fencing: "single-node", fifo: true, watch: true, crossProcess: true },
+    { fencing: "single-node", fifo: true, watch: true, crossProcess: true, semaphores: false },
   );
 
   describe("redis cluster specifics", () => {

@@ -10,6 +10,6 @@ describeBackend("redis", (url) => {
       url,
       createBackend: () => new RedisBackend({ url, keyPrefix: "conf:" }),
     },
-    { fencing: "single-node", fifo: true, watch: true, crossProcess: true },
+    { fencing: "single-node", fifo: true, watch: true, crossProcess: true, semaphores: false },
   );
 });

@@ -12,6 +12,6 @@ describeBackend("redlock", (url) => {
       url,
       createBackend: () => new RedlockBackend({ url, keyPrefix: "conf:" }),
     },
-    { fencing: "none", fifo: false, watch: false, crossProcess: true },
+    { fencing: "none", fifo: false, watch: false, crossProcess: true, semaphores: false },
   );
 });
