@@ -3,7 +3,7 @@ import type { ServerGroup } from "@baton/conformance/harness";
 import { parseBackendUrl } from "@baton/core";
 import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
-import { measureBackendHeldLocks } from "./lib/held-locks.js";
+import { type HeldItems, measureBackendHeldLocks } from "./lib/held-locks.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
@@ -16,7 +16,12 @@ export function run(): Promise<BackendResult> {
     serverVersion: async () => "Azurite 3.35.0 (Azure Blob Storage emulator on Node.js, in memory)",
     uncontended: (url, group) => uncontended(url, group),
     handoffs: (url, floor, group) => handoffs(url, floor, group),
-    heldLocks: (url) => heldLocks(url),
+    heldLocks: (url, items) => heldLocks(url, items),
+    permits: {
+      rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
+      handoffs: HANDOFFS,
+      ttlMs: 15_000,
+    },
     takeoverTtlMs: 2_000,
     throughputTtlMs: 15_000,
     connections: "each coordinator has its own AzureBlobBackend (its own ContainerClient)",
@@ -95,11 +100,14 @@ async function handoffs(
   });
 }
 
-async function heldLocks(url: string) {
+async function heldLocks(url: string, items?: HeldItems) {
   return measureBackendHeldLocks(backendOf(url), {
+    ...(items ? { items } : {}),
     locks: 2_000,
-    notes: [
-      "every lock blob names its session; one heartbeat write per session renews them all (Azure leases are per blob: an infinite lease per lock, never renewed)",
-    ],
+    notes: items
+      ? []
+      : [
+          "every lock blob names its session; one heartbeat write per session renews them all (Azure leases are per blob: an infinite lease per lock, never renewed)",
+        ],
   });
 }

@@ -9,7 +9,7 @@ import { parseBackendUrl } from "@baton/core";
 import { DynamoDBBackend, dynamodbOptionsFromUrl } from "@baton/dynamodb";
 import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs, sleep } from "./lib/handoff.js";
-import { measureBackendHeldLocks } from "./lib/held-locks.js";
+import { type HeldItems, measureBackendHeldLocks } from "./lib/held-locks.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
@@ -25,7 +25,12 @@ export function run(): Promise<BackendResult> {
     },
     uncontended: (url, group) => uncontended(url, group),
     handoffs: (url, floor, group) => handoffs(url, floor, group),
-    heldLocks: (url) => heldLocks(url),
+    heldLocks: (url, items) => heldLocks(url, items),
+    permits: {
+      rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
+      handoffs: HANDOFFS,
+      ttlMs: 15_000,
+    },
     takeoverTtlMs: 2_000,
     throughputTtlMs: 15_000,
     connections: "each coordinator has its own DynamoDBBackend (its own DynamoDBClient)",
@@ -178,10 +183,13 @@ async function handoffs(
   }
 }
 
-async function heldLocks(url: string) {
+async function heldLocks(url: string, items?: HeldItems) {
   return measureBackendHeldLocks(backendOf(url), {
-    notes: [
-      "every lock item points at its session's item: one conditional UpdateItem of the session renews them all",
-    ],
+    ...(items ? { items } : {}),
+    notes: items
+      ? []
+      : [
+          "every lock item points at its session's item: one conditional UpdateItem of the session renews them all",
+        ],
   });
 }

@@ -3,7 +3,7 @@ import { EtcdBackend } from "@baton/etcd";
 import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
 import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs, sleep } from "./lib/handoff.js";
-import { measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { type HeldItems, measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
@@ -17,7 +17,12 @@ export function run(): Promise<BackendResult> {
     serverVersion: (url) => serverVersion(hostsOf(url)),
     uncontended: (url, group) => uncontended(hostsOf(url), group),
     handoffs: (url, floor, group) => handoffs(url, hostsOf(url), floor, group),
-    heldLocks: (url) => heldLocks(hostsOf(url)),
+    heldLocks: (url, items) => heldLocks(hostsOf(url), items),
+    permits: {
+      rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
+      handoffs: HANDOFFS,
+      ttlMs: 15_000,
+    },
     takeoverTtlMs: 2_000,
     throughputTtlMs: 15_000,
     connections: "each coordinator has its own EtcdBackend (its own etcd3 client)",
@@ -176,8 +181,9 @@ function metricCounter(
   };
 }
 
-async function heldLocks(hosts: string[]) {
+async function heldLocks(hosts: string[], items?: HeldItems) {
   return measureBackendHeldLocks(new EtcdBackend({ hosts }), {
+    ...(items ? { items } : {}),
     server: [
       metricCounter(
         hosts,
@@ -192,6 +198,8 @@ async function heldLocks(hosts: string[]) {
         /./,
       ),
     ],
-    notes: ["every lock of the session is on one lease: one keepalive renews them all"],
+    notes: items
+      ? []
+      : ["every lock of the session is on one lease: one keepalive renews them all"],
   });
 }

@@ -5,7 +5,7 @@ import pg from "pg";
 import { runBackendBench } from "./lib/backend-run.js";
 import { openBatonVariants } from "./lib/baton-variants.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
-import { measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { type HeldItems, measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection, type Measured, type Variant } from "./lib/interleave.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { processCpuMeter, processTreeCpuMeter, type ServerMeter } from "./lib/server-meter.js";
@@ -30,6 +30,25 @@ export function run(): Promise<BackendResult> {
     uncontended,
     handoffs,
     heldLocks,
+    permits: {
+      // Every server process: Baton's rows share one backend, whose connections are not named.
+      server: async (_url, group) => ({
+        options:
+          group?.pids[0] === undefined
+            ? {}
+            : {
+                server: processTreeCpuMeter(
+                  "every server process's CPU (schedstat; ended processes by 10 ms ticks)",
+                  group.pids[0],
+                ),
+                idleMs: 500,
+              },
+        close: async () => undefined,
+      }),
+      rounds: { warmup: 2_000, rounds: 6, perRound: 1_000, maxMs: 60_000 },
+      handoffs: HANDOFFS,
+      ttlMs: 15_000,
+    },
     takeoverTtlMs: 1_000,
     throughputTtlMs: 15_000,
     connections:
@@ -261,15 +280,20 @@ function statementCounter(): ServerCounter & { stop(): void } {
   };
 }
 
-async function heldLocks(url: string) {
+async function heldLocks(url: string, items?: HeldItems) {
   const backend = new PostgresBackend({ url });
   const statements = statementCounter();
   try {
     return await measureBackendHeldLocks(backend, {
+      ...(items ? { items } : {}),
       server: [statements],
       notes: [
         "client-side count: pg_stat_database reaches the counters late (backends flush their statistics at most once a second), so statements are counted where they are sent",
-        "the locks are session-level advisory locks on the session's one connection; the renewal is one statement over the held keys",
+        ...(items
+          ? []
+          : [
+              "the locks are session-level advisory locks on the session's one connection; the renewal is one statement over the held keys",
+            ]),
       ],
     });
   } finally {

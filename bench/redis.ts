@@ -19,12 +19,18 @@ import type { ServerGroup } from "@baton/conformance/harness";
 import { RedisBackend } from "@baton/redis";
 import { Redlock as SesameRedlock } from "@sesamecare-oss/redlock";
 import { Redis } from "ioredis";
-import { Mutex } from "redis-semaphore";
+import { Mutex, Semaphore } from "redis-semaphore";
 import { runBackendBench } from "./lib/backend-run.js";
 import { openBatonVariants } from "./lib/baton-variants.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
-import { measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { type HeldItems, measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection } from "./lib/interleave.js";
+import {
+  HANDOFF_PERMITS,
+  type PermitHandoffRows,
+  type PermitRows,
+  UNCONTENDED_PERMITS,
+} from "./lib/permits.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { processCpuUs, type ServerMeter } from "./lib/server-meter.js";
 
@@ -46,6 +52,56 @@ const WAITERS = 8;
 const HANDOFFS = 300;
 const DELETE_IF_OWNER = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
+/**
+ * The permit floor's acquire: the commands Baton's permit acquire script runs on an idle
+ * semaphore, written out plainly. One `HMGET` of the key's state (limit, held, granted,
+ * waiting, arrivals, the session's entry count, the entry), the limit and fit checks, `INCR`
+ * of the token counter, `TIME`, `ZADD` of the entry to the queue, `ZADD` of the session's
+ * lease deadline, one `HSET` of the state, the session's count and the entry.
+ * KEYS: queue, entries, sessions, counter. ARGV: entry id, session id, ttl ms, limit, permits,
+ * holder tail. Returns the token, or 0 when not granted (nothing is left behind).
+ */
+const PERMIT_ACQUIRE_FLOOR = `
+local m = redis.call('HMGET', KEYS[2], ':l', ':h', ':g', ':w', ':n', ARGV[2], ARGV[1])
+local limit, permits = tonumber(ARGV[4]), tonumber(ARGV[5])
+local held, waiting = tonumber(m[2]) or 0, tonumber(m[4]) or 0
+if m[7] or (m[1] and tonumber(m[1]) ~= limit) or waiting > 0 or held + permits > limit then
+  return 0
+end
+local token = redis.call('INCR', KEYS[4])
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local n = (tonumber(m[5]) or 0) + 1
+redis.call('ZADD', KEYS[1], n, ARGV[1])
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
+redis.call('HSET', KEYS[2], ':l', ARGV[4], ':h', held + permits, ':g', (tonumber(m[3]) or 0) + 1,
+  ':w', waiting, ':n', n, ARGV[2], (tonumber(m[6]) or 0) + 1,
+  ARGV[1], ARGV[5] .. ':p:' .. token .. ARGV[6])
+return token
+`;
+
+/**
+ * The permit floor's release: as Baton's release script on a key whose last entry goes, one
+ * `HMGET` (the state and the entry), then `DEL` of the key's three keys; with other entries
+ * left, `ZREM`, `HDEL` and one `HSET` of the state instead (not taken by the uncontended floor).
+ * KEYS: queue, entries, sessions. ARGV: session id, entry id, the entry's permits.
+ * Returns 1 when the entry was there.
+ */
+const PERMIT_RELEASE_FLOOR = `
+local m = redis.call('HMGET', KEYS[2], ':l', ':h', ':g', ':w', ':n', ARGV[1], ARGV[2])
+if not m[7] then return 0 end
+local granted, waiting = tonumber(m[3]) or 0, tonumber(m[4]) or 0
+if granted + waiting == 1 then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  return 1
+end
+redis.call('ZREM', KEYS[1], ARGV[2])
+redis.call('HDEL', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[2], ':h', (tonumber(m[2]) or 0) - tonumber(ARGV[3]), ':g', granted - 1,
+  ARGV[1], (tonumber(m[6]) or 1) - 1)
+return 1
+`;
+
 export function run(): Promise<BackendResult> {
   return runBackendBench({
     backend: "redis",
@@ -53,6 +109,23 @@ export function run(): Promise<BackendResult> {
     uncontended,
     handoffs,
     heldLocks,
+    permits: {
+      uncontended: permitRows,
+      handoff: permitHandoffPeers,
+      server: async (url, group) => {
+        const stats = new Redis(url);
+        return {
+          options: { server: redisMeter(stats, group) },
+          close: async () => {
+            stats.disconnect();
+          },
+        };
+      },
+      tryRow: true,
+      rounds: { warmup: 2_000, rounds: 6, perRound: 1_000, maxMs: 60_000 },
+      handoffs: HANDOFFS,
+      ttlMs: TTL_MS,
+    },
     takeoverTtlMs: 1_000,
     throughputTtlMs: TTL_MS,
     connections:
@@ -229,20 +302,119 @@ function commandCounter(client: Redis, source: string, commands: readonly string
   };
 }
 
-async function heldLocks(url: string) {
+async function heldLocks(url: string, items?: HeldItems) {
   // One connection for the counters, open before the window (a new connection sends commands).
   const stats = new Redis(url);
   try {
     await stats.ping();
     return await measureBackendHeldLocks(new RedisBackend({ url, keyPrefix: "bench-held:" }), {
+      ...(items ? { items } : {}),
       server: [
         commandCounter(stats, "server: INFO commandstats, evalsha+eval calls", ["evalsha", "eval"]),
       ],
       notes: [
-        "the renewal is one script call over every held key (its inner commands run on the server, one per key)",
+        `the renewal is one script call over every held ${items ? "semaphore" : "key"} (its inner commands run on the server, one per key)`,
       ],
     });
   } finally {
     stats.disconnect();
   }
+}
+
+/**
+ * The uncontended permit rows besides Baton's: the raw floor (the adapter's round trips with
+ * the raw client) and redis-semaphore's `Semaphore` of the same permits, each on its own
+ * connection.
+ */
+async function permitRows(url: string): Promise<PermitRows> {
+  const clients: Redis[] = [];
+  const client = () => {
+    const c = new Redis(url);
+    clients.push(c);
+    return c;
+  };
+  const raw = client();
+  const acquireSha = (await raw.script("LOAD", PERMIT_ACQUIRE_FLOOR)) as string;
+  const releaseSha = (await raw.script("LOAD", PERMIT_RELEASE_FLOOR)) as string;
+  const base = "bench-raw-permits{sem}:p";
+  const [queue, entries, sessions] = [`${base}:q`, `${base}:e`, `${base}:s`];
+  const keys = [queue, entries, sessions, `${base}:token`];
+  const sessionId = randomUUID();
+  const tail = "\nbench-raw";
+  let n = 0;
+  const semaphore = new Semaphore(client(), "bench-rs-semaphore", UNCONTENDED_PERMITS, {
+    lockTimeout: TTL_MS,
+  });
+  return {
+    floor: [
+      {
+        name: "raw EVALSHA permit acquire + release",
+        role: "floor",
+        op: async () => {
+          const id = `${sessionId}.${++n}`;
+          const args = [...keys, id, sessionId, TTL_MS, UNCONTENDED_PERMITS, 1, tail];
+          const token = await raw.evalsha(acquireSha, 4, ...args);
+          if (token === 0) throw new Error("bench: raw permit not granted");
+          await raw.evalsha(releaseSha, 3, queue, entries, sessions, sessionId, id, 1);
+        },
+      },
+    ],
+    peers: [
+      {
+        name: "redis-semaphore Semaphore",
+        role: "peer",
+        op: async () => {
+          await semaphore.acquire();
+          await semaphore.release();
+        },
+      },
+    ],
+    notes: [
+      "the floor: two scripts of the raw client that run the commands Baton's permit scripts run on an idle semaphore (acquire: HMGET, INCR, TIME, 2 ZADD, HSET; release: HMGET, DEL)",
+      `redis-semaphore's Semaphore of ${UNCONTENDED_PERMITS}: acquire is one script (ZREMRANGEBYSCORE of expired entries, ZCARD, ZADD, PEXPIRE), release one ZREM`,
+      "each variant on its own connection",
+    ],
+    close: async () => {
+      for (const c of clients) c.disconnect();
+    },
+  };
+}
+
+/**
+ * redis-semaphore's `Semaphore` in the permit handoff: the same shape as Baton's (all but one
+ * permit held throughout by other instances), each contender on its own connection; it polls.
+ */
+async function permitHandoffPeers(url: string): Promise<PermitHandoffRows> {
+  const key = "bench-rs-semaphore-handoff";
+  const options = { lockTimeout: TTL_MS, acquireTimeout: 60_000 };
+  const connections = Array.from(
+    { length: WAITERS + 1 + HANDOFF_PERMITS - 1 },
+    () => new Redis(url),
+  );
+  const semaphores = connections.map((c) => new Semaphore(c, key, HANDOFF_PERMITS, options));
+  const holders = semaphores.slice(WAITERS + 1);
+  for (const h of holders) await h.acquire();
+  return {
+    after: [
+      {
+        name: "redis-semaphore Semaphore (polls)",
+        role: "peer",
+        contenders: semaphores.slice(0, WAITERS + 1).map((s) => ({
+          acquire: async () => {
+            await s.acquire();
+            return async () => {
+              await s.release();
+            };
+          },
+        })),
+      },
+    ],
+    notes: [
+      `redis-semaphore: ${HANDOFF_PERMITS - 1} Semaphore instances hold their permits throughout, ${WAITERS + 1} contend (each its own connection), polling every 10 ms (its default)`,
+    ],
+    close: async () => {
+      for (const h of holders) await h.release().catch(() => undefined);
+      for (const c of connections) c.disconnect();
+    },
+  };
 }

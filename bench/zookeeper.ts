@@ -24,7 +24,7 @@ import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
 import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
-import { measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { type HeldItems, measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
@@ -42,7 +42,12 @@ export function run(): Promise<BackendResult> {
     serverVersion: (url) => serverVersion(members(url)),
     uncontended: (url, group) => uncontended(oneMember(url), group),
     handoffs: (url, floor, group) => handoffs(oneMember(url), floor, group),
-    heldLocks: (url) => heldLocks(oneMember(url), members(url)),
+    heldLocks: (url, items) => heldLocks(oneMember(url), members(url), items),
+    permits: {
+      rounds: { warmup: 200, rounds: 6, perRound: 300, maxMs: 50_000 },
+      handoffs: HANDOFFS,
+      ttlMs: 15_000,
+    },
     takeoverTtlMs: 2_000,
     throughputTtlMs: 10_000,
     connections:
@@ -198,11 +203,12 @@ function packetCounter(members: readonly string[]): ServerCounter {
   };
 }
 
-async function heldLocks(oneMember: string, members: readonly string[]) {
+async function heldLocks(oneMember: string, members: readonly string[], items?: HeldItems) {
   return measureBackendHeldLocks(ZookeeperBackend.fromUrl(oneMember, { prefix: "bench-held" }), {
+    ...(items ? { items } : {}),
     server: [packetCounter(members)],
     notes: [
-      "all locks are ephemeral nodes of one ZooKeeper session: the renewal is one session check (and the client library's own pings, counted too)",
+      `all ${items ? "permits" : "locks"} are ephemeral nodes of one ZooKeeper session: the renewal is one session check (and the client library's own pings, counted too)`,
     ],
   });
 }

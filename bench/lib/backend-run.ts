@@ -2,7 +2,16 @@ import { type ServerGroup, startServers } from "@baton/conformance/harness";
 import { createCoordinator } from "@baton/core";
 import { cpuPlacement, pinSelf } from "./cpu-placement.js";
 import { formatHeld, formatSection } from "./format-table.js";
+import { type HeldItems, permitItems } from "./held-locks.js";
 import type { InterleaveOptions } from "./interleave.js";
+import {
+  HELD_SEMAPHORES,
+  measurePermitHandoffs,
+  measurePermitUncontended,
+  type PermitBench,
+  type PermitServer,
+  semaphoreBackend,
+} from "./permits.js";
 import {
   type BackendResult,
   floorRow,
@@ -24,6 +33,13 @@ export class BackendRun {
   readonly #sections: LatencySection[] = [];
   readonly #errors: string[] = [];
   #held: HeldLocksResult | undefined;
+  #heldPermits: HeldLocksResult | undefined;
+  /** What the backend's guarantees declare (undefined: not asked). */
+  semaphores: boolean | undefined;
+  /** Only the permit figures are measured (see {@link BackendResult.scope}). */
+  scope: "permits" | undefined;
+  /** Why the permit figures have no floor. */
+  permitNoFloor: string | undefined;
   readonly #started = performance.now();
 
   constructor(backend: string) {
@@ -40,6 +56,12 @@ export class BackendRun {
   /** Records and prints the held-locks figures. */
   addHeld(held: HeldLocksResult): void {
     this.#held = held;
+    console.log(formatHeld(this.backend, held));
+  }
+
+  /** Records and prints the held-permits figures. */
+  addHeldPermits(held: HeldLocksResult): void {
+    this.#heldPermits = held;
     console.log(formatHeld(this.backend, held));
   }
 
@@ -75,6 +97,10 @@ export class BackendRun {
       server: this.server,
       sections: [...this.#sections],
       ...(this.#held ? { held: this.#held } : {}),
+      ...(this.#heldPermits ? { heldPermits: this.#heldPermits } : {}),
+      ...(this.semaphores === undefined ? {} : { semaphores: this.semaphores }),
+      ...(this.scope === undefined ? {} : { scope: this.scope }),
+      ...(this.permitNoFloor === undefined ? {} : { permitNoFloor: this.permitNoFloor }),
       errors: [...this.#errors],
       elapsedMs: performance.now() - this.#started,
     };
@@ -94,7 +120,10 @@ export interface BackendBench {
     floor: Row | undefined,
     servers: ServerGroup | undefined,
   ): Promise<LatencySection>;
-  heldLocks(url: string): Promise<HeldLocksResult>;
+  /** Holds 10,000 locks, or `items` (a semaphore's permits), on a backend of its own. */
+  heldLocks(url: string, items?: HeldItems): Promise<HeldLocksResult>;
+  /** The permit figures' own rows; measured when the backend's guarantees declare semaphores. */
+  readonly permits: PermitBench;
   /** TTL of the takeover runs (the backend's least sensible one). */
   readonly takeoverTtlMs: number;
   /** TTL of the throughput clients. */
@@ -104,9 +133,16 @@ export interface BackendBench {
 }
 
 /**
+ * `BATON_BENCH_PERMITS_ONLY=1`: measure only the permit figures (for a quick look at them;
+ * the report is a partial one in any case).
+ */
+const PERMITS_ONLY = process.env.BATON_BENCH_PERMITS_ONLY === "1";
+
+/**
  * One backend's whole bench, in the same order for every backend: private servers from the
- * conformance harness, then uncontended, handoff, takeover, throughput and held locks. A part
- * that fails is an error line of the report; the servers are stopped in every case.
+ * conformance harness, then uncontended, handoff, takeover, throughput and held locks, then
+ * the permit figures (see {@link runPermitSteps}). A part that fails is an error line of the
+ * report; the servers are stopped in every case.
  */
 export async function runBackendBench(bench: BackendBench): Promise<BackendResult> {
   const out = new BackendRun(bench.backend);
@@ -127,26 +163,37 @@ export async function runBackendBench(bench: BackendBench): Promise<BackendResul
     if (url === undefined) throw new Error(`bench ${bench.backend}: no server`);
     const clientUrl = bench.clientUrl?.(url) ?? url;
     out.server = await bench.serverVersion(url);
-    const unc = await out.step("uncontended", () => bench.uncontended(url, group));
-    if (unc) out.add(unc);
-    const handoff = await out.step("handoff", () =>
-      bench.handoffs(url, unc ? floorRow(unc) : undefined, group),
-    );
-    if (handoff) out.add(handoff);
-    const takeover = await out.step("takeover", () =>
-      measureTakeover({ url: clientUrl, ttlMs: bench.takeoverTtlMs, prefix: "bench-takeover" }),
-    );
-    if (takeover) out.add(takeover);
-    const throughput = await out.step("throughput", () =>
-      measureThroughput({
-        client: () => createCoordinator({ url: clientUrl, ttlMs: bench.throughputTtlMs }),
-        prefix: "bench-throughput",
-        connections: bench.connections,
-      }),
-    );
-    if (throughput) out.add(throughput);
-    const held = await out.step("held locks", () => bench.heldLocks(url));
-    if (held) out.addHeld(held);
+    if (PERMITS_ONLY) {
+      out.scope = "permits";
+    } else {
+      const unc = await out.step("uncontended", () => bench.uncontended(url, group));
+      if (unc) out.add(unc);
+      const handoff = await out.step("handoff", () =>
+        bench.handoffs(url, unc ? floorRow(unc) : undefined, group),
+      );
+      if (handoff) out.add(handoff);
+      const takeover = await out.step("takeover", () =>
+        measureTakeover({ url: clientUrl, ttlMs: bench.takeoverTtlMs, prefix: "bench-takeover" }),
+      );
+      if (takeover) out.add(takeover);
+      const throughput = await out.step("throughput", () =>
+        measureThroughput({
+          client: () => createCoordinator({ url: clientUrl, ttlMs: bench.throughputTtlMs }),
+          prefix: "bench-throughput",
+          connections: bench.connections,
+        }),
+      );
+      if (throughput) out.add(throughput);
+      const held = await out.step("held locks", () => bench.heldLocks(url));
+      if (held) out.addHeld(held);
+    }
+    await runPermitSteps(out, {
+      permits: bench.permits,
+      url,
+      clientUrl,
+      group,
+      held: (items) => bench.heldLocks(url, items),
+    });
   } finally {
     await servers.stop();
     if (placement) pinSelf(placement.all);
@@ -178,4 +225,62 @@ export function groupCpuOptions(
 ): Pick<InterleaveOptions, "server" | "idleMs"> {
   const meter = groupCpuMeter(group);
   return meter ? { server: meter, idleMs: 1_000 } : {};
+}
+
+/** What {@link runPermitSteps} runs on. */
+export interface PermitSteps {
+  readonly permits: PermitBench;
+  /** The harness's URL (the backend's own rows connect to it). */
+  readonly url: string;
+  /** The URL Baton's backends and coordinators are created from. */
+  readonly clientUrl: string;
+  readonly group: ServerGroup | undefined;
+  /** Holds the given permits on a backend of its own (the held-locks step, with its counters). */
+  held(items: HeldItems): Promise<HeldLocksResult>;
+}
+
+/**
+ * The permit figures of a backend whose guarantees declare semaphores (asked of a backend
+ * created from the client URL): uncontended permit acquire + release, the permit handoff, and
+ * 10,000 permits held by one session. A backend that declares none is recorded as such and
+ * skipped.
+ */
+export async function runPermitSteps(out: BackendRun, steps: PermitSteps): Promise<void> {
+  const { permits, url, group } = steps;
+  const probe = await out.step("semaphores", async () => ({
+    backend: await semaphoreBackend(steps.clientUrl),
+  }));
+  if (probe === undefined) return;
+  const backend = probe.backend;
+  out.semaphores = backend !== undefined;
+  if (backend === undefined) return;
+  if (permits.noFloor !== undefined) out.permitNoFloor = permits.noFloor;
+  let server: PermitServer | undefined;
+  try {
+    server = await out.step("permit server meter", async () =>
+      permits.server
+        ? await permits.server(url, group)
+        : { options: groupCpuOptions(group), close: async () => undefined },
+    );
+    const meter = server?.options ?? {};
+    const unc = await out.step("permit uncontended", () =>
+      measurePermitUncontended(permits, backend, url, group, meter),
+    );
+    if (unc) out.add(unc);
+    const handoff = await out.step("permit handoff", () =>
+      measurePermitHandoffs(
+        permits,
+        steps.clientUrl,
+        unc ? floorRow(unc) : undefined,
+        group,
+        meter,
+      ),
+    );
+    if (handoff) out.add(handoff);
+  } finally {
+    await backend.close();
+    await server?.close();
+  }
+  const held = await out.step("held permits", () => steps.held(permitItems(HELD_SEMAPHORES)));
+  if (held) out.addHeldPermits(held);
 }

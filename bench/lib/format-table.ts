@@ -89,8 +89,10 @@ export function formatSection(backend: string, section: LatencySection): string 
 
 /** The held-locks figures as label/value pairs (shared by the console and Markdown). */
 export function heldCells(h: HeldLocksResult): [string, string][] {
+  const one = singular(h.noun);
   return [
-    ["locks held (one coordinator, one session)", `${h.locks}`],
+    [`${h.noun} held (one coordinator, one session)`, `${h.locks}`],
+    ...(h.layout === undefined ? [] : [["held as", h.layout] as [string, string]]),
     ["TTL / renewal interval", `${h.ttlMs} ms / ${h.intervalMs} ms`],
     [
       `acquire / release all (${h.parallelism} in flight)`,
@@ -102,7 +104,7 @@ export function heldCells(h: HeldLocksResult): [string, string][] {
     ]),
     ["CPU while holding", `${fixed(h.cpuMsPerSec, 1)} ms per s`],
     [
-      h.gcExposed ? "memory per held lock (heap+external, after GC)" : "memory per held lock",
+      h.gcExposed ? `memory per held ${one} (heap+external, after GC)` : `memory per held ${one}`,
       h.gcExposed ? `${fixed(h.heapBytesPerLock, 0)} B` : "- (run with node --expose-gc)",
     ],
     ...(h.adapterHeapBytesPerLock === undefined
@@ -110,10 +112,10 @@ export function heldCells(h: HeldLocksResult): [string, string][] {
       : [
           [
             "of which the adapter alone (a bare backend session, same measure)",
-            `${fixed(h.adapterHeapBytesPerLock, 0)} B (core and the Lock objects: ${fixed(h.heapBytesPerLock - h.adapterHeapBytesPerLock, 0)} B)`,
+            `${fixed(h.adapterHeapBytesPerLock, 0)} B (core and the ${one === "lock" ? "Lock" : "Permit"} objects: ${fixed(h.heapBytesPerLock - h.adapterHeapBytesPerLock, 0)} B)`,
           ] as [string, string],
         ]),
-    ["RSS growth per held lock (coarse)", `${fixed(h.rssBytesPerLock, 0)} B`],
+    [`RSS growth per held ${one} (coarse)`, `${fixed(h.rssBytesPerLock, 0)} B`],
   ];
 }
 
@@ -122,8 +124,13 @@ export function formatHeld(backend: string, h: HeldLocksResult): string {
   const cells = heldCells(h);
   const width = Math.max(...cells.map(([k]) => k.length));
   return [
-    `\n${backend}: holding ${h.locks} locks in one process`,
+    `\n${backend}: holding ${h.locks} ${h.noun} in one process`,
     ...cells.map(([k, v]) => `${k.padEnd(width)}  ${v}`),
     ...h.notes.map((n) => `  ${n}`),
   ].join("\n");
+}
+
+/** "locks" -> "lock", "permits" -> "permit". */
+function singular(noun: string): string {
+  return noun.endsWith("s") ? noun.slice(0, -1) : noun;
 }

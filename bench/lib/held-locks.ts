@@ -1,4 +1,11 @@
-import { createCoordinator, type Lock, type LockBackend } from "@baton/core";
+import {
+  type BackendSession,
+  type Coordinator,
+  createCoordinator,
+  type Grant,
+  type Lock,
+  type LockBackend,
+} from "@baton/core";
 import { CountingBackend } from "./counting-backend.js";
 import type { HeldLocksResult, RenewalCount } from "./results.js";
 
@@ -12,13 +19,84 @@ export interface ServerCounter {
   readonly selfCost?: number;
 }
 
+/**
+ * What {@link measureHeldLocks} holds: locks (the default, {@link LOCKS}) or a semaphore's
+ * permits ({@link permitItems}). Item `i` of `count`; `i = -1` is the warm-up item, taken and
+ * released before the baseline, on a name of its own.
+ */
+export interface HeldItems {
+  /** `"locks"` or `"permits"`, for the report. */
+  readonly noun: string;
+  /** How `count` items are spread over names, for the report. */
+  layout?(count: number): string;
+  /** A holder of item `i` through a coordinator, for `count` items named under `prefix`. */
+  coordinator(c: Coordinator, prefix: string, count: number): (i: number) => Promise<Lock>;
+  /** The same through a bare backend session (no core). */
+  session(
+    s: BackendSession,
+    prefix: string,
+    count: number,
+    signal: AbortSignal,
+  ): (i: number) => Promise<Grant | null>;
+}
+
+/** Locks named `<prefix>/h<i>` (`<prefix>/warm` for the warm-up). */
+export const LOCKS: HeldItems = {
+  noun: "locks",
+  coordinator: (c, prefix) => (i) =>
+    c.acquire(i < 0 ? `${prefix}/warm` : `${prefix}/h${i}`, { waitMs: 30_000 }),
+  session: (s, prefix, _count, signal) => (i) =>
+    s.acquire(i < 0 ? `${prefix}/warm` : `${prefix}/h${i}`, { wait: i >= 0, signal }),
+};
+
+/**
+ * Permits of `semaphores` semaphores named `<prefix>/s<j>`, each of `count / semaphores`
+ * permits, taken one per acquire, item `i` from semaphore `i % semaphores` (the warm-up from
+ * `<prefix>/warm`).
+ */
+export function permitItems(semaphores: number): HeldItems {
+  const limitOf = (count: number) => Math.max(1, Math.ceil(count / semaphores));
+  const nameOf = (prefix: string, i: number) =>
+    i < 0 ? `${prefix}/warm` : `${prefix}/s${i % semaphores}`;
+  return {
+    noun: "permits",
+    layout: (count) =>
+      `${semaphores} semaphores of ${limitOf(count)} permits each, 1 permit per acquire`,
+    coordinator: (c, prefix, count) => {
+      const limit = limitOf(count);
+      const sems = Array.from({ length: semaphores }, (_, j) =>
+        c.semaphore(nameOf(prefix, j), { permits: limit }),
+      );
+      const warm = c.semaphore(nameOf(prefix, -1), { permits: limit });
+      return (i) =>
+        (i < 0 ? warm : (sems[i % semaphores] as typeof warm)).acquire({ waitMs: 30_000 });
+    },
+    session: (s, prefix, count, signal) => {
+      const limit = limitOf(count);
+      const acquirePermits = s.acquirePermits?.bind(s);
+      if (acquirePermits === undefined)
+        throw new Error("bench: this backend's sessions have no permits");
+      return (i) =>
+        acquirePermits(nameOf(prefix, i), {
+          limit,
+          permits: 1,
+          mode: "permit",
+          wait: i >= 0,
+          signal,
+        });
+    },
+  };
+}
+
 /** Options of {@link measureHeldLocks}. */
 export interface HeldLocksOptions {
   /** The backend (the caller closes it). */
   readonly backend: LockBackend;
   readonly ttlMs: number;
   readonly prefix: string;
-  /** Default 10,000. */
+  /** What is held. Default {@link LOCKS}. */
+  readonly items?: HeldItems;
+  /** Items held. Default 10,000. */
   readonly locks?: number;
   /** Acquires and releases in flight at once. Default 64. */
   readonly parallelism?: number;
@@ -81,6 +159,7 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
   const count = options.locks ?? 10_000;
   const parallelism = options.parallelism ?? 64;
   const windowIntervals = options.windowIntervals ?? 5;
+  const items = options.items ?? LOCKS;
   const counting = new CountingBackend(options.backend);
   const coordinator = createCoordinator({
     backend: counting,
@@ -93,11 +172,12 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
   const locks: Lock[] = new Array(count);
   try {
     // Opens the session and warms every code path before the baseline.
-    await (await coordinator.acquire(`${options.prefix}/warm`)).release();
+    const hold = items.coordinator(coordinator, options.prefix, count);
+    await (await hold(-1)).release();
     const before = memory();
     const t0 = performance.now();
     await pool(count, parallelism, async (i) => {
-      locks[i] = await coordinator.acquire(`${options.prefix}/h${i}`, { waitMs: 30_000 });
+      locks[i] = await hold(i);
     });
     const acquireMs = performance.now() - t0;
     const after = memory();
@@ -138,6 +218,8 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
     });
     const releaseMs = performance.now() - t1;
     return {
+      noun: items.noun,
+      ...(items.layout === undefined ? {} : { layout: items.layout(count) }),
       locks: count,
       ttlMs: options.ttlMs,
       intervalMs,
@@ -154,7 +236,7 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
       rssBytesPerLock: (after.rss - before.rss) / count,
       gcExposed: gc !== undefined,
       notes: [
-        `${stillHeld} of ${count} locks still held at the end of the window`,
+        `${stillHeld} of ${count} ${items.noun} still held at the end of the window`,
         `window: from one settled renewal to the ${windowIntervals}th next (${renewed} renewals by core in ${(windowMs / 1000).toFixed(2)} s, nominal interval ${intervalMs} ms); per interval = count / (window / interval) / sessions`,
         ...(options.notes ?? []),
       ],
@@ -170,7 +252,7 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
  */
 export async function measureBackendHeldLocks(
   backend: LockBackend,
-  options: Pick<HeldLocksOptions, "locks" | "server" | "notes"> = {},
+  options: Pick<HeldLocksOptions, "items" | "locks" | "server" | "notes"> = {},
 ): Promise<HeldLocksResult> {
   try {
     return await measureHeldLocks({
@@ -186,7 +268,7 @@ export async function measureBackendHeldLocks(
 }
 
 /**
- * Heap (+ external) growth per lock held through a bare backend session (the adapter alone),
+ * Heap (+ external) growth per item held through a bare backend session (the adapter alone),
  * after a full GC; the session is closed afterwards, which frees its locks.
  */
 async function adapterMemory(
@@ -202,12 +284,18 @@ async function adapterMemory(
   });
   const signal = new AbortController().signal;
   const grants: unknown[] = new Array(count);
+  const hold = (options.items ?? LOCKS).session(
+    session,
+    `${options.prefix}-adapter`,
+    count,
+    signal,
+  );
   try {
-    const warm = await session.acquire(`${options.prefix}-adapter/warm`, { wait: false, signal });
+    const warm = await hold(-1);
     if (warm) await session.release(warm);
     const before = memory();
     await pool(count, parallelism, async (i) => {
-      grants[i] = await session.acquire(`${options.prefix}-adapter/h${i}`, { wait: true, signal });
+      grants[i] = await hold(i);
     });
     const after = memory();
     return (after.heap - before.heap) / count;

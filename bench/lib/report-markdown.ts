@@ -39,6 +39,18 @@ const FIGURES: readonly { figure: Figure; heading: string; intro: string }[] = [
     heading: "Throughput: 16 clients over 1,000 keys",
     intro: "Locks per second over all clients, each acquire + release on a key drawn at random.",
   },
+  {
+    figure: "permit-uncontended",
+    heading: "Semaphores: uncontended permit acquire + release",
+    intro:
+      "One client takes 1 permit of a semaphore of 4 and releases it, back to back: the coordinator's `semaphore(name, { permits: 4 }).acquire()` then `release()`, the adapter's session alone (`acquirePermits` then `release`, waiting as the coordinator asks), and the raw client doing the adapter's round trips (the floor), interleaved as for locks. Client CPU and server time as for locks.",
+  },
+  {
+    figure: "permit-handoff",
+    heading: "Semaphores: permit handoff with 8 waiters",
+    intro:
+      "A semaphore of 4 permits, 3 of them held throughout by another holder; nine coordinators loop on the last one (acquire, hold 2 ms, release, pause 1 ms), so up to 8 wait at each release. A sample is the time from one `release()` call to the next holder holding. The ratio base is the floor's uncontended permit acquire + release p50.",
+  },
 ];
 
 /** A Markdown table; a column whose cells all start with a number (or "-") is right-aligned. */
@@ -51,6 +63,51 @@ function table(cells: readonly (readonly string[])[]): string {
     `| ${header.map((_, i) => (numeric(i) ? "---:" : "---")).join(" | ")} |`,
     ...rows.map((r) => `| ${r.map(esc).join(" | ")} |`),
   ].join("\n");
+}
+
+/** One backend's row of the semaphore summary. */
+function permitSummaryRow(r: BackendResult): string[] {
+  const unc = sectionOf(r, "permit-uncontended");
+  const floor = unc ? floorRow(unc) : undefined;
+  const byRole = (role: string) => unc?.rows.find((row) => row.role === role);
+  const ratio = (role: string) => {
+    const x = byRole(role);
+    return floor && x ? times(x.p50 / floor.p50) : x ? `${fixed(x.p50, 3)} ms` : "-";
+  };
+  const coord = byRole("coordinator");
+  const peers =
+    unc?.rows
+      .filter((x) => x.role === "peer")
+      .map(
+        (x) =>
+          `${x.variant} ${floor ? times(x.p50 / floor.p50) : `${fixed(x.p50, 3)} ms`}${coord ? ` (coordinator ${times(coord.p50 / x.p50)} of it)` : ""}`,
+      )
+      .join(", ") || "-";
+  const cost = (pick: (x: NonNullable<ReturnType<typeof byRole>>) => number | undefined) =>
+    ["floor", "session", "coordinator"]
+      .map((role) => {
+        const x = byRole(role);
+        return x ? fixed(pick(x), 1) : "-";
+      })
+      .join(" / ");
+  const handoff = sectionOf(r, "permit-handoff");
+  const hb = handoff?.rows.find((x) => x.role === "coordinator");
+  const hf = handoff?.floor;
+  const held = r.heldPermits;
+  return [
+    r.backend,
+    floor ? `${fixed(floor.p50, 3)} ms` : "-",
+    ratio("session"),
+    ratio("coordinator"),
+    peers,
+    unc ? cost((x) => x.clientCpuUs) : "-",
+    unc ? cost((x) => x.server?.usPerOp) : "-",
+    hb ? `${fixed(hb.p50, 2)} ms (${hf ? times(hb.p50 / hf.p50) : "-"})` : "-",
+    held?.renewals[0] ? fixed(held.renewals[0].perRenewal, 2) : "-",
+    held
+      ? `${fixed(held.gcExposed ? held.heapBytesPerLock : held.rssBytesPerLock, 0)} B${held.adapterHeapBytesPerLock === undefined ? "" : ` (adapter ${fixed(held.adapterHeapBytesPerLock, 0)} B)`}`
+      : "-",
+  ];
 }
 
 function summaryRow(r: BackendResult): string[] {
@@ -136,30 +193,70 @@ export function reportMarkdown(input: ReportInput): string {
     "",
     `![p50 latency per backend against its floor](${input.chart})`,
     "",
-    "## Summary",
-    "",
-    table([
-      [
-        "backend",
-        "floor p50",
-        "adapter alone",
-        "coordinator",
-        "peers",
-        "client CPU us/op: floor / session / coordinator",
-        "server us/op: floor / session / coordinator",
-        "handoff p50 (vs floor)",
-        "client CPU us per handoff grant",
-        "takeover graceful / SIGKILL",
-        "throughput 16 x 1,000 keys",
-        "requests per renewal",
-        "CPU ms/s holding",
-        "memory per lock",
-      ],
-      ...results.map(summaryRow),
-    ]),
-    "",
-    "Ratios are p50 over the floor's p50 (lower is better). Client CPU: this process's user + system time per acquire + release over the measured rounds only; server: the server's own time per acquire + release (what each backend's section says it is). Requests per renewal: for the one session holding all the locks, from the first source listed under Holding locks; core renews once per interval (a third of the TTL), so this is also the requests per interval.",
-    "",
+  );
+  const lockResults = results.filter((r) => r.scope !== "permits");
+  if (lockResults.length > 0) {
+    push(
+      "## Summary",
+      "",
+      table([
+        [
+          "backend",
+          "floor p50",
+          "adapter alone",
+          "coordinator",
+          "peers",
+          "client CPU us/op: floor / session / coordinator",
+          "server us/op: floor / session / coordinator",
+          "handoff p50 (vs floor)",
+          "client CPU us per handoff grant",
+          "takeover graceful / SIGKILL",
+          "throughput 16 x 1,000 keys",
+          "requests per renewal",
+          "CPU ms/s holding",
+          "memory per lock",
+        ],
+        ...lockResults.map(summaryRow),
+      ]),
+      "",
+      "Ratios are p50 over the floor's p50 (lower is better). Client CPU: this process's user + system time per acquire + release over the measured rounds only; server: the server's own time per acquire + release (what each backend's section says it is). Requests per renewal: for the one session holding all the locks, from the first source listed under Holding locks; core renews once per interval (a third of the TTL), so this is also the requests per interval.",
+      "",
+    );
+  }
+  const withPermits = results.filter((r) => r.semaphores === true);
+  const withoutPermits = results.filter((r) => r.semaphores === false).map((r) => r.backend);
+  if (withPermits.length > 0 || withoutPermits.length > 0) {
+    push("## Semaphores summary", "");
+    if (withPermits.length > 0) {
+      push(
+        table([
+          [
+            "backend",
+            "permit floor p50",
+            "adapter alone",
+            "coordinator",
+            "peers",
+            "client CPU us/op: floor / session / coordinator",
+            "server us/op: floor / session / coordinator",
+            "permit handoff p50 (vs floor)",
+            "requests per renewal, 10,000 permits",
+            "memory per permit",
+          ],
+          ...withPermits.map(permitSummaryRow),
+        ]),
+        "",
+        "Per acquire + release of 1 permit of a semaphore of 4; ratios are p50 over the permit floor's p50 (where a backend has no floor, the p50 itself). A peer's parenthesis is the coordinator's p50 over the peer's.",
+        "",
+      );
+    }
+    if (withoutPermits.length > 0) {
+      push(
+        `Not measured: ${withoutPermits.join(", ")} (their guarantees declare \`semaphores: false\`).`,
+        "",
+      );
+    }
+  }
+  push(
     "## Targets",
     "",
     table([
@@ -174,6 +271,7 @@ export function reportMarkdown(input: ReportInput): string {
     "",
   );
   for (const f of FIGURES) {
+    if (!results.some((r) => sectionOf(r, f.figure))) continue;
     push(`## ${f.heading}`, "", f.intro, "");
     for (const r of results) {
       const section = sectionOf(r, f.figure);
@@ -186,6 +284,7 @@ export function reportMarkdown(input: ReportInput): string {
       if (section.notes.length > 0) push("");
     }
   }
+  const heldPermits = results.filter((r) => r.heldPermits !== undefined);
   const held = results.filter((r) => r.held !== undefined);
   if (held.length > 0) {
     const first = held[0]?.held;
@@ -197,6 +296,22 @@ export function reportMarkdown(input: ReportInput): string {
     );
     for (const r of held) {
       const h = r.held;
+      if (!h) continue;
+      push(`### ${r.backend}`, "", table([["figure", "value"], ...heldCells(h)]), "");
+      for (const n of h.notes) push(`- ${n}`);
+      push("");
+    }
+  }
+  if (heldPermits.length > 0) {
+    const first = heldPermits[0]?.heldPermits;
+    push(
+      `## Holding ${first?.locks.toLocaleString("en-US")} permits in one process`,
+      "",
+      "As for locks: one coordinator (one session) acquires the permits, 1 per acquire, spread over semaphores as each table says, then holds them over several renewal intervals; the same number is taken through a bare backend session first for the adapter's share of the memory.",
+      "",
+    );
+    for (const r of heldPermits) {
+      const h = r.heldPermits;
       if (!h) continue;
       push(`### ${r.backend}`, "", table([["figure", "value"], ...heldCells(h)]), "");
       for (const n of h.notes) push(`- ${n}`);

@@ -32,8 +32,17 @@ export interface Row {
   readonly server?: ServerCost;
 }
 
-/** The figures the bench reports, one section each. */
-export type Figure = "uncontended" | "handoff" | "takeover" | "throughput";
+/**
+ * The figures the bench reports, one section each: a lock's, then a semaphore's permits
+ * (`permit-uncontended`, `permit-handoff`).
+ */
+export type Figure =
+  | "uncontended"
+  | "handoff"
+  | "takeover"
+  | "throughput"
+  | "permit-uncontended"
+  | "permit-handoff";
 
 /** A table of latency rows for one figure of one backend. */
 export interface LatencySection {
@@ -64,8 +73,13 @@ export interface RenewalCount {
   readonly perInterval: number;
 }
 
-/** Holding many locks in one process: renewal traffic, CPU and memory. */
+/** Holding many locks (or permits) in one process: renewal traffic, CPU and memory. */
 export interface HeldLocksResult {
+  /** What was held: `"locks"`, or `"permits"` of semaphores (see {@link HeldLocksResult.layout}). */
+  readonly noun: string;
+  /** How the held items are spread, e.g. "100 semaphores of 100 permits, 1 permit per acquire". */
+  readonly layout?: string;
+  /** Items held (locks or permits). */
   readonly locks: number;
   readonly ttlMs: number;
   /** The session's renewal interval (core: a third of the TTL). */
@@ -99,6 +113,17 @@ export interface BackendResult {
   readonly server: string;
   readonly sections: readonly LatencySection[];
   readonly held?: HeldLocksResult;
+  /** Permits of semaphores held by one session, when the backend has semaphores. */
+  readonly heldPermits?: HeldLocksResult;
+  /** What the backend's guarantees declare: permit figures are measured only when true. */
+  readonly semaphores?: boolean;
+  /**
+   * `"permits"`: only the permit figures were measured (the memory backend, which has no store
+   * to measure a lock's round trips against).
+   */
+  readonly scope?: "permits";
+  /** Why the permit figures have no raw floor, when they have none. */
+  readonly permitNoFloor?: string;
   /** Parts that failed, with the error; the rest of the report still stands. */
   readonly errors: readonly string[];
   readonly elapsedMs: number;

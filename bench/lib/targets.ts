@@ -31,12 +31,22 @@ export const RENEWAL_LIMIT = 1;
 /** Bytes of memory per held lock, under. */
 export const MEMORY_LIMIT = 2_048;
 
+/** Uncontended permit acquire + release: coordinator p50 over the floor's, at most. */
+export const PERMIT_LIMIT = 1.15;
+/** Redis: permit coordinator p50 over redis-semaphore's `Semaphore` p50, at most. */
+export const REDIS_SEMAPHORE_PERMIT_LIMIT = 1.15;
+
 const ms = (n: number) => `${n.toFixed(3)} ms`;
 const us = (n: number) => `${n.toFixed(1)} us`;
 const signed = (n: number) => `${n >= 0 ? "+" : ""}${n.toFixed(1)} us`;
 
-/** Checks one backend's results against the bench's targets. */
+/** Checks one backend's results against the bench's targets: its locks', then its permits'. */
 export function checkTargets(r: BackendResult): TargetCheck[] {
+  return [...(r.scope === "permits" ? [] : checkLockTargets(r)), ...checkPermitTargets(r)];
+}
+
+/** The lock figures' targets. */
+function checkLockTargets(r: BackendResult): TargetCheck[] {
   const out: TargetCheck[] = [];
   const check = (target: string, measured: string, met: boolean | undefined) =>
     out.push({ backend: r.backend, target, measured, met });
@@ -150,6 +160,98 @@ export function checkTargets(r: BackendResult): TargetCheck[] {
       undefined,
     );
     check(`memory per held lock < ${MEMORY_LIMIT} B`, "not measured", undefined);
+  }
+  return out;
+}
+
+/**
+ * The permit figures' targets, for a backend whose guarantees declare semaphores: the
+ * uncontended permit acquire + release within {@link PERMIT_LIMIT} of the floor's (and on
+ * Redis within {@link REDIS_SEMAPHORE_PERMIT_LIMIT} of redis-semaphore's `Semaphore`), core's
+ * share, the handoff, and one renewal request per interval with 10,000 permits held.
+ */
+export function checkPermitTargets(r: BackendResult): TargetCheck[] {
+  if (r.semaphores !== true) return [];
+  const out: TargetCheck[] = [];
+  const check = (target: string, measured: string, met: boolean | undefined) =>
+    out.push({ backend: r.backend, target, measured, met });
+  const unc = sectionOf(r, "permit-uncontended");
+  const floor = unc ? floorRow(unc) : undefined;
+  const coord = unc?.rows.find((x) => x.role === "coordinator");
+  const session = unc?.rows.find((x) => x.role === "session");
+  {
+    const target = `uncontended permit coordinator p50 <= ${PERMIT_LIMIT}x floor`;
+    if (floor && coord) {
+      const ratio = coord.p50 / floor.p50;
+      const s = session ? `; session ${(session.p50 / floor.p50).toFixed(2)}x` : "";
+      check(
+        target,
+        `${ratio.toFixed(2)}x (${ms(coord.p50)} vs ${ms(floor.p50)}${s})`,
+        ratio <= PERMIT_LIMIT,
+      );
+    } else {
+      const why = unc
+        ? `no floor: ${r.permitNoFloor ?? "none written for this backend yet"}`
+        : "not measured";
+      check(target, why, undefined);
+    }
+  }
+  if (r.backend === "redis") {
+    const peer = unc?.rows.find((x) => x.role === "peer" && /redis-semaphore/.test(x.variant));
+    const target = `uncontended permit coordinator p50 <= ${REDIS_SEMAPHORE_PERMIT_LIMIT.toFixed(2)}x redis-semaphore Semaphore's`;
+    if (coord && peer) {
+      const ratio = coord.p50 / peer.p50;
+      check(
+        target,
+        `${ratio.toFixed(2)}x (${ms(coord.p50)} vs ${ms(peer.p50)})`,
+        ratio <= REDIS_SEMAPHORE_PERMIT_LIMIT,
+      );
+    } else {
+      check(target, "not measured", undefined);
+    }
+  }
+  {
+    const target = `permit coordinator minus session <= ${CORE_SHARE_US} us per acquire+release (client CPU)`;
+    if (session?.clientCpuUs !== undefined && coord?.clientCpuUs !== undefined) {
+      const cpu = coord.clientCpuUs - session.clientCpuUs;
+      const p50 = (coord.p50 - session.p50) * 1_000;
+      check(
+        target,
+        `client CPU ${signed(cpu)} (${us(coord.clientCpuUs)} vs ${us(session.clientCpuUs)}); p50 ${signed(p50)}`,
+        cpu <= CORE_SHARE_US,
+      );
+    } else {
+      check(target, "not measured", undefined);
+    }
+  }
+  {
+    const handoff = sectionOf(r, "permit-handoff");
+    const baton = handoff?.rows.find((x) => x.role === "coordinator");
+    const target = `permit handoff p50 <= ${HANDOFF_LIMIT}x floor's permit acquire+release p50`;
+    if (handoff?.floor && baton) {
+      const ratio = baton.p50 / handoff.floor.p50;
+      check(
+        target,
+        `${ratio.toFixed(2)}x (${ms(baton.p50)} vs ${ms(handoff.floor.p50)})`,
+        ratio <= HANDOFF_LIMIT,
+      );
+    } else {
+      check(target, baton ? `no floor (handoff p50 ${ms(baton.p50)})` : "not measured", undefined);
+    }
+  }
+  {
+    const held = r.heldPermits;
+    const renewal = held?.renewals[0];
+    const target = `renewal requests per interval per session <= ${RENEWAL_LIMIT} (${held?.locks ?? 10_000} permits held)`;
+    if (held && renewal) {
+      check(
+        target,
+        `${renewal.perRenewal.toFixed(2)} per renewal, ${renewal.perInterval.toFixed(2)} per interval (${renewal.source})`,
+        renewal.perRenewal <= RENEWAL_LIMIT,
+      );
+    } else {
+      check(target, "not measured", undefined);
+    }
   }
   return out;
 }
