@@ -1,4 +1,10 @@
-import { type AcquireOptions, type Coordinator, type Lock, MAX_PERMITS } from "@baton/core";
+import {
+  type AcquireOptions,
+  type Coordinator,
+  type Lock,
+  MAX_PERMITS,
+  type PermitLimitError,
+} from "@baton/core";
 import { countOption } from "./args.js";
 import { UsageError } from "./usage-error.js";
 
@@ -40,20 +46,6 @@ export function lockKindFrom(values: Record<string, unknown>): LockKind {
   return { mode: "lock" };
 }
 
-/** What `kind` of NAME is, in words for messages: `semaphore "jobs"`, `read lock of "jobs"`. */
-export function describeHold(name: string, kind: LockKind): string {
-  switch (kind.mode) {
-    case "lock":
-      return `lock "${name}"`;
-    case "permit":
-      return `semaphore "${name}"`;
-    case "read":
-      return `read lock of "${name}"`;
-    case "write":
-      return `write lock of "${name}"`;
-  }
-}
-
 /** Why a try (`--no-wait`) of `kind` of NAME got nothing, for the held exit code's message. */
 export function describeHeld(name: string, kind: LockKind): string {
   switch (kind.mode) {
@@ -68,6 +60,19 @@ export function describeHeld(name: string, kind: LockKind): string {
     case "write":
       return `read-write lock "${name}" is held by someone else`;
   }
+}
+
+/**
+ * A `PermitLimitError` (the store holds another number of permits for NAME) as a usage error
+ * that names the flag the user typed.
+ */
+export function limitUsage(error: PermitLimitError, kind: LockKind): UsageError {
+  const flag = kind.mode === "permit" ? `--permits ${kind.permits}` : `--${kind.mode}`;
+  const prefix = `${error.field}: `;
+  const text = error.message.startsWith(prefix)
+    ? error.message.slice(prefix.length)
+    : error.message;
+  return new UsageError(`${flag}: ${text}`);
 }
 
 /**

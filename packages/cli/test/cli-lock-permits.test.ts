@@ -115,8 +115,14 @@ describe("baton lock with --permits, --read and --write", () => {
       "true",
     ]);
     expect(other.code).toBe(EXIT.usage);
-    expect(other.err).toContain("has 2 permits in the store");
+    expect(other.err).toContain('--permits 3: "exports" has 2 permits in the store');
     expect(other.err).toContain("asked for 3 permits");
+    // A read-write lock of a semaphore's name is refused the same way.
+    const read = await run(["lock", "exports", "--read", "--backend", backend, "--", "true"]);
+    expect(read.code).toBe(EXIT.usage);
+    expect(read.err).toContain(
+      `--read: "exports" has 2 permits in the store, and this acquire asked for a read-write lock's limit`,
+    );
     letGo();
     expect((await holder).code).toBe(0);
   });

@@ -15,7 +15,13 @@ import {
 import { backendFrom, msOption, nameFrom, parse, usageFromConfig } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { loadAdapter } from "../load-adapter.js";
-import { acquireHold, describeHeld, type LockKind, lockKindFrom } from "../lock-kind.js";
+import {
+  acquireHold,
+  describeHeld,
+  type LockKind,
+  limitUsage,
+  lockKindFrom,
+} from "../lock-kind.js";
 import { exitCodeOf, onSignals, runChild } from "../run-child.js";
 import { UsageError } from "../usage-error.js";
 
@@ -200,7 +206,7 @@ export async function lockCommand(
       err(`baton: ${describeHeld(name, kind)}`);
       return EXIT.held;
     }
-    if (error instanceof PermitLimitError) throw new UsageError(error.message);
+    if (error instanceof PermitLimitError) throw limitUsage(error, kind);
     if (error instanceof LockTimeoutError) {
       err(`baton: ${error.message}`);
       return EXIT.timeout;
