@@ -93,3 +93,31 @@ export function touchSession(client: Client): Promise<void> {
       .commit((error) => (error ? reject(error) : resolve()));
   });
 }
+
+/**
+ * In one multi: deletes `path` (whatever its version) and creates the EPHEMERAL_SEQUENTIAL
+ * node `prefix`; resolves the created node's full path. Fails as a whole, with the first
+ * failing operation's error (`NO_NODE` when `path` is gone).
+ */
+export function replaceWithEphemeralSequential(
+  client: Client,
+  path: string,
+  prefix: string,
+  data: Buffer,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    client
+      .transaction()
+      .remove(path, -1)
+      .create(prefix, data, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL)
+      .commit((error, results) => {
+        if (error) {
+          reject(error);
+          return;
+        }
+        const created = (results as { path?: unknown }[] | undefined)?.[1]?.path;
+        if (typeof created === "string") resolve(created);
+        else reject(new Error(`zookeeper: the multi replacing ${path} returned no created path`));
+      });
+  });
+}

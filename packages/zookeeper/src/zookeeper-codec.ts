@@ -8,21 +8,27 @@ import type { NodeLayout } from "./zookeeper-keys.js";
 /**
  * A lock node's data is UTF-8 JSON, `{"o":"<owner id>","v":"<value>"}`; `v` only when the
  * grant published a value. Short keys: the data is sent with every create and every holder read.
+ * A read entry made by downgrading a write also stores the write's token, `"t":"<decimal>"`.
  */
 const OWNER_KEY = "o";
 /** See {@link OWNER_KEY}. */
 const VALUE_KEY = "v";
+/** See {@link OWNER_KEY}. */
+const TOKEN_KEY = "t";
 
 /** What a lock node stores: the owner id and the published value. */
 export interface NodeData {
   readonly ownerId: string;
   readonly value?: string;
+  /** The token a downgraded write's read entry carries. */
+  readonly token?: bigint;
 }
 
 /** Serialises a lock node's data (see {@link decodeNodeData}). */
 export function encodeNodeData(data: NodeData): Buffer {
   const stored: Record<string, string> = { [OWNER_KEY]: data.ownerId };
   if (data.value !== undefined) stored[VALUE_KEY] = data.value;
+  if (data.token !== undefined) stored[TOKEN_KEY] = data.token.toString();
   return Buffer.from(JSON.stringify(stored));
 }
 
@@ -40,9 +46,38 @@ export function decodeNodeData(buffer: Buffer | undefined | null): NodeData | un
     return undefined;
   }
   if (parsed === null || typeof parsed !== "object") return undefined;
-  const { [OWNER_KEY]: owner, [VALUE_KEY]: value } = parsed as Record<string, unknown>;
+  const {
+    [OWNER_KEY]: owner,
+    [VALUE_KEY]: value,
+    [TOKEN_KEY]: token,
+  } = parsed as Record<string, unknown>;
   if (typeof owner !== "string") return undefined;
-  return typeof value === "string" ? { ownerId: owner, value } : { ownerId: owner };
+  const data: { ownerId: string; value?: string; token?: bigint } = { ownerId: owner };
+  if (typeof value === "string") data.value = value;
+  if (typeof token === "string" && DECIMAL.test(token)) data.token = BigInt(token);
+  return data;
+}
+
+/** A token as the data of a node spells it. */
+const DECIMAL = /^(0|[1-9]\d{0,18})$/;
+
+/**
+ * The data of a permit key's parent node: the token of the key's newest write grant, in
+ * decimal (see {@link decodeWriteToken}). Written by each write once it is granted, never
+ * deleted, so a later read carries it.
+ */
+export function encodeWriteToken(token: bigint): Buffer {
+  return Buffer.from(token.toString());
+}
+
+/**
+ * Reads a permit key's newest write token (see {@link encodeWriteToken}); `0n` for a parent
+ * no write has been granted on (empty data).
+ */
+export function decodeWriteToken(buffer: Buffer | undefined | null): bigint {
+  if (buffer === undefined || buffer === null || buffer.length === 0) return 0n;
+  const text = buffer.toString("utf8");
+  return DECIMAL.test(text) ? BigInt(text) : 0n;
 }
 
 /** The library whose lock node holds a lock, when it is not Baton. */

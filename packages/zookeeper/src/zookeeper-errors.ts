@@ -41,3 +41,10 @@ export function toBatonError(error: unknown, context: string): BatonError {
   const detail = error instanceof Error ? error.message : String(error);
   return new BackendUnavailableError(`${context} failed: ${detail}`, { cause: error });
 }
+
+/** The error of an acquire whose own node is gone while it waited. */
+export function vanishedNode(path: string): BackendUnavailableError {
+  return new BackendUnavailableError(
+    `zookeeper: our node ${path} disappeared while we waited (deleted by hand, or the session ended)`,
+  );
+}

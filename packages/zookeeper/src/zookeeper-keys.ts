@@ -15,6 +15,14 @@
  * A durable record (what `coordinator.runOnce` keeps per job and slot) is a persistent node
  * `<chroot>/<prefix>-records/<encoded key>` whose data is the record's value: beside the lock
  * parents, never among them.
+ *
+ * A semaphore or read-write lock is a persistent parent `<chroot>/<prefix>-permits/<encoded
+ * name>`, also beside the lock parents, whose children are its one queue of holders and
+ * waiters: EPHEMERAL_SEQUENTIAL nodes named like the leases of Curator's
+ * `InterProcessSemaphoreV2` (`_c_<attempt id>-lease-<permits>-of-<limit>-<sequence>`) and the
+ * nodes of its `InterProcessReadWriteLock` (`_c_<attempt id>-__READ__<sequence>`,
+ * `_c_<attempt id>-__WRIT__<sequence>`), so one list of the children tells every entry's
+ * permits and limit (see {@link parsePermitNode}).
  */
 
 /** Curator's protected-mode prefix: `_c_` followed by the attempt id. */
@@ -156,4 +164,151 @@ export function queueOrder(children: readonly string[]): LockNode[] {
     if (node !== undefined) nodes.push(node);
   }
   return nodes.sort((a, b) => a.seq - b.seq);
+}
+
+/** Appended to the locks root's name to name the permits root beside it. */
+export const PERMITS_SUFFIX = "-permits";
+
+/**
+ * The node that holds the semaphores and read-write locks, beside the locks root `lockRoot`:
+ * `<chroot>/<prefix>-permits`.
+ */
+export function permitRoot(lockRoot: string): string {
+  return `${lockRoot}${PERMITS_SUFFIX}`;
+}
+
+/** The parent node of permit key `name` under `root` (the permits root): its queue. */
+export function permitDir(root: string, name: string): string {
+  return `${root}/${encodeLockName(name)}`;
+}
+
+/** The limit a read-write lock's entries stand for: a read takes 1 permit, a write all. */
+export const READ_WRITE_PERMITS = 2_147_483_647;
+
+/** How an entry of a permit queue takes its token (core's `PermitMode`). */
+export type PermitNodeMode = "permit" | "read" | "write";
+
+/** Curator's semaphore lease name, followed here by the entry's permits and limit. */
+const LEASE_MARKER = "-lease-";
+/** Curator's read-write lock node names. */
+const READ_MARKER = "-__READ__";
+/** See {@link READ_MARKER}. */
+const WRITE_MARKER = "-__WRIT__";
+/** Between a downgraded read's marker and the write's sequence whose place it keeps. */
+const DOWNGRADED = "at-";
+
+const ATTEMPT = "([0-9a-f-]{36})";
+const LEASE_NODE = new RegExp(
+  `^${PROTECTED_PREFIX}${ATTEMPT}${LEASE_MARKER}([1-9]\\d{0,9})-of-([1-9]\\d{0,9})-${SEQUENCE}$`,
+);
+const READ_WRITE_NODE = new RegExp(
+  `^${PROTECTED_PREFIX}${ATTEMPT}-__(READ|WRIT)__(?:${DOWNGRADED}${SEQUENCE}-)?${SEQUENCE}$`,
+);
+
+/** One entry in a permit key's queue, parsed from its name. */
+export interface PermitNode {
+  /** The child's name. */
+  readonly name: string;
+  /** The attempt id of the acquire that created it. */
+  readonly attemptId: string;
+  /** How it takes its token. */
+  readonly mode: PermitNodeMode;
+  /** The permits it takes. */
+  readonly permits: number;
+  /** The key's limit as this entry's acquire asked for it. */
+  readonly limit: number;
+  /** ZooKeeper's sequence suffix. */
+  readonly seq: number;
+  /**
+   * Its place in the queue: its own sequence, or, for a read a write was downgraded to, the
+   * write's (the read keeps the write's place: see {@link permitNodePrefix}).
+   */
+  readonly order: number;
+}
+
+/** What the name of a new permit entry tells. */
+export interface PermitNodeRequest {
+  readonly attemptId: string;
+  readonly mode: PermitNodeMode;
+  /** The permits it takes (`"permit"` only; a read takes 1, a write all). */
+  readonly permits: number;
+  /** The key's limit (`"permit"` only; a read-write lock's is {@link READ_WRITE_PERMITS}). */
+  readonly limit: number;
+  /**
+   * A read made by downgrading a write: the write's sequence, as its name spells it. The read
+   * takes the write's place in the queue, ahead of every entry that was behind the write.
+   */
+  readonly downgradedFrom?: string;
+}
+
+/**
+ * The path to create for a permit entry in `dir`, to which ZooKeeper appends the sequence:
+ * `<dir>/_c_<attempt id>-lease-<permits>-of-<limit>-` for a semaphore's permits,
+ * `<dir>/_c_<attempt id>-__READ__` or `-__WRIT__` for a read-write lock's read or write, and
+ * `<dir>/_c_<attempt id>-__READ__at-<write's sequence>-` for a downgraded write.
+ */
+export function permitNodePrefix(dir: string, request: PermitNodeRequest): string {
+  const head = `${dir}/${PROTECTED_PREFIX}${request.attemptId}`;
+  switch (request.mode) {
+    case "permit":
+      return `${head}${LEASE_MARKER}${request.permits}-of-${request.limit}-`;
+    case "write":
+      return `${head}${WRITE_MARKER}`;
+    case "read":
+      return request.downgradedFrom === undefined
+        ? `${head}${READ_MARKER}`
+        : `${head}${READ_MARKER}${DOWNGRADED}${request.downgradedFrom}-`;
+  }
+}
+
+/** The sequence suffix of a sequential node's name, as the server spelt it. */
+export function sequenceText(name: string): string {
+  const m = new RegExp(`${SEQUENCE}$`).exec(name);
+  if (m === null) throw new Error(`zookeeper: ${name} has no sequence suffix`);
+  return m[1] as string;
+}
+
+/** Parses a permit entry's name; `undefined` for every other child, which the queue leaves out. */
+export function parsePermitNode(name: string): PermitNode | undefined {
+  let m = LEASE_NODE.exec(name);
+  if (m !== null) {
+    const seq = Number(m[4]);
+    return {
+      name,
+      attemptId: m[1] as string,
+      mode: "permit",
+      permits: Number(m[2]),
+      limit: Number(m[3]),
+      seq,
+      order: seq,
+    };
+  }
+  m = READ_WRITE_NODE.exec(name);
+  if (m === null) return undefined;
+  const read = m[2] === "READ";
+  const seq = Number(m[4]);
+  return {
+    name,
+    attemptId: m[1] as string,
+    mode: read ? "read" : "write",
+    permits: read ? 1 : READ_WRITE_PERMITS,
+    limit: READ_WRITE_PERMITS,
+    seq,
+    order: m[3] === undefined ? seq : Number(m[3]),
+  };
+}
+
+/** The permit entries among `children`, in queue order (lowest place first). */
+export function permitQueueOrder(children: readonly string[]): PermitNode[] {
+  const nodes: PermitNode[] = [];
+  for (const child of children) {
+    const node = parsePermitNode(child);
+    if (node !== undefined) nodes.push(node);
+  }
+  return nodes.sort((a, b) => a.order - b.order || a.seq - b.seq);
+}
+
+/** The name prefix every node of attempt `attemptId` has, a lock's or a permit entry's. */
+export function attemptNamePrefix(attemptId: string): string {
+  return `${PROTECTED_PREFIX}${attemptId}-`;
 }

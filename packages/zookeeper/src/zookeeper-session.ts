@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import {
   type BackendAcquireOptions,
+  type BackendPermitOptions,
   type BackendSession,
   BackendUnavailableError,
   boundedCall,
@@ -9,12 +10,14 @@ import {
   type KeepAliveResult,
   linkSignals,
   onceAborted,
+  type PermitHolder,
   SessionLostError,
   type StoredRecord,
   systemClock,
 } from "@baton/core";
 import type { Client, Stat } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
+import { AcquireStop } from "./acquire-stop.js";
 import {
   createEphemeralSequential,
   exists,
@@ -26,15 +29,25 @@ import {
 } from "./client-calls.js";
 import { closeClient, dropConnection } from "./client-connection.js";
 import { czxidToken, decodeContenderData, encodeNodeData } from "./zookeeper-codec.js";
-import { isConnectionLoss, toBatonError, ZK_CODE, zkCode } from "./zookeeper-errors.js";
 import {
+  isConnectionLoss,
+  toBatonError,
+  vanishedNode,
+  ZK_CODE,
+  zkCode,
+} from "./zookeeper-errors.js";
+import {
+  attemptNamePrefix,
   childPath,
   lockDir,
   lockNodePrefix,
   parseLockNode,
+  parsePermitNode,
+  permitRoot,
   queueOrder,
   splitPath,
 } from "./zookeeper-keys.js";
+import { ZookeeperPermits } from "./zookeeper-permits.js";
 import { ZookeeperRecords } from "./zookeeper-records.js";
 
 /** What a grant of this backend carries to release exactly its node. */
@@ -100,6 +113,7 @@ export class ZookeeperSession implements BackendSession {
   #cleaning: Promise<void> | undefined;
   readonly #onState: (state: unknown) => void;
   readonly #records: ZookeeperRecords;
+  readonly #permits: ZookeeperPermits;
   /** The data of a lock node that publishes no value (the client copies it into each request). */
   readonly #plainData: Buffer;
 
@@ -111,6 +125,27 @@ export class ZookeeperSession implements BackendSession {
     this.lost = this.#lost.signal;
     // Hot path: see docs/hot-path.md, "ZooKeeper".
     this.#plainData = encodeNodeData({ ownerId: this.ownerId });
+    this.#permits = new ZookeeperPermits({
+      client,
+      ownerId: this.ownerId,
+      root: permitRoot(context.root),
+      plainData: this.#plainData,
+      ended: this.#ended.signal,
+      held: this.#held,
+      call: (what, pending, stop, onAbandoned) => this.#call(what, pending, stop, onAbandoned),
+      whenConnected: (stop) => this.#whenConnected(stop),
+      createNode: (dir, attemptId, prefix, data, stop) =>
+        this.#createNode(dir, attemptId, prefix, data, stop),
+      findAttempt: (dir, attemptId, stop) => this.#findAttempt(dir, attemptId, stop),
+      waitGone: (path, stop) => this.#waitGone(path, stop),
+      untilChanged: (changed, stop) => this.#untilChanged(changed, stop),
+      deleteOwn: (dir, attemptId, path) => this.#deleteOwn(dir, attemptId, path),
+      orphan: (dir, attemptId, path) => this.#orphan(dir, attemptId, path),
+      lateCreate: (dir, attemptId, late) => this.#lateCreate(dir, attemptId, late),
+      isOrphan: (attemptId) => this.#orphans.has(attemptId),
+      cleanOrphansIn: (dir) => (this.#orphansIn(dir) ? this.#cleanOrphans() : Promise.resolve()),
+      barrier: () => this.#call("zookeeper session check", touchSession(client)),
+    });
     this.#onState = (state) => this.#stateChanged(state);
     client.on("state", this.#onState);
     this.#records = new ZookeeperRecords({
@@ -257,7 +292,7 @@ export class ZookeeperSession implements BackendSession {
         options.value === undefined
           ? this.#plainData
           : encodeNodeData({ ownerId: this.ownerId, value: options.value });
-      path = await this.#createNode(dir, attemptId, data, stop);
+      path = await this.#createNode(dir, attemptId, lockNodePrefix(dir, attemptId), data, stop);
       const token = await this.#awaitTurn(dir, path, options.wait, stop);
       if (token === null) {
         await this.#deleteOwn(dir, attemptId, path);
@@ -281,16 +316,17 @@ export class ZookeeperSession implements BackendSession {
   }
 
   /**
-   * Creates this attempt's node. When the reply is lost with the connection, the node may
-   * exist: once connected again, look for it by the attempt id before creating another.
+   * Creates this attempt's node, `prefix` and the sequence. When the reply is lost with the
+   * connection, the node may exist: once connected again, look for it by the attempt id
+   * before creating another.
    */
   async #createNode(
     dir: string,
     attemptId: string,
+    prefix: string,
     data: Buffer,
     stop: AcquireStop,
   ): Promise<string> {
-    const prefix = lockNodePrefix(dir, attemptId);
     for (let round = 0; ; round++) {
       try {
         return await this.#call(
@@ -338,8 +374,9 @@ export class ZookeeperSession implements BackendSession {
       if (zkCode(error) === ZK_CODE.noNode) return undefined;
       throw error;
     }
-    const node = queueOrder(children).find((n) => n.attemptId === attemptId);
-    return node === undefined ? undefined : childPath(dir, node.name);
+    const mine = attemptNamePrefix(attemptId);
+    const name = children.find((c) => c.startsWith(mine));
+    return name === undefined ? undefined : childPath(dir, name);
   }
 
   /**
@@ -366,7 +403,7 @@ export class ZookeeperSession implements BackendSession {
             Promise.all([getChildren(this.client, dir), exists(this.client, path)]),
             stop.current,
           );
-          if (stat === null) throw vanished(path);
+          if (stat === null) throw vanishedNode(path);
           token = czxidToken(stat.czxid);
           children = list;
         } else {
@@ -382,7 +419,7 @@ export class ZookeeperSession implements BackendSession {
             n.name === own.name || n.attemptId === undefined || !this.#orphans.has(n.attemptId),
         );
         const index = queue.findIndex((n) => n.name === own.name);
-        if (index < 0) throw vanished(path);
+        if (index < 0) throw vanishedNode(path);
         if (index === 0) return token;
         if (!wait) return null;
         const ahead = queue[index - 1] as { name: string };
@@ -478,7 +515,7 @@ export class ZookeeperSession implements BackendSession {
       if (error instanceof SessionLostError) return false;
       // Not known to be gone: keep trying to delete it while the session lives.
       const { dir, name } = splitPath(path);
-      const attemptId = parseLockNode(name)?.attemptId;
+      const attemptId = (parseLockNode(name) ?? parsePermitNode(name))?.attemptId;
       if (attemptId !== undefined) void this.#orphan(dir, attemptId, path);
       throw toBatonError(error, `zookeeper release of "${grant.key}"`);
     }
@@ -612,6 +649,24 @@ export class ZookeeperSession implements BackendSession {
     return await this.#records.write(key, value, expected);
   }
 
+  /** Acquires permits of `key` (see zookeeper-permits.ts). */
+  async acquirePermits(key: string, options: BackendPermitOptions): Promise<Grant | null> {
+    this.#assertLive();
+    return await this.#permits.acquire(key, options);
+  }
+
+  /** The granted entries of permit key `key`, in grant order. */
+  async permitHolders(key: string): Promise<PermitHolder[]> {
+    this.#assertLive();
+    return await this.#permits.holders(key);
+  }
+
+  /** Turns a write grant into a read grant with its token, in one step. */
+  async downgrade(grant: Grant): Promise<Grant | null> {
+    this.#assertLive();
+    return await this.#permits.downgrade(grant);
+  }
+
   async close(): Promise<void> {
     if (this.#ended.signal.aborted) {
       if (this.#context.ownsClient) closeClient(this.client, 0);
@@ -637,40 +692,4 @@ export class ZookeeperSession implements BackendSession {
       ),
     );
   }
-}
-
-/**
- * What an acquire's calls stop on: the session's end, and the caller's signal too once the
- * acquire waits. The link to the caller's signal is made on the first wait, so a first try
- * that is granted reads no signal and links none (see docs/hot-path.md, "ZooKeeper").
- */
-class AcquireStop {
-  /** The signal of the calls now: the session's end until the first wait, then the link. */
-  current: AbortSignal;
-  readonly #options: BackendAcquireOptions;
-  #link: ReturnType<typeof linkSignals> | undefined;
-
-  constructor(options: BackendAcquireOptions, ended: AbortSignal) {
-    this.#options = options;
-    this.current = ended;
-  }
-
-  /** The signal of a wait: aborts when the caller gives up or the session ends. */
-  waiting(): AbortSignal {
-    if (this.#link === undefined) {
-      this.#link = linkSignals([this.#options.signal, this.current]);
-      this.current = this.#link.signal;
-    }
-    return this.#link.signal;
-  }
-
-  dispose(): void {
-    this.#link?.dispose();
-  }
-}
-
-function vanished(path: string): BackendUnavailableError {
-  return new BackendUnavailableError(
-    `zookeeper: our lock node ${path} disappeared while we waited (deleted by hand, or the session ended)`,
-  );
 }
