@@ -12,7 +12,11 @@ import { postgresOptionsFromUrl } from "./postgres-options.js";
 
 export { PgFence, pgFence } from "./pg-fence.js";
 export type { PgFenceOptions } from "./pg-fence-options.js";
-export { POSTGRES_GUARANTEES, PostgresBackend } from "./postgres-backend.js";
+export {
+  POSTGRES_GUARANTEES,
+  POSTGRES_LEASE_GUARANTEES,
+  PostgresBackend,
+} from "./postgres-backend.js";
 export { advisoryKey } from "./postgres-keys.js";
 export {
   DEFAULT_LOCKS,

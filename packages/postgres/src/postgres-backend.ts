@@ -26,11 +26,13 @@ import { statements } from "./statements.js";
 import { WaiterPool } from "./waiter-pool.js";
 
 /**
- * What PostgreSQL locks promise. Tokens come from one sequence on one primary: strictly
+ * What PostgreSQL locks promise (the advisory mode; for row leases see
+ * {@link POSTGRES_LEASE_GUARANTEES}). Tokens come from one sequence on one primary: strictly
  * increasing there, also across restarts; a failover to an asynchronous replica that missed
- * the newest `nextval` can repeat tokens. Waiting is not strictly FIFO (a waiter whose wait
- * is interrupted, e.g. by its session's renewal, goes to the back; a try may barge in). Not
- * consensus-backed.
+ * the newest `nextval` can repeat tokens. Waiting for a lock is not strictly FIFO (a waiter
+ * whose wait is interrupted, e.g. by its session's renewal, goes to the back; a try may barge
+ * in). Semaphores and read-write locks keep one queue per name in a table, in arrival order:
+ * a request never overtakes one that waits. Not consensus-backed.
  */
 export const POSTGRES_GUARANTEES: Guarantees = {
   fencing: "monotonic",
@@ -38,6 +40,15 @@ export const POSTGRES_GUARANTEES: Guarantees = {
   consensus: false,
   crossProcess: true,
   records: true,
+  semaphores: true,
+};
+
+/**
+ * What the row-lease mode (`locks: "lease"`) promises: as {@link POSTGRES_GUARANTEES}, without
+ * semaphores and read-write locks (a `ConfigError` when used).
+ */
+export const POSTGRES_LEASE_GUARANTEES: Guarantees = {
+  ...POSTGRES_GUARANTEES,
   semaphores: false,
 };
 
@@ -53,7 +64,8 @@ const LEASE_CONNECT_TIMEOUT_MS = 5_000;
  */
 export class PostgresBackend implements LockBackend {
   readonly kind = "postgres";
-  readonly guarantees = POSTGRES_GUARANTEES;
+  /** {@link POSTGRES_GUARANTEES}, or {@link POSTGRES_LEASE_GUARANTEES} with `locks: "lease"`. */
+  readonly guarantees: Guarantees;
   /** The checked options. */
   readonly options: ResolvedPostgresOptions;
   readonly #context: PostgresSessionContext;
@@ -67,10 +79,13 @@ export class PostgresBackend implements LockBackend {
   /** Checks `options` (throwing `ConfigError` before any I/O); connects lazily. */
   constructor(options: PostgresBackendOptions) {
     this.options = resolvePostgresOptions(options);
+    this.guarantees =
+      this.options.locks === "lease" ? POSTGRES_LEASE_GUARANTEES : POSTGRES_GUARANTEES;
     this.#waiters = new WaiterPool(this.options.connection, (pid) => this.#cancel(pid));
     this.#context = {
       connection: this.options.connection,
       namespace: this.options.namespace,
+      quotedSchema: this.options.quotedSchema,
       statements: statements(schemaNames(this.options.quotedSchema)),
       waits: new KeyWaits(this.#waiters),
       waiters: this.#waiters,

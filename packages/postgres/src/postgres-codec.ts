@@ -1,4 +1,4 @@
-import type { Holder, StoredRecord } from "@baton/core";
+import type { Holder, PermitHolder, PermitMode, StoredRecord } from "@baton/core";
 
 /*
  * What Baton's statements send and return, beside the SQL text (statements.ts): the values
@@ -211,4 +211,82 @@ export function decodeReap(rows: readonly Record<string, unknown>[]): {
     reaped: Number(row?.reaped ?? 0),
     remainingMs: typeof remaining === "number" ? Math.max(0, remaining) : null,
   };
+}
+
+// --- Permits (semaphores, read-write locks) ---------------------------------------------
+
+/** What the permit acquire's one column says (see permit-functions.ts). */
+export type PermitAcquireOutcome =
+  | { readonly kind: "granted"; readonly id: bigint; readonly token: bigint }
+  | { readonly kind: "waiting"; readonly id: bigint }
+  | { readonly kind: "refused" }
+  | { readonly kind: "limit"; readonly stored: number }
+  | { readonly kind: "session-key-taken" };
+
+/**
+ * Decodes the permit acquire's column: `g<id> <token>`, `w<id>`, `n`, `l<limit>` or `s` (see
+ * {@link PermitAcquireOutcome}).
+ */
+export function decodePermitAcquire(column: string | null): PermitAcquireOutcome {
+  const body = column?.slice(1) ?? "";
+  switch (column?.charAt(0)) {
+    case "g": {
+      const space = body.indexOf(" ");
+      return {
+        kind: "granted",
+        id: BigInt(body.slice(0, space)),
+        token: BigInt(body.slice(space + 1)),
+      };
+    }
+    case "w":
+      return { kind: "waiting", id: BigInt(body) };
+    case "n":
+      return { kind: "refused" };
+    case "l":
+      return { kind: "limit", stored: Number(body) };
+    case "s":
+      return { kind: "session-key-taken" };
+  }
+  throw new Error(`unexpected answer of the permit acquire: ${String(column)}`);
+}
+
+/**
+ * Decodes a waiter's check (`g<token>`, `w`, `x`): the token once granted, `"waiting"`, or
+ * `"gone"` (the entry is no longer there).
+ */
+export function decodePermitCheck(column: string | null): bigint | "waiting" | "gone" {
+  if (column?.charAt(0) === "g") return BigInt(column.slice(1));
+  if (column === "w") return "waiting";
+  return "gone";
+}
+
+/** Decodes the permit downgrade's column: the token, or `null` (not a write grant held). */
+export function decodePermitDowngrade(column: string | null): bigint | null {
+  return column === null ? null : BigInt(column);
+}
+
+/**
+ * Decodes the rows of the permit holders statement: `owner`, `token` (text), `value`,
+ * `permits` (int), `mode` (text).
+ */
+export function decodePermitHolders(rows: readonly Record<string, unknown>[]): PermitHolder[] {
+  return rows.map((row) => {
+    const holder = {
+      ownerId: row.owner as string,
+      token: BigInt(row.token as string),
+      permits: row.permits as number,
+      mode: row.mode as PermitMode,
+    };
+    return row.value === null ? holder : { ...holder, value: row.value as string };
+  });
+}
+
+/**
+ * Decodes a grant announcement's payload (`<first> <last>`): the ids it granted are among
+ * those from `first` to `last`; `null` for a payload of another shape.
+ */
+export function decodePermitNotice(payload: string | undefined): readonly [bigint, bigint] | null {
+  const match = /^(-?[0-9]+) (-?[0-9]+)$/.exec(payload ?? "");
+  if (match === null) return null;
+  return [BigInt(match[1] as string), BigInt(match[2] as string)];
 }

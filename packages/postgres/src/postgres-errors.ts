@@ -21,6 +21,8 @@ export const SQLSTATE = {
   undefinedObject: "42704",
   /** A table (or a schema's) is missing: e.g. the records table before `migrate()`. */
   undefinedTable: "42P01",
+  /** A function is missing: e.g. the permit functions before `migrate()`. */
+  undefinedFunction: "42883",
   connectionDoesNotExist: "08003",
   connectionFailure: "08006",
 } as const;

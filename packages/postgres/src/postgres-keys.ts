@@ -11,7 +11,11 @@ import { createHash } from "node:crypto";
  * - the schema's tables and sequence ({@link schemaNames}), and the advisory key that
  *   serialises migrations ({@link MIGRATION_KEY});
  * - durable records (what `runOnce` keeps): one row of the schema's records table per record,
- *   keyed by the record's key as core names it, apart from every advisory key.
+ *   keyed by the record's key as core names it, apart from every advisory key;
+ * - permit keys (semaphores, read-write locks): rows keyed by namespace and name, apart from
+ *   every advisory key; a session that holds or waits for permits holds one session-level
+ *   advisory lock on its random liveness key (see permit-functions.ts), in the bigint key
+ *   space of locks, where a clash has the odds of two lock names hashing alike.
  */
 
 /**
@@ -79,6 +83,12 @@ export interface SchemaNames {
   readonly leases: string;
   /** Row-lease sessions: one row per Baton session, its expiry on the server's clock. */
   readonly leaseSessions: string;
+  /** Permit entries (semaphores, read-write locks): one row per holder or waiter. */
+  readonly permits: string;
+  /** One row per permit key: its limit and what its entries hold and ask for in all. */
+  readonly permitQueues: string;
+  /** The newest write token of each permit key (logged: kept as long as the tokens' order). */
+  readonly permitTokens: string;
 }
 
 /** The quoted names of the objects in `quotedSchema` (a schema name quoted for SQL text). */
@@ -91,7 +101,19 @@ export function schemaNames(quotedSchema: string): SchemaNames {
     records: `${quotedSchema}."records"`,
     leases: `${quotedSchema}."leases"`,
     leaseSessions: `${quotedSchema}."lease_sessions"`,
+    permits: `${quotedSchema}."permits"`,
+    permitQueues: `${quotedSchema}."permit_queues"`,
+    permitTokens: `${quotedSchema}."permit_tokens"`,
   };
+}
+
+/**
+ * The channel a schema's permit grants are announced on (`NOTIFY`; see permit-functions.ts):
+ * `baton_permits_` and 12 hex digits of SHA-256 of the schema's quoted name, so the sessions of
+ * one schema hear only its own grants.
+ */
+export function permitChannel(quotedSchema: string): string {
+  return `baton_permits_${createHash("sha256").update(quotedSchema).digest("hex").slice(0, 12)}`;
 }
 
 /** Fixed advisory key that serialises concurrent migrations (SHA-256 of "baton:migrate"). */

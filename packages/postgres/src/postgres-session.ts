@@ -1,5 +1,6 @@
 import {
   type BackendAcquireOptions,
+  type BackendPermitOptions,
   type BackendSession,
   boundedCall,
   ConfigError,
@@ -7,6 +8,7 @@ import {
   type Holder,
   type KeepAliveResult,
   linkSignals,
+  type PermitHolder,
   SessionLostError,
   type StoredRecord,
 } from "@baton/core";
@@ -33,7 +35,8 @@ import {
   toBatonError,
   waitEndedEmpty,
 } from "./postgres-errors.js";
-import { advisoryKey, type TokenTag } from "./postgres-keys.js";
+import { advisoryKey, permitChannel, type TokenTag } from "./postgres-keys.js";
+import { PermitHandle, PostgresPermits } from "./postgres-permits.js";
 import { PostgresRecords } from "./postgres-records.js";
 import { callPrepared, PreparedCall } from "./prepared-call.js";
 import { RecentContention } from "./recent-contention.js";
@@ -68,6 +71,8 @@ const PING: Statement = { name: "baton_ping", text: "SELECT 1" };
 export interface PostgresSessionContext {
   readonly connection: pg.ClientConfig;
   readonly namespace: string;
+  /** The schema's quoted name (its permit channel is named after it). */
+  readonly quotedSchema: string;
   readonly statements: Statements;
   readonly waits: KeyWaits;
   readonly waiters: WaiterPool;
@@ -129,6 +134,10 @@ export class PostgresSession implements BackendSession {
   readonly #records: PostgresRecords;
   /** Keys lately found held: a waiting acquire of one waits at once (see acquire). */
   readonly #contention: RecentContention;
+  /** Semaphores and read-write locks, in the connection's turn. */
+  readonly #permits: PostgresPermits;
+  /** The channel the schema's permit grants are announced on. */
+  readonly #permitChannel: string;
 
   private constructor(
     client: pg.Client,
@@ -150,6 +159,24 @@ export class PostgresSession implements BackendSession {
       run: async (statement, values) =>
         (await this.#send({ name: statement.name, text: statement.text, values })).rows,
       failure: (error, what) => this.#failure(error, what),
+    });
+    this.#permitChannel = permitChannel(context.quotedSchema);
+    this.#permits = new PostgresPermits({
+      namespace: context.namespace,
+      ownerId,
+      ttlMs,
+      statements: context.statements,
+      lost: this.#lost.signal,
+      column: (statement, values) => this.#column(statement, values),
+      rows: (statement, values) => this.#query(statement, values),
+      simple: async (text) => {
+        try {
+          await this.#send({ text });
+        } catch (error) {
+          throw this.#failure(error);
+        }
+      },
+      assertLive: () => this.#assertLive(),
     });
   }
 
@@ -178,6 +205,9 @@ export class PostgresSession implements BackendSession {
     // Attached before connecting: an error event without a listener would crash the process.
     client.on("error", (error) => session.#markLost(error));
     client.on("end", () => session.#markLost(undefined));
+    client.on("notification", (message) => {
+      if (message.channel === session.#permitChannel) session.#permits.notified(message.payload);
+    });
     const onAbort = () => {
       void client.end().catch(() => undefined);
     };
@@ -217,6 +247,8 @@ export class PostgresSession implements BackendSession {
       await this.#query(this.#context.statements.unlockHeld, unlockHeldValues(orphans));
       for (const orphan of orphans) this.#orphans.unlocked(orphan);
     }
+    // Permit entries live as long as the connection: the statement below renews them all.
+    if (this.#permits.leftovers) await this.#permits.releaseLeftovers();
     const held = [...this.#held.values()];
     const released = this.#released;
     if (held.length === 0 && released.length === 0) {
@@ -511,6 +543,9 @@ export class PostgresSession implements BackendSession {
   }
 
   async release(grant: Grant): Promise<boolean> {
+    if (grant.handle instanceof PermitHandle) {
+      return grant.handle.owner === this.#permits ? this.#permits.release(grant) : false;
+    }
     const handle = grant.handle as PostgresGrantHandle | undefined;
     const held = this.#held.get(grant.key);
     if (handle?.session !== this || held === undefined || held.token !== grant.token) return false;
@@ -562,6 +597,21 @@ export class PostgresSession implements BackendSession {
     return watchHolder(lock, signal);
   }
 
+  async acquirePermits(name: string, options: BackendPermitOptions): Promise<Grant | null> {
+    this.#assertLive();
+    return this.#permits.acquire(name, options);
+  }
+
+  async permitHolders(name: string): Promise<PermitHolder[]> {
+    this.#assertLive();
+    return this.#permits.holders(name);
+  }
+
+  async downgrade(grant: Grant): Promise<Grant | null> {
+    this.#assertLive();
+    return this.#permits.downgrade(grant);
+  }
+
   async readRecord(key: string): Promise<StoredRecord | null> {
     this.#assertLive();
     return this.#records.read(key);
@@ -580,13 +630,17 @@ export class PostgresSession implements BackendSession {
       this.#names.clear();
       this.#released = [];
       if (!this.#lost.signal.aborted) {
-        // Tidy this session's holder rows and registration; bounded, since the connection ends
-        // either way (and a later connection with its pid replaces the registration).
+        // Tidy this session's holder rows, permits and registration; bounded, since the
+        // connection ends either way (which frees the permits' waiters within their poll,
+        // and a later connection with its pid replaces the registration).
+        const permits = this.#permits.releaseAll();
         const tidy = this.#send({
           ...this.#context.statements.unregister,
           values: holderRowValues(rows),
         });
-        await boundedCall(tidy, { timeoutMs: CLOSE_TIDY_MS }).catch(() => undefined);
+        await boundedCall(Promise.all([permits, tidy]), { timeoutMs: CLOSE_TIDY_MS }).catch(
+          () => undefined,
+        );
       }
       // Ending the connection frees every advisory lock it holds.
       await this.#client.end().catch(() => undefined);
@@ -613,6 +667,7 @@ export class PostgresSession implements BackendSession {
       error === undefined ? "its connection ended" : `its connection failed: ${error.message}`;
     this.#held.clear();
     this.#names.clear();
+    this.#permits.lost();
     this.#lost.abort(
       new SessionLostError(`the PostgreSQL session of "${this.ownerId}" was lost: ${why}`, {
         cause: error,

@@ -1,5 +1,6 @@
 import { ConfigError } from "@baton/core";
 import type pg from "pg";
+import { permitFunctions } from "./permit-functions.js";
 import { isPrivilegeError, SQLSTATE, sqlState } from "./postgres-errors.js";
 import { MIGRATION_KEY, type SchemaNames, schemaNames } from "./postgres-keys.js";
 import { quoteIdentifier } from "./sql-identifier.js";
@@ -84,6 +85,8 @@ function ddl(names: SchemaNames): string {
       -- CREATE INDEX of its own would need the table's owner on every later migration.
       UNIQUE (session, namespace, name)
     )`,
+    // Permits (semaphores, read-write locks) of the advisory mode: see permit-functions.ts.
+    ...permitFunctions(names).ddl,
     "COMMIT",
   ].join(";\n");
 }
@@ -95,12 +98,15 @@ export interface MigrateOptions {
 }
 
 /**
- * Creates Baton's schema, its tables (`holders`, `sessions`, `records`, and `leases` and
+ * Creates Baton's schema, its tables (`holders`, `sessions`, `records`, `permits`,
+ * `permit_queues` and `permit_tokens` with their functions, and `leases` and
  * `lease_sessions` for the row-lease mode) and token sequence when missing. Idempotent and
  * safe to run concurrently. Run it with a role that may create them when the application's
  * role may not (then grant the application's role USAGE on the
  * schema; SELECT, INSERT, UPDATE, DELETE on `holders` and `sessions`; SELECT, INSERT, UPDATE
- * on `records`; for the row-lease mode SELECT, INSERT, UPDATE, DELETE on `leases` and
+ * on `records`; for semaphores and read-write locks SELECT, INSERT, UPDATE, DELETE on
+ * `permits`, `permit_queues` and `permit_tokens` (functions may be run by every role
+ * unless revoked); for the row-lease mode SELECT, INSERT, UPDATE, DELETE on `leases` and
  * `lease_sessions`; USAGE on the sequence).
  */
 export async function migrate(db: Queryable, options: MigrateOptions = {}): Promise<void> {
@@ -111,9 +117,10 @@ export async function migrate(db: Queryable, options: MigrateOptions = {}): Prom
 /**
  * Checks that Baton's objects exist, creating them when `create` and they are missing.
  * Missing privileges become a `ConfigError` (field `privileges`) saying which. Locks do not
- * need the records table: with `recordsOptional`, when only it is missing and cannot be
- * created here (`create` is false, or the role may not), this returns, locks work, and the
- * records' statements fail saying to run `migrate()` (see postgres-records.ts). `locks` names
+ * need the records table, nor the permit tables and functions: with `recordsOptional`, when
+ * only they are missing and cannot be created here (`create` is false, or the role may not),
+ * this returns, locks work, and the records' (and permits') statements fail saying to run
+ * `migrate()` (see postgres-records.ts, postgres-permits.ts). `locks` names
  * which lock tables must be there: the advisory mode's or the row-lease mode's.
  */
 export async function ensureSchema(
@@ -129,18 +136,25 @@ export async function ensureSchema(
     const probe = await db.query(
       `SELECT current_user AS "user", current_database() AS database,
         to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL
-          AND to_regclass($3) IS NOT NULL AS ready, to_regclass($4) IS NOT NULL AS records`,
-      locks === "lease"
-        ? [names.leases, names.tokens, names.leaseSessions, names.records]
-        : [names.holders, names.tokens, names.sessions, names.records],
+          AND to_regclass($3) IS NOT NULL AS ready, to_regclass($4) IS NOT NULL AS records,
+        (SELECT bool_and(to_regclass(o) IS NOT NULL) FROM unnest($5::text[]) o)
+          AND (SELECT bool_and(to_regproc(f) IS NOT NULL) FROM unnest($6::text[]) f) AS permits`,
+      [
+        ...(locks === "lease"
+          ? [names.leases, names.tokens, names.leaseSessions, names.records]
+          : [names.holders, names.tokens, names.sessions, names.records]),
+        [names.permits, names.permitQueues, names.permitTokens],
+        permitFunctions(names).names.all,
+      ],
     );
     const row = probe.rows[0] as {
       user: string;
       database: string;
       ready: boolean;
       records: boolean;
+      permits: boolean;
     };
-    if (row.ready && (row.records || (recordsOptional && !create))) return;
+    if (row.ready && ((row.records && row.permits) || (recordsOptional && !create))) return;
     who = row;
   } catch (error) {
     if (isPrivilegeError(error)) {
@@ -163,7 +177,7 @@ export async function ensureSchema(
   } catch (error) {
     // A failed simple-query transaction is rolled back by the server.
     if (isPrivilegeError(error)) {
-      if (who.ready && recordsOptional) return; // only the records table is missing
+      if (who.ready && recordsOptional) return; // only the records or permit objects are missing
       throw new ConfigError(
         "privileges",
         `role "${who.user}" may not create Baton's objects in schema "${schema}" of database "${who.database}" (${(error as Error).message}); it needs CREATE on the database (for the schema) or on the schema, or run migrate() once as a role that has it`,

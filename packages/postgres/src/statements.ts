@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { permitFunctions } from "./permit-functions.js";
 import {
   FIRST_RECORD_VERSION,
   keptTokenColumn,
@@ -6,7 +7,7 @@ import {
   tokenFromOffsetSql,
   tokenOffsetSql,
 } from "./postgres-codec.js";
-import type { SchemaNames } from "./postgres-keys.js";
+import { permitChannel, type SchemaNames } from "./postgres-keys.js";
 
 /** A prepared statement: `name` is unique per text, so one connection may hold many. */
 export interface Statement {
@@ -117,6 +118,39 @@ export interface Statements {
    * when the version did not match.
    */
   readonly updateRecord: Statement;
+  /**
+   * Acquires permits (see permit-functions.ts): `$1` namespace, `$2` name, `$3` limit, `$4`
+   * permits, `$5` mode, `$6` the session's liveness key, `$7` owner, `$8` value, `$9` wait,
+   * `$10` whether to take the liveness key first. Returns one text column (decodePermitAcquire).
+   */
+  readonly permitAcquire: Statement;
+  /**
+   * A waiter's look at its entry `$3` of key (`$1`, `$2`) of liveness key `$4`; with `$5`, a
+   * poll that first drops what dead sessions left. Returns one text column (decodePermitCheck).
+   */
+  readonly permitCheck: Statement;
+  /**
+   * Releases entry `$3` of key (`$1`, `$2`) of liveness key `$4` (granted or waiting). Returns
+   * `released` (boolean: it was there, granted).
+   */
+  readonly permitRelease: Statement;
+  /**
+   * Releases entries `$3` (bigint[]) of keys `$1`, `$2` (text[], element by element) of
+   * liveness key `$4`: a close, and releases that failed.
+   */
+  readonly permitReleaseMany: Statement;
+  /**
+   * Turns write entry `$3` of key (`$1`, `$2`) of liveness key `$4` into a read of 1 permit.
+   * Returns its token (text), NULL when it was no write grant of that session.
+   */
+  readonly permitDowngrade: Statement;
+  /**
+   * The granted entries of key (`$1`, `$2`) whose session lives (`$3`, this session's liveness
+   * key, lives), in grant order: `owner`, `token` (text), `value`, `permits`, `mode`.
+   */
+  readonly permitHolders: Statement;
+  /** Listens on the schema's permit channel (a simple query: no parameters). */
+  readonly permitListen: string;
 }
 
 /** Builds the statements for the schema objects `names`. */
@@ -158,7 +192,37 @@ export function statements(names: SchemaNames): Statements {
     `b AS MATERIALIZED (SELECT set_config('lock_timeout', ${bound}::text, true) AS bound),
 l AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) AS locked FROM b),
 t AS MATERIALIZED (SELECT nextval('${sequence}') AS token${keepToken ? `, ${base} AS base` : ""} FROM l)`;
+  const permit = permitFunctions(names).names;
   return {
+    permitAcquire: statement(
+      "permit_acquire",
+      `SELECT ${permit.acquire}($1::text, $2::text, $3::int, $4::int, $5::text, $6::bigint, $7::text,
+  $8::text, $9::boolean, $10::boolean)`,
+    ),
+    permitCheck: statement(
+      "permit_check",
+      `SELECT ${permit.check}($1::text, $2::text, $3::bigint, $4::bigint, $5::boolean)`,
+    ),
+    permitRelease: statement(
+      "permit_release",
+      `SELECT ${permit.release}($1::text, $2::text, $3::bigint, $4::bigint)`,
+    ),
+    permitReleaseMany: statement(
+      "permit_release_many",
+      `SELECT ${permit.releaseMany}($1::text[], $2::text[], $3::bigint[], $4::bigint)`,
+    ),
+    permitDowngrade: statement(
+      "permit_downgrade",
+      `SELECT ${permit.downgrade}($1::text, $2::text, $3::bigint, $4::bigint)`,
+    ),
+    permitHolders: statement(
+      "permit_holders",
+      `SELECT e.owner, e.token::text AS token, e.value, e.permits, e.mode FROM ${names.permits} e
+WHERE e.namespace = $1::text AND e.name = $2::text AND e.granted
+  AND CASE WHEN e.session = $3::bigint THEN true ELSE NOT pg_try_advisory_xact_lock_shared(e.session) END
+ORDER BY e.id`,
+    ),
+    permitListen: `LISTEN "${permitChannel(names.schema)}"`,
     waitAcquire: statement(
       "wait_acquire",
       `WITH ${waited("$5", false)},

@@ -95,6 +95,7 @@ describeBackend("postgres", (url) => {
       const context: PostgresSessionContext = {
         connection,
         namespace: "baton",
+        quotedSchema: '"baton"',
         statements: statements(schemaNames('"baton"')),
         waits: new KeyWaits(waiters),
         waiters,
