@@ -1,4 +1,4 @@
-import type { Holder } from "@baton/core";
+import type { Holder, PermitMode } from "@baton/core";
 import type { IWatchResponse } from "etcd3";
 
 /*
@@ -139,4 +139,76 @@ export function hasDelete(response: IWatchResponse): boolean {
 export function compactedAt(response: IWatchResponse): bigint {
   // proto3 leaves a zero out: no compact revision is "" (or missing).
   return BigInt(response.compact_revision || "0");
+}
+
+/**
+ * What Baton stores in a permit entry's value, as JSON:
+ * `{"baton":1,"owner":"<owner id>","permits":3,"mode":"permit","value":"<published value>"}`
+ * (`value` only when one was published). A downgrade rewrites it with 1 permit, mode `read`.
+ */
+interface StoredPermitEntry {
+  readonly baton: typeof HOLDER_VALUE_VERSION;
+  readonly owner: string;
+  readonly permits: number;
+  readonly mode: PermitMode;
+  readonly value?: string;
+}
+
+/** A permit entry's value, decoded (see {@link encodePermitEntry}). */
+export interface PermitEntryValue {
+  readonly ownerId: string;
+  readonly permits: number;
+  readonly mode: PermitMode;
+  readonly value?: string;
+}
+
+/** The stored value of a permit entry. */
+export function encodePermitEntry(entry: PermitEntryValue): Buffer {
+  const stored: StoredPermitEntry = {
+    baton: HOLDER_VALUE_VERSION,
+    owner: entry.ownerId,
+    permits: entry.permits,
+    mode: entry.mode,
+    ...(entry.value === undefined ? {} : { value: entry.value }),
+  };
+  return Buffer.from(JSON.stringify(stored));
+}
+
+/**
+ * A permit entry's value, or `undefined` for bytes Baton did not write (the caller then
+ * counts the entry as taking every permit, so a stray key never lets too many in).
+ */
+export function decodePermitEntry(raw: Buffer): PermitEntryValue | undefined {
+  const text = raw.toString();
+  if (!text.startsWith(HOLDER_VALUE_START)) return undefined;
+  try {
+    const stored = JSON.parse(text) as Partial<StoredPermitEntry>;
+    const { owner, permits, mode, value } = stored;
+    if (typeof owner !== "string" || typeof permits !== "number" || !Number.isSafeInteger(permits))
+      return undefined;
+    if (permits < 1 || (mode !== "permit" && mode !== "read" && mode !== "write")) return undefined;
+    return typeof value === "string"
+      ? { ownerId: owner, permits, mode, value }
+      : { ownerId: owner, permits, mode };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A permit key's limit as stored in its `limit` key: the decimal number. */
+export function encodePermitLimit(limit: number): Buffer {
+  return Buffer.from(String(limit));
+}
+
+/** The limit a `limit` key holds, or `undefined` for bytes that are no positive integer. */
+export function decodePermitLimit(raw: Buffer): number | undefined {
+  const text = raw.toString();
+  if (!/^[1-9]\d{0,15}$/.test(text)) return undefined;
+  const limit = Number(text);
+  return Number.isSafeInteger(limit) ? limit : undefined;
+}
+
+/** The type of a watch event: `"put"` or `"delete"` (etcd3 gives the enum's name, any case). */
+export function eventType(event: IWatchResponse["events"][number]): "put" | "delete" {
+  return String(event.type).toUpperCase() === DELETE_EVENT ? "delete" : "put";
 }

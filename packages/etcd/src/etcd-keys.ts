@@ -10,6 +10,15 @@ import { decodeLeaseId } from "./etcd-codec.js";
  * prefix in it, while every key of a lock has one right after the lock's name: so no record
  * key is a lock's key, nor lies under any lock's range (`<prefix><name>/`, which the queue and
  * `etcdctl lock` read), whatever the names.
+ *
+ * A semaphore or read-write lock keeps its keys under `<prefix>\xffpermits:<name>\xff`: the
+ * byte 0xff is never part of a name's UTF-8, so no lock key (`<prefix><name>/...`) and no
+ * record key lies in that range, no permit key under a lock's range, and the name ends at
+ * the second 0xff (no name's range holds another's). Under it: `e:<lease hex>.<n>`, one entry
+ * per holder or waiter, on its session's lease, ordered by create revision; `limit`, the
+ * number of permits its entries use (on no lease); `token`, rewritten by every write grant of
+ * a read-write lock (on no lease and never deleted: its mod revision is the newest write's
+ * token).
  */
 
 /** The range every queue key of lock `name` lives under: `<prefix><name>/`. */
@@ -69,3 +78,43 @@ export function recordKey(prefix: string, key: string): Buffer {
   const escaped = key.replaceAll("%", "%25").replaceAll("/", "%2F");
   return Buffer.from(`${prefix}${RECORD_KEY_START}${escaped}`);
 }
+
+/** A byte no name's UTF-8 holds: it starts the permit key space and ends a name in it. */
+const PERMIT_MARK = Buffer.from([0xff]);
+/** What follows the first `PERMIT_MARK` after the prefix, for people reading the keys. */
+const PERMIT_KEY_START = Buffer.from("permits:");
+
+/** The range of every key of permit key `name`: `<prefix>\xffpermits:<name>\xff`. */
+export function permitPrefix(prefix: string, name: string): Buffer {
+  return Buffer.concat([
+    Buffer.from(prefix),
+    PERMIT_MARK,
+    PERMIT_KEY_START,
+    Buffer.from(name),
+    PERMIT_MARK,
+  ]);
+}
+
+/** The range of the entries (holders and waiters) of a permit key: `<permit prefix>e:`. */
+export function permitEntriesPrefix(permitPrefixKey: Buffer): Buffer {
+  return Buffer.concat([permitPrefixKey, ENTRIES_INFIX]);
+}
+
+/** The entry `n` of a session: `<entries prefix><lease hex>.<n>`. */
+export function permitEntryKey(entriesPrefixKey: Buffer, leaseHex: string, n: number): Buffer {
+  return Buffer.concat([entriesPrefixKey, Buffer.from(`${leaseHex}.${n}`)]);
+}
+
+/** The key holding the number of permits the entries of a permit key use. */
+export function permitLimitKey(permitPrefixKey: Buffer): Buffer {
+  return Buffer.concat([permitPrefixKey, LIMIT_SUFFIX]);
+}
+
+/** The key whose mod revision is the newest write's token (a read-write lock's). */
+export function permitTokenKey(permitPrefixKey: Buffer): Buffer {
+  return Buffer.concat([permitPrefixKey, TOKEN_SUFFIX]);
+}
+
+const ENTRIES_INFIX = Buffer.from("e:");
+const LIMIT_SUFFIX = Buffer.from("limit");
+const TOKEN_SUFFIX = Buffer.from("token");

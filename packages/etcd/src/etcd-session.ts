@@ -1,5 +1,6 @@
 import {
   type BackendAcquireOptions,
+  type BackendPermitOptions,
   type BackendSession,
   BackendUnavailableError,
   backoffMs,
@@ -8,6 +9,7 @@ import {
   type KeepAliveResult,
   LeftoverCleanup,
   linkSignals,
+  type PermitHolder,
   SessionEnd,
   SessionLostError,
   type StoredRecord,
@@ -17,6 +19,7 @@ import {
 import { decodeRevision, encodeHolderValue } from "./etcd-codec.js";
 import { isQueueKey, lockPrefix, queueKey } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
+import { EtcdPermits, isPermitHandle } from "./etcd-permits.js";
 import { EtcdRecords } from "./etcd-records.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import {
@@ -85,6 +88,8 @@ export class EtcdSession implements BackendSession {
   readonly #kv: EtcdKv;
   readonly #keeper: LeaseKeeper;
   readonly #records: EtcdRecords;
+  /** Semaphores and read-write locks: entries on the same lease (see etcd-permits.ts). */
+  readonly #permits: EtcdPermits;
   /** Its signal aborts on loss or close: it ends every wait of this session. */
   readonly #end = new SessionEnd("the etcd session ended");
   /**
@@ -120,6 +125,14 @@ export class EtcdSession implements BackendSession {
     );
     this.#keeper = new LeaseKeeper(context.kv, context.leaseId, timeoutMs);
     this.#records = new EtcdRecords(context.kv, context.prefix);
+    this.#permits = new EtcdPermits({
+      kv: context.kv,
+      prefix: context.prefix,
+      ownerId: context.ownerId,
+      leaseId: context.leaseId,
+      leaseHex: context.leaseHex,
+      end: this.#end,
+    });
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
@@ -131,6 +144,7 @@ export class EtcdSession implements BackendSession {
       throw error;
     }
     this.#leftovers.retry();
+    this.#permits.retry();
     return undefined;
   }
 
@@ -155,6 +169,10 @@ export class EtcdSession implements BackendSession {
   }
 
   release(grant: Grant): Promise<boolean> {
+    if (isPermitHandle(grant.handle)) {
+      if (grant.handle.leaseHex !== this.#context.leaseHex) return Promise.resolve(false);
+      return this.#permits.release(grant, grant.handle);
+    }
     const handle = grant.handle as EtcdGrantHandle | undefined;
     // Owner check by session: only this lease's queue key of that name is ours to delete.
     if (handle === undefined || handle.leaseHex !== this.#context.leaseHex) {
@@ -187,6 +205,28 @@ export class EtcdSession implements BackendSession {
 
   watch(name: string, signal: AbortSignal): AsyncIterable<Holder | null> {
     return watchHolder(this.#kv, lockPrefix(this.#context.prefix, name), signal);
+  }
+
+  /**
+   * Acquires permits of a semaphore or a read-write lock: an entry on this session's lease,
+   * granted once the permits of every entry ahead and its own fit the limit (see
+   * etcd-permits.ts). One round trip when granted at once.
+   */
+  acquirePermits(name: string, options: BackendPermitOptions): Promise<Grant | null> {
+    return this.#permits.acquire(name, options);
+  }
+
+  /** The granted entries of permit key `name`, in grant order. */
+  permitHolders(name: string): Promise<PermitHolder[]> {
+    return this.#permits.holders(name);
+  }
+
+  /** Turns a write grant of this session into a read grant with the same token. */
+  async downgrade(grant: Grant): Promise<Grant | null> {
+    const { handle } = grant;
+    if (!isPermitHandle(handle) || handle.leaseHex !== this.#context.leaseHex) return null;
+    this.#end.assertLive();
+    return await this.#permits.downgrade(grant, handle);
   }
 
   /** The durable record `key` (see etcd-records.ts), or `null`. */

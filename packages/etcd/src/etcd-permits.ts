@@ -1,0 +1,457 @@
+import {
+  type BackendPermitOptions,
+  BackendUnavailableError,
+  backoffMs,
+  type Grant,
+  LeftoverCleanup,
+  linkSignals,
+  type PermitHolder,
+  PermitLimitError,
+  type PermitMode,
+  type SessionEnd,
+  SessionLostError,
+  sleep,
+  systemClock,
+} from "@baton/core";
+import type { IResponseOp, ITxnResponse } from "etcd3";
+import { decodeRevision, encodePermitEntry, FOREIGN_OWNER_PREFIX } from "./etcd-codec.js";
+import { permitEntryKey } from "./etcd-keys.js";
+import type { EtcdKv } from "./etcd-kv.js";
+import { isAdmitted, QueueView, waitInQueue } from "./permit-queue.js";
+import {
+  claimWriteTxn,
+  joinOutcome,
+  joinReply,
+  joinTxn,
+  keyId,
+  leaveReply,
+  leaveTxn,
+  type PermitKeys,
+  permitKeys,
+  permitsOf,
+  type QueueSnapshot,
+  readQueueReply,
+  readQueueTxn,
+  rewriteEntryTxn,
+  storeLimitTxn,
+  succeededAt,
+} from "./permit-requests.js";
+
+/**
+ * What a permit grant carries to release (or downgrade) exactly itself: the lease, the
+ * entry's number on this session and its create revision, and what its value was built
+ * from. The entry's key is rebuilt when needed rather than kept.
+ */
+export interface EtcdPermitHandle {
+  readonly leaseHex: string;
+  readonly entry: number;
+  readonly revision: bigint;
+  readonly permits: number;
+  readonly mode: PermitMode;
+  readonly value: string | undefined;
+}
+
+/** True when a grant's handle is a permit grant's. */
+export function isPermitHandle(handle: unknown): handle is EtcdPermitHandle {
+  return typeof handle === "object" && handle !== null && "entry" in handle;
+}
+
+/** Everything {@link EtcdPermits} needs from its session. */
+export interface EtcdPermitsContext {
+  readonly kv: EtcdKv;
+  readonly prefix: string;
+  readonly ownerId: string;
+  readonly leaseId: string;
+  readonly leaseHex: string;
+  /** Ends every wait of the session; marks it lost when an entry vanished with the lease. */
+  readonly end: SessionEnd;
+}
+
+/** Backoff between looks at the queue after a failure: 25 to 50 ms first, up to 1 s. */
+const WAIT_BACKOFF = { minMs: 50, maxMs: 1_000 } as const;
+
+/** How often a join retries when other joins keep changing the limit key under it. */
+const JOIN_ATTEMPTS = 16;
+
+/** An entry a failed cleanup left: its permit key's keys and create revision (null: unknown). */
+interface Leftover {
+  readonly keys: PermitKeys;
+  readonly revision: bigint | null;
+}
+
+/** Where a join left our entry: granted (with its token), or waiting behind `snapshot`. */
+type Joined =
+  | { readonly revision: bigint; readonly token: bigint }
+  | { readonly revision: bigint; readonly snapshot: QueueSnapshot };
+
+/**
+ * The semaphores and read-write locks of one etcd session. Every holder or waiter is an
+ * entry key on the session's lease (see etcd-keys.ts), so the session's one keepalive renews
+ * them all and they go within a TTL of its death; the entries' create revisions order the
+ * queue, and an entry is granted when its permits and those of every entry ahead fit the
+ * limit (see `isAdmitted`). Tokens: a `"permit"` grant's is its entry's create revision; a
+ * `"write"` grant's the revision of the step that granted it, which also rewrites the key's
+ * `token` key; a `"read"` carries the `token` key's mod revision as of its grant.
+ */
+export class EtcdPermits {
+  readonly #context: EtcdPermitsContext;
+  readonly #kv: EtcdKv;
+  /** Numbers this session's entries (several may be held of one key at once). */
+  #next = 0;
+  /**
+   * Entries a failed cleanup or release left behind, by key id: the create revision, or null
+   * when unknown. A keepalive retries them.
+   */
+  readonly #leftovers: LeftoverCleanup<Leftover>;
+
+  constructor(context: EtcdPermitsContext) {
+    this.#context = context;
+    this.#kv = context.kv;
+    this.#leftovers = new LeftoverCleanup<Leftover>(
+      (id, { keys, revision }) => this.#leave(keys, Buffer.from(id, "latin1"), revision),
+      context.end.signal,
+    );
+  }
+
+  /** Retries the cleanups that failed (after a keepalive). */
+  retry(): void {
+    this.#leftovers.retry();
+  }
+
+  /** Acquires permits of `name` (see `BackendSession.acquirePermits`). */
+  async acquire(name: string, options: BackendPermitOptions): Promise<Grant | null> {
+    // The caller's signal is read only once the acquire waits (see docs/hot-path.md, "etcd").
+    this.#context.end.assertLive();
+    const keys = permitKeys(this.#context.prefix, name);
+    const entry = this.#next++;
+    const key = permitEntryKey(keys.entries, this.#context.leaseHex, entry);
+    const { permits, mode } = options;
+    const value = encodePermitEntry({
+      ownerId: this.#context.ownerId,
+      permits,
+      mode,
+      value: options.value,
+    });
+    const handle = (revision: bigint): EtcdPermitHandle => ({
+      leaseHex: this.#context.leaseHex,
+      entry,
+      revision,
+      permits,
+      mode,
+      value: options.value,
+    });
+    try {
+      const joined = await this.#join(name, keys, key, value, options);
+      if ("token" in joined) return this.#grant(name, joined.token, handle(joined.revision));
+      if (!options.wait) {
+        await this.#cleanup(keys, key, joined.revision);
+        return null;
+      }
+      const { signal } = options;
+      const waitSignal = linkSignals([signal, this.#context.end.signal]);
+      let token: bigint;
+      try {
+        token = await this.#wait(name, keys, key, value, joined, options, waitSignal.signal);
+      } catch (error) {
+        // Leave nothing behind: a cancelled or failed waiter gives up its place in the queue.
+        await this.#cleanup(keys, key, joined.revision);
+        if (signal.aborted) throw signal.reason;
+        throw error;
+      } finally {
+        waitSignal.dispose();
+      }
+      if (signal.aborted) {
+        await this.#cleanup(keys, key, joined.revision);
+        throw signal.reason;
+      }
+      return this.#grant(name, token, handle(joined.revision));
+    } catch (error) {
+      // e.g. "lease not found" on the put: the lease expired before core noticed.
+      if (error instanceof SessionLostError) this.#context.end.markLost(error);
+      throw error;
+    }
+  }
+
+  /** Owner-checked release of a permit grant: false when its entry was no longer ours. */
+  async release(grant: Grant, handle: EtcdPermitHandle): Promise<boolean> {
+    const keys = permitKeys(this.#context.prefix, grant.key);
+    const key = permitEntryKey(keys.entries, this.#context.leaseHex, handle.entry);
+    try {
+      return await this.#leave(keys, key, handle.revision);
+    } catch (error) {
+      // The entry may still be there, on a lease that lives on: deleted after a keepalive.
+      this.#leftovers.remember(keyId(key), { keys, revision: handle.revision });
+      throw error;
+    }
+  }
+
+  /** Turns a write grant into a read grant of 1 permit with the same token, in one step. */
+  async downgrade(grant: Grant, handle: EtcdPermitHandle): Promise<Grant | null> {
+    if (handle.mode !== "write") return null;
+    const keys = permitKeys(this.#context.prefix, grant.key);
+    const key = permitEntryKey(keys.entries, this.#context.leaseHex, handle.entry);
+    const value = encodePermitEntry({
+      ownerId: this.#context.ownerId,
+      permits: 1,
+      mode: "read",
+      value: handle.value,
+    });
+    const response = await this.#kv.txn(
+      rewriteEntryTxn(key, value, this.#context.leaseId, handle.revision),
+      `could not downgrade "${grant.key}"`,
+    );
+    if (!response.succeeded) return null;
+    const read: EtcdPermitHandle = { ...handle, permits: 1, mode: "read" };
+    return { key: grant.key, ownerId: grant.ownerId, token: grant.token, handle: read };
+  }
+
+  /** The granted entries of `name`, in the order they were granted. */
+  async holders(name: string): Promise<PermitHolder[]> {
+    const keys = permitKeys(this.#context.prefix, name);
+    const { snapshot, limit } = readQueueReply(
+      await this.#kv.txn(readQueueTxn(keys), `could not read the holders of "${name}"`),
+    );
+    const { entries, writeToken } = snapshot;
+    if (entries.length === 0) return [];
+    const stored = limit ?? Math.max(...entries.map((e) => e.permits ?? 1));
+    const holders: PermitHolder[] = [];
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i];
+      if (entry === undefined || !isAdmitted(entries, i, stored)) break;
+      // A write is granted by the step that rewrites its entry with the token key.
+      if (entry.mode === "write" && entry.modRevision !== writeToken) break;
+      const token =
+        entry.mode === "permit"
+          ? entry.createRevision
+          : entry.mode === "write"
+            ? entry.modRevision
+            : writeToken;
+      const ownerId =
+        entry.ownerId ?? `${FOREIGN_OWNER_PREFIX}${entry.id.slice(keys.entries.length)}`;
+      holders.push({
+        ownerId,
+        token,
+        permits: permitsOf(entry, stored),
+        mode: entry.mode,
+        ...(entry.value === undefined ? {} : { value: entry.value }),
+      });
+    }
+    return holders;
+  }
+
+  /**
+   * Puts our entry while the stored limit is ours (one round trip), storing the limit first
+   * when nobody holds or waits; rejects with `PermitLimitError`, nothing put, when entries
+   * use another limit.
+   */
+  async #join(
+    name: string,
+    keys: PermitKeys,
+    key: Buffer,
+    value: Buffer,
+    options: BackendPermitOptions,
+  ): Promise<Joined> {
+    const { mode, limit } = options;
+    const what = `could not acquire "${name}"`;
+    for (let attempt = 0; attempt < JOIN_ATTEMPTS; attempt++) {
+      const response = await this.#txnPut(
+        keys,
+        key,
+        joinTxn(keys, key, value, this.#context.leaseId, mode, limit),
+        what,
+      );
+      const outcome = joinOutcome(response);
+      if (outcome === undefined) {
+        throw this.#kv.unavailable(`etcd answered the queue of "${name}" inconsistently`);
+      }
+      if ("joined" in outcome) {
+        const revision = decodeRevision(response.header.revision);
+        const { joined, offset } = outcome;
+        return this.#joined(name, keys, key, value, joined, offset, revision, options);
+      }
+      const { seen } = outcome;
+      if (!seen.busy) continue; // The last entry left meanwhile: look again.
+      if (seen.limit !== undefined) throw new PermitLimitError(name, seen.limit, limit);
+      // Entries without a readable limit key (deleted by hand): store ours, if still so.
+      const stored = await this.#txnPut(
+        keys,
+        key,
+        storeLimitTxn(keys, key, value, this.#context.leaseId, mode, limit, seen),
+        what,
+      );
+      if (stored.succeeded) {
+        const revision = decodeRevision(stored.header.revision);
+        return this.#joined(name, keys, key, value, stored.responses, 1, revision, options);
+      }
+      // Another join changed the limit key meanwhile: look again.
+    }
+    throw this.#kv.unavailable(`${what}: its limit kept changing under concurrent acquires`);
+  }
+
+  /** A transaction that may have put our entry: on a lost answer, the entry is deleted. */
+  async #txnPut(
+    keys: PermitKeys,
+    key: Buffer,
+    request: Parameters<EtcdKv["txn"]>[0],
+    what: string,
+  ): Promise<ITxnResponse> {
+    try {
+      return await this.#kv.txn(request, what);
+    } catch (error) {
+      // The answer was lost, not necessarily the request: our entry may exist.
+      await this.#cleanup(keys, key, null);
+      throw error;
+    }
+  }
+
+  /** Where the join ops of `response` (from `offset`) left our entry. */
+  async #joined(
+    name: string,
+    keys: PermitKeys,
+    key: Buffer,
+    value: Buffer,
+    responses: readonly IResponseOp[],
+    offset: number,
+    revision: bigint,
+    options: BackendPermitOptions,
+  ): Promise<Joined> {
+    const { mode, limit } = options;
+    const reply = joinReply(responses, offset, mode, revision);
+    if (reply !== undefined && "granted" in reply) {
+      return { revision: reply.granted, token: reply.granted };
+    }
+    const id = keyId(key);
+    const index = reply?.snapshot.entries.findIndex((e) => e.id === id) ?? -1;
+    const own = reply?.snapshot.entries[index];
+    if (reply === undefined || own === undefined) {
+      await this.#cleanup(keys, key, null);
+      throw this.#kv.unavailable(`etcd answered the queue of "${name}" inconsistently`);
+    }
+    const { snapshot } = reply;
+    const created = own.createRevision;
+    if (!isAdmitted(snapshot.entries, index, limit)) return { revision: created, snapshot };
+    try {
+      return {
+        revision: created,
+        token: await this.#token(name, keys, key, value, created, snapshot.writeToken, mode),
+      };
+    } catch (error) {
+      await this.#cleanup(keys, key, created);
+      throw error;
+    }
+  }
+
+  /** The token of a grant just admitted: the entry's, the read's write token, or a claim. */
+  async #token(
+    name: string,
+    keys: PermitKeys,
+    key: Buffer,
+    value: Buffer,
+    revision: bigint,
+    writeToken: bigint,
+    mode: PermitMode,
+  ): Promise<bigint> {
+    if (mode === "permit") return revision;
+    if (mode === "read") return writeToken;
+    const token = succeededAt(
+      await this.#kv.txn(
+        claimWriteTxn(keys, key, value, this.#context.leaseId, revision),
+        `could not acquire "${name}"`,
+      ),
+    );
+    if (token === undefined) throw this.#entryGone(name);
+    return token;
+  }
+
+  /**
+   * Waits until our entry is granted: one watch on the key's range from the revision the
+   * join read, whose events keep a view of the queue ahead (no read per event, no herd of
+   * reads when a holder leaves). Resolves the grant's token.
+   */
+  async #wait(
+    name: string,
+    keys: PermitKeys,
+    key: Buffer,
+    value: Buffer,
+    joined: { readonly revision: bigint; readonly snapshot: QueueSnapshot },
+    options: BackendPermitOptions,
+    signal: AbortSignal,
+  ): Promise<bigint> {
+    const view = new QueueView(keys, key, options.permits, options.limit);
+    view.reset(joined.snapshot);
+    let from = joined.snapshot.revision + 1n;
+    let attempt = 0;
+    while (!view.settled) {
+      if (signal.aborted) throw signal.reason;
+      try {
+        if ((await waitInQueue(this.#kv, keys, view, from, signal)) === "compacted") {
+          from = (await this.#reread(name, keys, view)) + 1n;
+        }
+        attempt = 0;
+      } catch (error) {
+        if (signal.aborted || error instanceof SessionLostError) throw error;
+        if (!(error instanceof BackendUnavailableError)) throw error;
+        // A member failed or a stream broke: keep our place, back off, look again.
+        await sleep(systemClock, backoffMs(attempt++, WAIT_BACKOFF), signal);
+        try {
+          from = (await this.#reread(name, keys, view)) + 1n;
+        } catch (reread) {
+          if (!(reread instanceof BackendUnavailableError)) throw reread;
+        }
+      }
+    }
+    if (view.gone) throw this.#entryGone(name);
+    return await this.#token(
+      name,
+      keys,
+      key,
+      value,
+      joined.revision,
+      view.writeToken,
+      options.mode,
+    );
+  }
+
+  /** Reads the queue again into `view`; resolves the read's revision. */
+  async #reread(name: string, keys: PermitKeys, view: QueueView): Promise<bigint> {
+    const { snapshot } = readQueueReply(
+      await this.#kv.txn(readQueueTxn(keys), `could not wait in the queue of "${name}"`),
+    );
+    view.reset(snapshot);
+    return snapshot.revision;
+  }
+
+  /** Our entry vanished: its lease is gone. Marks the session lost. */
+  #entryGone(name: string): SessionLostError {
+    const error = new SessionLostError(
+      `the permit entry of "${name}" is gone: the etcd lease expired while waiting`,
+    );
+    this.#context.end.markLost(error);
+    return error;
+  }
+
+  #grant(name: string, token: bigint, handle: EtcdPermitHandle): Grant {
+    return { key: name, ownerId: this.#context.ownerId, token, handle };
+  }
+
+  /** Deletes our entry (and the limit key when it was the last one); see `leaveTxn`. */
+  async #leave(keys: PermitKeys, key: Buffer, revision: bigint | null): Promise<boolean> {
+    return leaveReply(
+      await this.#kv.txn(leaveTxn(keys, key, revision), "could not leave a permit queue"),
+    );
+  }
+
+  /**
+   * Deletes our entry; if etcd cannot be reached, it is remembered and deleted after the
+   * next keepalive, so no stale place in a queue outlives a live session.
+   */
+  async #cleanup(keys: PermitKeys, key: Buffer, revision: bigint | null): Promise<void> {
+    const id = keyId(key);
+    try {
+      await this.#leave(keys, key, revision);
+      this.#leftovers.forget(id);
+    } catch {
+      this.#leftovers.remember(id, { keys, revision });
+    }
+  }
+}
