@@ -3,7 +3,9 @@ import {
   czxidToken,
   decodeContenderData,
   decodeNodeData,
+  decodeWriteToken,
   encodeNodeData,
+  encodeWriteToken,
 } from "../src/zookeeper-codec.js";
 
 /** Bytes read back from a ZooKeeper 3.8 server with node-zookeeper-client (getData). */
@@ -105,5 +107,28 @@ describe("zookeeper fencing token", () => {
     expect(lastOfEpoch1).toBe(0x1_ffff_ff00n);
     expect(firstOfEpoch2).toBe(0x2_0000_0001n);
     expect(firstOfEpoch2).toBeGreaterThan(lastOfEpoch1);
+  });
+});
+
+describe("zookeeper permit data", () => {
+  it("stores a downgraded write's token with the read entry's owner and value", () => {
+    const data = encodeNodeData({ ownerId: "catalog-1", value: "v", token: 4294967299n });
+    expect(data.toString("utf8")).toBe('{"o":"catalog-1","v":"v","t":"4294967299"}');
+    expect(decodeNodeData(data)).toEqual({ ownerId: "catalog-1", value: "v", token: 4294967299n });
+    // A token that is not a decimal is left out, as a value that is not a string is.
+    expect(decodeNodeData(Buffer.from('{"o":"a","t":"0x10"}'))).toEqual({ ownerId: "a" });
+    expect(decodeNodeData(Buffer.from('{"o":"a","t":17}'))).toEqual({ ownerId: "a" });
+  });
+
+  it("keeps the newest write token as the permit parent's data, in decimal; none is 0", () => {
+    // The largest czxid: epoch 2^31-1, counter 2^32-1.
+    const token = 9223372036854775807n;
+    expect(encodeWriteToken(token).toString("utf8")).toBe("9223372036854775807");
+    expect(decodeWriteToken(encodeWriteToken(token))).toBe(token);
+    expect(decodeWriteToken(encodeWriteToken(0n))).toBe(0n);
+    // A parent created by the first entry's create has no data.
+    expect(decodeWriteToken(Buffer.alloc(0))).toBe(0n);
+    expect(decodeWriteToken(null)).toBe(0n);
+    expect(decodeWriteToken(Buffer.from("-5"))).toBe(0n);
   });
 });

@@ -6,9 +6,15 @@ import {
   lockNodePrefix,
   lockRoot,
   parseLockNode,
+  parsePermitNode,
+  permitDir,
+  permitNodePrefix,
+  permitQueueOrder,
+  permitRoot,
   queueOrder,
   recordPath,
   recordRoot,
+  sequenceText,
   splitPath,
 } from "../src/zookeeper-keys.js";
 
@@ -111,6 +117,57 @@ describe("zookeeper node layout", () => {
       ["kazoo", 5, undefined],
       ["curator", 9, undefined],
       ["protected", 11, other],
+    ]);
+  });
+
+  it("puts permit keys beside the locks root, <chroot>/<prefix>-permits, apart from locks", () => {
+    expect(permitRoot(lockRoot("", "baton"))).toBe("/baton-permits");
+    expect(permitDir("/baton-permits", "exports/daily")).toBe("/baton-permits/exports%2Fdaily");
+    expect(lockDir("/baton", "exports/daily")).toBe("/baton/exports%2Fdaily");
+  });
+
+  it("names permit entries like Curator's leases and read-write lock nodes, with their permits", () => {
+    const dir = "/baton-permits/exports";
+    expect(
+      permitNodePrefix(dir, { attemptId: ATTEMPT, mode: "permit", permits: 3, limit: 5 }),
+    ).toBe(`${dir}/_c_${ATTEMPT}-lease-3-of-5-`);
+    const rw = { attemptId: ATTEMPT, permits: 1, limit: 2_147_483_647 };
+    expect(permitNodePrefix(dir, { ...rw, mode: "read" })).toBe(`${dir}/_c_${ATTEMPT}-__READ__`);
+    expect(permitNodePrefix(dir, { ...rw, mode: "write" })).toBe(`${dir}/_c_${ATTEMPT}-__WRIT__`);
+    expect(permitNodePrefix(dir, { ...rw, mode: "read", downgradedFrom: "0000000004" })).toBe(
+      `${dir}/_c_${ATTEMPT}-__READ__at-0000000004-`,
+    );
+    expect(parsePermitNode(`_c_${ATTEMPT}-lease-3-of-5-0000000007`)).toEqual({
+      name: `_c_${ATTEMPT}-lease-3-of-5-0000000007`,
+      attemptId: ATTEMPT,
+      mode: "permit",
+      permits: 3,
+      limit: 5,
+      seq: 7,
+      order: 7,
+    });
+    expect(parsePermitNode(`_c_${ATTEMPT}-__WRIT__0000000004`)).toMatchObject({
+      mode: "write",
+      permits: 2_147_483_647,
+      limit: 2_147_483_647,
+      order: 4,
+    });
+    expect(sequenceText(`_c_${ATTEMPT}-__WRIT__-0000000004`)).toBe("-0000000004");
+    expect(parsePermitNode(CREATED)).toBeUndefined();
+    expect(parsePermitNode(`_c_${ATTEMPT}-lease-0-of-5-0000000007`)).toBeUndefined();
+  });
+
+  it("queues a downgraded write's read in the write's place, ahead of those behind the write", () => {
+    const children = [
+      `_c_${ATTEMPT}-__READ__0000000005`,
+      `_c_${ATTEMPT}-__WRIT__0000000006`,
+      `_c_${ATTEMPT}-__READ__at-0000000004-0000000007`,
+      "not-an-entry",
+    ];
+    expect(permitQueueOrder(children).map((n) => [n.mode, n.seq, n.order])).toEqual([
+      ["read", 7, 4],
+      ["read", 5, 5],
+      ["write", 6, 6],
     ]);
   });
 });
