@@ -32,6 +32,8 @@ export const LOCK_USAGE = `usage: baton lock NAME [--permits N [--take K] | --re
 Runs CMD while holding the lock NAME; with --permits N, while holding a permit of the
 semaphore NAME (N run at once); with --read or --write, while holding the read-write lock
 NAME for reading (many at once, none beside a write) or for writing (one at a time).
+The lock NAME is apart from the semaphore or read-write lock NAME; those two share their
+names, so a name is a semaphore or a read-write lock, not both.
 CMD gets BATON_LOCK_NAME, BATON_FENCING_TOKEN and BATON_BACKEND (no BATON_FENCING_TOKEN, and
 a warning, on a backend whose grants carry no ordered token, such as redlock://: a fence
 could not tell an old holder from a new one). If the lock is lost, CMD gets SIGTERM, then
@@ -43,8 +45,7 @@ CMD ends.
   --take K        with --permits: hold K of the N permits (default 1)
   --read          hold the read-write lock NAME for reading: BATON_FENCING_TOKEN is the token
                   of its newest write (0 before the first). Waits behind a waiting --write
-  --write         hold the read-write lock NAME for writing, with a new, greater token.
-                  A read-write lock NAME is not the lock NAME; it shares the semaphore's names
+  --write         hold the read-write lock NAME for writing, with a new, greater token
   --backend URL   store URL (or BATON_BACKEND), e.g. redis://127.0.0.1:6379, etcd://h1:2379,h2:2379
   --ttl MS        lease length (default 15000)
   --wait MS       wait up to MS for the lock (default 60000)
