@@ -13,6 +13,10 @@
  * 4. Throughput: 16 coordinators over 1,000 keys.
  * 5. 10,000 locks held by one coordinator: renewal calls counted by the server (INFO
  *    commandstats), CPU and memory.
+ * 6. Semaphores, once the adapter declares them (bench/lib/permits.ts): uncontended permit
+ *    acquire + release against a raw floor of two scripts running the commands Baton's permit
+ *    scripts run on an idle semaphore, and redis-semaphore's `Semaphore`; the permit handoff
+ *    (and redis-semaphore's, which polls); 10,000 permits held by one coordinator.
  */
 import { randomUUID } from "node:crypto";
 import type { ServerGroup } from "@baton/conformance/harness";

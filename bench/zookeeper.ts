@@ -13,6 +13,9 @@
  * 4. Throughput: 16 coordinators over 1,000 keys.
  * 5. 10,000 locks held by one coordinator: packets counted by the members (`mntr`), CPU and
  *    memory.
+ * 6. Semaphores, once the adapter declares them (bench/lib/permits.ts): uncontended permit
+ *    acquire + release against the raw floor of the same round trips on a permit entry, the
+ *    permit handoff, and 10,000 permits held by one coordinator.
  *
  * All clients use the same ensemble member, so every variant pays the same hops.
  */
@@ -25,6 +28,7 @@ import zookeeper from "node-zookeeper-client";
 import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
 import { type HeldItems, measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { type PermitRows, UNCONTENDED_PERMITS } from "./lib/permits.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
@@ -44,6 +48,7 @@ export function run(): Promise<BackendResult> {
     handoffs: (url, floor, group) => handoffs(oneMember(url), floor, group),
     heldLocks: (url, items) => heldLocks(oneMember(url), members(url), items),
     permits: {
+      uncontended: (url) => permitRows(oneMember(url)),
       rounds: { warmup: 200, rounds: 6, perRound: 300, maxMs: 50_000 },
       handoffs: HANDOFFS,
       ttlMs: 15_000,
@@ -211,4 +216,49 @@ async function heldLocks(oneMember: string, members: readonly string[], items?: 
       `all ${items ? "permits" : "locks"} are ephemeral nodes of one ZooKeeper session: the renewal is one session check (and the client library's own pings, counted too)`,
     ],
   });
+}
+
+/**
+ * The uncontended permit floor: the round trips of Baton's permit acquire + release on an
+ * idle semaphore, with node-zookeeper-client: create an EPHEMERAL_SEQUENTIAL entry named as
+ * Baton names a permit entry (its permits and limit in the name), then getChildren of the
+ * queue + exists of the entry (pipelined, one round trip: the list decides, the stat gives
+ * the token), then delete. The shape of the lock floor, on a permit's node.
+ */
+async function permitRows(url: string): Promise<PermitRows> {
+  const raw = await connect(url);
+  const dir = `/bench-raw-permits-${randomUUID().slice(0, 8)}`;
+  const data = Buffer.from(JSON.stringify({ o: "raw" }));
+  const mode = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
+  // As long as Baton's entry names: a protected-mode prefix with an attempt id, then the lease.
+  const prefix = `${dir}/_c_${randomUUID()}-lease-1-of-${UNCONTENDED_PERMITS}-`;
+  try {
+    await call((cb) => raw.mkdirp(dir, cb));
+  } catch (error) {
+    raw.close();
+    throw error;
+  }
+  return {
+    floor: [
+      {
+        name: "raw create+(children|exists)+delete",
+        role: "floor",
+        op: async () => {
+          const path = await call<string>((cb) => raw.create(prefix, data, mode, cb));
+          await Promise.all([
+            call((cb) => raw.getChildren(dir, cb)),
+            call((cb) => raw.exists(path, cb)),
+          ]);
+          await removeNode(raw, path);
+        },
+      },
+    ],
+    notes: [
+      "every client on the same member; the floor pipelines getChildren and exists as Baton's permit acquire does",
+      "server time: the CPU of all three members' JVMs summed, their idle rate (read over 1 s before the rounds) taken off",
+    ],
+    close: async () => {
+      raw.close();
+    },
+  };
 }
