@@ -24,7 +24,8 @@ export const REDIS_GUARANTEES: Guarantees = {
   consensus: false,
   crossProcess: true,
   records: true,
-  semaphores: false,
+  // One queue per semaphore in one slot, tokens from its own counter (the same fencing).
+  semaphores: true,
 };
 
 /**
@@ -38,7 +39,11 @@ export const REDIS_GUARANTEES: Guarantees = {
  *   Cluster), owner-checked per grant, and reports exactly which keys it lost;
  * - release is an owner-checked delete plus a publish on the lock's channel, in one call;
  * - waiters share one subscriber connection and wake on the release message or when the
- *   holder's PTTL runs out, whichever is first (no polling).
+ *   holder's PTTL runs out, whichever is first (no polling);
+ * - semaphores and read-write locks: one queue of holders and waiters per name, in the slot
+ *   of the name; an acquire and a release are one script call each, a grant to a waiter is
+ *   told on its turn channel, and a session's renewal raises one lease deadline per name,
+ *   however many permits it holds there (a dead session's permits go within its TTL).
  *
  * Fencing is `single-node`: tokens rise while the node keeps its data. A counter lost with it
  * (a restart without persistence, FLUSHALL) starts again at the server's clock in

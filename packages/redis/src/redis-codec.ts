@@ -1,4 +1,4 @@
-import type { Holder, StoredRecord } from "@baton/core";
+import type { Holder, PermitHolder, PermitMode, StoredRecord } from "@baton/core";
 
 /*
  * Every wire format of the Redis and Redlock backends: what is stored under a lock's keys,
@@ -221,6 +221,136 @@ export function decodeRecordReply(reply: unknown): StoredRecord | null {
   const [value, version] = reply as [string | null, string | null];
   if (typeof value !== "string" || typeof version !== "string") return null;
   return { value, version };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Permit keys: semaphores and read-write locks (PermitKeys in redis-keys.ts, permit-scripts.ts)
+// ---------------------------------------------------------------------------------------------
+
+/*
+ * The queue (`:q`) holds entry ids by arrival (score: the `:n` count at arrival); its first
+ * `:g` entries are granted, the rest wait (the grant rule keeps the granted ones a prefix).
+ * An entry id is its wait id, `<session id>.<n>` (see `waitId`). The entries hash (`:e`) maps
+ * each entry id to `<permits>:<mode>:<token>\n<ownerId>[\n<value>]` (the token is empty while
+ * it waits; a read's is the newest write's, `0` when none), each session id to its number of
+ * entries, and the fields below to the key's state. The sessions set (`:s`) holds each
+ * session with entries here, scored by its lease deadline in server milliseconds: a script
+ * that finds a deadline passed drops that session's entries. A session's renewal raises its
+ * deadline there: one command per permit key, however many entries it has.
+ */
+
+/** Entries hash field: the key's limit (its permits in all). */
+export const LIMIT_FIELD = ":l";
+/** Entries hash field: the permits granted, summed. */
+export const HELD_FIELD = ":h";
+/** Entries hash field: how many entries are granted (the first ones of the queue). */
+export const GRANTED_FIELD = ":g";
+/** Entries hash field: how many entries wait (the rest of the queue). */
+export const WAITING_FIELD = ":w";
+/** Entries hash field: how many entries ever arrived: the next one's queue score. */
+export const ARRIVALS_FIELD = ":n";
+
+/** How a mode is written in an entry (one letter). */
+export const MODE_CODES: Readonly<Record<PermitMode, string>> = {
+  permit: "p",
+  read: "r",
+  write: "w",
+};
+
+const MODES_BY_CODE: Readonly<Record<string, PermitMode>> = { p: "permit", r: "read", w: "write" };
+
+/** An entry's value: `permits` of `mode`, `token` once granted (`undefined` while waiting). */
+export function encodeEntry(
+  permits: number,
+  mode: PermitMode,
+  token: bigint | undefined,
+  tail: string,
+): string {
+  return `${permits}${OWNER_END}${MODE_CODES[mode]}${OWNER_END}${token ?? ""}${tail}`;
+}
+
+/** A decoded entry value (see {@link encodeEntry}). */
+export interface PermitEntry {
+  readonly permits: number;
+  readonly mode: PermitMode;
+  /** The grant's token, `undefined` while it waits. */
+  readonly token: bigint | undefined;
+  readonly ownerId: string;
+  readonly value?: string;
+}
+
+/** Decodes an entry value, or `null` when it is not one. */
+export function decodeEntry(data: string): PermitEntry | null {
+  const firstBreak = data.indexOf(FIELD_END);
+  if (firstBreak < 0) return null;
+  const [permits, code, token, extra] = data.slice(0, firstBreak).split(OWNER_END);
+  const mode = code === undefined ? undefined : MODES_BY_CODE[code];
+  if (mode === undefined || permits === undefined || !DECIMAL.test(permits)) return null;
+  if (token === undefined || extra !== undefined || (token !== "" && !DECIMAL.test(token))) {
+    return null;
+  }
+  const entry = { permits: Number(permits), mode, token: token === "" ? undefined : BigInt(token) };
+  const rest = data.slice(firstBreak + 1);
+  const secondBreak = rest.indexOf(FIELD_END);
+  return secondBreak < 0
+    ? { ...entry, ownerId: rest }
+    : { ...entry, ownerId: rest.slice(0, secondBreak), value: rest.slice(secondBreak + 1) };
+}
+
+/** Permit acquire reply, first element: granted; the second is the token, in decimal. */
+export const PERMIT_GRANTED = 1;
+/**
+ * Permit acquire reply, first element: not granted (refused, or waiting in the queue); the
+ * second is the time in ms until the earliest lease deadline of a session there, -1 when none.
+ */
+export const PERMIT_NOT_GRANTED = 0;
+/** Permit acquire reply, first element: the stored limit differs; the second is that limit. */
+export const PERMIT_OTHER_LIMIT = 2;
+
+/** A decoded permit acquire reply. */
+export type PermitAcquireReply =
+  | { readonly kind: "granted"; readonly token: bigint }
+  | { readonly kind: "not-granted"; readonly nextDeadlineMs: number }
+  | { readonly kind: "other-limit"; readonly stored: number };
+
+/** Decodes the permit acquire script's reply `{code, value}`. */
+export function decodePermitAcquireReply(reply: unknown): PermitAcquireReply {
+  const [code, value] = reply as [number, string | number];
+  if (code === PERMIT_GRANTED) return { kind: "granted", token: BigInt(value) };
+  if (code === PERMIT_OTHER_LIMIT) return { kind: "other-limit", stored: Number(value) };
+  return { kind: "not-granted", nextDeadlineMs: Number(value) };
+}
+
+/** Decodes the downgrade script's reply: the read's token, or `null` (not this session's write). */
+export function decodeDowngradeReply(reply: unknown): bigint | null {
+  return typeof reply === "string" && DECIMAL.test(reply) ? BigInt(reply) : null;
+}
+
+/** How many of the entries a permit release named were granted and are released. */
+export function decodeReleasedCount(reply: unknown): number {
+  return Number(reply);
+}
+
+/**
+ * Decodes the permit holders script's reply `{now, id, entry, deadline, ...}` (server time
+ * and lease deadlines in ms), granted entries in grant order.
+ */
+export function decodePermitHolders(reply: unknown): PermitHolder[] {
+  const flat = reply as (string | number)[];
+  const now = Number(flat[0]);
+  const out: PermitHolder[] = [];
+  for (let i = 1; i + 2 < flat.length; i += 3) {
+    const entry = decodeEntry(String(flat[i + 1]));
+    if (entry === null || entry.token === undefined) continue;
+    const remainingMs = Math.max(0, Number(flat[i + 2]) - now);
+    const { permits, mode, token, ownerId, value } = entry;
+    out.push(
+      value === undefined
+        ? { ownerId, token, permits, mode, remainingMs }
+        : { ownerId, token, value, permits, mode, remainingMs },
+    );
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -76,6 +76,69 @@ function escapeBraces(name: string): string {
 }
 
 /**
+ * The Redis keys and channel of one semaphore or read-write lock (a permit key), every one
+ * under `<prefix>{<name>}:p`: `:q` the queue of holders and waiters (a sorted set by arrival),
+ * `:e` the entries (a hash: each entry's permits, mode, token and holder, the key's limit
+ * and counts, and each session's number of entries), `:s` the sessions with entries (a sorted
+ * set by lease deadline), `:token` the fencing counter and `:w` the newest write's token (the
+ * two never expire), and channels `:turn:<session id>`. What is stored and sent: see
+ * `redis-codec.ts`. The hash tag is the name's, so a permit key lives in the slot of the lock
+ * of the same name, but no name of a lock's (`:lock`, `:token`, `:waiters`, ...) starts with
+ * `:p:`: the two never meet. Built when used (see docs/hot-path.md, "Redis").
+ */
+export class PermitKeys {
+  /** `<prefix>{<name>}:p`: what every key of this permit key starts with. */
+  readonly base: string;
+
+  constructor(base: string) {
+    this.base = base;
+  }
+
+  /** The queue: entry ids by arrival; the first `:g` of them are granted. */
+  get queue(): string {
+    return `${this.base}${PERMIT_QUEUE_SUFFIX}`;
+  }
+
+  /** The entries and the key's counts (a hash). */
+  get entries(): string {
+    return `${this.base}:e`;
+  }
+
+  /** The sessions with entries here, by lease deadline (server time in ms). */
+  get sessions(): string {
+    return `${this.base}:s`;
+  }
+
+  /** The fencing counter (INCR), never expires. */
+  get token(): string {
+    return `${this.base}:token`;
+  }
+
+  /** The newest write's token, never expires: what a read carries. */
+  get writeToken(): string {
+    return `${this.base}:w`;
+  }
+
+  /** Every key a permit script takes, in the order the scripts take them. */
+  get all(): [string, string, string, string, string] {
+    return [this.queue, this.entries, this.sessions, this.token, this.writeToken];
+  }
+
+  /** The turn channel of the waits of session `sessionId` on this key. */
+  turn(sessionId: string): string {
+    return `${this.base}${TURN_SUFFIX}${sessionId}`;
+  }
+}
+
+/** The queue key of a permit key is `<base>:q`; its turn channels are named from that base. */
+export const PERMIT_QUEUE_SUFFIX = ":q";
+
+/** The keys of permit key `name` under `prefix` (see {@link PermitKeys}). */
+export function permitKeys(prefix: string, name: string): PermitKeys {
+  return new PermitKeys(`${prefix}{${escapeBraces(name)}}:p`);
+}
+
+/**
  * The key of durable record `key` under `prefix`: `<prefix>records:{<key>}`, a hash (what it
  * holds: see `redis-codec.ts`) that never expires. One key per record, so the script that
  * writes it runs on one Cluster node; the hash tag is the record's name, encoded as a lock

@@ -1,13 +1,16 @@
 import { randomBytes } from "node:crypto";
 import type {
   BackendAcquireOptions,
+  BackendPermitOptions,
   BackendSession,
   Grant,
   Holder,
   KeepAliveResult,
+  PermitHolder,
   StoredRecord,
 } from "@baton/core";
 import { boundedCall, linkSignals, SessionLostError } from "@baton/core";
+import { RENEW_WITH_PERMITS } from "./permit-scripts.js";
 import type { RedisClient } from "./redis-client.js";
 import {
   decodeAcquireReply,
@@ -24,6 +27,7 @@ import {
 } from "./redis-codec.js";
 import { toBatonError } from "./redis-errors.js";
 import { type LockKeys, lockKeys } from "./redis-keys.js";
+import { PermitHandle, type PermitRenewal, RedisPermits } from "./redis-permits.js";
 import { RedisRecords } from "./redis-records.js";
 import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js";
 import { ACQUIRE, READ_HOLDER, RELEASE, RENEW } from "./scripts.js";
@@ -97,6 +101,8 @@ export class RedisSession implements BackendSession {
   /** Waits in progress: a closing session aborts them. */
   readonly #waits = new Set<{ abort(reason: unknown): void }>();
   readonly #records: RedisRecords;
+  /** Its semaphores and read-write locks. */
+  readonly #permits: RedisPermits;
   #closed = false;
 
   constructor(ctx: RedisSessionContext, ownerId: string, ttlMs: number) {
@@ -106,6 +112,19 @@ export class RedisSession implements BackendSession {
     this.sessionId = randomBytes(12).toString("hex");
     this.#sessionPrefix = ownerPrefix(this.sessionId);
     this.#records = new RedisRecords(ctx);
+    this.#permits = new RedisPermits({
+      client: ctx.client,
+      cluster: ctx.cluster,
+      keyPrefix: ctx.keyPrefix,
+      commandTimeoutMs: ctx.commandTimeoutMs,
+      listener: ctx.listener,
+      sessionId: this.sessionId,
+      ownerId,
+      ttlMs,
+      leaseCallTimeoutMs: this.#leaseCallTimeoutMs,
+      closed: () => this.#closed,
+      closedError: () => this.#closedError(),
+    });
   }
 
   /**
@@ -122,12 +141,21 @@ export class RedisSession implements BackendSession {
     const held = [...this.#held.entries()];
     const items: OwnedKey[] = held.map(([, h]) => h);
     for (const p of this.#pending.values()) items.push(p);
-    if (items.length === 0) return undefined;
-    const renewed = await boundedCall(this.#renew(items), {
+    const permits = this.#permits.empty ? [] : this.#permits.renewals();
+    if (items.length === 0 && permits.length === 0) return undefined;
+    this.#permits.retryLeftovers();
+    const renewed = await boundedCall(this.#renew(items, permits), {
       timeoutMs: this.#leaseCallTimeoutMs,
       what: "redis renewal",
       mapError: (e) => toBatonError(e, "redis renewal"),
     });
+    const lostPermits = this.#permits.lostAfter(permits, renewed.slice(items.length));
+    if (lostPermits !== undefined) {
+      // Permit keys have no way to be reported one grant at a time: the session ends.
+      throw new SessionLostError(
+        `the permits of "${lostPermits}" held by this redis session are gone from the store`,
+      );
+    }
     const lostKeys: string[] = [];
     held.forEach(([name, h], i) => {
       if (renewed[i] === true) return;
@@ -139,21 +167,31 @@ export class RedisSession implements BackendSession {
     return lostKeys.length === 0 ? undefined : { lostKeys };
   }
 
-  async #renew(items: readonly OwnedKey[]): Promise<boolean[]> {
+  /**
+   * Renews lock `items`, then permit keys `permits`: per key in order, whether it was renewed.
+   * On one node, one script call for all of them.
+   */
+  async #renew(items: readonly OwnedKey[], permits: readonly PermitRenewal[]): Promise<boolean[]> {
     const client = this.#ctx.client;
     if (!this.#ctx.cluster) {
-      const out = await RENEW.run(
-        client,
-        items.map((i) => i.keys.lock),
-        [this.ttlMs, ...items.map((i) => i.prefix)],
-      );
+      const locks = items.map((i) => i.keys.lock);
+      const prefixes = items.map((i) => i.prefix);
+      const out =
+        permits.length === 0
+          ? await RENEW.run(client, locks, [this.ttlMs, ...prefixes])
+          : await RENEW_WITH_PERMITS.run(
+              client,
+              [...locks, ...permits.map((p) => p.sessionsKey)],
+              [this.ttlMs, this.sessionId, ...prefixes],
+            );
       return decodeRenewReply(out);
     }
     // Keys of different locks live in different slots: one call per key, sent together.
-    const out = await Promise.all(
-      items.map((i) => RENEW.run(client, [i.keys.lock], [this.ttlMs, i.prefix])),
-    );
-    return out.map((r) => decodeRenewReply(r)[0] === true);
+    const [locks, permitKeys] = await Promise.all([
+      Promise.all(items.map((i) => RENEW.run(client, [i.keys.lock], [this.ttlMs, i.prefix]))),
+      permits.length === 0 ? [] : this.#permits.renewEach(permits),
+    ]);
+    return [...locks.map((r) => decodeRenewReply(r)[0] === true), ...permitKeys];
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -366,6 +404,8 @@ export class RedisSession implements BackendSession {
   }
 
   async release(grant: Grant): Promise<boolean> {
+    if (grant.handle instanceof PermitHandle)
+      return await this.#permits.release(grant, grant.handle);
     const held = this.#held.get(grant.key);
     // Forget it first: once release settles, even by throwing, it is never renewed again.
     if (held?.grant === grant) this.#held.delete(grant.key);
@@ -471,6 +511,25 @@ export class RedisSession implements BackendSession {
     return await this.#records.write(key, value, expected);
   }
 
+  /** Acquires permits of permit key `name` (see redis-permits.ts). */
+  async acquirePermits(name: string, options: BackendPermitOptions): Promise<Grant | null> {
+    this.#assertLive();
+    return await this.#permits.acquire(name, options);
+  }
+
+  /** The granted entries of permit key `name`, in grant order. */
+  async permitHolders(name: string): Promise<PermitHolder[]> {
+    return await this.#permits.holders(name);
+  }
+
+  /** Turns a write grant into a read grant with the same token, or `null`. */
+  async downgrade(grant: Grant): Promise<Grant | null> {
+    this.#assertLive();
+    const handle = grant.handle;
+    if (!(handle instanceof PermitHandle)) return null;
+    return await this.#permits.downgrade(grant, handle);
+  }
+
   /** Throws `SessionLostError` once the session is closed. */
   #assertLive(): void {
     if (this.#closed) throw new SessionLostError("this redis session is closed");
@@ -481,14 +540,19 @@ export class RedisSession implements BackendSession {
     this.#closed = true;
     for (const wait of this.#waits) wait.abort(this.#closedError());
     this.#waits.clear();
+    const permits = this.#permits.close(this.#closedError());
     const held = [...this.#held.values()];
     this.#held.clear();
     this.#ctx.onClose(this);
-    if (held.length === 0) return;
+    if (held.length === 0 && permits === undefined) return;
     // Keys of different locks live in different Cluster slots: there, one call per lock.
-    const call = this.#ctx.cluster
-      ? Promise.all(held.map((h) => this.#releaseToNext([h])))
-      : this.#releaseToNext(held);
+    const locks =
+      held.length === 0
+        ? undefined
+        : this.#ctx.cluster
+          ? Promise.all(held.map((h) => this.#releaseToNext([h])))
+          : this.#releaseToNext(held);
+    const call = Promise.all([locks, permits]);
     await boundedCall(call, {
       timeoutMs: this.#ctx.commandTimeoutMs,
       what: "redis release of a closing session's locks",

@@ -17,7 +17,15 @@ import {
 import { RedlockSession } from "./redlock-session.js";
 import { whenReady } from "./when-ready.js";
 
-/** What the `redlock://` backend guarantees (its `guarantees` field). */
+/**
+ * What the `redlock://` backend guarantees (its `guarantees` field).
+ *
+ * No semaphores or read-write locks: a permit key needs one store that keeps its queue of
+ * holders and waiters and its tokens, and grants by that queue in one atomic step. Redlock's
+ * nodes are independent, each with its own copy that a quorum may disagree on, so no node's
+ * queue or counter is the semaphore's; `coordinator.semaphore()` and
+ * `coordinator.readWriteLock()` refuse the backend with a `ConfigError`.
+ */
 export const REDLOCK_GUARANTEES: Guarantees = {
   // The Redlock algorithm hands out no ordered token: core's locks then have none to give
   // (lock.token throws); grants and holders carry 0n.
@@ -27,6 +35,7 @@ export const REDLOCK_GUARANTEES: Guarantees = {
   consensus: false,
   crossProcess: true,
   records: false,
+  // No single store to keep a semaphore's queue and tokens (see above).
   semaphores: false,
 };
 

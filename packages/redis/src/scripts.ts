@@ -31,7 +31,7 @@ import { CHANNEL_SUFFIX, LOCK_SUFFIX, TURN_SUFFIX } from "./redis-keys.js";
  * of a number that large to text is in scientific notation.
  * Hot path: see docs/hot-path.md, "Redis".
  */
-const TOKEN_LUA = `
+export const TOKEN_LUA = `
 local function clock_start()
   local t = redis.call('TIME')
   return t[1] * 1000000 + t[2]

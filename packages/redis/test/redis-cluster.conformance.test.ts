@@ -43,7 +43,8 @@ describeBackend("redis", () => {
       name: "redis-cluster",
       ttlMs: 1_000,
       url,
-      createBackend: () => new RedisBackend({ url: url(), keyPrefix: "conf:" }),
+      // The default key prefix, as in the worker processes, which are given the URL only.
+      createBackend: () => new RedisBackend({ url: url() }),
       // A client connects to every node at the address the node announces: a proxy per node,
       // and natMap sends the client from each announced address to that node's proxy.
       proxiedBackend: async (proxy) => {
@@ -53,7 +54,7 @@ describeBackend("redis", () => {
         return new RedisBackend({ url: `redis://${hosts.join(",")}`, natMap });
       },
     },
-    { fencing: "single-node", fifo: true, watch: true, crossProcess: true, semaphores: false },
+    { fencing: "single-node", fifo: true, watch: true, crossProcess: true, semaphores: true },
   );
 
   describe("redis cluster specifics", () => {

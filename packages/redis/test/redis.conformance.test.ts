@@ -8,8 +8,9 @@ describeBackend("redis", (url) => {
       name: "redis",
       ttlMs: 1_000,
       url,
-      createBackend: () => new RedisBackend({ url, keyPrefix: "conf:" }),
+      // The default key prefix, as in the worker processes, which are given the URL only.
+      createBackend: () => new RedisBackend({ url }),
     },
-    { fencing: "single-node", fifo: true, watch: true, crossProcess: true, semaphores: false },
+    { fencing: "single-node", fifo: true, watch: true, crossProcess: true, semaphores: true },
   );
 });

@@ -1,0 +1,362 @@
+import { LuaScript } from "./lua-script.js";
+import {
+  ARRIVALS_FIELD,
+  GRANTED_FIELD,
+  HELD_FIELD,
+  LIMIT_FIELD,
+  MODE_CODES,
+  NOT_RENEWED,
+  OWNER_END,
+  PERMIT_GRANTED,
+  PERMIT_NOT_GRANTED,
+  PERMIT_OTHER_LIMIT,
+  RENEWED,
+  TURN_GRANTED,
+  WAITING_FIELD,
+} from "./redis-codec.js";
+import { PERMIT_QUEUE_SUFFIX, TURN_SUFFIX } from "./redis-keys.js";
+import { TOKEN_LUA } from "./scripts.js";
+
+/*
+ * The Lua scripts of permit keys (semaphores and read-write locks), one call each. What they
+ * store and answer is in redis-codec.ts ("Permit keys"); the keys they take are
+ * `PermitKeys.all` (queue, entries, sessions, counter, write token), in that order.
+ */
+
+/**
+ * Lua shared by the permit scripts: the key's state in locals (`st`: limit, held permits,
+ * granted and waiting entries, arrivals), loaded from one `HMGET` and written back with one
+ * `HSET` (`save`), or the keys deleted when the queue is empty (the limit goes with them);
+ * per-session entry counts (`counts`); the server's time in ms (`now`, read once);
+ * `sweep()`, which drops the entries of every session whose lease deadline has passed (every
+ * script on the key runs it first, so a dead session's permits go within its TTL); `admit()`,
+ * which grants waiters from the front of the queue while the permits ahead of them plus
+ * theirs fit the limit (never one behind a waiter that does not fit) and tells each on its
+ * session's turn channel (`g<n>:<token>`); `mint(mode)`, the grant's token: the counter's
+ * next value for a permit or a write (a write also becomes the newest write), the newest
+ * write's for a read (`0` when none).
+ */
+const PERMIT_LUA = `${TOKEN_LUA}
+local Q, E, S, C, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local st = {}
+local counts = {}
+local dirty = false
+local now_ms
+local function now()
+  if not now_ms then
+    local t = redis.call('TIME')
+    now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
+  end
+  return now_ms
+end
+local function load(m)
+  st.l = tonumber(m[1])
+  st.h = tonumber(m[2]) or 0
+  st.g = tonumber(m[3]) or 0
+  st.w = tonumber(m[4]) or 0
+  st.n = tonumber(m[5]) or 0
+end
+local function parse(d)
+  local a = string.find(d, '${OWNER_END}', 1, true)
+  local b = string.find(d, '${OWNER_END}', a + 1, true)
+  local nl = string.find(d, '\\n', b + 1, true)
+  return tonumber(string.sub(d, 1, a - 1)), string.sub(d, a + 1, b - 1),
+    string.sub(d, b + 1, nl - 1), string.sub(d, nl)
+end
+local function entry(p, mode, token, tail)
+  return fmt(p) .. '${OWNER_END}' .. mode .. '${OWNER_END}' .. token .. tail
+end
+local function session_of(id)
+  return string.sub(id, 1, string.find(id, '.', 1, true) - 1)
+end
+local function count(sid, delta)
+  local c = counts[sid]
+  if c == nil then c = tonumber(redis.call('HGET', E, sid)) or 0 end
+  counts[sid] = c + delta
+end
+local function mint(mode)
+  if mode == '${MODE_CODES.read}' then return redis.call('GET', W) or '0' end
+  local token = redis.call('INCR', C)
+  if token == 1 then
+    token = clock_start()
+    redis.call('SET', C, fmt(token))
+  end
+  local text = fmt(token)
+  if mode == '${MODE_CODES.write}' then redis.call('SET', W, text) end
+  return text
+end
+local function drop(id, d)
+  redis.call('ZREM', Q, id)
+  redis.call('HDEL', E, id)
+  dirty = true
+  count(session_of(id), -1)
+  if not d then return false end
+  local p, _, token = parse(d)
+  if token ~= '' then
+    st.h = st.h - p
+    st.g = st.g - 1
+    return true
+  end
+  st.w = st.w - 1
+  return false
+end
+local turn = string.sub(Q, 1, -${PERMIT_QUEUE_SUFFIX.length + 1}) .. '${TURN_SUFFIX}'
+local function admit()
+  while st.w > 0 do
+    local id = redis.call('ZRANGE', Q, st.g, st.g)[1]
+    if not id then break end
+    local d = redis.call('HGET', E, id)
+    if not d then
+      drop(id, false)
+      st.w = st.w - 1
+    else
+      local p, mode, _, tail = parse(d)
+      if st.h + p > st.l then break end
+      local token = mint(mode)
+      redis.call('HSET', E, id, entry(p, mode, token, tail))
+      st.h = st.h + p
+      st.g = st.g + 1
+      st.w = st.w - 1
+      dirty = true
+      local dot = string.find(id, '.', 1, true)
+      redis.call('PUBLISH', turn .. string.sub(id, 1, dot - 1),
+        '${TURN_GRANTED}' .. string.sub(id, dot + 1) .. '${OWNER_END}' .. token)
+    end
+  end
+end
+local function sweep()
+  local dead = redis.call('ZRANGEBYSCORE', S, '-inf', now())
+  if #dead == 0 then return false end
+  local gone = {}
+  for _, sid in ipairs(dead) do
+    redis.call('ZREM', S, sid)
+    gone[sid] = true
+  end
+  for _, id in ipairs(redis.call('ZRANGE', Q, 0, -1)) do
+    if gone[session_of(id)] then drop(id, redis.call('HGET', E, id)) end
+  end
+  for sid in pairs(gone) do counts[sid] = 0 end
+  dirty = true
+  admit()
+  return true
+end
+local function next_deadline()
+  local first = redis.call('ZRANGE', S, 0, 0, 'WITHSCORES')
+  if not first[2] then return -1 end
+  return math.max(0, tonumber(first[2]) - now())
+end
+local function save(extra)
+  if st.g + st.w <= 0 then
+    redis.call('DEL', Q, E, S)
+    return
+  end
+  local args = {'${LIMIT_FIELD}', fmt(st.l), '${HELD_FIELD}', fmt(st.h), '${GRANTED_FIELD}', st.g,
+    '${WAITING_FIELD}', st.w, '${ARRIVALS_FIELD}', st.n}
+  for sid, c in pairs(counts) do
+    if c > 0 then
+      args[#args + 1] = sid
+      args[#args + 1] = c
+    else
+      redis.call('HDEL', E, sid)
+      redis.call('ZREM', S, sid)
+    end
+  end
+  if extra then
+    args[#args + 1] = extra[1]
+    args[#args + 1] = extra[2]
+  end
+  redis.call('HSET', E, unpack(args))
+end
+local function state_of(field, sid)
+  local m = redis.call('HMGET', E, '${LIMIT_FIELD}', '${HELD_FIELD}', '${GRANTED_FIELD}',
+    '${WAITING_FIELD}', '${ARRIVALS_FIELD}', sid, field)
+  load(m)
+  counts[sid] = tonumber(m[6]) or 0
+  return m[7]
+end
+`;
+
+/**
+ * Acquires permits of a permit key in one call. ARGV: the entry id (the wait id
+ * `<session id>.<n>`), the session id, the session's TTL in ms, the limit, the permits, the
+ * mode's code, the holder tail (`\n<owner>[\n<value>]`), and `1` to wait in the queue when
+ * not granted (or `""`: a single try that leaves nothing behind).
+ *
+ * When the stored limit differs (after the sweep: a key whose sessions all died has none)
+ * answers `{PERMIT_OTHER_LIMIT, limit}` and adds nothing. An entry already in the queue (a
+ * waiter looking again) answers its grant or that it still waits. Otherwise the request is
+ * granted when nobody waits and the held permits plus its own fit the limit (the prefix
+ * rule: every entry ahead of it is granted). A grant or a new waiter puts the entry at the
+ * end of the queue, counts it for its session, and sets the session's lease deadline to now
+ * plus its TTL. Answers `{PERMIT_GRANTED, token}`, or `{PERMIT_NOT_GRANTED, ms}` with the
+ * time until the earliest lease deadline there (when a waiter should look again, should
+ * nobody tell it sooner). Uncontended on an idle key: `HMGET`, `INCR`, `TIME`, two `ZADD`s
+ * and one `HSET`. Hot path: see docs/hot-path.md, "Redis".
+ */
+export const ACQUIRE_PERMITS = new LuaScript(`${PERMIT_LUA}
+local id, sid, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local limit, permits, mode, tail = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]
+local mine = state_of(id, sid)
+if st.l and sweep() then mine = redis.call('HGET', E, id) end
+if st.g + st.w <= 0 then st.l = nil end
+if st.l and st.l ~= limit then
+  if dirty then save() end
+  return {${PERMIT_OTHER_LIMIT}, fmt(st.l)}
+end
+if mine then
+  if dirty then save() end
+  local _, _, token = parse(mine)
+  if token ~= '' then return {${PERMIT_GRANTED}, token} end
+  return {${PERMIT_NOT_GRANTED}, next_deadline()}
+end
+local granted = st.w == 0 and st.h + permits <= limit
+if not granted and ARGV[8] ~= '1' then
+  if dirty then save() end
+  return {${PERMIT_NOT_GRANTED}, -1}
+end
+local token = ''
+if granted then
+  token = mint(mode)
+  st.h = st.h + permits
+  st.g = st.g + 1
+else
+  st.w = st.w + 1
+end
+st.l = limit
+st.n = st.n + 1
+redis.call('ZADD', Q, st.n, id)
+redis.call('ZADD', S, now() + ttl, sid)
+count(sid, 1)
+save({id, entry(permits, mode, token, tail)})
+if granted then return {${PERMIT_GRANTED}, token} end
+return {${PERMIT_NOT_GRANTED}, next_deadline()}
+`);
+
+/**
+ * Releases entries of one session on a permit key, granted or waiting, in one call, and
+ * grants the waiters that now fit. ARGV: the session id, then the entry ids (none: every
+ * entry of that session, as a closing session asks). The last entry of a key deletes its
+ * keys: `HMGET` and `DEL`, nothing else (hot path: see docs/hot-path.md, "Redis"). Answers
+ * how many of them were granted (and are released).
+ */
+export const RELEASE_PERMITS = new LuaScript(`${PERMIT_LUA}
+local sid = ARGV[1]
+local first = state_of(ARGV[2] or '${ARRIVALS_FIELD}', sid)
+if not st.l then return 0 end
+if #ARGV == 2 and first and st.g + st.w == 1 then
+  redis.call('DEL', Q, E, S)
+  local _, _, token = parse(first)
+  if token ~= '' then return 1 end
+  return 0
+end
+sweep()
+local released = 0
+if #ARGV == 1 then
+  if counts[sid] > 0 then
+    for _, id in ipairs(redis.call('ZRANGE', Q, 0, -1)) do
+      if session_of(id) == sid and drop(id, redis.call('HGET', E, id)) then
+        released = released + 1
+      end
+    end
+  end
+else
+  for i = 2, #ARGV do
+    local d = redis.call('HGET', E, ARGV[i])
+    if d and drop(ARGV[i], d) then released = released + 1 end
+  end
+end
+if dirty then
+  admit()
+  save()
+end
+return released
+`);
+
+/**
+ * Turns a granted write entry into a read of 1 permit with the same token, in one call, and
+ * grants the waiters that now fit (reads queued behind it). ARGV: the session id, the entry
+ * id. Answers the token, or `false` when the entry is no granted write (no longer there).
+ */
+export const DOWNGRADE_PERMITS = new LuaScript(`${PERMIT_LUA}
+local d = state_of(ARGV[2], ARGV[1])
+if not st.l then return false end
+if sweep() then d = redis.call('HGET', E, ARGV[2]) end
+local out = false
+if d then
+  local p, mode, token, tail = parse(d)
+  if mode == '${MODE_CODES.write}' and token ~= '' then
+    st.h = st.h - p + 1
+    redis.call('HSET', E, ARGV[2], entry(1, '${MODE_CODES.read}', token, tail))
+    dirty = true
+    admit()
+    out = token
+  end
+end
+if dirty then save() end
+return out
+`);
+
+/**
+ * The granted entries of a permit key, in grant order, after the sweep: answers
+ * `{now, id, entry, deadline, ...}` (server time and each holder's session lease deadline,
+ * in ms). No ARGV.
+ */
+export const PERMIT_HOLDERS = new LuaScript(`${PERMIT_LUA}
+state_of('${ARRIVALS_FIELD}', '${ARRIVALS_FIELD}')
+counts = {}
+if not st.l then return {0} end
+sweep()
+if dirty then save() end
+local out = {now()}
+if st.g <= 0 then return out end
+local deadlines = {}
+for _, id in ipairs(redis.call('ZRANGE', Q, 0, st.g - 1)) do
+  local sid = session_of(id)
+  local deadline = deadlines[sid]
+  if not deadline then
+    deadline = redis.call('ZSCORE', S, sid) or '0'
+    deadlines[sid] = deadline
+  end
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', E, id) or ''
+  out[#out + 1] = deadline
+end
+return out
+`);
+
+/**
+ * Renews every lock and permit key of a session in one call: an owner-checked PEXPIRE per
+ * lock key (as `RENEW`), and per permit key one `ZADD XX` of the session's lease deadline
+ * (now plus its TTL), when that deadline has not passed: one command however many entries the
+ * session has there. KEYS: lock keys, then the sessions keys of permit keys. ARGV: ttl ms,
+ * the session id, then one owner prefix per lock key. Returns one `RENEWED` or `NOT_RENEWED`
+ * per key, in order (a permit key is not renewed when the session's entries there are gone).
+ */
+export const RENEW_WITH_PERMITS = new LuaScript(`
+local out = {}
+local locks = #ARGV - 2
+for i = 1, locks do
+  local prefix = ARGV[i + 2]
+  local v = redis.call('GET', KEYS[i])
+  if v and string.sub(v, 1, #prefix) == prefix then
+    redis.call('PEXPIRE', KEYS[i], ARGV[1])
+    out[i] = ${RENEWED}
+  else
+    out[i] = ${NOT_RENEWED}
+  end
+end
+if #KEYS > locks then
+  local t = redis.call('TIME')
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  for i = locks + 1, #KEYS do
+    local deadline = redis.call('ZSCORE', KEYS[i], ARGV[2])
+    if deadline and tonumber(deadline) > now then
+      redis.call('ZADD', KEYS[i], 'XX', now + tonumber(ARGV[1]), ARGV[2])
+      out[i] = ${RENEWED}
+    else
+      out[i] = ${NOT_RENEWED}
+    end
+  end
+end
+return out
+`);
