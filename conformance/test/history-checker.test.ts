@@ -333,3 +333,25 @@ describe("permits: semaphores and read-write locks", () => {
     expect(violations[0]?.message).toContain("share token 3");
   });
 });
+
+describe("permits: token order across holds", () => {
+  const permits = (n: number) => ({ permits: n, limit: 3, mode: "permit" as const });
+
+  it("passes: permits granted together, the one with the smaller token told last", () => {
+    const { history, at } = manual();
+    const b = at(0).invokePermits("b", "s", permits(1), "b1"); // queued first: token 7
+    at(1).invokePermits("a", "s", permits(1), "a1").ok(8n, { at: 10 });
+    at(20).invokeRelease("a", "s", 20, "a1").done(true, 21);
+    b.ok(7n, { at: 30 });
+    expect(kinds(history)).toEqual([]);
+  });
+
+  it("violates: the same order for permits that cannot be held at once", () => {
+    const { history, at } = manual();
+    const b = at(0).invokePermits("b", "s", permits(2), "b1");
+    at(1).invokePermits("a", "s", permits(2), "a1").ok(8n, { at: 10 });
+    at(20).invokeRelease("a", "s", 20, "a1").done(true, 21);
+    b.ok(7n, { at: 30 });
+    expect(kinds(history)).toEqual(["token-order"]);
+  });
+});

@@ -64,9 +64,10 @@ const TIMEOUT_REASON = /timeout|timed out|BATON_LOCK_TIMEOUT|BATON_BACKEND_UNAVA
  *   limit (a write takes all of a read-write lock's, a read one);
  * - token-order (with `fencing`): for successful acquires A and B of a key, B's token is
  *   greater than A's whenever A precedes B: A's reply was received before B was invoked, or
- *   A's certain hold ended before B's began. A read carries the newest write's token, so a
- *   read B need only not be smaller than A's; and two permit grants that each take a new
- *   token (a semaphore's permits, writes) never share one, whatever their order;
+ *   A's certain hold ended before B's began and the two cannot be held at once (permits
+ *   granted together may each be told at its own time). A read carries the newest write's
+ *   token, so a read B need only not be smaller than A's; and two permit grants that each
+ *   take a new token (a semaphore's permits, writes) never share one, whatever their order;
  * - fence-order: the fence's accepted tokens never decrease (in completion order); and it
  *   rejects only a token lower than one it accepted before the rejected write began;
  * - lost-write: a read shows every write acknowledged (fence accepted, or plain) before the
@@ -145,7 +146,10 @@ export function checkHistory(
           const ha = holdOf.get(a);
           const hb = holdOf.get(b);
           const replyFirst = (a.completeAt as number) < b.invokeAt;
-          const holdFirst = ha !== undefined && hb !== undefined && ha.end <= hb.start;
+          // A hold that ended before another began orders their grants only if the two
+          // cannot be held at once: permits granted together may be told apart late.
+          const holdFirst =
+            ha !== undefined && hb !== undefined && ha.end <= hb.start && excludes(a, b);
           if (!replyFirst && !holdFirst) continue;
           if (newToken(b) ? tb > ta : tb >= ta) continue;
           const why = replyFirst
@@ -247,6 +251,12 @@ export function checkHistory(
     });
   }
   return violations;
+}
+
+/** Two grants of one key that cannot be held at once: locks, or permits beyond the limit. */
+function excludes(a: AcquireOp, b: AcquireOp): boolean {
+  if (a.share === undefined || b.share === undefined) return true;
+  return a.share.permits + b.share.permits > Math.min(a.share.limit, b.share.limit);
 }
 
 /** A lock's grant, a semaphore's permits and a write take a new token; a read does not. */
