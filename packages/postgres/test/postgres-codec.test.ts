@@ -6,6 +6,11 @@ import { migrate } from "../src/index.js";
 import {
   decodeHolder,
   decodeLostKey,
+  decodePermitAcquire,
+  decodePermitCheck,
+  decodePermitDowngrade,
+  decodePermitHolders,
+  decodePermitNotice,
   decodePid,
   decodeUnlocked,
   grantedToken,
@@ -51,6 +56,37 @@ describe("postgres codec (no I/O)", () => {
     expect(decodeUnlocked(null)).toBe(false);
     expect(decodeLostKey({ key: "-9223372036854775808" })).toBe(-(2n ** 63n));
     expect(decodePid([{ pid: 4711 }])).toBe(4711);
+  });
+
+  it("permit answers: the acquire's, a waiter's check, a downgrade's, holders and grant notices", () => {
+    expect(decodePermitAcquire("g1764590400123456 1764590400123457")).toEqual({
+      kind: "granted",
+      id: TOKEN,
+      token: TOKEN + 1n,
+    });
+    expect(decodePermitAcquire("g1764590400123456 0")).toMatchObject({ token: 0n });
+    expect(decodePermitAcquire("w1764590400123456")).toEqual({ kind: "waiting", id: TOKEN });
+    expect(decodePermitAcquire("n")).toEqual({ kind: "refused" });
+    expect(decodePermitAcquire("l2147483647")).toEqual({ kind: "limit", stored: 2_147_483_647 });
+    expect(decodePermitAcquire("s")).toEqual({ kind: "session-key-taken" });
+    expect(() => decodePermitAcquire(null)).toThrow();
+    expect(decodePermitCheck("g1764590400123456")).toBe(TOKEN);
+    expect(decodePermitCheck("w")).toBe("waiting");
+    expect(decodePermitCheck("x")).toBe("gone");
+    expect(decodePermitDowngrade("1764590400123456")).toBe(TOKEN);
+    expect(decodePermitDowngrade(null)).toBeNull();
+    expect(
+      decodePermitHolders([
+        { owner: "o1", token: "1764590400123456", value: null, permits: 2, mode: "permit" },
+        { owner: "o2", token: "0", value: "v", permits: 1, mode: "read" },
+      ]),
+    ).toEqual([
+      { ownerId: "o1", token: TOKEN, permits: 2, mode: "permit" },
+      { ownerId: "o2", token: 0n, value: "v", permits: 1, mode: "read" },
+    ]);
+    expect(decodePermitNotice("1764590400123456 1764590400123460")).toEqual([TOKEN, TOKEN + 4n]);
+    expect(decodePermitNotice("x")).toBeNull();
+    expect(decodePermitNotice(undefined)).toBeNull();
   });
 
   it("values: keys and tags to unlock, keys and tokens of holder rows, as decimal strings", () => {

@@ -10,6 +10,6 @@ describeBackend("postgres", (url) => {
       url,
       createBackend: () => new PostgresBackend({ url }),
     },
-    { fencing: "monotonic", fifo: false, watch: true, crossProcess: true, semaphores: false },
+    { fencing: "monotonic", fifo: false, watch: true, crossProcess: true, semaphores: true },
   );
 });
