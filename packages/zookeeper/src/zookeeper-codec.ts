@@ -119,3 +119,11 @@ export function decodeContenderData(
 export function czxidToken(czxid: Buffer): bigint {
   return czxid.readBigInt64BE(0);
 }
+
+/**
+ * A node's mzxid (the zxid of the transaction that last changed its data) as a bigint, read
+ * as {@link czxidToken} reads the czxid: a semaphore permit's token, taken when it is granted.
+ */
+export function mzxidToken(mzxid: Buffer): bigint {
+  return mzxid.readBigInt64BE(0);
+}

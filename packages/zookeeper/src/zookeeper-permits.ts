@@ -28,6 +28,7 @@ import {
   decodeWriteToken,
   encodeNodeData,
   encodeWriteToken,
+  mzxidToken,
 } from "./zookeeper-codec.js";
 import {
   isConnectionLoss,
@@ -148,7 +149,7 @@ export class ZookeeperPermits {
           : encodeNodeData({ ownerId: this.#s.ownerId, value: options.value });
       const prefix = permitNodePrefix(dir, { attemptId, mode, permits, limit });
       path = await this.#s.createNode(dir, attemptId, prefix, data, stop);
-      const token = await this.#awaitPermits(key, dir, path, options.wait, stop);
+      const token = await this.#awaitPermits(key, dir, path, data, options.wait, stop);
       if (token === null) {
         await this.#s.deleteOwn(dir, attemptId, path);
         return null;
@@ -178,24 +179,37 @@ export class ZookeeperPermits {
   /**
    * Waits until the permits of every entry ahead of ours plus ours fit the limit: resolves
    * the token, or `null` when `wait` is false and they do not. Each round is one list of the
-   * children, sent together with what the grant needs (our node's stat, for its czxid; the
-   * newest write token, for a read), so a read learns the token in the round that admits it:
-   * every write ahead of it is gone by then, and a write stores its token before its grant
-   * resolves, so before it can be released. A waiter watches the nearest entry ahead that
-   * blocks it alone (a read the nearest write, a write the entry just ahead); when several
-   * holders block it together (a semaphore's), it watches the list of children.
+   * children, sent together with what the grant needs, so an uncontended grant takes no
+   * round trip of its own:
+   *
+   * - a semaphore's permit takes its token when it is granted: the zxid of a rewrite of our
+   *   node's data (its mzxid), sent with the first list and sent again if it had to wait.
+   *   Several permits are granted at once, and the one that notices first must not end up
+   *   with the smaller token (its czxid would be: it may have been created later);
+   * - a write takes our node's czxid (its stat, with the first list): a write is granted
+   *   alone, after every entry ahead is gone, so nothing granted before it is newer. It then
+   *   stores the token as the key's newest write token;
+   * - a read carries the newest write token, read with the list that admits it: every write
+   *   ahead of it is gone by then, and a write stores its token before its grant resolves,
+   *   so before it can be released.
+   *
+   * A waiter watches the nearest entry ahead that blocks it alone (a read the nearest write,
+   * a write the entry just ahead); when several holders block it together (a semaphore's),
+   * it watches the list of children.
    */
   async #awaitPermits(
     key: string,
     dir: string,
     path: string,
+    data: Buffer,
     wait: boolean,
     stop: AcquireStop,
   ): Promise<bigint | null> {
     const own = parsePermitNode(splitPath(path).name);
     if (own === undefined) throw new Error(`zookeeper: unexpected permit node path ${path}`);
-    const read = own.mode === "read";
-    let token: bigint | undefined;
+    const { mode } = own;
+    /** A write's token: our node's czxid, read once. */
+    let created: bigint | undefined;
     let first = true;
     let watchChildren = false;
     for (;;) {
@@ -215,33 +229,46 @@ export class ZookeeperPermits {
           "zookeeper list of the permit queue",
           Promise.all([
             list,
-            read ? getData(this.#s.client, dir) : undefined,
-            !read && token === undefined ? exists(this.#s.client, path) : undefined,
+            mode === "read" ? getData(this.#s.client, dir) : undefined,
+            mode === "permit" && first
+              ? setData(this.#s.client, path, data, -1)
+              : mode === "write" && created === undefined
+                ? exists(this.#s.client, path)
+                : undefined,
           ]),
           stop.current,
         );
-        if (!read && token === undefined) {
+        if (mode === "write" && created === undefined) {
           if (stat === null || stat === undefined) throw vanishedNode(path);
-          token = czxidToken(stat.czxid);
+          created = czxidToken(stat.czxid);
         }
         // Every entry counts except our own orphans.
         const queue = permitQueueOrder(children).filter(
           (n) => n.name === own.name || !this.#s.isOrphan(n.attemptId),
         );
         const turn = permitTurn(queue, own.name, first);
+        const firstRound = first;
         first = false;
         if (turn.kind === "vanished") throw vanishedNode(path);
         if (turn.kind === "mismatch") throw new PermitLimitError(key, turn.stored, own.limit);
         if (turn.kind === "granted") {
-          if (read) return decodeWriteToken(newestWrite?.data);
-          if (own.mode === "write") {
+          if (mode === "read") return decodeWriteToken(newestWrite?.data);
+          if (mode === "write") {
+            const token = created as bigint;
             await this.#s.call(
               "zookeeper write of the newest write token",
-              setData(this.#s.client, dir, encodeWriteToken(token as bigint), -1),
+              setData(this.#s.client, dir, encodeWriteToken(token), -1),
               stop.current,
             );
+            return token;
           }
-          return token as bigint;
+          if (firstRound && stat !== null && stat !== undefined) return mzxidToken(stat.mzxid);
+          const granted = await this.#s.call(
+            "zookeeper token of a granted permit",
+            setData(this.#s.client, path, data, -1),
+            stop.current,
+          );
+          return mzxidToken(granted.mzxid);
         }
         if (!wait) return null;
         const waiting = stop.waiting();
@@ -463,8 +490,14 @@ function permitHolder(
   newestWrite: bigint,
 ): PermitHolder {
   const data = decodeNodeData(node.data);
-  // A read carries the newest write's token (a downgraded write's read stores it).
-  const token = entry.mode === "read" ? (data?.token ?? newestWrite) : czxidToken(node.stat.czxid);
+  // A read carries the newest write's token (a downgraded write's read stores it); a
+  // semaphore's permit took the zxid of its grant's rewrite of the node.
+  const token =
+    entry.mode === "read"
+      ? (data?.token ?? newestWrite)
+      : entry.mode === "permit"
+        ? mzxidToken(node.stat.mzxid)
+        : czxidToken(node.stat.czxid);
   const holder: PermitHolder = {
     ownerId: data?.ownerId ?? "",
     token,

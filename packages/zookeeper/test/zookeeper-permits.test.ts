@@ -259,6 +259,39 @@ describeBackend("zookeeper", (url) => {
       }
     });
 
+    it("gives a permit noticed late a greater token than one granted and released meanwhile", async () => {
+      const proxied = new ProxiedClients();
+      try {
+        const b = backend();
+        const slowBackend = backend({ createClient: proxied.factory });
+        const name = "late-notice";
+        const holder = await open(b, "holder");
+        const slow = await open(slowBackend, "slow");
+        const fast = await open(b, "fast");
+        const held = (await holder.acquirePermits(name, permits(2, 2, false))) as Grant;
+        // The slow session queues first, then hears everything 300 ms late.
+        const slowGrant = track(slow.acquirePermits(name, permits(2, 1, true)));
+        await queued(name, 2);
+        const fastGrant = fast.acquirePermits(name, permits(2, 1, true));
+        await queued(name, 3);
+        await settle();
+        for (const proxy of proxied.proxiesOf(slow)) proxy.delayReplies(300);
+        expect(await holder.release(held)).toBe(true);
+        // Both are let in by that release; the fast one notices first and is done at once.
+        const quick = (await fastGrant) as Grant;
+        expect(await fast.release(quick)).toBe(true);
+        expect(slowGrant.done()).toBe(false);
+        const late = (await slowGrant.value) as Grant;
+        expect(late.token).toBeGreaterThan(quick.token);
+        expect(quick.token).toBeGreaterThan(held.token);
+        for (const proxy of proxied.proxiesOf(slow)) proxy.forward();
+        expect(await slow.release(late)).toBe(true);
+        await Promise.allSettled([holder.close(), slow.close(), fast.close()]);
+      } finally {
+        await proxied.close();
+      }
+    });
+
     it("frees the permits of a session that died without releasing them within its timeout", async () => {
       const proxied = new ProxiedClients();
       try {
