@@ -19,12 +19,16 @@ import { recordedToken } from "./recorded-token.js";
  * An in-process coordinator whose acquires, releases, renewals and losses go into a
  * {@link History} under the name `process`. Deadlines are exact: read from the lock
  * (`remainingMs()`) when it is granted and after every confirmed renewal, so a loss by
- * deadline is recorded at the deadline itself, not when the timer got round to it.
+ * deadline is recorded at the deadline itself, not when the timer got round to it. Permits
+ * of a semaphore and read or write locks of a read-write lock are recorded with what they
+ * take and a hold id of their own, so one coordinator may hold several of a name at once.
  *
  * @example
  * const c = new RecordedCoordinator(history, "main", createCoordinator({ url, ttlMs }));
  * const lock = await c.acquire("job");
  * await c.release(lock);
+ * const permit = await c.acquirePermits(c.coordinator.semaphore("exports", { permits: 3 }));
+ * await c.release(permit);
  */
 export class RecordedCoordinator {
   readonly history: History;
