@@ -36,7 +36,7 @@ import { TOKEN_LUA } from "./scripts.js";
  * next value for a permit or a write (a write also becomes the newest write), the newest
  * write's for a read (`0` when none).
  */
-const PERMIT_LUA = `${TOKEN_LUA}
+const PERMIT_LUA = `
 local Q, E, S, C, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local st = {}
 local counts = {}
@@ -167,14 +167,23 @@ local function save(extra)
   end
   redis.call('HSET', E, unpack(args))
 end
-local function state_of(field, sid)
-  local m = redis.call('HMGET', E, '${LIMIT_FIELD}', '${HELD_FIELD}', '${GRANTED_FIELD}',
-    '${WAITING_FIELD}', '${ARRIVALS_FIELD}', sid, field)
-  load(m)
-  counts[sid] = tonumber(m[6]) or 0
-  return m[7]
-end
 `;
+
+/**
+ * Lua: `m`, the entries hash's state fields, then the count of session `sid` and the entry
+ * `field` (`m[6]`, `m[7]`), read before the helpers are defined so that a script's fast
+ * path returns without them (see docs/hot-path.md, "Redis").
+ */
+function readState(sid: string, field: string): string {
+  return `local m = redis.call('HMGET', KEYS[2], '${LIMIT_FIELD}', '${HELD_FIELD}', '${GRANTED_FIELD}',
+  '${WAITING_FIELD}', '${ARRIVALS_FIELD}', ${sid}, ${field})`;
+}
+
+/** Lua, after the helpers: `st` and the count of session `sid` from `m` (see readState). */
+function loadState(sid: string): string {
+  return `load(m)
+counts[${sid}] = tonumber(m[6]) or 0`;
+}
 
 /**
  * Acquires permits of a permit key in one call. ARGV: the entry id (the wait id
@@ -193,10 +202,34 @@ end
  * nobody tell it sooner). Uncontended on an idle key: `HMGET`, `INCR`, `TIME`, two `ZADD`s
  * and one `HSET`. Hot path: see docs/hot-path.md, "Redis".
  */
-export const ACQUIRE_PERMITS = new LuaScript(`${PERMIT_LUA}
+export const ACQUIRE_PERMITS = new LuaScript(`${TOKEN_LUA}
+${readState("ARGV[2]", "ARGV[1]")}
+if not m[1] then
+  local text
+  if ARGV[6] == '${MODE_CODES.read}' then
+    text = redis.call('GET', KEYS[5]) or '0'
+  else
+    local token = redis.call('INCR', KEYS[4])
+    if token == 1 then
+      token = clock_start()
+      redis.call('SET', KEYS[4], fmt(token))
+    end
+    text = fmt(token)
+    if ARGV[6] == '${MODE_CODES.write}' then redis.call('SET', KEYS[5], text) end
+  end
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[1], 1, ARGV[1])
+  redis.call('ZADD', KEYS[3], t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[3]), ARGV[2])
+  redis.call('HSET', KEYS[2], '${LIMIT_FIELD}', ARGV[4], '${HELD_FIELD}', ARGV[5], '${GRANTED_FIELD}', 1,
+    '${WAITING_FIELD}', 0, '${ARRIVALS_FIELD}', 1, ARGV[2], 1,
+    ARGV[1], ARGV[5] .. '${OWNER_END}' .. ARGV[6] .. '${OWNER_END}' .. text .. ARGV[7])
+  return {${PERMIT_GRANTED}, text}
+end
+${PERMIT_LUA}
 local id, sid, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local limit, permits, mode, tail = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]
-local mine = state_of(id, sid)
+${loadState("sid")}
+local mine = m[7]
 if st.l and sweep() then mine = redis.call('HGET', E, id) end
 if st.g + st.w <= 0 then st.l = nil end
 if st.l and st.l ~= limit then
@@ -239,16 +272,17 @@ return {${PERMIT_NOT_GRANTED}, next_deadline()}
  * keys: `HMGET` and `DEL`, nothing else (hot path: see docs/hot-path.md, "Redis"). Answers
  * how many of them were granted (and are released).
  */
-export const RELEASE_PERMITS = new LuaScript(`${PERMIT_LUA}
-local sid = ARGV[1]
-local first = state_of(ARGV[2] or '${ARRIVALS_FIELD}', sid)
-if not st.l then return 0 end
-if #ARGV == 2 and first and st.g + st.w == 1 then
-  redis.call('DEL', Q, E, S)
-  local _, _, token = parse(first)
-  if token ~= '' then return 1 end
+export const RELEASE_PERMITS = new LuaScript(`${TOKEN_LUA}
+${readState("ARGV[1]", `ARGV[2] or '${ARRIVALS_FIELD}'`)}
+if not m[1] then return 0 end
+if #ARGV == 2 and m[7] and tonumber(m[3]) + tonumber(m[4]) == 1 then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  if string.find(m[7], '^%d+${OWNER_END}%a${OWNER_END}%d') then return 1 end
   return 0
 end
+${PERMIT_LUA}
+local sid = ARGV[1]
+${loadState("sid")}
 sweep()
 local released = 0
 if #ARGV == 1 then
@@ -277,9 +311,12 @@ return released
  * grants the waiters that now fit (reads queued behind it). ARGV: the session id, the entry
  * id. Answers the token, or `false` when the entry is no granted write (no longer there).
  */
-export const DOWNGRADE_PERMITS = new LuaScript(`${PERMIT_LUA}
-local d = state_of(ARGV[2], ARGV[1])
-if not st.l then return false end
+export const DOWNGRADE_PERMITS = new LuaScript(`${TOKEN_LUA}
+${readState("ARGV[1]", "ARGV[2]")}
+if not m[1] then return false end
+${PERMIT_LUA}
+${loadState("ARGV[1]")}
+local d = m[7]
 if sweep() then d = redis.call('HGET', E, ARGV[2]) end
 local out = false
 if d then
@@ -301,10 +338,11 @@ return out
  * `{now, id, entry, deadline, ...}` (server time and each holder's session lease deadline,
  * in ms). No ARGV.
  */
-export const PERMIT_HOLDERS = new LuaScript(`${PERMIT_LUA}
-state_of('${ARRIVALS_FIELD}', '${ARRIVALS_FIELD}')
-counts = {}
-if not st.l then return {0} end
+export const PERMIT_HOLDERS = new LuaScript(`${TOKEN_LUA}
+${readState(`'${ARRIVALS_FIELD}'`, `'${ARRIVALS_FIELD}'`)}
+if not m[1] then return {0} end
+${PERMIT_LUA}
+load(m)
 sweep()
 if dirty then save() end
 local out = {now()}
