@@ -1,9 +1,19 @@
 import type { ServerGroup } from "@baton/conformance/harness";
 import { EtcdBackend } from "@baton/etcd";
-import { CompareResult, CompareTarget, Etcd3, EtcdLockFailedError } from "etcd3";
+import {
+  CompareResult,
+  CompareTarget,
+  Etcd3,
+  EtcdLockFailedError,
+  type ICompare,
+  type IRequestOp,
+  SortOrder,
+  SortTarget,
+} from "etcd3";
 import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs, sleep } from "./lib/handoff.js";
 import { type HeldItems, measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
+import { type PermitRows, UNCONTENDED_PERMITS } from "./lib/permits.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
@@ -19,6 +29,7 @@ export function run(): Promise<BackendResult> {
     handoffs: (url, floor, group) => handoffs(url, hostsOf(url), floor, group),
     heldLocks: (url, items) => heldLocks(hostsOf(url), items),
     permits: {
+      uncontended: (url) => permitRows(hostsOf(url)),
       rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
       handoffs: HANDOFFS,
       ttlMs: 15_000,
@@ -202,4 +213,140 @@ async function heldLocks(hosts: string[], items?: HeldItems) {
       ? []
       : ["every lock of the session is on one lease: one keepalive renews them all"],
   });
+}
+
+/** The first key after every key that starts with `prefix`. */
+function rangeEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  end[end.length - 1] = (end[end.length - 1] as number) + 1;
+  return end;
+}
+
+/** No key in `[key, end)`. */
+const noKeyIn = (key: Buffer, end: Buffer): ICompare => ({
+  key,
+  range_end: end,
+  target: CompareTarget.Create,
+  result: CompareResult.Equal,
+  create_revision: 0,
+});
+
+/**
+ * The uncontended permit floor: the two transactions of Baton's permit acquire + release on
+ * an idle semaphore, with etcd3's raw client. Acquire: while the limit key holds the limit
+ * (it does not: the last release deleted it), put the entry and read the queue; else, while
+ * no entry is there, store the limit, put the entry on the lease, read the entries oldest
+ * first and the token key. Release: while ours and the only entry, delete it and the limit
+ * key; else delete it alone.
+ */
+async function permitRows(hosts: string[]): Promise<PermitRows> {
+  const raw = new Etcd3({ hosts });
+  let leaseId = "0";
+  const base = Buffer.from("bench-raw\xffpermits:sem\xff", "latin1");
+  const entries = Buffer.concat([base, Buffer.from("e:")]);
+  const entriesEnd = rangeEnd(entries);
+  const limitKey = Buffer.concat([base, Buffer.from("limit")]);
+  const tokenKey = Buffer.concat([base, Buffer.from("token")]);
+  const limit = Buffer.from(String(UNCONTENDED_PERMITS));
+  const value = Buffer.from(
+    JSON.stringify({ baton: 1, owner: "bench-raw", permits: 1, mode: "permit" }),
+  );
+  let leaseHex = "";
+  let n = 0;
+  return {
+    floor: [
+      {
+        name: "raw txn join+leave",
+        role: "floor",
+        setup: async () => {
+          leaseId = (await raw.leaseClient.leaseGrant({ TTL: 60 })).ID;
+          leaseHex = BigInt(leaseId).toString(16);
+        },
+        op: async () => {
+          const key = Buffer.concat([entries, Buffer.from(`${leaseHex}.${++n}`)]);
+          const join: IRequestOp[] = [
+            { request_put: { key, value, lease: leaseId } },
+            {
+              request_range: {
+                key: entries,
+                range_end: entriesEnd,
+                sort_target: SortTarget.Create,
+                sort_order: SortOrder.Ascend,
+              },
+            },
+            { request_range: { key: tokenKey } },
+          ];
+          const joined = await raw.kv.txn({
+            compare: [
+              {
+                key: limitKey,
+                target: CompareTarget.Value,
+                result: CompareResult.Equal,
+                value: limit,
+              },
+            ],
+            success: join,
+            failure: [
+              {
+                request_txn: {
+                  compare: [noKeyIn(entries, entriesEnd)],
+                  success: [{ request_put: { key: limitKey, value: limit } }, ...join],
+                  failure: [
+                    { request_range: { key: limitKey } },
+                    { request_range: { key: entries, range_end: entriesEnd, count_only: true } },
+                  ],
+                },
+              },
+            ],
+          });
+          const inner = joined.responses[0]?.response_txn;
+          if (!joined.succeeded && inner?.succeeded !== true) {
+            throw new Error("bench: raw permit not granted");
+          }
+          const revision = joined.header.revision;
+          await raw.kv.txn({
+            compare: [
+              {
+                key,
+                target: CompareTarget.Create,
+                result: CompareResult.Equal,
+                create_revision: revision,
+              },
+              noKeyIn(entries, key),
+              noKeyIn(Buffer.concat([key, Buffer.from([0])]), entriesEnd),
+            ],
+            success: [
+              { request_delete_range: { key } },
+              { request_delete_range: { key: limitKey } },
+            ],
+            failure: [
+              {
+                request_txn: {
+                  compare: [
+                    {
+                      key,
+                      target: CompareTarget.Create,
+                      result: CompareResult.Equal,
+                      create_revision: revision,
+                    },
+                  ],
+                  success: [{ request_delete_range: { key } }],
+                },
+              },
+            ],
+          });
+        },
+        teardown: async () => {
+          await raw.leaseClient.leaseRevoke({ ID: leaseId }).catch(() => undefined);
+        },
+      },
+    ],
+    notes: [
+      "the floor: Baton's two transactions on an idle semaphore (join: the nested branch that stores the limit, puts the entry on the lease and reads the queue; leave: delete the entry and the limit key), with etcd3's raw client",
+      "server time: the CPU of all three members summed, their idle rate (read over 1 s before the rounds) taken off",
+    ],
+    close: async () => {
+      raw.close();
+    },
+  };
 }

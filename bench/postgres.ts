@@ -7,6 +7,7 @@ import { openBatonVariants } from "./lib/baton-variants.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
 import { type HeldItems, measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { interleave, latencySection, type Measured, type Variant } from "./lib/interleave.js";
+import { type PermitRows, UNCONTENDED_PERMITS } from "./lib/permits.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { processCpuMeter, processTreeCpuMeter, type ServerMeter } from "./lib/server-meter.js";
 
@@ -45,7 +46,9 @@ export function run(): Promise<BackendResult> {
               },
         close: async () => undefined,
       }),
-      rounds: { warmup: 2_000, rounds: 6, perRound: 1_000, maxMs: 60_000 },
+      uncontended: (url) => permitRows(url),
+      tryRow: true,
+      rounds: { warmup: 1_000, rounds: 6, perRound: 500, maxMs: 60_000 },
       handoffs: HANDOFFS,
       ttlMs: 15_000,
     },
@@ -299,4 +302,92 @@ async function heldLocks(url: string, items?: HeldItems) {
   } finally {
     statements.stop();
   }
+}
+
+/** The permit floor's tables and token sequence (its own, dropped at the end). */
+const PERMIT_FLOOR_DDL = [
+  "CREATE SEQUENCE IF NOT EXISTS bench_raw_permit_tokens",
+  `CREATE UNLOGGED TABLE IF NOT EXISTS bench_raw_permit_queues (
+    name text COLLATE "C" PRIMARY KEY, permits integer NOT NULL,
+    held bigint NOT NULL DEFAULT 0, queued bigint NOT NULL DEFAULT 0,
+    boundary bigint NOT NULL DEFAULT 0)`,
+  `CREATE UNLOGGED TABLE IF NOT EXISTS bench_raw_permits (
+    name text COLLATE "C" NOT NULL, id bigint NOT NULL, session bigint NOT NULL,
+    owner text NOT NULL, permits integer NOT NULL, mode text NOT NULL,
+    granted boolean NOT NULL, token bigint, value text,
+    PRIMARY KEY (name, id), UNIQUE (name, session, id))`,
+];
+
+/**
+ * The permit floor's acquire, one statement: take the permits on the key's queue row (while
+ * they fit) with the next token, and insert the entry. Baton's acquire function does this
+ * work (and more: it locks the row, then writes it back) in one call.
+ */
+const PERMIT_FLOOR_ACQUIRE = `WITH q AS (
+  UPDATE bench_raw_permit_queues SET held = held + $2, queued = queued + $2,
+    boundary = nextval('bench_raw_permit_tokens')
+  WHERE name = $1 AND queued + $2 <= permits RETURNING boundary)
+INSERT INTO bench_raw_permits (name, id, session, owner, permits, mode, granted, token)
+SELECT $1, boundary, $3, 'bench-raw', $2, 'permit', true, boundary FROM q RETURNING id`;
+
+/** The permit floor's release, one statement: delete the entry and give its permits back. */
+const PERMIT_FLOOR_RELEASE = `WITH d AS (
+  DELETE FROM bench_raw_permits WHERE name = $1 AND id = $2 AND session = $3 RETURNING permits)
+UPDATE bench_raw_permit_queues q SET held = q.held - d.permits, queued = q.queued - d.permits
+FROM d WHERE q.name = $1 RETURNING q.held`;
+
+/**
+ * The uncontended permit floor: the adapter's round trips (one statement to acquire, one to
+ * release) with pg's raw client and prepared statements, doing the same rows' work in plain
+ * SQL on tables of its own.
+ */
+async function permitRows(url: string): Promise<PermitRows> {
+  const raw = new pg.Client({ connectionString: named(url, "bench-raw-permits") });
+  raw.on("error", () => undefined);
+  await raw.connect();
+  try {
+    for (const ddl of PERMIT_FLOOR_DDL) await raw.query(ddl);
+    await raw.query(
+      "INSERT INTO bench_raw_permit_queues (name, permits) VALUES ('sem', $1) ON CONFLICT (name) DO UPDATE SET held = 0, queued = 0",
+      [UNCONTENDED_PERMITS],
+    );
+    await raw.query("DELETE FROM bench_raw_permits");
+  } catch (error) {
+    await raw.end().catch(() => undefined);
+    throw error;
+  }
+  return {
+    floor: [
+      {
+        name: "raw permit acquire+release statements",
+        role: "floor",
+        op: async () => {
+          const { rows } = await raw.query<{ id: string }>({
+            name: "permit_floor_acquire",
+            text: PERMIT_FLOOR_ACQUIRE,
+            values: ["sem", 1, "7"],
+          });
+          const id = rows[0]?.id;
+          if (id === undefined) throw new Error("bench: raw permit not granted");
+          await raw.query({
+            name: "permit_floor_release",
+            text: PERMIT_FLOOR_RELEASE,
+            values: ["sem", id, "7"],
+          });
+        },
+      },
+    ],
+    notes: [
+      "the floor: two prepared statements (take the permits on the key's queue row with the next token and insert the entry; delete it and give them back), the rows' work of Baton's two function calls in plain SQL",
+      "server time: every server process's CPU (Baton's session and coordinator share one backend, whose connections are not told apart)",
+    ],
+    close: async () => {
+      await raw
+        .query(
+          "DROP TABLE IF EXISTS bench_raw_permits, bench_raw_permit_queues; DROP SEQUENCE IF EXISTS bench_raw_permit_tokens",
+        )
+        .catch(() => undefined);
+      await raw.end().catch(() => undefined);
+    },
+  };
 }
