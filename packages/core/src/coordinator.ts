@@ -1068,6 +1068,7 @@ class CoordinatorImpl implements Coordinator {
         name: held.name,
         token: held.token,
         waitedMs: this.#clock.now() - call.started,
+        lock: held.lock,
       });
     }
     return held.lock;

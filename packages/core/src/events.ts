@@ -1,11 +1,16 @@
 import { ConfigError, type LockLostError, type LockLostReason } from "./errors.js";
+import type { Lock } from "./lock.js";
 import type { RunOutcome } from "./run-once.js";
 import { onceAborted } from "./shared-abort.js";
 
 /** Every event a coordinator emits, with its payload. Metrics are built on these. */
 export interface CoordinatorEvents {
-  /** A lock was granted. `waitedMs` counts from the call to the grant. */
-  acquired: { name: string; token: bigint; waitedMs: number };
+  /**
+   * A lock (or a semaphore's permit, a read or a write) was granted. `waitedMs` counts from
+   * the call to the grant. `lock` is the granted lock itself: the same object `lost` and
+   * `released` carry, so listeners can tell apart several permits of one name.
+   */
+  acquired: { name: string; token: bigint; waitedMs: number; lock: Lock };
   /** A session renewal was confirmed. `locks` is how many locks it kept. */
   renewed: { durationMs: number; locks: number };
   /**
@@ -14,9 +19,9 @@ export interface CoordinatorEvents {
    */
   renewFailed: { error: unknown; remainingMs: number; names: readonly string[] };
   /** A lock can no longer be trusted (its signal aborted with `error`). Not emitted on release. */
-  lost: { name: string; token: bigint; reason: LockLostReason; error: LockLostError };
+  lost: { name: string; token: bigint; reason: LockLostReason; error: LockLostError; lock: Lock };
   /** A lock was released; `wasHeld` is false when it had already been lost. */
-  released: { name: string; token: bigint; wasHeld: boolean };
+  released: { name: string; token: bigint; wasHeld: boolean; lock: Lock };
   /** A backend session opened with the TTL the store granted. */
   sessionOpened: { ownerId: string; ttlMs: number };
   /** The backend session ended for a reason other than `close()`; every lock on it was lost. */

@@ -186,7 +186,13 @@ export class HeldLock implements SessionLock, LockInit {
     if (this.ended.aborted) return;
     const error = new LockLostError(this.name, this.token, reason, { cause });
     this.ended.abort(error);
-    this.#host.events.emit("lost", { name: this.name, token: this.token, reason, error });
+    this.#host.events.emit("lost", {
+      name: this.name,
+      token: this.token,
+      reason,
+      error,
+      lock: this.lock,
+    });
   }
 
   releaseOnClose(): Promise<boolean> {
@@ -272,7 +278,12 @@ export class HeldLock implements SessionLock, LockInit {
     if (failed) host.clock.setTimer(this.#unlockLocal, session.ttlMs + session.driftMs);
     else this.#unlockLocal();
     if (host.events.listens("released")) {
-      host.events.emit("released", { name: this.name, token: this.token, wasHeld });
+      host.events.emit("released", {
+        name: this.name,
+        token: this.token,
+        wasHeld,
+        lock: this.lock,
+      });
     }
   }
 }

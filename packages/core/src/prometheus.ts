@@ -1,5 +1,6 @@
 import type { Coordinator } from "./coordinator.js";
 import { ConfigError } from "./errors.js";
+import type { Lock } from "./lock.js";
 
 /** Options of {@link enablePrometheus}. */
 export interface PrometheusOptions {
@@ -36,7 +37,8 @@ interface PromClient {
  * - `baton_is_leader{name}`: 1 while this instance leads `name` (summed over instances: 1).
  * - `baton_leader_changes_total{name}`: terms this instance started.
  * - `baton_renewal_failures_total{name}`: failed renewals, per lock that depended on them.
- * - `baton_lock_held{name}`: 1 while this instance holds the lock.
+ * - `baton_lock_held{name}`: 1 while this instance holds the lock (or any of its permits: a
+ *   semaphore's, a read or a write).
  * - `baton_lock_acquire_seconds{name}`: histogram of time from acquire() to the grant.
  * - `baton_failover_seconds{name}`: histogram of gaps with no leader, as this instance's
  *   watch of the election saw them (a direct handoff with no visible gap counts as 0).
@@ -121,6 +123,8 @@ export async function enablePrometheus(
     registers,
   });
 
+  // A semaphore's permits share a name: the gauge stays 1 until the last of them ends.
+  const holding = new HoldsByName();
   const stop = new AbortController();
   const watched = new Set<string>();
   const watchElection = async (name: string) => {
@@ -157,12 +161,17 @@ export async function enablePrometheus(
     coordinator.on("renewFailed", ({ names }) => {
       for (const name of names) renewalFailures.labels({ name }).inc();
     }),
-    coordinator.on("acquired", ({ name, waitedMs }) => {
+    coordinator.on("acquired", ({ name, waitedMs, lock }) => {
+      holding.add(name, lock);
       held.labels({ name }).set(1);
       acquireSeconds.labels({ name }).observe(waitedMs / 1_000);
     }),
-    coordinator.on("released", ({ name }) => held.labels({ name }).set(0)),
-    coordinator.on("lost", ({ name }) => held.labels({ name }).set(0)),
+    coordinator.on("released", ({ name, lock }) => {
+      if (holding.remove(name, lock)) held.labels({ name }).set(0);
+    }),
+    coordinator.on("lost", ({ name, lock }) => {
+      if (holding.remove(name, lock)) held.labels({ name }).set(0);
+    }),
     coordinator.on("campaignStarted", ({ name }) => {
       isLeader.labels({ name }).set(0);
       if (watched.has(name)) return;
@@ -176,4 +185,27 @@ export async function enablePrometheus(
       for (const off of unsubscribe) off();
     },
   };
+}
+
+/** The locks (or permits) this instance holds, by name. */
+class HoldsByName {
+  readonly #byName = new Map<string, Set<Lock>>();
+
+  add(name: string, lock: Lock): void {
+    let locks = this.#byName.get(name);
+    if (locks === undefined) {
+      locks = new Set();
+      this.#byName.set(name, locks);
+    }
+    locks.add(lock);
+  }
+
+  /** Forgets `lock`; true when no other lock of `name` is held. */
+  remove(name: string, lock: Lock): boolean {
+    const locks = this.#byName.get(name);
+    locks?.delete(lock);
+    if (locks !== undefined && locks.size > 0) return false;
+    this.#byName.delete(name);
+    return true;
+  }
 }

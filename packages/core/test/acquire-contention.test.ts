@@ -70,7 +70,9 @@ describe("acquire when someone else holds the lock", () => {
     await flush();
     expect(waiting.status).toBe("fulfilled");
     expect(waiting.value?.token).toBeGreaterThan(holder.token);
-    expect(events.acquired).toEqual([{ name: "jobs", token: waiting.value?.token, waitedMs: 300 }]);
+    expect(events.acquired).toEqual([
+      { name: "jobs", token: waiting.value?.token, waitedMs: 300, lock: waiting.value },
+    ]);
   });
 
   it("a waiting acquire gets the lock when the holder's lease expires", async () => {

@@ -20,10 +20,10 @@ describe("coordinator events", () => {
     await clock.advance(50);
     const a = await coordinator.acquire("a", { waitMs: 0 });
     expect(events.sessionOpened).toEqual([{ ownerId: coordinator.ownerId, ttlMs: 1_000 }]);
-    expect(events.acquired).toEqual([{ name: "a", token: a.token, waitedMs: 0 }]);
+    expect(events.acquired).toEqual([{ name: "a", token: a.token, waitedMs: 0, lock: a }]);
 
     await a.release();
-    expect(events.released).toEqual([{ name: "a", token: a.token, wasHeld: true }]);
+    expect(events.released).toEqual([{ name: "a", token: a.token, wasHeld: true, lock: a }]);
     expect(events.lost).toEqual([]); // a release is not a loss
 
     const b = await coordinator.acquire("b", { waitMs: 0 });
@@ -31,11 +31,12 @@ describe("coordinator events", () => {
     expect(events.lost).toHaveLength(1);
     const lost = events.lost[0];
     expect(lost).toMatchObject({ name: "b", token: b.token, reason: "session-lost" });
+    expect(lost?.lock).toBe(b);
     expect(lost?.error).toBeInstanceOf(LockLostError);
     expect(lost?.error).toBe(b.signal.reason);
 
     await b.release();
-    expect(events.released.at(-1)).toEqual({ name: "b", token: b.token, wasHeld: false });
+    expect(events.released.at(-1)).toEqual({ name: "b", token: b.token, wasHeld: false, lock: b });
   });
 
   it("on() returns an unsubscribe function", async () => {

@@ -5,6 +5,7 @@ import {
   createCoordinator,
   type Election,
   enablePrometheus,
+  MemoryBackend,
   MemoryStore,
 } from "../src/index.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
@@ -96,5 +97,19 @@ describe("Prometheus metrics", () => {
       1,
     );
     expect(await value(registry, "baton_lock_held", "report")).toBe(0);
+  });
+
+  it("keeps lock_held at 1 until the last permit of a semaphore ends", async () => {
+    const coordinator = createCoordinator({ backend: new MemoryBackend() });
+    open.push(coordinator);
+    const registry = new Registry();
+    await enablePrometheus(coordinator, { registry });
+    const exports = coordinator.semaphore("exports", { permits: 3 });
+    const first = await exports.acquire();
+    const second = await exports.acquire();
+    await first.release();
+    expect(await value(registry, "baton_lock_held", "exports")).toBe(1);
+    await second.release();
+    expect(await value(registry, "baton_lock_held", "exports")).toBe(0);
   });
 });
