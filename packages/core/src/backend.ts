@@ -120,10 +120,12 @@ export interface BackendSession {
    *   limit: it never overtakes a request that waits, so a multi-permit request (a write) is
    *   not starved by a stream of smaller ones (reads). A backend whose guarantees declare
    *   `fifo: false` still never lets a request overtake one that waits longer than a TTL.
-   * - Tokens: `"permit"` and `"write"` grants take a token strictly greater than every earlier
-   *   token of `key`; a `"read"` grant takes none of its own and carries the token of the
-   *   newest write grant of `key` before it (0n when there was none). The store keeps the
-   *   newest write token as long as it keeps its tokens' order, so a read after a write never
+   * - Tokens: `"permit"` and `"write"` grants take a token (above 0n) strictly greater than
+   *   that of every grant of `key` ahead of them in the queue, so a grant that begins after
+   *   another ended has the greater token; permits granted together may learn of their grants
+   *   in any order. A `"read"` grant takes none of its own and carries the token of the newest
+   *   write grant of `key` before it (0n when there was none). The store keeps the newest
+   *   write token as long as it keeps its tokens' order, so a read after a write never
    *   carries less than that write.
    * - The permits live and die with the session: renewed by its one `keepAlive` request,
    *   however many it holds, and freed within a TTL of its death. One session may hold many
