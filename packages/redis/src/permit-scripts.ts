@@ -199,12 +199,23 @@ counts[${sid}] = tonumber(m[6]) or 0`;
  * end of the queue, counts it for its session, and sets the session's lease deadline to now
  * plus its TTL. Answers `{PERMIT_GRANTED, token}`, or `{PERMIT_NOT_GRANTED, ms}` with the
  * time until the earliest lease deadline there (when a waiter should look again, should
- * nobody tell it sooner). Uncontended on an idle key: `HMGET`, `INCR`, `TIME`, two `ZADD`s
- * and one `HSET`. Hot path: see docs/hot-path.md, "Redis".
+ * nobody tell it sooner). A grant when nobody waits and no lease has run out is the fast
+ * path, before the helpers: `HMGET`, `INCR`, `TIME`, two `ZADD`s and one `HSET` (and one
+ * `ZRANGE` for the earliest deadline when the key has holders). Hot path: see
+ * docs/hot-path.md, "Redis".
  */
 export const ACQUIRE_PERMITS = new LuaScript(`${TOKEN_LUA}
 ${readState("ARGV[2]", "ARGV[1]")}
-if not m[1] then
+local stored, now = tonumber(m[1]), nil
+local fast = not stored
+if stored == tonumber(ARGV[4]) and not m[7] and tonumber(m[4]) == 0
+    and tonumber(m[2]) + tonumber(ARGV[5]) <= stored then
+  local t = redis.call('TIME')
+  now = t[1] * 1000 + math.floor(t[2] / 1000)
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  fast = first[2] ~= nil and tonumber(first[2]) > now
+end
+if fast then
   local text
   if ARGV[6] == '${MODE_CODES.read}' then
     text = redis.call('GET', KEYS[5]) or '0'
@@ -217,11 +228,17 @@ if not m[1] then
     text = fmt(token)
     if ARGV[6] == '${MODE_CODES.write}' then redis.call('SET', KEYS[5], text) end
   end
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[1], 1, ARGV[1])
-  redis.call('ZADD', KEYS[3], t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[3]), ARGV[2])
-  redis.call('HSET', KEYS[2], '${LIMIT_FIELD}', ARGV[4], '${HELD_FIELD}', ARGV[5], '${GRANTED_FIELD}', 1,
-    '${WAITING_FIELD}', 0, '${ARRIVALS_FIELD}', 1, ARGV[2], 1,
+  if not now then
+    local t = redis.call('TIME')
+    now = t[1] * 1000 + math.floor(t[2] / 1000)
+  end
+  local n = (tonumber(m[5]) or 0) + 1
+  redis.call('ZADD', KEYS[1], n, ARGV[1])
+  redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
+  redis.call('HSET', KEYS[2], '${LIMIT_FIELD}', ARGV[4],
+    '${HELD_FIELD}', fmt((tonumber(m[2]) or 0) + tonumber(ARGV[5])),
+    '${GRANTED_FIELD}', (tonumber(m[3]) or 0) + 1, '${WAITING_FIELD}', 0, '${ARRIVALS_FIELD}', n,
+    ARGV[2], (tonumber(m[6]) or 0) + 1,
     ARGV[1], ARGV[5] .. '${OWNER_END}' .. ARGV[6] .. '${OWNER_END}' .. text .. ARGV[7])
   return {${PERMIT_GRANTED}, text}
 end
@@ -268,17 +285,41 @@ return {${PERMIT_NOT_GRANTED}, next_deadline()}
 /**
  * Releases entries of one session on a permit key, granted or waiting, in one call, and
  * grants the waiters that now fit. ARGV: the session id, then the entry ids (none: every
- * entry of that session, as a closing session asks). The last entry of a key deletes its
- * keys: `HMGET` and `DEL`, nothing else (hot path: see docs/hot-path.md, "Redis"). Answers
- * how many of them were granted (and are released).
+ * entry of that session, as a closing session asks). The fast paths, before the helpers:
+ * the last entry of a key deletes its keys (`HMGET` and `DEL`, nothing else); one granted
+ * entry while nobody waits and no lease has run out is taken out with a few commands (hot
+ * path: see docs/hot-path.md, "Redis"). Answers how many of them were granted (and are
+ * released).
  */
 export const RELEASE_PERMITS = new LuaScript(`${TOKEN_LUA}
 ${readState("ARGV[1]", `ARGV[2] or '${ARRIVALS_FIELD}'`)}
 if not m[1] then return 0 end
-if #ARGV == 2 and m[7] and tonumber(m[3]) + tonumber(m[4]) == 1 then
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-  if string.find(m[7], '^%d+${OWNER_END}%a${OWNER_END}%d') then return 1 end
-  return 0
+if #ARGV == 2 and m[7] then
+  local granted = string.find(m[7], '^%d+${OWNER_END}%a${OWNER_END}%d') ~= nil
+  if tonumber(m[3]) + tonumber(m[4]) == 1 then
+    redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+    if granted then return 1 end
+    return 0
+  end
+  if granted and tonumber(m[4]) == 0 then
+    local t = redis.call('TIME')
+    local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+    if first[2] ~= nil and tonumber(first[2]) > t[1] * 1000 + math.floor(t[2] / 1000) then
+      redis.call('ZREM', KEYS[1], ARGV[2])
+      local left = tonumber(m[6]) - 1
+      local held = fmt(tonumber(m[2]) - tonumber(string.match(m[7], '^%d+')))
+      if left > 0 then
+        redis.call('HSET', KEYS[2], '${HELD_FIELD}', held, '${GRANTED_FIELD}', tonumber(m[3]) - 1,
+          ARGV[1], left)
+        redis.call('HDEL', KEYS[2], ARGV[2])
+      else
+        redis.call('HSET', KEYS[2], '${HELD_FIELD}', held, '${GRANTED_FIELD}', tonumber(m[3]) - 1)
+        redis.call('HDEL', KEYS[2], ARGV[2], ARGV[1])
+        redis.call('ZREM', KEYS[3], ARGV[1])
+      end
+      return 1
+    end
+  end
 end
 ${PERMIT_LUA}
 local sid = ARGV[1]

@@ -123,6 +123,31 @@ function permitTests(target: () => Target) {
     expect(await s.release(g)).toBe(false);
   });
 
+  it("releases while others hold keep the key's counts exact: freed permits go to the next request, no more", async () => {
+    fresh();
+    const a = await open("a");
+    const b = await open("b");
+    const c = await open("c");
+    const [a1, a2] = [await granted(a, "counts", ask(4, 1)), await granted(a, "counts", ask(4, 2))];
+    const b1 = await granted(b, "counts", ask(4, 1));
+    expect(await c.acquirePermits("counts", ask(4, 1))).toBeNull();
+    // b's last entry: b leaves the sessions; a's first of two: a stays.
+    expect(await b.release(b1)).toBe(true);
+    expect(await a.release(a1)).toBe(true);
+    const state = await snapshot("counts");
+    expect(state.queue).toEqual([(a2.handle as { entry: string }).entry]);
+    expect(state.sessions).toEqual([sessionIdOf(a)]);
+    expect(state.entries).toMatchObject({ ":h": "2", ":g": "1", ":w": "0", [sessionIdOf(a)]: "1" });
+    expect(state.entries[sessionIdOf(b)]).toBeUndefined();
+    const c2 = await granted(c, "counts", ask(4, 2));
+    expect(await c.acquirePermits("counts", ask(4, 1))).toBeNull();
+    expect((await c.permitHolders?.("counts"))?.map((h) => [h.ownerId, h.permits])).toEqual([
+      ["a", 2],
+      ["c", 2],
+    ]);
+    expect(c2.token).toBeGreaterThan(b1.token);
+  });
+
   it("permit keys are their own key space: a lock and a semaphore of one name are unrelated", async () => {
     fresh();
     const s = await open("both");
