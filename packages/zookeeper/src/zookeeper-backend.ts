@@ -21,7 +21,8 @@ import { ZookeeperSession } from "./zookeeper-session.js";
 
 /**
  * What the ZooKeeper backend guarantees: monotonic tokens (each lock node's czxid), waiters
- * granted in queue order, grants agreed by the ensemble (ZAB), exclusion across processes.
+ * granted in queue order, grants agreed by the ensemble (ZAB), exclusion across processes,
+ * records, and semaphores and read-write locks (see zookeeper-permits.ts).
  */
 export const ZOOKEEPER_GUARANTEES: Guarantees = {
   fencing: "monotonic",
@@ -29,7 +30,7 @@ export const ZOOKEEPER_GUARANTEES: Guarantees = {
   consensus: true,
   crossProcess: true,
   records: true,
-  semaphores: false,
+  semaphores: true,
 };
 
 /** How long a session opened after `close()` began waits for its client to close. */

@@ -42,7 +42,7 @@ describe("zookeeper options (no server)", () => {
       consensus: true,
       crossProcess: true,
       records: true,
-      semaphores: false,
+      semaphores: true,
     });
   });
 

@@ -19,6 +19,6 @@ describeBackend("zookeeper", (url) => {
       createBackend: () => ZookeeperBackend.fromUrl(url, { createClient: clients.factory }),
       freezeSession: (session) => clients.blackhole(session),
     },
-    { fencing: "monotonic", fifo: true, watch: true, crossProcess: true, semaphores: false },
+    { fencing: "monotonic", fifo: true, watch: true, crossProcess: true, semaphores: true },
   );
 });
