@@ -3,30 +3,51 @@ import { describeBackend } from "@baton/conformance/harness";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  ACQUIRE_PERMITS,
+  DOWNGRADE_PERMITS,
+  PERMIT_HOLDERS,
+  RELEASE_PERMITS,
+  RENEW_WITH_PERMITS,
+} from "../src/permit-scripts.js";
+import {
+  ARRIVALS_FIELD,
   decodeAcquireReply,
+  decodeDowngradeReply,
+  decodeEntry,
   decodeHolderReply,
   decodeNodeAcquireReply,
   decodePayload,
+  decodePermitAcquireReply,
+  decodePermitHolders,
   decodeRecordReply,
   decodeRecordWriteReply,
+  decodeReleasedCount,
   decodeReleasedOne,
   decodeRenewReply,
   decodeTurnMessage,
+  encodeEntry,
   encodeHeld,
   encodePayload,
   encodeRecordWrite,
   encodeTurnBehind,
   encodeTurnGranted,
+  GRANTED_FIELD,
   grantPrefix,
+  HELD_FIELD,
+  LIMIT_FIELD,
   lineEntry,
   NO_RECORD_EXPECTED,
   nextRecordVersion,
   ownerPrefix,
+  PERMIT_GRANTED,
+  PERMIT_NOT_GRANTED,
+  PERMIT_OTHER_LIMIT,
   payloadTail,
   RECORD_NOT_WRITTEN,
+  WAITING_FIELD,
   waitId,
 } from "../src/redis-codec.js";
-import { lockKeys, recordKey } from "../src/redis-keys.js";
+import { lockKeys, permitKeys, recordKey } from "../src/redis-keys.js";
 import {
   ACQUIRE,
   ACQUIRE_NO_TOKEN,
@@ -144,6 +165,56 @@ describe("redis codec: the wire formats, both ways", () => {
     for (const look of ["", "r", "g3:", "g3:x", "g3", "b-1", "bx", "x"]) {
       expect(decodeTurnMessage(look), JSON.stringify(look)).toEqual({ kind: "look" });
     }
+  });
+});
+
+describe("redis codec: permit keys", () => {
+  it("entry: permits, mode, token (empty while waiting), then the holder tail", () => {
+    const tail = payloadTail("exports-3", "batch 9");
+    const waiting = encodeEntry(2, "permit", undefined, tail);
+    expect(waiting).toBe("2:p:\nexports-3\nbatch 9");
+    expect(decodeEntry(waiting)).toEqual({
+      permits: 2,
+      mode: "permit",
+      token: undefined,
+      ownerId: "exports-3",
+      value: "batch 9",
+    });
+    const read = encodeEntry(1, "read", 0n, payloadTail("r", undefined));
+    expect(read).toBe("1:r:0\nr");
+    expect(decodeEntry(read)).toEqual({ permits: 1, mode: "read", token: 0n, ownerId: "r" });
+    expect(decodeEntry(encodeEntry(2_147_483_647, "write", 17n, "\nw"))).toMatchObject({
+      permits: 2_147_483_647,
+      mode: "write",
+      token: 17n,
+    });
+    for (const foreign of ["", "1:p:1", "x:p:1\no", "1:q:1\no", "1:p:1a\no", "1:p:1:2\no"]) {
+      expect(decodeEntry(foreign), JSON.stringify(foreign)).toBeNull();
+    }
+  });
+
+  it("acquire, downgrade, release and holders replies", () => {
+    expect(decodePermitAcquireReply([PERMIT_GRANTED, "1733050000123456"])).toEqual({
+      kind: "granted",
+      token: 1733050000123456n,
+    });
+    expect(decodePermitAcquireReply([PERMIT_GRANTED, "0"])).toEqual({ kind: "granted", token: 0n });
+    expect(decodePermitAcquireReply([PERMIT_NOT_GRANTED, 250])).toEqual({
+      kind: "not-granted",
+      nextDeadlineMs: 250,
+    });
+    expect(decodePermitAcquireReply([PERMIT_OTHER_LIMIT, "3"])).toEqual({
+      kind: "other-limit",
+      stored: 3,
+    });
+    expect(decodeDowngradeReply("42")).toBe(42n);
+    expect(decodeDowngradeReply(null)).toBeNull();
+    expect(decodeReleasedCount(1)).toBe(1);
+    const entry = encodeEntry(1, "permit", 7n, payloadTail("o", "v"));
+    expect(decodePermitHolders([1_000, "s.1", entry, "1800", "s.2", "2:p:\nw", "1900"])).toEqual([
+      { ownerId: "o", token: 7n, value: "v", permits: 1, mode: "permit", remainingMs: 800 },
+    ]);
+    expect(decodePermitHolders([0])).toEqual([]);
   });
 });
 
@@ -334,6 +405,57 @@ describeBackend("redis", (url) => {
       const missing = await raw.hmget(recordKey(prefix, "missing"), "value", "version");
       expect(missing).toEqual([null, null]);
       expect(decodeRecordReply(missing)).toBeNull();
+    });
+
+    it("the permit scripts store entries the codec decodes, tell a granted waiter on its turn channel, and renew by session", async () => {
+      const keys = permitKeys(prefix, "permits");
+      const [a, b] = ["5f2a9c", "77b0e1"];
+      const events = await listen(keys.turn(b));
+      const acquire = (entry: string, sid: string, permits: number, join: string) =>
+        ACQUIRE_PERMITS.run(raw, keys.all, [entry, sid, 5_000, 3, permits, "p", "\nown", join]);
+      const first = decodePermitAcquireReply(await acquire(waitId(a, 1), a, 2, ""));
+      if (first.kind !== "granted") throw new Error("not granted");
+      expect(first.token).toBeGreaterThan(1_600_000_000_000_000n);
+      expect(decodePermitAcquireReply(await acquire(waitId(b, 1), b, 2, ""))).toEqual({
+        kind: "not-granted",
+        nextDeadlineMs: -1,
+      });
+      const queued = decodePermitAcquireReply(await acquire(waitId(b, 1), b, 2, "1"));
+      expect(queued.kind).toBe("not-granted");
+      const entries = await raw.hgetall(keys.entries);
+      expect(entries).toMatchObject({
+        [LIMIT_FIELD]: "3",
+        [HELD_FIELD]: "2",
+        [GRANTED_FIELD]: "1",
+        [WAITING_FIELD]: "1",
+        [ARRIVALS_FIELD]: "2",
+        [a]: "1",
+        [b]: "1",
+        [waitId(a, 1)]: encodeEntry(2, "permit", first.token, "\nown"),
+        [waitId(b, 1)]: encodeEntry(2, "permit", undefined, "\nown"),
+      });
+      expect(await raw.zrange(keys.queue, "0", "-1")).toEqual([waitId(a, 1), waitId(b, 1)]);
+      const renewed = await RENEW_WITH_PERMITS.run(raw, [keys.sessions], [5_000, a]);
+      expect(decodeRenewReply(renewed)).toEqual([true]);
+      expect(
+        decodeRenewReply(await RENEW_WITH_PERMITS.run(raw, [keys.sessions], [5_000, "x"])),
+      ).toEqual([false]);
+      expect(decodePermitHolders(await PERMIT_HOLDERS.run(raw, keys.all, []))).toEqual([
+        expect.objectContaining({ ownerId: "own", token: first.token, permits: 2 }),
+      ]);
+      expect(decodeReleasedCount(await RELEASE_PERMITS.run(raw, keys.all, [a, waitId(a, 1)]))).toBe(
+        1,
+      );
+      expect(await events.take(1)).toEqual([
+        [keys.turn(b), encodeTurnGranted(1, first.token + 1n)],
+      ]);
+      expect(
+        decodeDowngradeReply(await DOWNGRADE_PERMITS.run(raw, keys.all, [b, waitId(b, 1)])),
+      ).toBeNull();
+      expect(decodeReleasedCount(await RELEASE_PERMITS.run(raw, keys.all, [b]))).toBe(1);
+      expect(await raw.exists(keys.queue, keys.entries, keys.sessions)).toBe(0);
+      expect(await raw.get(keys.token)).toBe(String(first.token + 1n));
+      await events.close();
     });
   });
 });
