@@ -1,5 +1,11 @@
 import type { ServerGroup } from "@baton/conformance/harness";
-import { type Coordinator, createBackend, createCoordinator, type LockBackend } from "@baton/core";
+import {
+  type BackendSession,
+  type Coordinator,
+  createBackend,
+  createCoordinator,
+  type LockBackend,
+} from "@baton/core";
 import { type Contender, type HandoffGroup, handoffSection, measureHandoffs } from "./handoff.js";
 import { type InterleaveOptions, interleave, latencySection, type Variant } from "./interleave.js";
 import type { LatencySection, Row } from "./results.js";
@@ -37,9 +43,10 @@ export interface PermitHandoffRows {
 }
 
 /**
- * What one backend's bench supplies for the permit figures. Everything is optional: Baton's
- * rows (the adapter's session alone and the coordinator) need only the URL, and a backend
- * without a floor here yet is measured without one (its floor target then says so).
+ * What one backend's bench supplies for the permit figures: how long to measure, and
+ * optionally its own rows. Baton's rows (the adapter's session alone and the coordinator)
+ * need only the URL, and a backend without a floor here is measured without one (its floor
+ * target then says so).
  */
 export interface PermitBench {
   /**
@@ -70,7 +77,7 @@ export interface PermitBench {
  * own semaphore; with `tryRow`, the session trying once.
  */
 export function batonPermitVariants(
-  session: Awaited<ReturnType<LockBackend["openSession"]>>,
+  session: BackendSession,
   coordinator: Coordinator,
   tryRow: boolean,
 ): Variant[] {
