@@ -453,6 +453,69 @@ describeBackend("zookeeper", (url) => {
       }
     });
 
+    it("a waiter keeps its place in the queue across a connection drop", async () => {
+      const proxied = new ProxiedClients();
+      try {
+        const b = backend();
+        const name = "reconnect";
+        const holder = await open(b, "holder");
+        const dropped = await open(backend({ createClient: proxied.factory }), "dropped", 8_000);
+        const later = await open(b, "later");
+        const held = (await holder.acquirePermits(name, permits(1, 1, false))) as Grant;
+        const first = track(dropped.acquirePermits(name, permits(1, 1, true)));
+        await queued(name, 2);
+        const second = track(later.acquirePermits(name, permits(1, 1, true)));
+        await queued(name, 3);
+        for (const proxy of proxied.proxiesOf(dropped)) proxy.cut();
+        await new Promise((r) => setTimeout(r, 300));
+        for (const proxy of proxied.proxiesOf(dropped)) proxy.forward();
+        expect(await holder.release(held)).toBe(true);
+        const granted = (await first.value) as Grant;
+        expect(granted.token).toBeGreaterThan(held.token);
+        await settle();
+        expect(second.done()).toBe(false);
+        expect(await dropped.release(granted)).toBe(true);
+        expect(((await second.value) as Grant).token).toBeGreaterThan(granted.token);
+        await Promise.allSettled([holder.close(), dropped.close(), later.close()]);
+      } finally {
+        await proxied.close();
+      }
+    });
+
+    it("a downgrade whose reply is lost on a connection drop still gives the read, and only one", async () => {
+      const proxied = new ProxiedClients();
+      try {
+        const b = backend({ createClient: proxied.factory });
+        const name = "lost-downgrade";
+        const s = await open(b, "downgrader", 8_000);
+        const write = (await s.acquirePermits(name, rw("write", false))) as Grant;
+        const proxies = proxied.proxiesOf(s);
+        // Requests and replies each arrive 500 ms late; cut while the multi's reply is in flight.
+        for (const proxy of proxies) proxy.delay(500);
+        const downgrading = s.downgrade(write);
+        await waitUntil(
+          async () => (await childrenOf(raw, dirOf(name))).some((c) => c.includes("__READ__at-")),
+          5_000,
+          "the downgrade reached the server",
+        );
+        for (const proxy of proxies) proxy.cut();
+        await new Promise((r) => setTimeout(r, 200));
+        for (const proxy of proxies) proxy.forward();
+        const read = (await downgrading) as Grant;
+        expect(read.token).toBe(write.token);
+        const children = await currentChildrenOf(raw, dirOf(name));
+        expect(children).toHaveLength(1);
+        expect((read.handle as { path: string }).path.endsWith(children[0] as string)).toBe(true);
+        expect(await s.permitHolders(name)).toMatchObject([
+          { ownerId: "downgrader", mode: "read", token: write.token },
+        ]);
+        expect(await s.release(read)).toBe(true);
+        await s.close();
+      } finally {
+        await proxied.close();
+      }
+    });
+
     it("renews 10,000 permits of one session with the session alone: no request per permit", async () => {
       const counting = new RequestCountingClients();
       const b = backend({ createClient: counting.factory });
