@@ -22,7 +22,7 @@ export const ETCD_GUARANTEES: Guarantees = {
   consensus: true,
   crossProcess: true,
   records: true,
-  semaphores: false,
+  semaphores: true,
 };
 
 /**

@@ -103,6 +103,8 @@ export class EtcdPermits {
    * when unknown. A keepalive retries them.
    */
   readonly #leftovers: LeftoverCleanup<Leftover>;
+  /** Deletes of this session's entries in flight, by permit key name. */
+  readonly #leaving = new Map<string, Set<Promise<boolean>>>();
 
   constructor(context: EtcdPermitsContext) {
     this.#context = context;
@@ -118,10 +120,16 @@ export class EtcdPermits {
     this.#leftovers.retry();
   }
 
-  /** Acquires permits of `name` (see `BackendSession.acquirePermits`). */
+  /**
+   * Acquires permits of `name` (see `BackendSession.acquirePermits`). It first waits for
+   * this session's releases and cleanups of `name` still in flight (a wait core gave up on
+   * is cleaned up after core rejected it): an acquire right after never queues behind them.
+   */
   async acquire(name: string, options: BackendPermitOptions): Promise<Grant | null> {
     // The caller's signal is read only once the acquire waits (see docs/hot-path.md, "etcd").
     this.#context.end.assertLive();
+    const leaving = this.#leaving.get(name);
+    if (leaving !== undefined) await Promise.allSettled(leaving);
     const keys = permitKeys(this.#context.prefix, name);
     const entry = this.#next++;
     const key = permitEntryKey(keys.entries, this.#context.leaseHex, entry);
@@ -205,7 +213,10 @@ export class EtcdPermits {
     return { key: grant.key, ownerId: grant.ownerId, token: grant.token, handle: read };
   }
 
-  /** The granted entries of `name`, in the order they were granted. */
+  /**
+   * The granted entries of `name`, in the order they were granted. An entry whose turn came
+   * but whose waiter has not yet taken it shows with its create revision as its token.
+   */
   async holders(name: string): Promise<PermitHolder[]> {
     const keys = permitKeys(this.#context.prefix, name);
     const { snapshot, limit } = readQueueReply(
@@ -220,12 +231,9 @@ export class EtcdPermits {
       if (entry === undefined || !isAdmitted(entries, i, stored)) break;
       // A write is granted by the step that rewrites its entry with the token key.
       if (entry.mode === "write" && entry.modRevision !== writeToken) break;
-      const token =
-        entry.mode === "permit"
-          ? entry.createRevision
-          : entry.mode === "write"
-            ? entry.modRevision
-            : writeToken;
+      // A permit's or a write's token is the revision of the step that granted it, the
+      // entry's last write; a read carries the newest write's.
+      const token = entry.mode === "read" ? writeToken : entry.modRevision;
       const ownerId =
         entry.ownerId ?? `${FOREIGN_OWNER_PREFIX}${entry.id.slice(keys.entries.length)}`;
       holders.push({
@@ -236,7 +244,8 @@ export class EtcdPermits {
         ...(entry.value === undefined ? {} : { value: entry.value }),
       });
     }
-    return holders;
+    // In grant order: waiters admitted together take their grants in the order they claim.
+    return holders.sort((a, b) => (a.token < b.token ? -1 : a.token > b.token ? 1 : 0));
   }
 
   /**
@@ -333,7 +342,16 @@ export class EtcdPermits {
     try {
       return {
         revision: created,
-        token: await this.#token(name, keys, key, value, created, snapshot.writeToken, mode),
+        token: await this.#token(
+          name,
+          keys,
+          key,
+          value,
+          created,
+          snapshot.writeToken,
+          mode,
+          created === revision,
+        ),
       };
     } catch (error) {
       await this.#cleanup(keys, key, created);
@@ -341,7 +359,13 @@ export class EtcdPermits {
     }
   }
 
-  /** The token of a grant just admitted: the entry's, the read's write token, or a claim. */
+  /**
+   * The token of a grant just admitted. A read carries the newest write's. A permit granted
+   * by the join that created its entry takes that step's revision; any other permit or write
+   * rewrites its entry (a write the token key too) and takes that step's revision, so a grant
+   * that ends before another begins always has the smaller token, whichever of two waiters
+   * admitted together notices first.
+   */
   async #token(
     name: string,
     keys: PermitKeys,
@@ -350,12 +374,16 @@ export class EtcdPermits {
     revision: bigint,
     writeToken: bigint,
     mode: PermitMode,
+    joinedNow: boolean,
   ): Promise<bigint> {
-    if (mode === "permit") return revision;
     if (mode === "read") return writeToken;
+    if (mode === "permit" && joinedNow) return revision;
+    const leaseId = this.#context.leaseId;
     const token = succeededAt(
       await this.#kv.txn(
-        claimWriteTxn(keys, key, value, this.#context.leaseId, revision),
+        mode === "write"
+          ? claimWriteTxn(keys, key, value, leaseId, revision)
+          : rewriteEntryTxn(key, value, leaseId, revision),
         `could not acquire "${name}"`,
       ),
     );
@@ -409,6 +437,7 @@ export class EtcdPermits {
       joined.revision,
       view.writeToken,
       options.mode,
+      false,
     );
   }
 
@@ -434,11 +463,29 @@ export class EtcdPermits {
     return { key: name, ownerId: this.#context.ownerId, token, handle };
   }
 
-  /** Deletes our entry (and the limit key when it was the last one); see `leaveTxn`. */
-  async #leave(keys: PermitKeys, key: Buffer, revision: bigint | null): Promise<boolean> {
-    return leaveReply(
-      await this.#kv.txn(leaveTxn(keys, key, revision), "could not leave a permit queue"),
-    );
+  /**
+   * Deletes our entry (and the limit key when it was the last one; see `leaveTxn`). Until it
+   * settles, acquires of the key on this session wait for it (see {@link EtcdPermits.acquire}).
+   */
+  #leave(keys: PermitKeys, key: Buffer, revision: bigint | null): Promise<boolean> {
+    const leaving = this.#kv
+      .txn(leaveTxn(keys, key, revision), `could not leave the queue of "${keys.name}"`)
+      .then(leaveReply);
+    let pending = this.#leaving.get(keys.name);
+    if (pending === undefined) {
+      pending = new Set();
+      this.#leaving.set(keys.name, pending);
+    }
+    const tracked = pending;
+    tracked.add(leaving);
+    const untrack = () => {
+      tracked.delete(leaving);
+      if (tracked.size === 0 && this.#leaving.get(keys.name) === tracked) {
+        this.#leaving.delete(keys.name);
+      }
+    };
+    leaving.then(untrack, untrack);
+    return leaving;
   }
 
   /**

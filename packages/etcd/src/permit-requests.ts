@@ -35,6 +35,8 @@ import {
 
 /** The keys of one permit key: its whole range, its entries' range, `limit` and `token`. */
 export interface PermitKeys {
+  /** The permit key's name (the backend key), for messages. */
+  readonly name: string;
   readonly prefix: Buffer;
   readonly entries: Buffer;
   readonly limit: Buffer;
@@ -45,6 +47,7 @@ export interface PermitKeys {
 export function permitKeys(prefix: string, name: string): PermitKeys {
   const base = permitPrefix(prefix, name);
   return {
+    name,
     prefix: base,
     entries: permitEntriesPrefix(base),
     limit: permitLimitKey(base),

@@ -4,11 +4,15 @@ import {
   compactedAt,
   decodeHolder,
   decodeLeaseId,
+  decodePermitEntry,
+  decodePermitLimit,
   decodeRecordValue,
   decodeRecordVersion,
   decodeRevision,
   decodeTtlSeconds,
   encodeHolderValue,
+  encodePermitEntry,
+  encodePermitLimit,
   encodeRecordValue,
   encodeRecordVersion,
   encodeRevision,
@@ -216,5 +220,35 @@ describe("etcd queue transaction replies (no server)", () => {
   it("a claim: the write's revision, or nothing when our key is gone", () => {
     expect(claimReply(reply(true, "13", [put("13")]))).toBe(13n);
     expect(claimReply(reply(false, "13", []))).toBeUndefined();
+  });
+
+  it("a permit entry's value carries owner, permits, mode and the published value", () => {
+    const entry = { ownerId: "worker-1", permits: 3, mode: "permit" as const, value: "v" };
+    expect(encodePermitEntry(entry).toString()).toBe(
+      '{"baton":1,"owner":"worker-1","permits":3,"mode":"permit","value":"v"}',
+    );
+    expect(decodePermitEntry(encodePermitEntry(entry))).toEqual(entry);
+    const read = { ownerId: "o", permits: 1, mode: "read" as const };
+    expect(decodePermitEntry(encodePermitEntry(read))).toEqual(read);
+    // Bytes Baton did not write, or a count no entry can have: not an entry of ours.
+    for (const raw of [
+      "",
+      "hello",
+      '{"baton":1,"owner":"o"}',
+      '{"baton":1,"owner":"o","permits":0,"mode":"permit"}',
+      '{"baton":1,"owner":"o","permits":1.5,"mode":"permit"}',
+      '{"baton":1,"owner":"o","permits":1,"mode":"lock"}',
+      '{"baton":1,"owner":',
+    ]) {
+      expect(decodePermitEntry(Buffer.from(raw)), raw).toBeUndefined();
+    }
+  });
+
+  it("a permit key's limit is its decimal number", () => {
+    expect(encodePermitLimit(2_147_483_647).toString()).toBe("2147483647");
+    expect(decodePermitLimit(Buffer.from("3"))).toBe(3);
+    for (const raw of ["", "0", "-1", "03", "1e3", "x"]) {
+      expect(decodePermitLimit(Buffer.from(raw)), raw).toBeUndefined();
+    }
   });
 });

@@ -8,6 +8,11 @@ import {
   isQueueKey,
   leaseHex,
   lockPrefix,
+  permitEntriesPrefix,
+  permitEntryKey,
+  permitLimitKey,
+  permitPrefix,
+  permitTokenKey,
   queueKey,
   rangeEnd,
   recordKey,
@@ -44,6 +49,29 @@ describe("etcd key layout and options (no server)", () => {
         const inRange = record.subarray(0, lock.length).equals(lock);
         expect(inRange || isQueueKey(lock, record), `${prefix}${name}`).toBe(false);
       }
+    }
+  });
+
+  it("keeps permit keys under <prefix>\\xffpermits:<name>\\xff, outside every lock's and record's", () => {
+    const base = permitPrefix("locks/", "exports");
+    expect(base).toEqual(Buffer.from("locks/\xffpermits:exports\xff", "latin1"));
+    const entries = permitEntriesPrefix(base);
+    expect(permitEntryKey(entries, "1a2b", 7).subarray(base.length).toString()).toBe("e:1a2b.7");
+    expect(permitLimitKey(base).subarray(base.length).toString()).toBe("limit");
+    expect(permitTokenKey(base).subarray(base.length).toString()).toBe("token");
+    // No name's range holds another's: the name ends at the second 0xff.
+    const inRange = (key: Buffer, range: Buffer) => key.subarray(0, range.length).equals(range);
+    expect(inRange(permitPrefix("", "a:b"), permitPrefix("", "a"))).toBe(false);
+    expect(inRange(permitPrefix("", "a\xff"), permitPrefix("", "a"))).toBe(false);
+    // No lock key (`<prefix><name>/...`) nor record key lies in a permit key's range, and no
+    // permit key under a lock's range: a name's UTF-8 never holds the byte 0xff.
+    for (const name of ["exports", "permits:exports", "\xffpermits:exports\xff", "ÿ"]) {
+      const lock = queueKey(lockPrefix("locks/", name), "1a2b");
+      expect(inRange(lock, base), name).toBe(false);
+      expect(inRange(recordKey("locks/", name), base), name).toBe(false);
+      expect(inRange(permitEntryKey(entries, "1a2b", 0), lockPrefix("locks/", name)), name).toBe(
+        false,
+      );
     }
   });
 

@@ -111,7 +111,8 @@ describeBackend("etcd", (url) => {
       const r = await a.acquirePermits(`${key}-r`, read());
       expect(recording.kvCalls).toEqual(["txn"]);
       recording.reset();
-      for (const grant of [permit, second, w, r]) expect(await a.release(grant as Grant)).toBe(true);
+      for (const grant of [permit, second, w, r])
+        expect(await a.release(grant as Grant)).toBe(true);
       expect(recording.kvCalls).toEqual(["txn", "txn", "txn", "txn"]);
       expect(await keysOf(key)).toEqual([]);
       // A write's token stays, for the reads after it.
@@ -386,11 +387,16 @@ describeBackend("etcd", (url) => {
       const work = keys.flatMap((key) => Array.from({ length: 100 }, () => key));
       let granted = 0;
       let renewals = 0;
-      // Renewed while the permits are acquired, as core would.
-      const renewing = setInterval(() => {
-        renewals++;
-        void a.keepAlive().catch(() => undefined);
-      }, 500);
+      let acquiring = true;
+      /** Renews every 500 ms, one renewal at a time, as core does; counts them. */
+      const renew = async (until: () => boolean) => {
+        while (until()) {
+          await a.keepAlive();
+          renewals++;
+          await sleep(500);
+        }
+      };
+      const renewing = renew(() => acquiring);
       const run = async () => {
         for (;;) {
           const key = work.pop();
@@ -398,15 +404,14 @@ describeBackend("etcd", (url) => {
           if (await a.acquirePermits(key, sem(100, 1, { wait: false }))) granted++;
         }
       };
-      await Promise.all(Array.from({ length: 64 }, run)).finally(() => clearInterval(renewing));
+      await Promise.all(Array.from({ length: 64 }, run)).finally(() => {
+        acquiring = false;
+      });
+      await renewing;
       expect(granted).toBe(10_000);
       recording.reset();
-      const until = performance.now() + 4_000;
-      while (performance.now() < until) {
-        await a.keepAlive();
-        renewals++;
-        await sleep(500);
-      }
+      const stop = performance.now() + 4_000;
+      await renew(() => performance.now() < stop);
       expect(recording.kvCalls).toEqual([]);
       expect(keepAlives.count()).toBe(renewals);
       // Twice the TTL later every entry is still there.

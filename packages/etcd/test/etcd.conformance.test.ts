@@ -12,6 +12,6 @@ describeBackend("etcd", (url) => {
       url,
       createBackend: () => new EtcdBackend(etcdOptionsFromUrl(parseBackendUrl(url))),
     },
-    { fencing: "monotonic", fifo: true, watch: true, crossProcess: true, semaphores: false },
+    { fencing: "monotonic", fifo: true, watch: true, crossProcess: true, semaphores: true },
   );
 });
