@@ -13,8 +13,8 @@
  * 4. Throughput: 16 coordinators over 1,000 keys.
  * 5. 10,000 locks held by one coordinator: packets counted by the members (`mntr`), CPU and
  *    memory.
- * 6. Semaphores, once the adapter declares them (bench/lib/permits.ts): uncontended permit
- *    acquire + release against the raw floor of the same round trips on a permit entry, the
+ * 6. Semaphores (bench/lib/permits.ts): uncontended permit acquire + release against the raw
+ *    floor of the same round trips (create, getChildren + setData pipelined, delete), the
  *    permit handoff, and 10,000 permits held by one coordinator.
  *
  * All clients use the same ensemble member, so every variant pays the same hops.
@@ -222,8 +222,8 @@ async function heldLocks(oneMember: string, members: readonly string[], items?: 
  * The uncontended permit floor: the round trips of Baton's permit acquire + release on an
  * idle semaphore, with node-zookeeper-client: create an EPHEMERAL_SEQUENTIAL entry named as
  * Baton names a permit entry (its permits and limit in the name), then getChildren of the
- * queue + exists of the entry (pipelined, one round trip: the list decides, the stat gives
- * the token), then delete. The shape of the lock floor, on a permit's node.
+ * queue + setData of the entry (pipelined, one round trip: the list decides, the rewrite's
+ * zxid is the token), then delete.
  */
 async function permitRows(url: string): Promise<PermitRows> {
   const raw = await connect(url);
@@ -241,20 +241,20 @@ async function permitRows(url: string): Promise<PermitRows> {
   return {
     floor: [
       {
-        name: "raw create+(children|exists)+delete",
+        name: "raw create+(children|setData)+delete",
         role: "floor",
         op: async () => {
           const path = await call<string>((cb) => raw.create(prefix, data, mode, cb));
           await Promise.all([
             call((cb) => raw.getChildren(dir, cb)),
-            call((cb) => raw.exists(path, cb)),
+            call((cb) => raw.setData(path, data, -1, cb)),
           ]);
           await removeNode(raw, path);
         },
       },
     ],
     notes: [
-      "every client on the same member; the floor pipelines getChildren and exists as Baton's permit acquire does",
+      "every client on the same member; the floor pipelines getChildren and setData (the permit's token is the rewrite's zxid) as Baton's permit acquire does",
       "server time: the CPU of all three members' JVMs summed, their idle rate (read over 1 s before the rounds) taken off",
     ],
     close: async () => {
