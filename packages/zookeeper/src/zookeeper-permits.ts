@@ -129,9 +129,9 @@ export class ZookeeperPermits {
    * Acquires `options.permits` of permit key `key`: one EPHEMERAL_SEQUENTIAL entry in the
    * key's queue (see zookeeper-keys.ts) whose name carries its permits and limit, granted
    * once the permits of every entry ahead plus its own fit the limit (one list of the
-   * children tells). A semaphore's permits and a write take the entry's czxid as token; a
-   * write then stores it as the key's newest write token (its parent's data), which a read
-   * carries.
+   * children tells). A semaphore's permit takes a token when it is granted, a write its
+   * entry's czxid, which it then stores as the key's newest write token (its parent's data);
+   * a read carries that token.
    */
   async acquire(key: string, options: BackendPermitOptions): Promise<Grant | null> {
     const { mode, permits, limit } = options;
@@ -184,8 +184,9 @@ export class ZookeeperPermits {
    *
    * - a semaphore's permit takes its token when it is granted: the zxid of a rewrite of our
    *   node's data (its mzxid), sent with the first list and sent again if it had to wait.
-   *   Several permits are granted at once, and the one that notices first must not end up
-   *   with the smaller token (its czxid would be: it may have been created later);
+   *   One release can let several permits in, and one created first may notice last: with
+   *   its czxid as token it would get a smaller one than a permit granted and released
+   *   meanwhile;
    * - a write takes our node's czxid (its stat, with the first list): a write is granted
    *   alone, after every entry ahead is gone, so nothing granted before it is newer. It then
    *   stores the token as the key's newest write token;
