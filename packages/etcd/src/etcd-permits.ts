@@ -104,7 +104,7 @@ export class EtcdPermits {
    */
   readonly #leftovers: LeftoverCleanup<Leftover>;
   /** Deletes of this session's entries in flight, by permit key name. */
-  readonly #leaving = new Map<string, Set<Promise<boolean>>>();
+  readonly #leaving = new Map<string, Set<Promise<unknown>>>();
 
   constructor(context: EtcdPermitsContext) {
     this.#context = context;
@@ -156,23 +156,39 @@ export class EtcdPermits {
         return null;
       }
       const { signal } = options;
+      // Core rejects an aborted wait at once: from the abort on, until our entry is deleted,
+      // later acquires of the key on this session wait (see `acquire`).
+      let left: (() => void) | undefined;
+      const onAbort = () => {
+        this.#track(
+          name,
+          new Promise<void>((resolve) => {
+            left = resolve;
+          }),
+        );
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
       const waitSignal = linkSignals([signal, this.#context.end.signal]);
-      let token: bigint;
       try {
-        token = await this.#wait(name, keys, key, value, joined, options, waitSignal.signal);
-      } catch (error) {
-        // Leave nothing behind: a cancelled or failed waiter gives up its place in the queue.
-        await this.#cleanup(keys, key, joined.revision);
-        if (signal.aborted) throw signal.reason;
-        throw error;
+        let token: bigint;
+        try {
+          token = await this.#wait(name, keys, key, value, joined, options, waitSignal.signal);
+        } catch (error) {
+          // Leave nothing behind: a cancelled or failed waiter gives up its place in the queue.
+          await this.#cleanup(keys, key, joined.revision);
+          if (signal.aborted) throw signal.reason;
+          throw error;
+        }
+        if (signal.aborted) {
+          await this.#cleanup(keys, key, joined.revision);
+          throw signal.reason;
+        }
+        return this.#grant(name, token, handle(joined.revision));
       } finally {
         waitSignal.dispose();
+        signal.removeEventListener("abort", onAbort);
+        left?.();
       }
-      if (signal.aborted) {
-        await this.#cleanup(keys, key, joined.revision);
-        throw signal.reason;
-      }
-      return this.#grant(name, token, handle(joined.revision));
     } catch (error) {
       // e.g. "lease not found" on the put: the lease expired before core noticed.
       if (error instanceof SessionLostError) this.#context.end.markLost(error);
@@ -471,21 +487,24 @@ export class EtcdPermits {
     const leaving = this.#kv
       .txn(leaveTxn(keys, key, revision), `could not leave the queue of "${keys.name}"`)
       .then(leaveReply);
-    let pending = this.#leaving.get(keys.name);
-    if (pending === undefined) {
-      pending = new Set();
-      this.#leaving.set(keys.name, pending);
-    }
-    const tracked = pending;
-    tracked.add(leaving);
-    const untrack = () => {
-      tracked.delete(leaving);
-      if (tracked.size === 0 && this.#leaving.get(keys.name) === tracked) {
-        this.#leaving.delete(keys.name);
-      }
-    };
-    leaving.then(untrack, untrack);
+    this.#track(keys.name, leaving);
     return leaving;
+  }
+
+  /** Makes acquires of `name` on this session wait for `pending` to settle. */
+  #track(name: string, pending: Promise<unknown>): void {
+    let set = this.#leaving.get(name);
+    if (set === undefined) {
+      set = new Set();
+      this.#leaving.set(name, set);
+    }
+    const tracked = set;
+    tracked.add(pending);
+    const untrack = () => {
+      tracked.delete(pending);
+      if (tracked.size === 0 && this.#leaving.get(name) === tracked) this.#leaving.delete(name);
+    };
+    pending.then(untrack, untrack);
   }
 
   /**

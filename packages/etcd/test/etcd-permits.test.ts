@@ -336,6 +336,22 @@ describeBackend("etcd", (url) => {
       expect(await keysOf(key)).toEqual([]);
     });
 
+    it("an acquire asked as soon as a wait of its session is aborted is not held back by it", async () => {
+      const key = name("abort-then-try");
+      const a = await open();
+      const b = await open();
+      await a.acquirePermits(key, sem(2));
+      const controller = new AbortController();
+      recording.reset();
+      const waiting = b.acquirePermits(key, sem(2, 2, { signal: controller.signal }));
+      await queued(1);
+      controller.abort(new Error("gave up"));
+      // As core does: it rejects the aborted wait at once, and the next acquire may follow.
+      const next = b.acquirePermits(key, sem(2, 1, { wait: false }));
+      await expect(waiting).rejects.toThrow("gave up");
+      expect(await next).not.toBeNull();
+    });
+
     it("a closed session frees its permits at once, a killed one within a TTL", async () => {
       const key = name("session-end");
       const closed = await open(20_000);
