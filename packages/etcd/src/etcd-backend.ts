@@ -14,7 +14,8 @@ import { leaseSeconds } from "./lease-ttl.js";
 
 /**
  * What the etcd backend guarantees: fencing tokens that rise with every grant (revisions),
- * FIFO queues, consensus (Raft) and exclusion across processes.
+ * FIFO queues, consensus (Raft), exclusion across processes, records, and semaphores and
+ * read-write locks (entries on the session's lease, one queue per name).
  */
 export const ETCD_GUARANTEES: Guarantees = {
   fencing: "monotonic",
