@@ -29,6 +29,18 @@ const ask = (
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Small seeded PRNG (mulberry32), so a run's choices are the same every time. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** Resolves `true` once `p` settles, or `false` after `ms`. */
 const settlesWithin = async (p: Promise<unknown>, ms: number): Promise<boolean> => {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -413,6 +425,71 @@ function permitTests(target: () => Target) {
     expect(await wait).not.toBeNull();
     expect((await waiter.permitHolders?.("close"))?.map((h) => h.ownerId)).toEqual(["waiter"]);
   });
+
+  it("under churn (waits aborted in flight, tries, multi-permit requests, sessions on two backends) never more than the limit is held, and nothing is left once all end", async () => {
+    fresh();
+    const second = target().backend(prefix);
+    closers.push(() => second.close());
+    const random = prng(0x5eed);
+    const sessions = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        open(`churn-${i}`, 20_000, i % 2 === 0 ? backend : second),
+      ),
+    );
+    const limit = 3;
+    let held = 0;
+    let most = 0;
+    let grants = 0;
+    const tokens = new Set<bigint>();
+    let aborted = 0;
+    const until = performance.now() + 4_000;
+    await Promise.all(
+      sessions.map(async (s) => {
+        while (performance.now() < until) {
+          const permits = random() < 0.3 ? 2 : 1;
+          const roll = random();
+          const stop = new AbortController();
+          const budget =
+            roll < 0.2
+              ? undefined
+              : setTimeout(() => stop.abort(new Error("budget")), 5 + random() * 300);
+          const g = await s
+            .acquirePermits(
+              "churn",
+              ask(limit, permits, "permit", { wait: budget !== undefined, signal: stop.signal }),
+            )
+            .catch((e: unknown) => {
+              if ((e as Error).message !== "budget") throw e;
+              aborted++;
+              return null;
+            });
+          clearTimeout(budget);
+          if (g === null) continue;
+          grants++;
+          // Replies of two sessions may arrive in either order: every token is new, though.
+          expect(tokens.has(g.token)).toBe(false);
+          tokens.add(g.token);
+          held += permits;
+          most = Math.max(most, held);
+          expect(held).toBeLessThanOrEqual(limit);
+          await sleep(random() * 20);
+          held -= permits;
+          expect(await s.release(g)).toBe(true);
+        }
+      }),
+    );
+    console.info(`[redis permits] churn: ${grants} grants, ${aborted} waits aborted`);
+    expect(grants).toBeGreaterThan(20);
+    expect(aborted).toBeGreaterThan(5);
+    expect(most).toBeGreaterThan(1);
+    await sleep(200); // leaves of aborted waits are sent after their last try settles
+    const left = await snapshot("churn");
+    expect({ queue: left.queue, entries: left.entries, sessions: left.sessions }).toEqual({
+      queue: [],
+      entries: {},
+      sessions: [],
+    });
+  }, 30_000);
 
   it("one session holds many permits of one key at once, acquired concurrently, and waits behind its own", async () => {
     fresh();
