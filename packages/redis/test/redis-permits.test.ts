@@ -232,6 +232,21 @@ function permitTests(target: () => Target) {
     expect(spy.mock.calls.length).toBe(5);
   });
 
+  it("a waiter behind a holder that stopped renewing sleeps until that lease runs out: no polling", async () => {
+    fresh();
+    const frozen = await open("frozen", 1_500);
+    await granted(frozen, "sleepy", ask(1, 1));
+    const waiter = await open("waiter", 20_000);
+    const spy = vi.spyOn(backend.client, "evalsha");
+    const started = performance.now();
+    const got = await waiter.acquirePermits("sleepy", ask(1, 1, "permit", { wait: true }));
+    expect(got).not.toBeNull();
+    expect(performance.now() - started).toBeGreaterThan(1_000);
+    // A try when it came, one more once subscribed, one when the lease ran out (and a spare
+    // for a timer racing the deadline): nothing in between.
+    expect(spy.mock.calls.length).toBeLessThanOrEqual(4);
+  });
+
   it("wait: false leaves nothing behind, and an aborted wait leaves no entry that delays the next", async () => {
     fresh();
     const a = await open("a");
