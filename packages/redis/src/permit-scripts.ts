@@ -188,8 +188,9 @@ counts[${sid}] = tonumber(m[6]) or 0`;
 /**
  * Acquires permits of a permit key in one call. ARGV: the entry id (the wait id
  * `<session id>.<n>`), the session id, the session's TTL in ms, the limit, the permits, the
- * mode's code, the holder tail (`\n<owner>[\n<value>]`), and `1` to wait in the queue when
- * not granted (or `""`: a single try that leaves nothing behind).
+ * mode's code, the holder tail (`\n<owner>[\n<value>]`), `1` to wait in the queue when
+ * not granted (or `""`: a single try that leaves nothing behind), and `1` when the session
+ * holds grants there (or `""`).
  *
  * When the stored limit differs (after the sweep: a key whose sessions all died has none)
  * answers `{PERMIT_OTHER_LIMIT, limit}` and adds nothing. An entry already in the queue (a
@@ -197,9 +198,10 @@ counts[${sid}] = tonumber(m[6]) or 0`;
  * granted when nobody waits and the held permits plus its own fit the limit (the prefix
  * rule: every entry ahead of it is granted). A grant or a new waiter puts the entry at the
  * end of the queue, counts it for its session, and sets the session's lease deadline to now
- * plus its TTL. Answers `{PERMIT_GRANTED, token}`, or `{PERMIT_NOT_GRANTED, ms}` with the
- * time until the earliest lease deadline there (when a waiter should look again, should
- * nobody tell it sooner). A grant when nobody waits and no lease has run out is the fast
+ * plus its TTL. Answers `{PERMIT_GRANTED, token, lost}`, or `{PERMIT_NOT_GRANTED, ms, lost}`
+ * with the time until the earliest lease deadline there (when a waiter should look again,
+ * should nobody tell it sooner); `lost` is 1 when the session holds grants there but the
+ * store has no entry of it (they went with the store's data, or with its lease), else 0. A grant when nobody waits and no lease has run out is the fast
  * path, before the helpers: `HMGET`, `INCR`, `TIME`, two `ZADD`s and one `HSET` (and one
  * `ZRANGE` for the earliest deadline when the key has holders). Hot path: see
  * docs/hot-path.md, "Redis".
@@ -207,6 +209,8 @@ counts[${sid}] = tonumber(m[6]) or 0`;
 export const ACQUIRE_PERMITS = new LuaScript(`${TOKEN_LUA}
 ${readState("ARGV[2]", "ARGV[1]")}
 local stored, now = tonumber(m[1]), nil
+local lost = 0
+if ARGV[9] == '1' and not m[6] then lost = 1 end
 local fast = not stored
 if stored == tonumber(ARGV[4]) and not m[7] and tonumber(m[4]) == 0
     and tonumber(m[2]) + tonumber(ARGV[5]) <= stored then
@@ -240,7 +244,7 @@ if fast then
     '${GRANTED_FIELD}', (tonumber(m[3]) or 0) + 1, '${WAITING_FIELD}', 0, '${ARRIVALS_FIELD}', n,
     ARGV[2], (tonumber(m[6]) or 0) + 1,
     ARGV[1], ARGV[5] .. '${OWNER_END}' .. ARGV[6] .. '${OWNER_END}' .. text .. ARGV[7])
-  return {${PERMIT_GRANTED}, text}
+  return {${PERMIT_GRANTED}, text, lost}
 end
 ${PERMIT_LUA}
 local id, sid, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -248,21 +252,22 @@ local limit, permits, mode, tail = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 ${loadState("sid")}
 local mine = m[7]
 if st.l and sweep() then mine = redis.call('HGET', E, id) end
+if ARGV[9] == '1' and counts[sid] == 0 then lost = 1 end
 if st.g + st.w <= 0 then st.l = nil end
 if st.l and st.l ~= limit then
   if dirty then save() end
-  return {${PERMIT_OTHER_LIMIT}, fmt(st.l)}
+  return {${PERMIT_OTHER_LIMIT}, fmt(st.l), lost}
 end
 if mine then
   if dirty then save() end
   local _, _, token = parse(mine)
-  if token ~= '' then return {${PERMIT_GRANTED}, token} end
-  return {${PERMIT_NOT_GRANTED}, next_deadline()}
+  if token ~= '' then return {${PERMIT_GRANTED}, token, lost} end
+  return {${PERMIT_NOT_GRANTED}, next_deadline(), lost}
 end
 local granted = st.w == 0 and st.h + permits <= limit
 if not granted and ARGV[8] ~= '1' then
   if dirty then save() end
-  return {${PERMIT_NOT_GRANTED}, -1}
+  return {${PERMIT_NOT_GRANTED}, -1, lost}
 end
 local token = ''
 if granted then
@@ -278,8 +283,8 @@ redis.call('ZADD', Q, st.n, id)
 redis.call('ZADD', S, now() + ttl, sid)
 count(sid, 1)
 save({id, entry(permits, mode, token, tail)})
-if granted then return {${PERMIT_GRANTED}, token} end
-return {${PERMIT_NOT_GRANTED}, next_deadline()}
+if granted then return {${PERMIT_GRANTED}, token, lost} end
+return {${PERMIT_NOT_GRANTED}, next_deadline(), lost}
 `);
 
 /**

@@ -307,18 +307,23 @@ export const PERMIT_NOT_GRANTED = 0;
 /** Permit acquire reply, first element: the stored limit differs; the second is that limit. */
 export const PERMIT_OTHER_LIMIT = 2;
 
-/** A decoded permit acquire reply. */
-export type PermitAcquireReply =
+/**
+ * A decoded permit acquire reply. `lost`: the session said it holds grants on the key, and
+ * the store had no entry of it there (they went with the store's data, or its lease ran out).
+ */
+export type PermitAcquireReply = (
   | { readonly kind: "granted"; readonly token: bigint }
   | { readonly kind: "not-granted"; readonly nextDeadlineMs: number }
-  | { readonly kind: "other-limit"; readonly stored: number };
+  | { readonly kind: "other-limit"; readonly stored: number }
+) & { readonly lost: boolean };
 
-/** Decodes the permit acquire script's reply `{code, value}`. */
+/** Decodes the permit acquire script's reply `{code, value, lost}` (`lost`: 1 or 0). */
 export function decodePermitAcquireReply(reply: unknown): PermitAcquireReply {
-  const [code, value] = reply as [number, string | number];
-  if (code === PERMIT_GRANTED) return { kind: "granted", token: BigInt(value) };
-  if (code === PERMIT_OTHER_LIMIT) return { kind: "other-limit", stored: Number(value) };
-  return { kind: "not-granted", nextDeadlineMs: Number(value) };
+  const [code, value, lostFlag] = reply as [number, string | number, number | undefined];
+  const lost = lostFlag === 1;
+  if (code === PERMIT_GRANTED) return { kind: "granted", token: BigInt(value), lost };
+  if (code === PERMIT_OTHER_LIMIT) return { kind: "other-limit", stored: Number(value), lost };
+  return { kind: "not-granted", nextDeadlineMs: Number(value), lost };
 }
 
 /** Decodes the downgrade script's reply: the read's token, or `null` (not this session's write). */

@@ -106,9 +106,19 @@ export class RedisPermits {
   #count = 0;
   /** Waits in progress: a closing session aborts them. */
   readonly #waits = new Set<{ abort(reason: unknown): void }>();
+  /** A permit key where an acquire found this session's grants gone from the store. */
+  #lost: string | undefined;
 
   constructor(ctx: RedisPermitContext) {
     this.#ctx = ctx;
+  }
+
+  /**
+   * The name of a permit key whose grants of this session an acquire found gone from the
+   * store (see {@link lostAfter}), if any.
+   */
+  get lost(): string | undefined {
+    return this.#lost;
   }
 
   /** Whether this session has anything on any permit key. */
@@ -187,7 +197,9 @@ export class RedisPermits {
         const ms = got.nextDeadlineMs >= 0 ? got.nextDeadlineMs + 1 : ctx.ttlMs;
         const token = await this.#awaitTurn(subscription, ms, request.number, abort);
         got =
-          token === undefined ? await this.#try(request, true, abort) : { kind: "granted", token };
+          token === undefined
+            ? await this.#try(request, true, abort)
+            : { kind: "granted", token, lost: false };
       }
       granted = true;
       return this.#hold(request, got.token);
@@ -218,6 +230,7 @@ export class RedisPermits {
     const call = ACQUIRE_PERMITS.run(ctx.client, state.keys.all, [
       ...request.args,
       join ? "1" : "",
+      state.grants.size > 0 ? "1" : "",
     ]);
     // Sent: from now on the entry may be queued, whatever becomes of the reply, so the
     // acquire's end takes it out unless granted (after this try settled; see #leave).
@@ -237,6 +250,8 @@ export class RedisPermits {
         },
       }),
     );
+    // Grants held here are gone from the store: the next renewal ends the session.
+    if (reply.lost) this.#lost ??= name;
     if (reply.kind === "other-limit") throw new PermitLimitError(name, reply.stored, request.limit);
     if (signal?.aborted === true || ctx.closed()) {
       // Granted, but the caller left (or the session closed) at the same moment.

@@ -149,7 +149,8 @@ export class RedisSession implements BackendSession {
       what: "redis renewal",
       mapError: (e) => toBatonError(e, "redis renewal"),
     });
-    const lostPermits = this.#permits.lostAfter(permits, renewed.slice(items.length));
+    const lostPermits =
+      this.#permits.lost ?? this.#permits.lostAfter(permits, renewed.slice(items.length));
     if (lostPermits !== undefined) {
       // Permit keys have no way to be reported one grant at a time: the session ends.
       throw new SessionLostError(

@@ -194,18 +194,25 @@ describe("redis codec: permit keys", () => {
   });
 
   it("acquire, downgrade, release and holders replies", () => {
-    expect(decodePermitAcquireReply([PERMIT_GRANTED, "1733050000123456"])).toEqual({
+    expect(decodePermitAcquireReply([PERMIT_GRANTED, "1733050000123456", 0])).toEqual({
       kind: "granted",
       token: 1733050000123456n,
+      lost: false,
     });
-    expect(decodePermitAcquireReply([PERMIT_GRANTED, "0"])).toEqual({ kind: "granted", token: 0n });
-    expect(decodePermitAcquireReply([PERMIT_NOT_GRANTED, 250])).toEqual({
+    expect(decodePermitAcquireReply([PERMIT_GRANTED, "0", 1])).toEqual({
+      kind: "granted",
+      token: 0n,
+      lost: true,
+    });
+    expect(decodePermitAcquireReply([PERMIT_NOT_GRANTED, 250, 0])).toEqual({
       kind: "not-granted",
       nextDeadlineMs: 250,
+      lost: false,
     });
-    expect(decodePermitAcquireReply([PERMIT_OTHER_LIMIT, "3"])).toEqual({
+    expect(decodePermitAcquireReply([PERMIT_OTHER_LIMIT, "3", 0])).toEqual({
       kind: "other-limit",
       stored: 3,
+      lost: false,
     });
     expect(decodeDowngradeReply("42")).toBe(42n);
     expect(decodeDowngradeReply(null)).toBeNull();
@@ -411,14 +418,33 @@ describeBackend("redis", (url) => {
       const keys = permitKeys(prefix, "permits");
       const [a, b] = ["5f2a9c", "77b0e1"];
       const events = await listen(keys.turn(b));
-      const acquire = (entry: string, sid: string, permits: number, join: string) =>
-        ACQUIRE_PERMITS.run(raw, keys.all, [entry, sid, 5_000, 3, permits, "p", "\nown", join]);
+      const acquire = (entry: string, sid: string, permits: number, join: string, has = "") =>
+        ACQUIRE_PERMITS.run(raw, keys.all, [
+          entry,
+          sid,
+          5_000,
+          3,
+          permits,
+          "p",
+          "\nown",
+          join,
+          has,
+        ]);
       const first = decodePermitAcquireReply(await acquire(waitId(a, 1), a, 2, ""));
       if (first.kind !== "granted") throw new Error("not granted");
       expect(first.token).toBeGreaterThan(1_600_000_000_000_000n);
       expect(decodePermitAcquireReply(await acquire(waitId(b, 1), b, 2, ""))).toEqual({
         kind: "not-granted",
         nextDeadlineMs: -1,
+        lost: false,
+      });
+      // A session that says it holds grants there, and has no entry: they are lost.
+      expect(
+        decodePermitAcquireReply(await acquire(waitId("c0ffee", 1), "c0ffee", 2, "", "1")),
+      ).toMatchObject({ kind: "not-granted", lost: true });
+      expect(decodePermitAcquireReply(await acquire(waitId(a, 2), a, 2, "", "1"))).toMatchObject({
+        kind: "not-granted",
+        lost: false,
       });
       const queued = decodePermitAcquireReply(await acquire(waitId(b, 1), b, 2, "1"));
       expect(queued.kind).toBe("not-granted");

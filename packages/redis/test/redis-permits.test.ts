@@ -10,6 +10,7 @@ import {
   PermitLimitError,
   type PermitMode,
   READ_WRITE_LIMIT,
+  SessionLostError,
 } from "@baton/core";
 import { Cluster, Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -427,6 +428,23 @@ function permitTests(target: () => Target) {
     expect(holders[0]?.remainingMs).toBeGreaterThan(0);
     expect(await s.release(grants[0] as Grant)).toBe(true);
     expect(await s.release(grants[0] as Grant)).toBe(false);
+  });
+
+  it("permits whose keys vanished from the store end the session, also when it acquires there again before its renewal", async () => {
+    fresh();
+    const raw = target().raw();
+    const s = await open("flushed");
+    await granted(s, "flushed", ask(3, 1));
+    const k = permitKeys(prefix, "flushed");
+    // Lost with the store's data (FLUSHALL, an evicted key): the queue, entries and sessions.
+    await raw.del(k.queue, k.entries, k.sessions);
+    // The next grant there re-creates the key, with nothing of the first one.
+    await granted(s, "flushed", ask(3, 1));
+    await expect(s.keepAlive()).rejects.toBeInstanceOf(SessionLostError);
+    const other = await open("other");
+    await granted(other, "gone", ask(1, 1));
+    await raw.del(...permitKeys(prefix, "gone").all.slice(0, 3));
+    await expect(other.keepAlive()).rejects.toBeInstanceOf(SessionLostError);
   });
 
   it("a closing session releases every permit it holds and leaves the queue; the waiters behind are admitted", async () => {
