@@ -17,9 +17,11 @@ import type { IResponseOp, ITxnResponse } from "etcd3";
 import { decodeRevision, encodePermitEntry, FOREIGN_OWNER_PREFIX } from "./etcd-codec.js";
 import { permitEntryKey } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
-import { isAdmitted, QueueView, waitInQueue } from "./permit-queue.js";
+import { blockingEntries, isAdmitted, QueueView, waitInQueue } from "./permit-queue.js";
 import {
   claimWriteTxn,
+  giveUpReply,
+  giveUpTxn,
   joinOutcome,
   joinReply,
   joinTxn,
@@ -69,6 +71,9 @@ export interface EtcdPermitsContext {
 
 /** Backoff between looks at the queue after a failure: 25 to 50 ms first, up to 1 s. */
 const WAIT_BACKOFF = { minMs: 50, maxMs: 1_000 } as const;
+
+/** The most entries a try's give-up compares (etcd bounds the operations of a transaction). */
+const GIVE_UP_COMPARES = 64;
 
 /** How often a join retries when other joins keep changing the limit key under it. */
 const JOIN_ATTEMPTS = 16;
@@ -152,8 +157,8 @@ export class EtcdPermits {
       const joined = await this.#join(name, keys, key, value, options);
       if ("token" in joined) return this.#grant(name, joined.token, handle(joined.revision));
       if (!options.wait) {
-        await this.#cleanup(keys, key, joined.revision);
-        return null;
+        const token = await this.#giveUp(name, keys, key, value, joined, options);
+        return token === null ? null : this.#grant(name, token, handle(joined.revision));
       }
       const { signal } = options;
       // Core rejects an aborted wait at once: from the abort on, until our entry is deleted,
@@ -455,6 +460,62 @@ export class EtcdPermits {
       options.mode,
       false,
     );
+  }
+
+  /**
+   * A try that found no room: deletes its entry in one round trip, unless what held it back
+   * changed meanwhile (see `giveUpTxn`): then it is granted after all if the queue read again
+   * has room, and otherwise gives up. Resolves the grant's token, or `null`.
+   */
+  async #giveUp(
+    name: string,
+    keys: PermitKeys,
+    key: Buffer,
+    value: Buffer,
+    joined: { readonly revision: bigint; readonly snapshot: QueueSnapshot },
+    options: BackendPermitOptions,
+  ): Promise<bigint | null> {
+    const { revision, snapshot } = joined;
+    const id = keyId(key);
+    const index = snapshot.entries.findIndex((e) => e.id === id);
+    const blocking = blockingEntries(snapshot.entries, index, options.limit, GIVE_UP_COMPARES);
+    if (blocking === undefined) {
+      await this.#cleanup(keys, key, revision);
+      return null;
+    }
+    let reply: "left" | QueueSnapshot;
+    try {
+      const giving = this.#kv
+        .txn(giveUpTxn(keys, key, revision, blocking), `could not leave the queue of "${name}"`)
+        .then(giveUpReply);
+      this.#track(name, giving);
+      reply = await giving;
+    } catch {
+      await this.#cleanup(keys, key, revision);
+      return null;
+    }
+    if (reply === "left") return null;
+    const again = reply.entries.findIndex((e) => e.id === id);
+    if (again < 0) throw this.#entryGone(name);
+    if (!isAdmitted(reply.entries, again, options.limit)) {
+      await this.#cleanup(keys, key, revision);
+      return null;
+    }
+    try {
+      return await this.#token(
+        name,
+        keys,
+        key,
+        value,
+        revision,
+        reply.writeToken,
+        options.mode,
+        false,
+      );
+    } catch (error) {
+      await this.#cleanup(keys, key, revision);
+      throw error;
+    }
   }
 
   /** Reads the queue again into `view`; resolves the read's revision. */

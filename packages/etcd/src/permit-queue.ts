@@ -34,6 +34,27 @@ export function isAdmitted(entries: readonly QueueEntry[], index: number, limit:
 }
 
 /**
+ * The shortest run of entries ahead of `index` whose permits with the entry's own exceed
+ * `limit` (what holds it back), or `undefined` when it is admitted or that run is longer
+ * than `most`.
+ */
+export function blockingEntries(
+  entries: readonly QueueEntry[],
+  index: number,
+  limit: number,
+  most: number,
+): QueueEntry[] | undefined {
+  const own = entries[index];
+  if (own === undefined) return undefined;
+  let sum = permitsOf(own, limit);
+  for (let i = 0; i < index && i < most; i++) {
+    sum += permitsOf(entries[i] as QueueEntry, limit);
+    if (sum > limit) return entries.slice(0, i + 1);
+  }
+  return undefined;
+}
+
+/**
  * What a waiting entry knows of the queue: the permits of every entry ahead of it, and the
  * newest write's token, kept up to date from watch events (a delete frees permits, a
  * downgrade's rewrite shrinks them, a write grant rewrites the token key; entries that join

@@ -421,3 +421,39 @@ export function leaveReply(response: ITxnResponse): boolean {
 function countOf(text: string | undefined): number {
   return Number(text || "0");
 }
+
+/**
+ * A try that found no room gives its entry up, unless the queue ahead changed since the join
+ * read it: deletes our entry while every entry of `blocking` (entries ahead whose permits
+ * with ours exceed the limit) still has the mod revision read; otherwise reads the queue
+ * again, so a try that met a holder's release or a waiter's cancel in flight sees it.
+ */
+export function giveUpTxn(
+  keys: PermitKeys,
+  key: Buffer,
+  revision: bigint,
+  blocking: readonly QueueEntry[],
+): ITxnRequest {
+  return {
+    compare: [
+      isOurs(key, revision),
+      ...blocking.map(
+        (entry): ICompare => ({
+          key: Buffer.from(entry.id, "latin1"),
+          target: CompareTarget.Mod,
+          result: CompareResult.Equal,
+          mod_revision: encodeRevision(entry.modRevision),
+        }),
+      ),
+    ],
+    success: [{ request_delete_range: { key } }],
+    failure: [{ request_range: entriesOldestFirst(keys) }, { request_range: { key: keys.token } }],
+  };
+}
+
+/** What a {@link giveUpTxn} did: `"left"`, or the queue as read again. */
+export function giveUpReply(response: ITxnResponse): "left" | QueueSnapshot {
+  if (response.succeeded) return "left";
+  const [entries, token] = response.responses.map((r) => r.response_range);
+  return snapshotOf(entries?.kvs ?? [], token?.kvs[0], decodeRevision(response.header.revision));
+}

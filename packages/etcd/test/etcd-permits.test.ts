@@ -8,7 +8,7 @@ import {
   READ_WRITE_LIMIT,
   SessionLostError,
 } from "@baton/core";
-import type { Etcd3 } from "etcd3";
+import { Etcd3 } from "etcd3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { permitPrefix } from "../src/etcd-keys.js";
 import { EtcdBackend } from "../src/index.js";
@@ -350,6 +350,37 @@ describeBackend("etcd", (url) => {
       const next = b.acquirePermits(key, sem(2, 1, { wait: false }));
       await expect(waiting).rejects.toThrow("gave up");
       expect(await next).not.toBeNull();
+    });
+
+    it("a try that meets a release in flight is granted, not told there is no room", async () => {
+      const key = name("try-meets-release");
+      const a = await open();
+      const held = await a.acquirePermits(key, sem(1));
+      // b's client lets a release land between the try's join and what it does next.
+      const other = new Etcd3({ hosts: hostsOf(url) });
+      const txn = other.kv.txn.bind(other.kv);
+      let between: (() => Promise<unknown>) | undefined;
+      other.kv.txn = async (request, options) => {
+        const response = await txn(request, options);
+        const hook = between;
+        between = undefined;
+        if (hook !== undefined) await hook();
+        return response;
+      };
+      const otherBackend = new EtcdBackend({ client: other });
+      try {
+        const b = (await otherBackend.openSession({ ttlMs: 20_000, ownerId: "b" })) as Session;
+        between = () => a.release(held as Grant);
+        const grant = await b.acquirePermits(key, sem(1, 1, { wait: false }));
+        expect(grant).not.toBeNull();
+        expect(grant?.token).toBeGreaterThan(held?.token ?? 0n);
+        expect(await a.permitHolders(key)).toEqual([
+          { ownerId: "b", token: grant?.token, permits: 1, mode: "permit" },
+        ]);
+      } finally {
+        await otherBackend.close();
+        other.close();
+      }
     });
 
     it("a closed session frees its permits at once, a killed one within a TTL", async () => {
