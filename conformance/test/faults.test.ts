@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { connect, createServer, type Server } from "node:net";
-import { READ_WRITE_LIMIT } from "@baton/core";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   type LockWorker,
@@ -10,7 +9,14 @@ import {
   type WorkerEvent,
 } from "../src/faults/index.js";
 import { ALL_BACKENDS, type BackendKind, describeBackend } from "../src/harness/index.js";
-import { certainHolds, checkHistory, History, RecordedWorker } from "../src/history/index.js";
+import {
+  certainHolds,
+  checkHistory,
+  History,
+  READ_SHARE,
+  RecordedWorker,
+  WRITE_SHARE,
+} from "../src/history/index.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -255,7 +261,7 @@ describeBackend("memory", () => {
         e.event === "permits-acquired" && e.hold === hold;
       recorded.acquirePermits("sem", { permits: 2, limit: 3, mode: "permit" }, "p1");
       recorded.acquirePermits("sem", { permits: 1, limit: 3, mode: "permit" }, "p2");
-      recorded.acquirePermits("rw", { permits: 1, limit: READ_WRITE_LIMIT, mode: "read" }, "r1");
+      recorded.acquirePermits("rw", READ_SHARE, "r1");
       const [p1, p2, r1] = await Promise.all(
         ["p1", "p2", "r1"].map((hold) => worker.waitFor(acquired(hold), 10_000)),
       );
@@ -278,7 +284,7 @@ describeBackend("memory", () => {
       ]);
       recorded.releasePermits("sem", "p2");
       await worker.waitFor((e) => e.event === "permits-released" && e.hold === "p2", 10_000);
-      recorded.acquirePermits("rw", { permits: 1, limit: READ_WRITE_LIMIT, mode: "read" }, "r2");
+      recorded.acquirePermits("rw", READ_SHARE, "r2");
       await worker.waitFor(acquired("r2"), 10_000);
       recorded.pause();
       await sleep(2 * ttlMs + 300);
@@ -290,11 +296,7 @@ describeBackend("memory", () => {
         ),
       );
       for (const e of lost) expect((e as { reason: string }).reason).toBe("deadline");
-      recorded.acquirePermits(
-        "rw",
-        { permits: READ_WRITE_LIMIT, limit: READ_WRITE_LIMIT, mode: "write" },
-        "w1",
-      );
+      recorded.acquirePermits("rw", WRITE_SHARE, "w1");
       const w1 = await worker.waitFor(acquired("w1"), 10_000, from);
       expect(BigInt((w1 as { token: string }).token)).toBeGreaterThan(0n);
       recorded.releasePermits("rw", "w1");

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { certainHolds, checkHistory, History, type ViolationKind } from "../src/history/index.js";
+import {
+  certainHolds,
+  checkHistory,
+  History,
+  READ_SHARE,
+  type ViolationKind,
+  WRITE_SHARE,
+} from "../src/history/index.js";
 
 /** A history on a hand-driven clock: `at(t)` sets the time for what is recorded next. */
 function manual(): { history: History; at: (t: number) => History } {
@@ -225,10 +232,9 @@ describe("checkHistory", () => {
 });
 
 describe("permits: semaphores and read-write locks", () => {
-  const RW = 2_147_483_647;
   const permits = (n: number, limit = 3) => ({ permits: n, limit, mode: "permit" as const });
-  const read = { permits: 1, limit: RW, mode: "read" as const };
-  const write = { permits: RW, limit: RW, mode: "write" as const };
+  const read = READ_SHARE;
+  const write = WRITE_SHARE;
 
   it("certain holds: several of one process at once, each ended by its own release or loss", () => {
     const { history, at } = manual();

@@ -5,7 +5,7 @@
  * loss, a pause) has the time it was recorded.
  */
 
-import type { PermitMode } from "@baton/core";
+import { type PermitMode, READ_WRITE_LIMIT } from "@baton/core";
 
 /**
  * What a permit acquire takes: `permits` of the key's `limit` (a semaphore's permits, or a
@@ -17,6 +17,16 @@ export interface PermitShare {
   readonly limit: number;
   readonly mode: PermitMode;
 }
+
+/** What a read-write lock's read takes: 1 of `READ_WRITE_LIMIT` permits. */
+export const READ_SHARE: PermitShare = { permits: 1, limit: READ_WRITE_LIMIT, mode: "read" };
+
+/** What a read-write lock's write takes: all `READ_WRITE_LIMIT` permits. */
+export const WRITE_SHARE: PermitShare = {
+  permits: READ_WRITE_LIMIT,
+  limit: READ_WRITE_LIMIT,
+  mode: "write",
+};
 
 /** Outcome of an acquire. */
 export type AcquireResult =

@@ -26,11 +26,13 @@ export {
   type LostEvent,
   type PermitShare,
   type ProcessEvent,
+  READ_SHARE,
   type ReadOp,
   type ReleaseHandle,
   type ReleaseOp,
   type ReleaseResult,
   type RenewEvent,
+  WRITE_SHARE,
   type WriteHandle,
   type WriteOp,
 } from "./history.js";

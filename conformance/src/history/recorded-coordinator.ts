@@ -1,18 +1,23 @@
-import {
-  type AcquireOptions,
-  type Coordinator,
-  type Lock,
-  type LockLostError,
-  type Permit,
-  type PermitAcquireOptions,
-  type PermitTryOptions,
-  READ_WRITE_LIMIT,
-  type ReadWriteLock,
-  type Semaphore,
-  type TryAcquireOptions,
+import type {
+  AcquireOptions,
+  Coordinator,
+  Lock,
+  LockLostError,
+  Permit,
+  PermitAcquireOptions,
+  PermitTryOptions,
+  ReadWriteLock,
+  Semaphore,
+  TryAcquireOptions,
 } from "@baton/core";
 import { acquireFailureOf } from "./acquire-outcome.js";
-import type { AcquireHandle, History, PermitShare } from "./history.js";
+import {
+  type AcquireHandle,
+  type History,
+  type PermitShare,
+  READ_SHARE,
+  WRITE_SHARE,
+} from "./history.js";
 import { recordedToken } from "./recorded-token.js";
 
 /**
@@ -95,22 +100,22 @@ export class RecordedCoordinator {
 
   /** Takes a read lock of `rw`, recording the call and its outcome. */
   async read(rw: ReadWriteLock, options?: AcquireOptions): Promise<Permit> {
-    return (await this.#recordPermit(rw.name, READ, () => rw.read(options))) as Permit;
+    return (await this.#recordPermit(rw.name, READ_SHARE, () => rw.read(options))) as Permit;
   }
 
   /** Takes the write lock of `rw`, recording the call and its outcome. */
   async write(rw: ReadWriteLock, options?: AcquireOptions): Promise<Permit> {
-    return (await this.#recordPermit(rw.name, WRITE, () => rw.write(options))) as Permit;
+    return (await this.#recordPermit(rw.name, WRITE_SHARE, () => rw.write(options))) as Permit;
   }
 
   /** Tries once for a read lock of `rw` (`null`, recorded `fail`, when a writer holds or waits). */
   tryRead(rw: ReadWriteLock, options?: TryAcquireOptions): Promise<Permit | null> {
-    return this.#recordPermit(rw.name, READ, () => rw.tryRead(options));
+    return this.#recordPermit(rw.name, READ_SHARE, () => rw.tryRead(options));
   }
 
   /** Tries once for the write lock of `rw` (`null`, recorded `fail`, when anybody holds or waits). */
   tryWrite(rw: ReadWriteLock, options?: TryAcquireOptions): Promise<Permit | null> {
-    return this.#recordPermit(rw.name, WRITE, () => rw.tryWrite(options));
+    return this.#recordPermit(rw.name, WRITE_SHARE, () => rw.tryWrite(options));
   }
 
   /**
@@ -125,7 +130,7 @@ export class RecordedCoordinator {
       at,
       this.#holds.get(write),
     );
-    const acquire = this.#invokePermit(write.name, READ, at);
+    const acquire = this.#invokePermit(write.name, READ_SHARE, at);
     let read: Permit;
     try {
       read = await write.downgrade();
@@ -255,9 +260,6 @@ export class RecordedCoordinator {
     else lock.signal.addEventListener("abort", onAbort, { once: true });
   }
 }
-
-const READ: PermitShare = { permits: 1, limit: READ_WRITE_LIMIT, mode: "read" };
-const WRITE: PermitShare = { permits: READ_WRITE_LIMIT, limit: READ_WRITE_LIMIT, mode: "write" };
 
 function semaphoreShare(semaphore: Semaphore, permits: number | undefined): PermitShare {
   return { permits: permits ?? 1, limit: semaphore.permits, mode: "permit" };

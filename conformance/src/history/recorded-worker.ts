@@ -139,35 +139,24 @@ export class RecordedWorker {
         this.#permitReleases.delete(event.hold);
         return;
       case "permits-lost":
-        this.history.lost(this.process, event.name, {
-          token: BigInt(event.token),
-          reason: event.reason,
-          at,
-          hold: event.hold,
-        });
-        return;
-      case "error":
-        if (event.op === "acquire-permits" && event.hold !== undefined) {
-          const failure = acquireFailure(event.code, event.message);
-          const handle = this.#permitAcquires.get(event.hold);
-          this.#permitAcquires.delete(event.hold);
-          if (failure.status === "fail") handle?.fail(failure.reason, at);
-          else handle?.unknown(failure.reason, at);
-        } else if (event.op === "acquire") {
-          const failure = acquireFailure(event.code, event.message);
-          const handle = this.#acquires.shift();
-          if (failure.status === "fail") handle?.fail(failure.reason, at);
-          else handle?.unknown(failure.reason, at);
-        } else if (event.op === "release") {
-          this.#releases.shift()?.unknown(`${event.code}: ${event.message}`, at);
-        }
-        return;
       case "lost":
         this.history.lost(this.process, event.name, {
           token: BigInt(event.token),
           reason: event.reason,
           at,
+          ...(event.event === "permits-lost" ? { hold: event.hold } : {}),
         });
+        return;
+      case "error":
+        if (event.op === "acquire-permits" && event.hold !== undefined) {
+          const handle = this.#permitAcquires.get(event.hold);
+          this.#permitAcquires.delete(event.hold);
+          failAcquire(handle, event, at);
+        } else if (event.op === "acquire") {
+          failAcquire(this.#acquires.shift(), event, at);
+        } else if (event.op === "release") {
+          this.#releases.shift()?.unknown(`${event.code}: ${event.message}`, at);
+        }
         return;
       case "renewFailed":
         this.history.renew(this.process, { ok: false, at });
@@ -179,4 +168,15 @@ export class RecordedWorker {
         return;
     }
   }
+}
+
+/** Records a worker's `error` for an acquire as its failure, or as unknown where it may hold. */
+function failAcquire(
+  handle: AcquireHandle | undefined,
+  event: { readonly code: string; readonly message: string },
+  at: number,
+): void {
+  const failure = acquireFailure(event.code, event.message);
+  if (failure.status === "fail") handle?.fail(failure.reason, at);
+  else handle?.unknown(failure.reason, at);
 }

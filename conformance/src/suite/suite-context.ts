@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  type BackendPermitOptions,
   type BackendSession,
   type Coordinator,
   type CoordinatorOptions,
@@ -80,6 +81,26 @@ export class SuiteContext {
       throw new Error(`conformance: frozen holder could not take free lock "${name}"`);
     await this.target.freezeSession?.(session);
     return { session, grant };
+  }
+
+  /**
+   * Takes free permits of permit key `name` (`options`, never waiting) on a raw session that
+   * is never renewed (a frozen holder): they are freed after the TTL unless the test releases
+   * them first.
+   */
+  async frozenPermitHolder(name: string, options: BackendPermitOptions): Promise<Grant> {
+    const session = await this.session();
+    if (session.acquirePermits === undefined) {
+      throw new Error("conformance: a backend with semaphores has acquirePermits");
+    }
+    const grant = await session.acquirePermits(name, { ...options, wait: false });
+    if (grant === null) {
+      throw new Error(
+        `conformance: frozen holder could not take ${options.permits} free permits (${options.mode}) of "${name}"`,
+      );
+    }
+    await this.target.freezeSession?.(session);
+    return grant;
   }
 
   /** A raw backend session (no core, never renewed), closed after the test. */

@@ -1,31 +1,12 @@
-import {
-  type BackendSession,
-  ConfigError,
-  createCoordinator,
-  type LockBackend,
-  MemoryFence,
-  type OpenSessionOptions,
-} from "@baton/core";
+import { ConfigError, createCoordinator, MemoryFence } from "@baton/core";
 import { describe, expect, it } from "vitest";
+import { countingBackend } from "../counting-backend.js";
 import type { SuiteContext } from "../suite-context.js";
 
 /** Bad input is a ConfigError naming the field, raised before any I/O. */
 export function badInputGroup(ctx: SuiteContext): void {
   describe("bad input", () => {
-    const counting = (): { backend: LockBackend; opened: () => number } => {
-      let opened = 0;
-      const inner = ctx.backend;
-      const backend: LockBackend = {
-        kind: inner.kind,
-        guarantees: inner.guarantees,
-        openSession(options: OpenSessionOptions): Promise<BackendSession> {
-          opened++;
-          return inner.openSession(options);
-        },
-        close: async () => undefined,
-      };
-      return { backend, opened: () => opened };
-    };
+    const counting = () => countingBackend(ctx.backend);
 
     const expectConfig = async (promise: Promise<unknown>, field: string) => {
       const error = await promise.then(

@@ -1,24 +1,21 @@
-import {
-  ConfigError,
-  createCoordinator,
-  LockLostError,
-  LockTimeoutError,
-  type Permit,
-  READ_WRITE_LIMIT,
-} from "@baton/core";
-import { afterEach, describe, expect, it } from "vitest";
-import { spawnLockWorker } from "../../faults/spawn-lock-worker.js";
-import { checkHistory } from "../../history/check-history.js";
-import { History, type PermitShare } from "../../history/history.js";
+import { ConfigError, LockLostError, LockTimeoutError, type Permit } from "@baton/core";
+import { describe, expect, it } from "vitest";
+import { History, READ_SHARE, WRITE_SHARE } from "../../history/history.js";
 import { RecordedCoordinator } from "../../history/recorded-coordinator.js";
-import { RecordedWorker } from "../../history/recorded-worker.js";
-import { losableBackend } from "../losable-backend.js";
+import { writePermits } from "../permit-options.js";
 import { skipUnless } from "../skip-unless.js";
 import { delay, type SuiteContext, settle } from "../suite-context.js";
-import { acquiredHold, lostHold, type PermitGroupOptions, rejection } from "./semaphore.js";
-
-const READ: PermitShare = { permits: 1, limit: READ_WRITE_LIMIT, mode: "read" };
-const WRITE: PermitShare = { permits: READ_WRITE_LIMIT, limit: READ_WRITE_LIMIT, mode: "write" };
+import {
+  acquiredHold,
+  behindAStream,
+  describeWorkerHolders,
+  expectControlCaught,
+  expectHistoryPasses,
+  expectLossReported,
+  lostHold,
+  type PermitGroupOptions,
+  rejection,
+} from "./permit-support.js";
 
 /**
  * Read-write locks (`coordinator.readWriteLock`): many readers or one writer, never a writer
@@ -99,40 +96,20 @@ export function rwlockGroup(ctx: SuiteContext, options: PermitGroupOptions): voi
       const name = ctx.name("rw-stream");
       const writer = ctx.coordinator().readWriteLock(name);
       const readers = [ctx.coordinator(), ctx.coordinator(), ctx.coordinator()];
-      let streaming = true;
-      const grants: { at: number; startedAt: number }[] = [];
-      const loop = async (i: number) => {
-        const rw = readers[i % readers.length]?.readWriteLock(name);
-        if (rw === undefined) return;
-        await delay(i * 20);
-        while (streaming) {
-          const startedAt = performance.now();
-          const outcome = await settle(rw.read({ waitMs: takeoverBound }));
-          if (!outcome.ok) continue;
-          grants.push({ at: performance.now(), startedAt });
-          await delay(60);
-          await outcome.value.release();
-        }
-      };
-      const loops = Array.from({ length: 4 }, (_, i) => loop(i));
-      // Its session is open before it asks, so its request reaches the queue in one round trip.
-      await writer.holders();
-      await delay(300);
-      const askedAt = performance.now();
-      const write = await settle(writer.write({ waitMs: takeoverBound }));
-      const grantedAt = performance.now();
-      streaming = false;
-      if (write.ok) await write.value.release();
-      await Promise.all(loops);
-      if (!write.ok) throw write.error;
-      console.info(
-        `[baton conformance] ${ctx.target.name}: a writer waited ${Math.round(grantedAt - askedAt)} ms behind a stream of readers (TTL ${ttl} ms)`,
+      const { waitedMs, overtook } = await behindAStream(
+        (i) => {
+          const rw = readers[i % readers.length]?.readWriteLock(name);
+          return rw && ((waitMs) => rw.read({ waitMs }));
+        },
+        () => writer.holders(),
+        (waitMs) => writer.write({ waitMs }),
+        takeoverBound,
       );
-      expect(grantedAt - askedAt).toBeLessThan(takeoverBound);
-      if (options.fifo) {
-        const overtook = grants.filter((g) => g.startedAt > askedAt + 500 && g.at < grantedAt);
-        expect(overtook).toEqual([]);
-      }
+      console.info(
+        `[baton conformance] ${ctx.target.name}: a writer waited ${Math.round(waitedMs)} ms behind a stream of readers (TTL ${ttl} ms)`,
+      );
+      expect(waitedMs).toBeLessThan(takeoverBound);
+      if (options.fifo) expect(overtook).toEqual([]);
     });
 
     it("downgrade: the write becomes a read with its token, readers queued behind start, a waiting writer does not get in", async () => {
@@ -234,23 +211,7 @@ export function rwlockGroup(ctx: SuiteContext, options: PermitGroupOptions): voi
       expect(wrote).toBe("wrote");
       expect(await probe.holders()).toEqual([]);
 
-      const losable = losableBackend(ctx.backend);
-      const c = createCoordinator({ backend: losable.backend, ttlMs: ttl });
-      try {
-        const lost = await settle(
-          c.readWriteLock(name).withWrite(async ({ signal }) => {
-            losable.loseSessions();
-            await new Promise((resolve) => {
-              signal.addEventListener("abort", resolve);
-              setTimeout(resolve, takeoverBound);
-            });
-            return "finished without noticing";
-          }),
-        );
-        expect(lost.ok ? lost.value : lost.error).toBeInstanceOf(LockLostError);
-      } finally {
-        await c.close();
-      }
+      await expectLossReported(ctx, takeoverBound, (c, fn) => c.readWriteLock(name).withWrite(fn));
     });
 
     it("5 coordinators reading and writing: never a writer beside anyone, each read carries the newest write's token (history checked)", async () => {
@@ -291,27 +252,12 @@ export function rwlockGroup(ctx: SuiteContext, options: PermitGroupOptions): voi
       await Promise.all(Array.from({ length: 5 }, (_, i) => run(i)));
       expect(overlaps).toEqual([]);
       expect(mostReaders).toBeGreaterThan(1);
-      expect(
-        checkHistory(history, { fencing: tokensRise }).map((v) => v.message),
-        `history:\n${history.describe()}`,
-      ).toEqual([]);
+      expectHistoryPasses(history, tokensRise);
     });
 
     it("a writer that stops renewing is freed within its TTL; the read after carries its token", async () => {
       const name = ctx.name("rw-dead");
-      const session = await ctx.session();
-      const acquirePermits = session.acquirePermits?.bind(session);
-      if (acquirePermits === undefined)
-        throw new Error("a backend with semaphores has acquirePermits");
-      const grant = await acquirePermits(name, {
-        limit: READ_WRITE_LIMIT,
-        permits: READ_WRITE_LIMIT,
-        mode: "write",
-        wait: false,
-        signal: new AbortController().signal,
-      });
-      if (grant === null) throw new Error(`a free read-write lock "${name}" refused a write`);
-      await ctx.target.freezeSession?.(session);
+      const grant = await ctx.frozenPermitHolder(name, writePermits());
       const rw = ctx.coordinator().readWriteLock(name);
       expect(await rw.tryRead()).toBeNull();
       const started = performance.now();
@@ -325,67 +271,46 @@ export function rwlockGroup(ctx: SuiteContext, options: PermitGroupOptions): voi
       await read.release();
     });
 
-    const workers = options.workers;
-    const workersSkip = "skip" in workers ? workers.skip : undefined;
-    skipUnless(workersSkip === undefined, workersSkip ?? "", () => {
-      const url = "url" in workers ? workers.url : () => "";
-      describe("holders in worker processes", () => {
-        const cleanups: (() => Promise<unknown>)[] = [];
-        afterEach(async () => {
-          for (const f of cleanups.splice(0).reverse()) await f().catch(() => undefined);
-        });
+    describeWorkerHolders(ctx, options.workers, (spawnWorker) => {
+      it("SIGSTOP of a writer: readers get in after its TTL with its token, its signal aborts on SIGCONT; SIGKILL of a reader: a writer gets in after its TTL (history checked)", async () => {
+        const name = ctx.name("rw-workers");
+        const history = new History();
+        const spawn = (process: string) => spawnWorker(history, process);
+        const [stopped, killed] = await Promise.all([spawn("stopped"), spawn("killed")]);
+        const local = new RecordedCoordinator(history, "local", ctx.coordinator());
+        const rw = local.coordinator.readWriteLock(name);
 
-        it("SIGSTOP of a writer: readers get in after its TTL with its token, its signal aborts on SIGCONT; SIGKILL of a reader: a writer gets in after its TTL (history checked)", async () => {
-          const name = ctx.name("rw-workers");
-          const history = new History();
-          const spawn = async (process: string) => {
-            const w = await spawnLockWorker({ url: url(), ttlMs: ttl, ownerId: process });
-            cleanups.push(() => w.kill());
-            return new RecordedWorker(history, process, w);
-          };
-          const [stopped, killed] = await Promise.all([spawn("stopped"), spawn("killed")]);
-          const local = new RecordedCoordinator(history, "local", ctx.coordinator());
-          const rw = local.coordinator.readWriteLock(name);
+        stopped.acquirePermits(name, WRITE_SHARE, "w1");
+        const w1 = await stopped.worker.waitFor(acquiredHold("w1"), 20_000);
+        stopped.pause();
+        let started = performance.now();
+        const read = await local.read(rw, { waitMs: takeoverBound });
+        const readWaited = performance.now() - started;
+        if (tokensRise) expect(read.token).toBe(BigInt(w1.token));
+        const from = stopped.worker.events.length;
+        stopped.resume();
+        await stopped.worker.waitFor(lostHold("w1"), 10_000, from);
 
-          stopped.acquirePermits(name, WRITE, "w1");
-          const w1 = await stopped.worker.waitFor(acquiredHold("w1"), 20_000);
-          stopped.pause();
-          let started = performance.now();
-          const read = await local.read(rw, { waitMs: takeoverBound });
-          const readWaited = performance.now() - started;
-          if (tokensRise) expect(read.token).toBe(BigInt(w1.token));
-          const from = stopped.worker.events.length;
-          stopped.resume();
-          await stopped.worker.waitFor(lostHold("w1"), 10_000, from);
-
-          killed.acquirePermits(name, READ, "r1");
-          const r1 = await killed.worker.waitFor(acquiredHold("r1"), 20_000);
-          if (tokensRise) expect(BigInt(r1.token)).toBe(BigInt(w1.token));
-          await local.release(read);
-          await killed.kill();
-          started = performance.now();
-          const write = await local.write(rw, { waitMs: takeoverBound });
-          const writeWaited = performance.now() - started;
-          if (tokensRise) expect(write.token).toBeGreaterThan(BigInt(w1.token));
-          await local.release(write);
-          local.detach();
-          console.info(
-            `[baton conformance] ${ctx.target.name}: a SIGSTOPped writer was gone after ${Math.round(readWaited)} ms, a SIGKILLed reader after ${Math.round(writeWaited)} ms (TTL ${ttl} ms)`,
-          );
-          expect(readWaited).toBeLessThan(takeoverBound);
-          expect(writeWaited).toBeLessThan(takeoverBound);
-          expect(
-            checkHistory(history, { fencing: tokensRise }).map((v) => v.message),
-            `history:\n${history.describe()}`,
-          ).toEqual([]);
-          // The control: counted as held beyond the pause and the kill, the workers' holds
-          // overlap the local ones, and the checker sees it.
-          const unaware = history.entries.filter((e) => e.type !== "pause" && e.type !== "crash");
-          const found = checkHistory(unaware, { fencing: tokensRise }).filter(
-            (v) => v.kind === "capacity",
-          );
-          expect(found.length, `history:\n${history.describe()}`).toBeGreaterThanOrEqual(2);
-        });
+        killed.acquirePermits(name, READ_SHARE, "r1");
+        const r1 = await killed.worker.waitFor(acquiredHold("r1"), 20_000);
+        if (tokensRise) expect(BigInt(r1.token)).toBe(BigInt(w1.token));
+        await local.release(read);
+        await killed.kill();
+        started = performance.now();
+        const write = await local.write(rw, { waitMs: takeoverBound });
+        const writeWaited = performance.now() - started;
+        if (tokensRise) expect(write.token).toBeGreaterThan(BigInt(w1.token));
+        await local.release(write);
+        local.detach();
+        console.info(
+          `[baton conformance] ${ctx.target.name}: a SIGSTOPped writer was gone after ${Math.round(readWaited)} ms, a SIGKILLed reader after ${Math.round(writeWaited)} ms (TTL ${ttl} ms)`,
+        );
+        expect(readWaited).toBeLessThan(takeoverBound);
+        expect(writeWaited).toBeLessThan(takeoverBound);
+        expectHistoryPasses(history, tokensRise);
+        // The control: counted as held beyond the pause and the kill, the workers' holds
+        // overlap the local ones, and the checker sees it.
+        expectControlCaught(history, tokensRise, 2);
       });
     });
   });

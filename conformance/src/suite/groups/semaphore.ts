@@ -1,80 +1,30 @@
 import {
-  type BackendSession,
   ConfigError,
   createCoordinator,
-  type LockBackend,
   LockHeldError,
-  LockLostError,
   LockTimeoutError,
   MAX_PERMITS,
-  type OpenSessionOptions,
   type Permit,
   PermitLimitError,
 } from "@baton/core";
-import { afterEach, describe, expect, it } from "vitest";
-import { spawnLockWorker } from "../../faults/spawn-lock-worker.js";
-import type { WorkerEvent } from "../../faults/worker-protocol.js";
-import { checkHistory } from "../../history/check-history.js";
+import { describe, expect, it } from "vitest";
 import { History } from "../../history/history.js";
 import { RecordedCoordinator } from "../../history/recorded-coordinator.js";
-import { RecordedWorker } from "../../history/recorded-worker.js";
-import { losableBackend } from "../losable-backend.js";
+import { countingBackend } from "../counting-backend.js";
+import { semaphorePermits } from "../permit-options.js";
 import { skipUnless } from "../skip-unless.js";
 import { delay, type SuiteContext, settle } from "../suite-context.js";
-
-/** What the semaphore and read-write lock groups read of the backend's declarations. */
-export interface PermitGroupOptions {
-  /** Waiters are served in the order they came. */
-  readonly fifo: boolean;
-  /** Tokens order grants (fencing is not `none`). */
-  readonly fencing: boolean;
-  /** The backend's URL for worker processes, or why holders cannot run in them. */
-  readonly workers: { readonly url: () => string } | { readonly skip: string };
-}
-
-/** An acquire's grant as a worker reported it. */
-export type PermitsAcquired = Extract<WorkerEvent, { event: "permits-acquired" }>;
-
-/** True for the `permits-acquired` event of `hold`. */
-export const acquiredHold =
-  (hold: string) =>
-  (e: WorkerEvent): e is PermitsAcquired =>
-    e.event === "permits-acquired" && e.hold === hold;
-
-/** True for the `permits-lost` event of `hold`. */
-export const lostHold = (hold: string) => (e: WorkerEvent) =>
-  e.event === "permits-lost" && e.hold === hold;
-
-/** Expects `promise` to reject with an instance of `type`, and returns the error. */
-export async function rejection<E extends Error>(
-  promise: Promise<unknown>,
-  type: abstract new (...args: never[]) => E,
-): Promise<E> {
-  const outcome = await settle(promise);
-  if (outcome.ok) throw new Error(`expected a ${type.name}, got ${String(outcome.value)}`);
-  expect(outcome.error).toBeInstanceOf(type);
-  return outcome.error as E;
-}
-
-/** A backend that counts the sessions opened through it (bad input must open none). */
-export function countingBackend(inner: LockBackend): {
-  backend: LockBackend;
-  opened: () => number;
-} {
-  let opened = 0;
-  return {
-    backend: {
-      kind: inner.kind,
-      guarantees: inner.guarantees,
-      openSession(options: OpenSessionOptions): Promise<BackendSession> {
-        opened++;
-        return inner.openSession(options);
-      },
-      close: async () => undefined,
-    },
-    opened: () => opened,
-  };
-}
+import {
+  acquiredHold,
+  behindAStream,
+  describeWorkerHolders,
+  expectControlCaught,
+  expectHistoryPasses,
+  expectLossReported,
+  lostHold,
+  type PermitGroupOptions,
+  rejection,
+} from "./permit-support.js";
 
 /**
  * Semaphores (`coordinator.semaphore`): never more than its permits held at once, tokens
@@ -289,23 +239,9 @@ export function semaphoreGroup(ctx: SuiteContext, options: PermitGroupOptions): 
       ).rejects.toBe(boom);
       expect(await other.holders()).toEqual([]);
 
-      const losable = losableBackend(ctx.backend);
-      const c = createCoordinator({ backend: losable.backend, ttlMs: ttl });
-      try {
-        const lost = await settle(
-          c.semaphore(name, { permits: 2 }).withPermit(async ({ signal }) => {
-            losable.loseSessions();
-            await new Promise((resolve) => {
-              signal.addEventListener("abort", resolve);
-              setTimeout(resolve, takeoverBound);
-            });
-            return "finished without noticing";
-          }),
-        );
-        expect(lost.ok ? lost.value : lost.error).toBeInstanceOf(LockLostError);
-      } finally {
-        await c.close();
-      }
+      await expectLossReported(ctx, takeoverBound, (c, fn) =>
+        c.semaphore(name, { permits: 2 }).withPermit(fn),
+      );
     });
 
     it("a multi-permit request is not overtaken by a stream of single-permit ones", async () => {
@@ -314,45 +250,22 @@ export function semaphoreGroup(ctx: SuiteContext, options: PermitGroupOptions): 
       const streams = [ctx.coordinator(), ctx.coordinator(), ctx.coordinator()];
       // The stream: each loop holds 1 permit for a while, then asks again; together they keep
       // at least one permit held all the time, so 3 are free only if the stream lets them be.
-      let streaming = true;
-      const grants: { at: number; startedAt: number }[] = [];
-      const loop = async (i: number) => {
-        const c = streams[i % streams.length];
-        if (c === undefined) return;
-        const sem = c.semaphore(name, { permits: 3 });
-        await delay(i * 20);
-        while (streaming) {
-          const startedAt = performance.now();
-          const outcome = await settle(sem.acquire({ waitMs: takeoverBound }));
-          if (!outcome.ok) continue;
-          grants.push({ at: performance.now(), startedAt });
-          await delay(60);
-          await outcome.value.release();
-        }
-      };
-      const loops = Array.from({ length: 4 }, (_, i) => loop(i));
-      // Its session is open before it asks, so its request reaches the queue in one round trip.
-      await big.semaphore(name, { permits: 3 }).holders();
-      await delay(300);
-      const askedAt = performance.now();
-      const permit = await settle(
-        big.semaphore(name, { permits: 3 }).acquire({ permits: 3, waitMs: takeoverBound }),
+      const { waitedMs, overtook } = await behindAStream(
+        (i) => {
+          const sem = streams[i % streams.length]?.semaphore(name, { permits: 3 });
+          return sem && ((waitMs) => sem.acquire({ waitMs }));
+        },
+        () => big.semaphore(name, { permits: 3 }).holders(),
+        (waitMs) => big.semaphore(name, { permits: 3 }).acquire({ permits: 3, waitMs }),
+        takeoverBound,
       );
-      const grantedAt = performance.now();
-      streaming = false;
-      if (permit.ok) await permit.value.release();
-      await Promise.all(loops);
-      if (!permit.ok) throw permit.error;
       console.info(
-        `[baton conformance] ${ctx.target.name}: a 3-permit request waited ${Math.round(grantedAt - askedAt)} ms behind a stream of 1-permit requests (TTL ${ttl} ms)`,
+        `[baton conformance] ${ctx.target.name}: a 3-permit request waited ${Math.round(waitedMs)} ms behind a stream of 1-permit requests (TTL ${ttl} ms)`,
       );
-      expect(grantedAt - askedAt).toBeLessThan(takeoverBound);
-      if (options.fifo) {
-        // Where waiters are served in order, no single-permit request asked well after it
-        // was granted before it.
-        const overtook = grants.filter((g) => g.startedAt > askedAt + 500 && g.at < grantedAt);
-        expect(overtook).toEqual([]);
-      }
+      expect(waitedMs).toBeLessThan(takeoverBound);
+      // Where waiters are served in order, no single-permit request asked well after it was
+      // granted before it.
+      if (options.fifo) expect(overtook).toEqual([]);
     });
 
     skipUnless(options.fifo, `${ctx.target.name} does not declare FIFO waiting`, () => {
@@ -412,27 +325,12 @@ export function semaphoreGroup(ctx: SuiteContext, options: PermitGroupOptions): 
       await Promise.all(Array.from({ length: 6 }, (_, i) => run(i)));
       expect(most).toBeLessThanOrEqual(3);
       expect(most).toBeGreaterThan(1);
-      expect(
-        checkHistory(history, { fencing: tokensRise }).map((v) => v.message),
-        `history:\n${history.describe()}`,
-      ).toEqual([]);
+      expectHistoryPasses(history, tokensRise);
     });
 
     it("a holder that stops renewing has its permits freed within its TTL; the next grant's token is greater", async () => {
       const name = ctx.name("sem-dead");
-      const session = await ctx.session();
-      const acquirePermits = session.acquirePermits?.bind(session);
-      if (acquirePermits === undefined)
-        throw new Error("a backend with semaphores has acquirePermits");
-      const grant = await acquirePermits(name, {
-        limit: 2,
-        permits: 2,
-        mode: "permit",
-        wait: false,
-        signal: new AbortController().signal,
-      });
-      if (grant === null) throw new Error(`a free semaphore "${name}" refused its permits`);
-      await ctx.target.freezeSession?.(session);
+      const grant = await ctx.frozenPermitHolder(name, semaphorePermits(2, 2));
       const sem = ctx.coordinator().semaphore(name, { permits: 2 });
       expect(await sem.tryAcquire()).toBeNull();
       const started = performance.now();
@@ -446,77 +344,56 @@ export function semaphoreGroup(ctx: SuiteContext, options: PermitGroupOptions): 
       await permit.release();
     });
 
-    const workers = options.workers;
-    const workersSkip = "skip" in workers ? workers.skip : undefined;
-    skipUnless(workersSkip === undefined, workersSkip ?? "", () => {
-      const url = "url" in workers ? workers.url : () => "";
-      describe("holders in worker processes", () => {
-        const cleanups: (() => Promise<unknown>)[] = [];
-        afterEach(async () => {
-          for (const f of cleanups.splice(0).reverse()) await f().catch(() => undefined);
-        });
-
-        it("SIGKILL and SIGSTOP of permit holders: a waiter gets their permits after their TTL, the frozen one's signal aborts on SIGCONT, never more than the permits at once (history checked)", async () => {
-          const name = ctx.name("sem-workers");
-          const history = new History();
-          const spawn = async (process: string) => {
-            const w = await spawnLockWorker({ url: url(), ttlMs: ttl, ownerId: process });
-            cleanups.push(() => w.kill());
-            return new RecordedWorker(history, process, w);
-          };
-          const [killed, stopped] = await Promise.all([spawn("killed"), spawn("stopped")]);
-          const share = { permits: 1, limit: 3, mode: "permit" as const };
-          killed.acquirePermits(name, share, "k1");
-          stopped.acquirePermits(name, share, "s1");
-          const [k1, s1] = await Promise.all([
-            killed.worker.waitFor(acquiredHold("k1"), 20_000),
-            stopped.worker.waitFor(acquiredHold("s1"), 20_000),
-          ]);
-          const waiter = new RecordedCoordinator(history, "waiter", ctx.coordinator());
-          const sem = waiter.coordinator.semaphore(name, { permits: 3 });
-          // The third permit is free, and only that one.
-          const third = await waiter.tryAcquirePermits(sem);
-          expect(third).not.toBeNull();
-          expect(await waiter.tryAcquirePermits(sem)).toBeNull();
-          if (third !== null) await waiter.release(third);
-          await killed.kill();
-          stopped.pause();
-          const started = performance.now();
-          const all = await waiter.acquirePermits(sem, { permits: 3, waitMs: takeoverBound });
-          const waited = performance.now() - started;
-          console.info(
-            `[baton conformance] ${ctx.target.name}: permits of a SIGKILLed and a SIGSTOPped holder were free after ${Math.round(waited)} ms (TTL ${ttl} ms)`,
-          );
-          expect(waited).toBeLessThan(takeoverBound);
-          if (tokensRise) {
-            expect(all.token).toBeGreaterThan(BigInt(k1.token));
-            expect(all.token).toBeGreaterThan(BigInt(s1.token));
-          }
-          const from = stopped.worker.events.length;
-          stopped.resume();
-          await stopped.worker.waitFor(lostHold("s1"), 10_000, from);
-          stopped.releasePermits(name, "s1");
-          const released = await stopped.worker.waitFor(
-            (e) => e.event === "permits-released",
-            10_000,
-            from,
-          );
-          expect(released).toMatchObject({ wasHeld: false });
-          expect(all.held).toBe(true);
-          await waiter.release(all);
-          waiter.detach();
-          expect(
-            checkHistory(history, { fencing: tokensRise }).map((v) => v.message),
-            `history:\n${history.describe()}`,
-          ).toEqual([]);
-          // The control: counted as held beyond the kill and the pause, the workers' permits
-          // overlap the waiter's, and the checker sees it.
-          const unaware = history.entries.filter((e) => e.type !== "pause" && e.type !== "crash");
-          const found = checkHistory(unaware, { fencing: tokensRise }).filter(
-            (v) => v.kind === "capacity",
-          );
-          expect(found.length, `history:\n${history.describe()}`).toBeGreaterThanOrEqual(1);
-        });
+    describeWorkerHolders(ctx, options.workers, (spawnWorker) => {
+      it("SIGKILL and SIGSTOP of permit holders: a waiter gets their permits after their TTL, the frozen one's signal aborts on SIGCONT, never more than the permits at once (history checked)", async () => {
+        const name = ctx.name("sem-workers");
+        const history = new History();
+        const spawn = (process: string) => spawnWorker(history, process);
+        const [killed, stopped] = await Promise.all([spawn("killed"), spawn("stopped")]);
+        const share = { permits: 1, limit: 3, mode: "permit" as const };
+        killed.acquirePermits(name, share, "k1");
+        stopped.acquirePermits(name, share, "s1");
+        const [k1, s1] = await Promise.all([
+          killed.worker.waitFor(acquiredHold("k1"), 20_000),
+          stopped.worker.waitFor(acquiredHold("s1"), 20_000),
+        ]);
+        const waiter = new RecordedCoordinator(history, "waiter", ctx.coordinator());
+        const sem = waiter.coordinator.semaphore(name, { permits: 3 });
+        // The third permit is free, and only that one.
+        const third = await waiter.tryAcquirePermits(sem);
+        expect(third).not.toBeNull();
+        expect(await waiter.tryAcquirePermits(sem)).toBeNull();
+        if (third !== null) await waiter.release(third);
+        await killed.kill();
+        stopped.pause();
+        const started = performance.now();
+        const all = await waiter.acquirePermits(sem, { permits: 3, waitMs: takeoverBound });
+        const waited = performance.now() - started;
+        console.info(
+          `[baton conformance] ${ctx.target.name}: permits of a SIGKILLed and a SIGSTOPped holder were free after ${Math.round(waited)} ms (TTL ${ttl} ms)`,
+        );
+        expect(waited).toBeLessThan(takeoverBound);
+        if (tokensRise) {
+          expect(all.token).toBeGreaterThan(BigInt(k1.token));
+          expect(all.token).toBeGreaterThan(BigInt(s1.token));
+        }
+        const from = stopped.worker.events.length;
+        stopped.resume();
+        await stopped.worker.waitFor(lostHold("s1"), 10_000, from);
+        stopped.releasePermits(name, "s1");
+        const released = await stopped.worker.waitFor(
+          (e) => e.event === "permits-released",
+          10_000,
+          from,
+        );
+        expect(released).toMatchObject({ wasHeld: false });
+        expect(all.held).toBe(true);
+        await waiter.release(all);
+        waiter.detach();
+        expectHistoryPasses(history, tokensRise);
+        // The control: counted as held beyond the kill and the pause, the workers' permits
+        // overlap the waiter's, and the checker sees it.
+        expectControlCaught(history, tokensRise, 1);
       });
     });
   });
