@@ -1,7 +1,8 @@
 /**
- * `@baton/conformance`: the one suite every Baton backend passes (`runConformance`) and the
- * history recorder and checker. The harness, fault tools and history checker are also
- * published as the subpaths `@baton/conformance/harness`, `/faults` and `/history`.
+ * `@baton/conformance`: the one suite every Baton backend passes (`runConformance`), the
+ * history recorder and checker, and helpers for an adapter's own permit tests
+ * (`semaphorePermits`, `readPermits`, `writePermits`, `track`). The harness, fault tools and
+ * history checker are also published as the subpaths `@baton/conformance/harness`, `/faults` and `/history`.
  *
  * @packageDocumentation
  * @module @baton/conformance
@@ -23,6 +24,13 @@ export {
   type Violation,
   type ViolationKind,
 } from "./history/index.js";
+export {
+  type PermitOverrides,
+  readPermits,
+  semaphorePermits,
+  writePermits,
+} from "./suite/permit-options.js";
 export { type DeclaredCapabilities, runConformance } from "./suite/run-conformance.js";
 export { delay, SuiteContext, settle } from "./suite/suite-context.js";
 export type { ConformanceTarget, ProxyTarget } from "./suite/target.js";
+export { type Tracked, track } from "./suite/track.js";

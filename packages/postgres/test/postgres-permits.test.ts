@@ -1,13 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { readPermits, semaphorePermits, track, writePermits } from "@baton/conformance";
 import { describeBackend } from "@baton/conformance/harness";
-import {
-  type BackendPermitOptions,
-  type BackendSession,
-  ConfigError,
-  type Grant,
-  PermitLimitError,
-  READ_WRITE_LIMIT,
-} from "@baton/core";
+import { type BackendSession, ConfigError, type Grant, PermitLimitError } from "@baton/core";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { migrate, PostgresBackend } from "../src/index.js";
@@ -17,46 +11,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Session = BackendSession &
   Required<Pick<BackendSession, "acquirePermits" | "permitHolders" | "downgrade">>;
-
-/** Options of a semaphore's permits. */
-const sem = (
-  limit: number,
-  permits = 1,
-  more: Partial<BackendPermitOptions> = {},
-): BackendPermitOptions => ({
-  limit,
-  permits,
-  mode: "permit",
-  wait: true,
-  signal: never(),
-  ...more,
-});
-const read = (more: Partial<BackendPermitOptions> = {}): BackendPermitOptions => ({
-  limit: READ_WRITE_LIMIT,
-  permits: 1,
-  mode: "read",
-  wait: true,
-  signal: never(),
-  ...more,
-});
-const write = (more: Partial<BackendPermitOptions> = {}): BackendPermitOptions => ({
-  limit: READ_WRITE_LIMIT,
-  permits: READ_WRITE_LIMIT,
-  mode: "write",
-  wait: true,
-  signal: never(),
-  ...more,
-});
-
-/** Tracks whether a pending acquire has settled yet. */
-function track<T>(pending: Promise<T>): { promise: Promise<T>; settled: () => boolean } {
-  let settled = false;
-  const promise = pending.finally(() => {
-    settled = true;
-  });
-  promise.catch(() => undefined);
-  return { promise, settled: () => settled };
-}
 
 /** Polls `check` every 20 ms until it is true; throws after `ms`. */
 async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
@@ -138,11 +92,11 @@ describeBackend("postgres", (url) => {
       const key = name("limit");
       const a = await open(20_000, "a");
       const b = await open(20_000, "b");
-      const one = await a.acquirePermits(key, sem(3, 2));
-      const two = await b.acquirePermits(key, sem(3, 1));
+      const one = await a.acquirePermits(key, semaphorePermits(3, 2));
+      const two = await b.acquirePermits(key, semaphorePermits(3, 1));
       expect(one).not.toBeNull();
       expect(two).not.toBeNull();
-      expect(await b.acquirePermits(key, sem(3, 1, { wait: false }))).toBeNull();
+      expect(await b.acquirePermits(key, semaphorePermits(3, 1, { wait: false }))).toBeNull();
       expect((await rowsOf(key)).length).toBe(2);
       const holders = await a.permitHolders(key);
       expect(holders.map((h) => [h.ownerId, h.permits, h.mode])).toEqual([
@@ -159,21 +113,21 @@ describeBackend("postgres", (url) => {
       const a = await open(20_000, "a");
       const b = await open(20_000, "b");
       const c = await open(20_000, "c");
-      const held = (await a.acquirePermits(key, sem(3, 1))) as Grant;
-      const big = track(b.acquirePermits(key, sem(3, 3)));
+      const held = (await a.acquirePermits(key, semaphorePermits(3, 1))) as Grant;
+      const big = track(b.acquirePermits(key, semaphorePermits(3, 3)));
       await until(
         async () => (await rowsOf(key)).length === 2,
         5_000,
         "the 3-permit request queued",
       );
       // Two permits are free, yet a 1-permit request behind the waiting 3 waits, and a try fails.
-      const small = track(c.acquirePermits(key, sem(3, 1)));
+      const small = track(c.acquirePermits(key, semaphorePermits(3, 1)));
       await until(
         async () => (await rowsOf(key)).length === 3,
         5_000,
         "the 1-permit request queued",
       );
-      expect(await c.acquirePermits(key, sem(3, 1, { wait: false }))).toBeNull();
+      expect(await c.acquirePermits(key, semaphorePermits(3, 1, { wait: false }))).toBeNull();
       await sleep(300);
       expect(big.settled()).toBe(false);
       expect(small.settled()).toBe(false);
@@ -192,11 +146,11 @@ describeBackend("postgres", (url) => {
       const a = await open(20_000, "a");
       const b = await open(20_000, "b");
       const c = await open(20_000, "c");
-      const r1 = (await a.acquirePermits(key, read())) as Grant;
+      const r1 = (await a.acquirePermits(key, readPermits())) as Grant;
       expect(r1.token).toBe(0n);
-      const w = track(b.acquirePermits(key, write()));
+      const w = track(b.acquirePermits(key, writePermits()));
       await until(async () => (await rowsOf(key)).length === 2, 5_000, "the writer queued");
-      const r2 = track(c.acquirePermits(key, read()));
+      const r2 = track(c.acquirePermits(key, readPermits()));
       await until(async () => (await rowsOf(key)).length === 3, 5_000, "the reader queued");
       await sleep(300);
       expect(w.settled()).toBe(false);
@@ -225,22 +179,22 @@ describeBackend("postgres", (url) => {
     it("takes rising tokens, and a read carries the newest write's even after the key was free", async () => {
       const key = name("tokens");
       const s = await open();
-      const w1 = (await s.acquirePermits(key, write())) as Grant;
+      const w1 = (await s.acquirePermits(key, writePermits())) as Grant;
       await s.release(w1);
-      const w2 = (await s.acquirePermits(key, write())) as Grant;
+      const w2 = (await s.acquirePermits(key, writePermits())) as Grant;
       expect(w2.token).toBeGreaterThan(w1.token);
       await s.release(w2);
       expect((await rowsOf(key)).length).toBe(0);
       // Another session, later: the key had no holders in between.
       const t = await open();
-      const r = (await t.acquirePermits(key, read())) as Grant;
+      const r = (await t.acquirePermits(key, readPermits())) as Grant;
       expect(r.token).toBe(w2.token);
       await t.release(r);
       const semKey = name("tokens-sem");
       let last = 0n;
       const held: Grant[] = [];
       for (let i = 0; i < 6; i++) {
-        const g = (await s.acquirePermits(semKey, sem(2))) as Grant;
+        const g = (await s.acquirePermits(semKey, semaphorePermits(2))) as Grant;
         expect(g.token).toBeGreaterThan(last);
         last = g.token;
         held.push(g);
@@ -252,9 +206,9 @@ describeBackend("postgres", (url) => {
       const key = name("killed");
       const victim = await open(20_000, "victim");
       const other = await open(2_000, "other");
-      await victim.acquirePermits(key, sem(2, 1));
-      await victim.acquirePermits(key, sem(2, 1));
-      const waiting = track(other.acquirePermits(key, sem(2, 2)));
+      await victim.acquirePermits(key, semaphorePermits(2, 1));
+      await victim.acquirePermits(key, semaphorePermits(2, 1));
+      const waiting = track(other.acquirePermits(key, semaphorePermits(2, 2)));
       await until(async () => (await rowsOf(key)).length === 3, 5_000, "the request queued");
       await admin.query("SELECT pg_terminate_backend($1)", [await pidOf("victim")]);
       // Gone at once from the holders, and granted within the waiter's look (at most TTL / 2).
@@ -272,9 +226,11 @@ describeBackend("postgres", (url) => {
       const key = name("abort");
       const a = await open();
       const b = await open();
-      const held = (await a.acquirePermits(key, sem(1))) as Grant;
+      const held = (await a.acquirePermits(key, semaphorePermits(1))) as Grant;
       const controller = new AbortController();
-      const waiting = track(b.acquirePermits(key, sem(1, 1, { signal: controller.signal })));
+      const waiting = track(
+        b.acquirePermits(key, semaphorePermits(1, 1, { signal: controller.signal })),
+      );
       await until(async () => (await rowsOf(key)).length === 2, 5_000, "the request queued");
       controller.abort(new Error("gave up"));
       await expect(waiting.promise).rejects.toThrow("gave up");
@@ -282,28 +238,28 @@ describeBackend("postgres", (url) => {
       await a.release(held);
       expect((await rowsOf(key)).length).toBe(0);
       // Nothing queued is left to delay the next acquirer.
-      const next = await b.acquirePermits(key, sem(1, 1, { wait: false }));
+      const next = await b.acquirePermits(key, semaphorePermits(1, 1, { wait: false }));
       expect(next).not.toBeNull();
     });
 
     it("rejects another limit while the key has live entries, and takes it once it has none", async () => {
       const key = name("mismatch");
       const a = await open();
-      const held = (await a.acquirePermits(key, sem(3))) as Grant;
-      const error = await a.acquirePermits(key, sem(4)).catch((e: unknown) => e);
+      const held = (await a.acquirePermits(key, semaphorePermits(3))) as Grant;
+      const error = await a.acquirePermits(key, semaphorePermits(4)).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PermitLimitError);
       expect(error).toMatchObject({ stored: 3, requested: 4, field: "permits" });
       expect((await rowsOf(key)).length).toBe(1);
       await a.release(held);
-      const again = await a.acquirePermits(key, sem(4, 4));
+      const again = await a.acquirePermits(key, semaphorePermits(4, 4));
       expect(again).not.toBeNull();
       // A dead session's entries do not keep the old limit.
       const b = await open(20_000, "dead");
       const key2 = name("mismatch-dead");
-      await b.acquirePermits(key2, sem(2));
+      await b.acquirePermits(key2, semaphorePermits(2));
       await admin.query("SELECT pg_terminate_backend($1)", [await pidOf("dead")]);
       await until(async () => b.lost?.aborted === true, 5_000, "the session's loss seen");
-      expect(await a.acquirePermits(key2, sem(5, 5))).not.toBeNull();
+      expect(await a.acquirePermits(key2, semaphorePermits(5, 5))).not.toBeNull();
     });
 
     it("keeps 10,000 permits of one session with one statement per renewal", async () => {
@@ -311,7 +267,7 @@ describeBackend("postgres", (url) => {
       const s = await open(20_000, "many");
       const grants: Grant[] = [];
       for (let i = 0; i < 10_000; i++) {
-        grants.push((await s.acquirePermits(key, sem(1_000_000))) as Grant);
+        grants.push((await s.acquirePermits(key, semaphorePermits(1_000_000))) as Grant);
       }
       const count = countStatements();
       try {
@@ -325,9 +281,11 @@ describeBackend("postgres", (url) => {
       const other = await open(20_000, "other");
       // Another session still gets the rest, at once.
       expect(
-        await other.acquirePermits(key, sem(1_000_000, 990_000, { wait: false })),
+        await other.acquirePermits(key, semaphorePermits(1_000_000, 990_000, { wait: false })),
       ).not.toBeNull();
-      expect(await other.acquirePermits(key, sem(1_000_000, 1, { wait: false }))).toBeNull();
+      expect(
+        await other.acquirePermits(key, semaphorePermits(1_000_000, 1, { wait: false })),
+      ).toBeNull();
       await s.close();
       expect((await rowsOf(key)).length).toBe(1);
     }, 120_000);
@@ -341,7 +299,9 @@ describeBackend("postgres", (url) => {
         const s = (await own.openSession({ ttlMs: 20_000, ownerId: "old" })) as Session;
         const lock = await s.acquire(name("lock"), { wait: false, signal: never() });
         expect(lock).not.toBeNull();
-        const error = await s.acquirePermits(name("sem"), sem(2)).catch((e: unknown) => e);
+        const error = await s
+          .acquirePermits(name("sem"), semaphorePermits(2))
+          .catch((e: unknown) => e);
         expect(error).toBeInstanceOf(ConfigError);
         expect((error as ConfigError).message).toContain("migrate()");
       } finally {
@@ -354,8 +314,8 @@ describeBackend("postgres", (url) => {
       const key = name("close");
       const a = await open(60_000, "a");
       const b = await open(60_000, "b");
-      await a.acquirePermits(key, sem(1));
-      const waiting = track(b.acquirePermits(key, sem(1)));
+      await a.acquirePermits(key, semaphorePermits(1));
+      const waiting = track(b.acquirePermits(key, semaphorePermits(1)));
       await until(async () => (await rowsOf(key)).length === 2, 5_000, "the request queued");
       await a.close();
       // Well before the waiter's own look (a quarter of its TTL at least: 15 s).
