@@ -70,7 +70,14 @@ const FLAGS: Readonly<Record<string, string>> = {
  */
 export function usageFromConfig(error: ConfigError): UsageError {
   const flag = FLAGS[error.field];
-  if (flag === undefined) return new UsageError(error.message);
+  return flag === undefined ? new UsageError(error.message) : usageNaming(flag, error);
+}
+
+/**
+ * A library `ConfigError` as a `UsageError` about `flag` (what the user typed): the library's
+ * explanation, its field name replaced by the flag.
+ */
+export function usageNaming(flag: string, error: ConfigError): UsageError {
   const prefix = `${error.field}: `;
   const text = error.message.startsWith(prefix)
     ? error.message.slice(prefix.length)

@@ -5,7 +5,7 @@ import {
   MAX_PERMITS,
   type PermitLimitError,
 } from "@baton/core";
-import { countOption } from "./args.js";
+import { countOption, usageNaming } from "./args.js";
 import { UsageError } from "./usage-error.js";
 
 /**
@@ -67,12 +67,10 @@ export function describeHeld(name: string, kind: LockKind): string {
  * that names the flag the user typed.
  */
 export function limitUsage(error: PermitLimitError, kind: LockKind): UsageError {
-  const flag = kind.mode === "permit" ? `--permits ${kind.permits}` : `--${kind.mode}`;
-  const prefix = `${error.field}: `;
-  const text = error.message.startsWith(prefix)
-    ? error.message.slice(prefix.length)
-    : error.message;
-  return new UsageError(`${flag}: ${text}`);
+  return usageNaming(
+    kind.mode === "permit" ? `--permits ${kind.permits}` : `--${kind.mode}`,
+    error,
+  );
 }
 
 /**

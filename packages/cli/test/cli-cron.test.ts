@@ -1,25 +1,22 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { cronCommand } from "../src/commands/cron.js";
 import { EXIT } from "../src/exit-codes.js";
 import { main } from "../src/main.js";
 import { until } from "./cli-helpers.js";
+import { linesOf } from "./support/lines-of.js";
+import { useTempDir } from "./support/temp-dir.js";
 
 // `baton cron` as its replicas run it, in one process: every `memory://NAME` of a process
 // shares one store, so two calls are two replicas; `stop` stands in for SIGTERM.
 describe("baton cron", () => {
-  let dir = "";
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), "baton-cron-"));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = useTempDir("baton-cron-");
   const unique = () => Math.random().toString(36).slice(2, 10);
 
   it("two replicas on a per-second cron run each slot once between them, one line per slot each", async () => {
     const id = unique();
-    const log = join(dir, `${id}.log`);
+    const log = join(dir(), `${id}.log`);
     writeFileSync(log, "");
     const backend = `memory://cron-${id}`;
     const script = `echo "$BATON_SLOT $BATON_ATTEMPT $BATON_FENCING_TOKEN" >> ${log}; sleep 0.2`;
@@ -50,7 +47,7 @@ describe("baton cron", () => {
 
   it("stopping while CMD runs sends it SIGTERM and records the attempt failed; then it exits 0", async () => {
     const id = unique();
-    const log = join(dir, `${id}.log`);
+    const log = join(dir(), `${id}.log`);
     writeFileSync(log, "");
     const script = `echo "run $BATON_SLOT" >> ${log}; trap 'echo got-term >> ${log}; exit 0' TERM; while true; do sleep 0.05; done`;
     const backend = `memory://cron-${id}`;
@@ -137,8 +134,4 @@ function capture(
       (s) => err.push(s),
     ).then((code) => ({ code, out, err: err.join("\n") })),
   };
-}
-
-function linesOf(file: string): string[] {
-  return readFileSync(file, "utf8").split("\n").filter(Boolean);
 }

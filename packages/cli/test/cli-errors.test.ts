@@ -2,22 +2,12 @@ import { ConfigError } from "@baton/core";
 import { describe, expect, it } from "vitest";
 import { usageFromConfig } from "../src/args.js";
 import { EXIT } from "../src/exit-codes.js";
-import { main } from "../src/main.js";
-
-async function run(argv: string[]): Promise<{ code: number; err: string }> {
-  const lines: string[] = [];
-  const code = await main(
-    argv,
-    () => undefined,
-    (s) => lines.push(s),
-  );
-  return { code, err: lines.join("\n") };
-}
+import { runMain } from "./support/run-main.js";
 
 describe("CLI errors name the flag the user typed, not the library's field", () => {
   it("baton lock --ttl 2500 on etcd names --ttl, not ttlMs, and exits with the usage code", async () => {
     // etcd leases are whole seconds: refused when the session opens, before any lock.
-    const { code, err } = await run([
+    const { code, err } = await runMain([
       "lock",
       "jobs",
       "--backend",
@@ -34,7 +24,7 @@ describe("CLI errors name the flag the user typed, not the library's field", () 
   });
 
   it("a misspelt backend URL option is a usage error naming --backend and the option", async () => {
-    const { code, err } = await run([
+    const { code, err } = await runMain([
       "lock",
       "jobs",
       "--backend",

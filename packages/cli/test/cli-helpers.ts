@@ -37,6 +37,13 @@ export function baton(args: readonly string[], env: Record<string, string> = {})
   return { child, output: () => out, exited };
 }
 
+/** A CMD that prints "holding", then runs until SIGTERM, on which it prints "got-term" and exits 0. */
+export const HOLD_UNTIL_TERM: readonly string[] = [
+  "sh",
+  "-c",
+  "echo holding; trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done",
+];
+
 /** Polls `check` every 25 ms until it holds, or throws after `timeoutMs`. */
 export async function until(
   check: () => boolean | Promise<boolean>,

@@ -3,10 +3,11 @@ import { describeBackend } from "@baton/conformance/harness";
 import { StaleTokenError } from "@baton/core";
 import { pgFence } from "@baton/postgres";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOCK_OPTIONS, LOCK_USAGE } from "../src/commands/lock.js";
 import { EXIT } from "../src/exit-codes.js";
 import { type BatonRun, baton, until } from "./cli-helpers.js";
+import { useBatonRuns } from "./support/baton-runs.js";
 
 describe("baton lock --help", () => {
   it("documents every flag baton lock accepts", () => {
@@ -27,27 +28,16 @@ describe("baton lock --help", () => {
 describeBackend("postgres", (url) => {
   describe("baton lock --fence (correctness mode)", () => {
     let pool: pg.Pool;
-    const runs: BatonRun[] = [];
     const jobFence = `job_fence_${randomUUID().slice(0, 8)}`;
     beforeAll(() => {
       pool = new pg.Pool({ connectionString: url, max: 3 });
       pool.on("error", () => undefined);
     });
-    afterEach(async () => {
-      for (const r of runs.splice(0)) {
-        r.child.kill("SIGKILL");
-        await r.exited;
-      }
-    });
     afterAll(async () => {
       await pool?.query(`DROP TABLE IF EXISTS ${jobFence}`).catch(() => undefined);
       await pool?.end();
     });
-    const run = (args: string[]) => {
-      const r = baton(args);
-      runs.push(r);
-      return r;
-    };
+    const run = useBatonRuns();
     const name = () => `cli-fence-${randomUUID().slice(0, 8)}`;
     /** The token CMD printed as "token N". */
     const printedToken = async (r: BatonRun) => {

@@ -1,38 +1,25 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { proxyHosts } from "@baton/conformance/faults";
 import { type BackendKind, describeBackend } from "@baton/conformance/harness";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { EXIT } from "../src/exit-codes.js";
-import { type BatonRun, baton, maxAtOnce, neverBesideAWrite, until } from "./cli-helpers.js";
+import { baton, HOLD_UNTIL_TERM, maxAtOnce, neverBesideAWrite, until } from "./cli-helpers.js";
+import { useBatonRuns } from "./support/baton-runs.js";
+import { linesOf } from "./support/lines-of.js";
+import { useTempDir } from "./support/temp-dir.js";
 
 /** `baton lock --permits / --read / --write` as separate processes run it against a real store. */
 const permitsSuite = (url: string) => {
-  let dir = "";
-  const runs: BatonRun[] = [];
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), "baton-cli-permits-"));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  afterEach(async () => {
-    for (const r of runs.splice(0)) {
-      r.child.kill("SIGKILL");
-      await r.exited;
-    }
-  });
-  const run = (args: string[]) => {
-    const r = baton(args);
-    runs.push(r);
-    return r;
-  };
+  const dir = useTempDir("baton-cli-permits-");
+  const run = useBatonRuns();
   const name = () => `cli-permits-${Math.random().toString(36).slice(2, 10)}`;
   /** A log CMD appends to, and a file whose creation lets every CMD end. */
   const world = (id: string) => {
-    const log = join(dir, `${id}.log`);
+    const log = join(dir(), `${id}.log`);
     writeFileSync(log, "");
-    const go = join(dir, `${id}.go`);
-    const lines = () => readFileSync(log, "utf8").split("\n").filter(Boolean);
+    const go = join(dir(), `${id}.go`);
+    const lines = () => linesOf(log);
     return { log, go, lines, starts: () => lines().filter((l) => l.startsWith("start")) };
   };
   /** CMD: logs `start WHO TOKEN`, waits for `gate`, logs `end WHO TOKEN`. */
@@ -109,9 +96,7 @@ const permitsSuite = (url: string) => {
         "--grace",
         "500",
         "--",
-        "sh",
-        "-c",
-        "echo holding; trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done",
+        ...HOLD_UNTIL_TERM,
       ]);
       await until(() => holder.output().includes("holding"), 30_000, "the run to hold");
       for (const proxy of proxied.proxies) proxy.blackhole();

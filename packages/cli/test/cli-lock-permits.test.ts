@@ -1,29 +1,26 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { formatPermitHolders } from "../src/commands/status.js";
 import { EXIT } from "../src/exit-codes.js";
-import { main } from "../src/main.js";
 import { maxAtOnce, neverBesideAWrite, until } from "./cli-helpers.js";
+import { linesOf } from "./support/lines-of.js";
+import { runMain } from "./support/run-main.js";
+import { useTempDir } from "./support/temp-dir.js";
 
 // `baton lock --permits / --read / --write` as several processes run it, in one process:
 // every `memory://NAME` of a process shares one store, so two calls of `main` are two
 // processes of baton. CMD is a real child process.
 describe("baton lock with --permits, --read and --write", () => {
-  let dir = "";
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), "baton-permits-"));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = useTempDir("baton-permits-");
 
   const unique = () => Math.random().toString(36).slice(2, 10);
   /** A fresh store, a log CMD appends to, and a file whose creation lets every CMD end. */
   const world = () => {
     const id = unique();
-    const log = join(dir, `${id}.log`);
+    const log = join(dir(), `${id}.log`);
     writeFileSync(log, "");
-    const go = join(dir, `${id}.go`);
+    const go = join(dir(), `${id}.go`);
     return {
       backend: `memory://permits-${id}`,
       log,
@@ -43,7 +40,16 @@ describe("baton lock with --permits, --read and --write", () => {
   it("--permits 2: two runs hold a permit at once, a third waits until one ends", async () => {
     const { backend, log, go, lines, letGo } = world();
     const lock = (who: string) =>
-      run(["lock", "exports", "--permits", "2", "--backend", backend, "--", ...cmd(who, log, go)]);
+      runMain([
+        "lock",
+        "exports",
+        "--permits",
+        "2",
+        "--backend",
+        backend,
+        "--",
+        ...cmd(who, log, go),
+      ]);
     const a = lock("a");
     const b = lock("b");
     await until(() => starts(lines()).length === 2, 20_000, "two runs to hold a permit");
@@ -66,12 +72,12 @@ describe("baton lock with --permits, --read and --write", () => {
   it("--take K holds K of the permits: a second --take 2 of 3 waits, a single permit does not", async () => {
     const { backend, log, go, lines, letGo } = world();
     const base = ["lock", "gpu", "--permits", "3", "--backend", backend];
-    const big = run([...base, "--take", "2", "--", ...cmd("big", log, go)]);
+    const big = runMain([...base, "--take", "2", "--", ...cmd("big", log, go)]);
     await until(() => starts(lines()).length === 1, 20_000, "the first run to hold 2 permits");
-    const second = await run([...base, "--take", "2", "--no-wait", "--", "true"]);
+    const second = await runMain([...base, "--take", "2", "--no-wait", "--", "true"]);
     expect(second.code).toBe(EXIT.held);
     expect(second.err).toContain('semaphore "gpu" has fewer than 2 free permits of its 3');
-    const small = await run([...base, "--no-wait", "--", "true"]);
+    const small = await runMain([...base, "--no-wait", "--", "true"]);
     expect(small.code).toBe(0);
     letGo();
     expect((await big).code).toBe(0);
@@ -80,12 +86,12 @@ describe("baton lock with --permits, --read and --write", () => {
   it("--no-wait on a semaphore with no free permit is the held code; --wait running out, the timeout code", async () => {
     const { backend, log, go, lines, letGo } = world();
     const base = ["lock", "slots", "--permits", "1", "--backend", backend];
-    const holder = run([...base, "--", ...cmd("holder", log, go)]);
+    const holder = runMain([...base, "--", ...cmd("holder", log, go)]);
     await until(() => starts(lines()).length === 1, 20_000, "the holder");
-    const tried = await run([...base, "--no-wait", "--", "true"]);
+    const tried = await runMain([...base, "--no-wait", "--", "true"]);
     expect(tried.code).toBe(EXIT.held);
     expect(tried.err).toContain('semaphore "slots" has no free permit of its 1');
-    const waited = await run([...base, "--wait", "300", "--", "true"]);
+    const waited = await runMain([...base, "--wait", "300", "--", "true"]);
     expect(waited.code).toBe(EXIT.timeout);
     letGo();
     expect((await holder).code).toBe(0);
@@ -93,7 +99,7 @@ describe("baton lock with --permits, --read and --write", () => {
 
   it("another --permits than the store holds for NAME is a usage error naming both numbers", async () => {
     const { backend, log, go, lines, letGo } = world();
-    const holder = run([
+    const holder = runMain([
       "lock",
       "exports",
       "--permits",
@@ -104,7 +110,7 @@ describe("baton lock with --permits, --read and --write", () => {
       ...cmd("holder", log, go),
     ]);
     await until(() => starts(lines()).length === 1, 20_000, "the holder");
-    const other = await run([
+    const other = await runMain([
       "lock",
       "exports",
       "--permits",
@@ -118,7 +124,7 @@ describe("baton lock with --permits, --read and --write", () => {
     expect(other.err).toContain('--permits 3: "exports" has 2 permits in the store');
     expect(other.err).toContain("asked for 3 permits");
     // A read-write lock of a semaphore's name is refused the same way.
-    const read = await run(["lock", "exports", "--read", "--backend", backend, "--", "true"]);
+    const read = await runMain(["lock", "exports", "--read", "--backend", backend, "--", "true"]);
     expect(read.code).toBe(EXIT.usage);
     expect(read.err).toContain(
       `--read: "exports" has 2 permits in the store, and this acquire asked for a read-write lock's limit`,
@@ -130,7 +136,7 @@ describe("baton lock with --permits, --read and --write", () => {
   it("--read runs beside another --read, never beside a --write; a read carries the newest write's token", async () => {
     const { backend, log, go, lines, letGo } = world();
     const lock = (who: string, side: "--read" | "--write", gate = go) =>
-      run(["lock", "catalog", side, "--backend", backend, "--", ...cmd(who, log, gate)]);
+      runMain(["lock", "catalog", side, "--backend", backend, "--", ...cmd(who, log, gate)]);
     const r1 = lock("r1", "--read");
     const r2 = lock("r2", "--read");
     await until(() => starts(lines()).length === 2, 20_000, "two readers at once");
@@ -164,7 +170,7 @@ describe("baton lock with --permits, --read and --write", () => {
 
   it("--write --no-wait while a read is held is the held code", async () => {
     const { backend, log, go, lines, letGo } = world();
-    const reader = run([
+    const reader = runMain([
       "lock",
       "catalog",
       "--read",
@@ -174,7 +180,7 @@ describe("baton lock with --permits, --read and --write", () => {
       ...cmd("r", log, go),
     ]);
     await until(() => starts(lines()).length === 1, 20_000, "the reader");
-    const w = await run([
+    const w = await runMain([
       "lock",
       "catalog",
       "--write",
@@ -187,7 +193,15 @@ describe("baton lock with --permits, --read and --write", () => {
     expect(w.code).toBe(EXIT.held);
     expect(w.err).toContain('read-write lock "catalog" is held by someone else');
     // A plain lock of the same name is another lock: it does not wait for the reader.
-    const plain = await run(["lock", "catalog", "--no-wait", "--backend", backend, "--", "true"]);
+    const plain = await runMain([
+      "lock",
+      "catalog",
+      "--no-wait",
+      "--backend",
+      backend,
+      "--",
+      "true",
+    ]);
     expect(plain.code).toBe(0);
     letGo();
     expect((await reader).code).toBe(0);
@@ -196,7 +210,7 @@ describe("baton lock with --permits, --read and --write", () => {
   it("baton status --permits lists each holder with its permits or side, in grant order", async () => {
     const { backend, log, go, lines, letGo } = world();
     const holders = [
-      run([
+      runMain([
         "lock",
         "jobs",
         "--permits",
@@ -213,10 +227,10 @@ describe("baton lock with --permits, --read and --write", () => {
     ];
     await until(() => starts(lines()).length === 1, 20_000, "the first holder");
     holders.push(
-      run(["lock", "jobs", "--permits", "3", "--backend", backend, "--", ...cmd("b", log, go)]),
+      runMain(["lock", "jobs", "--permits", "3", "--backend", backend, "--", ...cmd("b", log, go)]),
     );
     await until(() => starts(lines()).length === 2, 20_000, "the second holder");
-    const status = await run(["status", "jobs", "--permits", "--backend", backend]);
+    const status = await runMain(["status", "jobs", "--permits", "--backend", backend]);
     expect(status.code).toBe(0);
     const shown = status.out.split("\n");
     expect(shown).toHaveLength(2);
@@ -224,7 +238,7 @@ describe("baton lock with --permits, --read and --write", () => {
       /^jobs: 2 permits held by .+, token \d+, value "big", time left (\d+ ms|unknown)$/,
     );
     expect(shown[1]).toMatch(/^jobs: 1 permit held by .+, token \d+, time left (\d+ ms|unknown)$/);
-    const json = await run(["status", "jobs", "--permits", "--json", "--backend", backend]);
+    const json = await runMain(["status", "jobs", "--permits", "--json", "--backend", backend]);
     const parsed = JSON.parse(json.out) as {
       name: string;
       holders: { permits: number; mode: string }[];
@@ -236,7 +250,7 @@ describe("baton lock with --permits, --read and --write", () => {
     ]);
     letGo();
     expect((await Promise.all(holders)).map((r) => r.code)).toEqual([0, 0]);
-    const free = await run(["status", "jobs", "--permits", "--backend", backend]);
+    const free = await runMain(["status", "jobs", "--permits", "--backend", backend]);
     expect(free.out).toBe("jobs: no permits held");
   });
 
@@ -281,33 +295,18 @@ describe("baton lock with --permits, --read and --write", () => {
     ];
     for (const [flags, message] of cases) {
       const argv = ["lock", "x", ...flags, "--backend", backend, "--", "true"];
-      const r = await run(argv);
+      const r = await runMain(argv);
       expect(r.code, argv.join(" ")).toBe(EXIT.usage);
       expect(r.err, argv.join(" ")).toContain(message);
     }
-    const watch = await run(["status", "x", "--permits", "--watch", "--backend", backend]);
+    const watch = await runMain(["status", "x", "--permits", "--watch", "--backend", backend]);
     expect(watch.code).toBe(EXIT.usage);
     expect(watch.err).toContain("--watch and --permits exclude each other");
-    const counted = await run(["status", "x", "--permits", "3", "--backend", backend]);
+    const counted = await runMain(["status", "x", "--permits", "3", "--backend", backend]);
     expect(counted.code).toBe(EXIT.usage);
     expect(counted.err).toContain("--permits takes no number");
-    const help = await run(["lock", "--help"]);
+    const help = await runMain(["lock", "--help"]);
     expect(help.out).toContain("--permits N");
     expect(help.out).toContain("--read");
   });
 });
-
-async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(
-    argv,
-    (s) => out.push(s),
-    (s) => err.push(s),
-  );
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
-
-function linesOf(file: string): string[] {
-  return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
-}

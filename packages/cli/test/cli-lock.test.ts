@@ -1,36 +1,22 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
 import { createCoordinator } from "@baton/core";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { EXIT } from "../src/exit-codes.js";
-import { type BatonRun, baton, until } from "./cli-helpers.js";
+import { type BatonRun, HOLD_UNTIL_TERM, until } from "./cli-helpers.js";
+import { useBatonRuns } from "./support/baton-runs.js";
+import { useTempDir } from "./support/temp-dir.js";
 
 describeBackend("redis", (url) => {
-  let dir = "";
-  const runs: BatonRun[] = [];
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), "baton-cli-"));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  afterEach(async () => {
-    for (const r of runs.splice(0)) {
-      r.child.kill("SIGKILL");
-      await r.exited;
-    }
-  });
-  const run = (args: string[]) => {
-    const r = baton(args);
-    runs.push(r);
-    return r;
-  };
+  const dir = useTempDir("baton-cli-");
+  const run = useBatonRuns();
   const name = () => `cli-${Math.random().toString(36).slice(2, 10)}`;
 
   it("two runs of the same NAME never overlap, and CMD gets a rising token", async () => {
     const lock = name();
-    const log = join(dir, `${lock}.log`);
+    const log = join(dir(), `${lock}.log`);
     writeFileSync(log, "");
     const script = `echo "start $BATON_FENCING_TOKEN $(date +%s%N)" >> ${log}; sleep 0.4; echo "end $BATON_FENCING_TOKEN $(date +%s%N)" >> ${log}`;
     const a = run(["lock", lock, "--backend", url, "--ttl", "2000", "--", "sh", "-c", script]);
@@ -111,9 +97,7 @@ describeBackend("redis", (url) => {
         "--grace",
         "500",
         "--",
-        "sh",
-        "-c",
-        "echo holding; trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done",
+        ...HOLD_UNTIL_TERM,
       ]);
       await until(() => holder.output().includes("holding"), 20_000, "the run to hold");
       proxy.blackhole();
@@ -125,8 +109,7 @@ describeBackend("redis", (url) => {
   });
 
   it("bad usage is exit 64 with a message naming what is wrong", async () => {
-    const noBackend = baton(["lock", "x", "--", "true"], { BATON_BACKEND: "" });
-    runs.push(noBackend);
+    const noBackend = run(["lock", "x", "--", "true"], { BATON_BACKEND: "" });
     expect(await noBackend.exited).toBe(EXIT.usage);
     expect(noBackend.output()).toContain("--backend");
     const badTtl = run(["lock", "x", "--backend", url, "--ttl", "soon", "--", "true"]);
@@ -139,7 +122,7 @@ describeBackend("redis", (url) => {
 
   it("baton elect with 3 instances runs CMD on exactly one; another takes over when it is killed", async () => {
     const election = name();
-    const log = join(dir, `${election}.leaders`);
+    const log = join(dir(), `${election}.leaders`);
     writeFileSync(log, "");
     const script = `echo "$BATON_FENCING_TOKEN" >> ${log}; exec sleep 60`;
     const instances = [0, 1, 2].map(() =>

@@ -1,10 +1,12 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type BackendKind, describeBackend } from "@baton/conformance/harness";
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { EXIT } from "../src/exit-codes.js";
 import { type BatonRun, baton, until } from "./cli-helpers.js";
+import { useBatonRuns } from "./support/baton-runs.js";
+import { linesOf } from "./support/lines-of.js";
+import { useTempDir } from "./support/temp-dir.js";
 
 // `baton run-once` and `baton cron` as separate processes (replicas) sharing a real store.
 // Each backend whose adapter keeps job records is listed here and runs them all.
@@ -12,26 +14,11 @@ const WITH_RECORDS: readonly BackendKind[] = ["redis", "etcd", "zookeeper", "pos
 
 for (const kind of WITH_RECORDS) {
   describeBackend(kind, (url) => {
-    let dir = "";
-    const runs: BatonRun[] = [];
-    beforeAll(() => {
-      dir = mkdtempSync(join(tmpdir(), "baton-run-once-"));
-    });
-    afterAll(() => rmSync(dir, { recursive: true, force: true }));
-    afterEach(async () => {
-      for (const r of runs.splice(0)) {
-        r.child.kill("SIGKILL");
-        await r.exited;
-      }
-    });
-    const run = (args: string[]) => {
-      const r = baton(args);
-      runs.push(r);
-      return r;
-    };
+    const dir = useTempDir("baton-run-once-");
+    const run = useBatonRuns();
     const unique = () => `cli-${Math.random().toString(36).slice(2, 10)}`;
     const logFile = () => {
-      const log = join(dir, `${unique()}.log`);
+      const log = join(dir(), `${unique()}.log`);
       writeFileSync(log, "");
       return log;
     };
@@ -141,7 +128,3 @@ describeBackend("redlock", (url) => {
     expect(cron.output()).toContain("--backend: the redlock backend keeps no durable records");
   }, 30_000);
 });
-
-function linesOf(file: string): string[] {
-  return readFileSync(file, "utf8").split("\n").filter(Boolean);
-}

@@ -1,25 +1,22 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/exit-codes.js";
-import { main } from "../src/main.js";
 import { until } from "./cli-helpers.js";
+import { linesOf } from "./support/lines-of.js";
+import { runMain } from "./support/run-main.js";
+import { useTempDir } from "./support/temp-dir.js";
 
 // `baton run-once` as its replicas run it, in one process: every `memory://NAME` of a process
 // shares one store, so two calls of `main` are two replicas. CMD is a real child process.
 describe("baton run-once", () => {
-  let dir = "";
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), "baton-run-once-"));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = useTempDir("baton-run-once-");
 
   const unique = () => Math.random().toString(36).slice(2, 10);
   /** A fresh store and a log file CMD appends one line per run to. */
   const world = () => {
     const id = unique();
-    const log = join(dir, `${id}.log`);
+    const log = join(dir(), `${id}.log`);
     writeFileSync(log, "");
     return { backend: `memory://run-once-${id}`, log, lines: () => linesOf(log) };
   };
@@ -30,22 +27,25 @@ describe("baton run-once", () => {
     const { backend, log, lines } = world();
     const cmd = ["sh", "-c", `${record(log)}; sleep 0.3`];
     const args = ["run-once", "invoices", "2026-12-01", "--backend", backend, "--wait", "20000"];
-    const [a, b] = await Promise.all([run([...args, "--", ...cmd]), run([...args, "--", ...cmd])]);
+    const [a, b] = await Promise.all([
+      runMain([...args, "--", ...cmd]),
+      runMain([...args, "--", ...cmd]),
+    ]);
     expect([a.code, b.code].sort((x, y) => x - y)).toEqual([0, EXIT.alreadyDone]);
     expect(lines()).toHaveLength(1);
     expect(lines()[0]).toMatch(/^invoices 2026-12-01 attempt=1 token=\d+$/);
     const skipped = a.code === 0 ? b : a;
     expect(skipped.err).toContain('job "invoices" slot "2026-12-01": already done');
     // Later calls, long after every lock is gone, find it done too.
-    const later = await run([...args.slice(0, 5), "--", ...cmd]);
+    const later = await runMain([...args.slice(0, 5), "--", ...cmd]);
     expect(later.code).toBe(EXIT.alreadyDone);
     expect(lines()).toHaveLength(1);
   });
 
   it("without --wait, a replica whose slot runs elsewhere exits with the running-elsewhere code", async () => {
     const { backend, log, lines } = world();
-    const started = join(dir, `${unique()}.started`);
-    const first = run([
+    const started = join(dir(), `${unique()}.started`);
+    const first = runMain([
       "run-once",
       "report",
       "s1",
@@ -57,7 +57,7 @@ describe("baton run-once", () => {
       `touch ${started}; ${record(log)}; sleep 1`,
     ]);
     await until(() => exists(started), 20_000, "the first CMD to start");
-    const second = await run(["run-once", "report", "s1", "--backend", backend, "--", "true"]);
+    const second = await runMain(["run-once", "report", "s1", "--backend", backend, "--", "true"]);
     expect(second.code).toBe(EXIT.runningElsewhere);
     expect(second.err).toContain("running elsewhere (held by");
     expect((await first).code).toBe(0);
@@ -69,14 +69,14 @@ describe("baton run-once", () => {
     const base = ["run-once", "export", "2026-12-01", "--backend", backend, "--"];
     // Fails on its first attempt, succeeds on the next.
     const cmd = ["sh", "-c", `${record(log)}; [ "$BATON_ATTEMPT" -ge 2 ] || exit 3`];
-    const failed = await run([...base, ...cmd]);
+    const failed = await runMain([...base, ...cmd]);
     expect(failed.code).toBe(3);
     expect(failed.err).toContain("failed (attempt 1,");
     expect(failed.err).toContain("2 attempts left");
     expect(failed.err).toContain("exited with code 3");
-    const retried = await run([...base, ...cmd]);
+    const retried = await runMain([...base, ...cmd]);
     expect(retried.code).toBe(0);
-    const done = await run([...base, ...cmd]);
+    const done = await runMain([...base, ...cmd]);
     expect(done.code).toBe(EXIT.alreadyDone);
     const runs = lines();
     expect(runs.map((l) => l.split(" ")[2])).toEqual(["attempt=1", "attempt=2"]);
@@ -89,9 +89,9 @@ describe("baton run-once", () => {
     const { backend, log, lines } = world();
     const base = ["run-once", "sync", "s", "--backend", backend, "--max-attempts", "2", "--"];
     const cmd = ["sh", "-c", `${record(log)}; exit 1`];
-    expect((await run([...base, ...cmd])).code).toBe(1);
-    expect((await run([...base, ...cmd])).code).toBe(1);
-    const exhausted = await run([...base, ...cmd]);
+    expect((await runMain([...base, ...cmd])).code).toBe(1);
+    expect((await runMain([...base, ...cmd])).code).toBe(1);
+    const exhausted = await runMain([...base, ...cmd]);
     expect(exhausted.code).toBe(EXIT.attemptsExhausted);
     expect(exhausted.err).toContain(
       "attempts exhausted (2 failed; the last: sh exited with code 1)",
@@ -103,7 +103,7 @@ describe("baton run-once", () => {
     const { backend, log, lines } = world();
     const script = `${record(log)}; trap 'echo got-term >> ${log}; exit 0' TERM; while true; do sleep 0.05; done`;
     const base = ["run-once", "slow", "s", "--backend", backend];
-    const over = await run([
+    const over = await runMain([
       ...base,
       "--at-most",
       "300",
@@ -118,13 +118,13 @@ describe("baton run-once", () => {
     expect(over.err).toContain("ran past --at-most 300 ms");
     // CMD exited 0 on SIGTERM, yet the slot is not done: the next call runs attempt 2.
     expect(lines()).toEqual([expect.stringContaining("attempt=1"), "got-term"]);
-    expect((await run([...base, "--", "sh", "-c", record(log)])).code).toBe(0);
+    expect((await runMain([...base, "--", "sh", "-c", record(log)])).code).toBe(0);
     expect(lines()[2]).toContain("attempt=2");
   });
 
   it("an unreachable store is the unavailable code, and CMD does not run", async () => {
     const { log, lines } = world();
-    const r = await run([
+    const r = await runMain([
       "run-once",
       "job",
       "s",
@@ -160,31 +160,16 @@ describe("baton run-once", () => {
       [["run-once", "job", "", "--backend", backend, "--", "true"], "SLOT: must not be empty"],
     ];
     for (const [argv, message] of cases) {
-      const r = await run(argv);
+      const r = await runMain(argv);
       expect(r.code, argv.join(" ")).toBe(EXIT.usage);
       expect(r.err, argv.join(" ")).toContain(message);
     }
-    const help = await run(["run-once", "--help"]);
+    const help = await runMain(["run-once", "--help"]);
     expect(help.code).toBe(0);
     expect(help.out).toContain("usage: baton run-once JOB SLOT");
     expect(help.out).toContain(`${EXIT.alreadyDone} already done`);
   });
 });
-
-async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(
-    argv,
-    (s) => out.push(s),
-    (s) => err.push(s),
-  );
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
-
-function linesOf(file: string): string[] {
-  return readFileSync(file, "utf8").split("\n").filter(Boolean);
-}
 
 function exists(file: string): boolean {
   try {

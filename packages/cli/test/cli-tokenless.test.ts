@@ -1,20 +1,9 @@
 import { describeBackend } from "@baton/conformance/harness";
-import { afterEach, expect, it } from "vitest";
-import { type BatonRun, baton } from "./cli-helpers.js";
+import { expect, it } from "vitest";
+import { useBatonRuns } from "./support/baton-runs.js";
 
 describeBackend("redlock", (url) => {
-  const runs: BatonRun[] = [];
-  afterEach(async () => {
-    for (const r of runs.splice(0)) {
-      r.child.kill("SIGKILL");
-      await r.exited;
-    }
-  });
-  const run = (args: string[], env: Record<string, string>) => {
-    const r = baton(args, env);
-    runs.push(r);
-    return r;
-  };
+  const run = useBatonRuns();
   const name = () => `cli-tokenless-${Math.random().toString(36).slice(2, 10)}`;
   // The token CMD sees, "unset" when there is none (one from an outer run must not leak in).
   const script = `echo "token=\${BATON_FENCING_TOKEN-unset} lock=\${BATON_LOCK_NAME:-}\${BATON_ELECTION_NAME:-}"`;
