@@ -1225,7 +1225,7 @@ function sendAcquire(session: BackendSession, call: AcquireCall): Promise<Grant 
 function noPermitsError(kind?: string): ConfigError {
   return new ConfigError(
     "backend",
-    `the ${kind ?? "this"} backend has no semaphores or read-write locks (its guarantees declare semaphores: false); use memory, redis, etcd, zookeeper or postgres`,
+    `${kind === undefined ? "this backend's sessions have" : `the ${kind} backend has`} no semaphores or read-write locks (its guarantees declare semaphores: false); use memory, redis, etcd, zookeeper or postgres (advisory locks, not ?locks=lease)`,
   );
 }
 

@@ -3,9 +3,11 @@ import {
   ConfigError,
   type Coordinator,
   createCoordinator,
+  type LockBackend,
   LockHeldError,
   LockTimeoutError,
   ManualClock,
+  MEMORY_GUARANTEES,
   MemoryBackend,
   MemoryFence,
   Permit,
@@ -222,6 +224,39 @@ describe("permits through the coordinator", () => {
     expect(() => coordinator.semaphore("s", { permits: 2 })).toThrow(/semaphores: false/);
     expect(() => coordinator.readWriteLock("rw")).toThrow(ConfigError);
     expect(backend.calls.openSession).toBe(0);
+  });
+
+  it("refuses with a ConfigError when the sessions have no permits after all", async () => {
+    // A backend whose declaration is known only once connected (a URL's mode, say).
+    const inner = new MemoryBackend();
+    const backend: LockBackend = {
+      kind: "partial",
+      guarantees: MEMORY_GUARANTEES,
+      openSession: async (options) => {
+        const session = await inner.openSession(options);
+        return {
+          ownerId: session.ownerId,
+          ttlMs: session.ttlMs,
+          keepAlive: () => session.keepAlive(),
+          acquire: (key, o) => session.acquire(key, o),
+          release: (grant) => session.release(grant),
+          holder: (key) => session.holder(key),
+          close: () => session.close(),
+        };
+      },
+      close: () => inner.close(),
+    };
+    const coordinator = createCoordinator({ backend });
+    const error = await coordinator
+      .semaphore("s", { permits: 2 })
+      .acquire({ waitMs: 1_000 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(
+      /^backend: this backend's sessions have no semaphores/,
+    );
+    await expect(coordinator.readWriteLock("rw").holders()).rejects.toBeInstanceOf(ConfigError);
+    await coordinator.close();
   });
 
   it("emits acquired and released, and close() releases held permits", async () => {
