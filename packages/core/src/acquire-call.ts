@@ -36,6 +36,8 @@ export class AcquireCall implements Linked<AcquireCall> {
   readonly scope: AbortScope;
   /** Frees the name in this process, while the call holds it (a held lock then takes it over). */
   unlockLocal: (() => void) | undefined;
+  /** The backend call of the latest attempt of a permit wait, until the call ends. */
+  inFlight: Promise<unknown> | undefined;
   /** The error of the last failed attempt: the cause of a later give-up. */
   lastFailure: unknown;
   /** Links in the coordinator's in-flight calls. */

@@ -12,7 +12,7 @@ import type {
 import type { BackendUrl } from "./backend-url.js";
 import { type BackoffOptions, backoffMs } from "./backoff.js";
 import { boundedCall, raceAbortable } from "./bounded-call.js";
-import { type Clock, sleep, systemClock, type TimerOptions } from "./clock.js";
+import { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./clock.js";
 import {
   type AcquireOptions,
   type CoordinatorOptions,
@@ -284,6 +284,8 @@ export function createCoordinator(options: CoordinatorOptions): Coordinator {
 /** TTLs, besides the coordinator's, that locks of one coordinator may use (a session each). */
 const MAX_LOCK_TTLS = 8;
 const RETRY: BackoffOptions = { minMs: 20, maxMs: 1_000 };
+/** How long a given-up permit wait waits for its backend to take its queue entry out. */
+const CLEANUP_GRACE_MS = 1_000;
 const KEEP_ALIVE: TimerOptions = { keepAlive: true };
 
 class CoordinatorImpl implements Coordinator {
@@ -857,6 +859,7 @@ class CoordinatorImpl implements Coordinator {
     let pending: Promise<Grant | null>;
     try {
       pending = sendAcquire(backendSession, call);
+      if (call.permit !== undefined && call.waiting) call.inFlight = pending;
     } catch (error) {
       return this.#attempts(call, whenHeld, 1, { session, error });
     }
@@ -992,6 +995,7 @@ class CoordinatorImpl implements Coordinator {
     session: ManagedSession,
   ): Promise<void> {
     if (call.scope.aborted) {
+      await this.#cleanupGrace(call);
       throw this.#cutShort(call, () =>
         call.waiting ? call.timeout() : call.noAnswer("acquiring"),
       );
@@ -1093,6 +1097,26 @@ class CoordinatorImpl implements Coordinator {
   }
 
   /**
+   * A permit wait given up on (cancelled, timed out) rejects once the backend has taken its
+   * queue entry out, or after a short bound: an acquire that comes right after the rejection
+   * then never finds the abandoned entry ahead of it. A backend that honours the abort
+   * answers within a round trip.
+   */
+  async #cleanupGrace(call: AcquireCall): Promise<void> {
+    const inFlight = call.inFlight;
+    call.inFlight = undefined;
+    if (inFlight === undefined) return;
+    let timer: Timer | undefined;
+    await Promise.race([
+      inFlight.then(noop, noop),
+      new Promise<void>((resolve) => {
+        timer = this.#clock.setTimer(resolve, CLEANUP_GRACE_MS, KEEP_ALIVE);
+      }),
+    ]);
+    timer?.cancel();
+  }
+
+  /**
    * The fence a grant of `call` raises: the coordinator's (correctness mode) for a lock or a
    * write; none for a semaphore's permits and reads, which are held many at once and share
    * their order with the writes.
@@ -1109,7 +1133,9 @@ class CoordinatorImpl implements Coordinator {
   #backendAcquire(session: ManagedSession, call: AcquireCall): Promise<Grant | null> {
     const { name, scope } = call;
     const backendSession = session.backendSession;
-    return raceAbortable(sendAcquire(backendSession, call), scope, {
+    const pending = sendAcquire(backendSession, call);
+    if (call.permit !== undefined && call.waiting) call.inFlight = pending;
+    return raceAbortable(pending, scope, {
       onAbandoned: (late) => this.#releaseLate(late, backendSession, name, scope),
     });
   }

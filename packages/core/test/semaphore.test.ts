@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import {
+  type BackendPermitOptions,
   ConfigError,
   type Coordinator,
   createCoordinator,
+  type Grant,
   type LockBackend,
   LockHeldError,
   LockTimeoutError,
@@ -257,6 +259,63 @@ describe("permits through the coordinator", () => {
     );
     await expect(coordinator.readWriteLock("rw").holders()).rejects.toBeInstanceOf(ConfigError);
     await coordinator.close();
+  });
+
+  it("rejects a given-up wait only once the backend has taken its entry out", async () => {
+    // A store that needs 200 ms to take an aborted waiter out of its queue, and 50 ms for a
+    // release.
+    const inner = new MemoryBackend();
+    const slowCleanup: LockBackend = {
+      kind: "slow-cleanup",
+      guarantees: MEMORY_GUARANTEES,
+      openSession: async (options) => {
+        const session = await inner.openSession(options);
+        return {
+          ownerId: session.ownerId,
+          ttlMs: session.ttlMs,
+          keepAlive: () => session.keepAlive(),
+          acquire: (key, o) => session.acquire(key, o),
+          release: async (grant) => {
+            await new Promise((r) => setTimeout(r, 50));
+            return await session.release(grant);
+          },
+          holder: (key) => session.holder(key),
+          permitHolders: (key) => session.permitHolders?.(key) ?? Promise.resolve([]),
+          downgrade: (grant) => session.downgrade?.(grant) ?? Promise.resolve(null),
+          close: () => session.close(),
+          acquirePermits: (key: string, o: BackendPermitOptions) => {
+            const late = new AbortController();
+            if (o.wait) {
+              o.signal.addEventListener("abort", () => {
+                setTimeout(() => late.abort(o.signal.reason), 200);
+              });
+            }
+            return session.acquirePermits?.(key, {
+              limit: o.limit,
+              permits: o.permits,
+              mode: o.mode,
+              wait: o.wait,
+              value: o.value,
+              signal: late.signal,
+            }) as Promise<Grant | null>;
+          },
+        };
+      },
+      close: () => inner.close(),
+    };
+    const holder = createCoordinator({ backend: slowCleanup, ownerId: "holder" });
+    const waiter = createCoordinator({ backend: slowCleanup, ownerId: "waiter" });
+    const other = createCoordinator({ backend: slowCleanup, ownerId: "other" });
+    const held = await holder.semaphore("s", { permits: 1 }).acquire();
+    await expect(
+      waiter.semaphore("s", { permits: 1 }).acquire({ waitMs: 100 }),
+    ).rejects.toBeInstanceOf(LockTimeoutError);
+    await held.release();
+    // The timed-out waiter is not ahead any more: the permit is free for the next one.
+    const next = await other.semaphore("s", { permits: 1 }).tryAcquire();
+    expect(next).not.toBeNull();
+    await next?.release();
+    await Promise.all([holder.close(), waiter.close(), other.close()]);
   });
 
   it("emits acquired and released, and close() releases held permits", async () => {
