@@ -33,7 +33,11 @@ export interface OpenSessionOptions {
 
 /** What {@link BackendSession.keepAlive} learned besides "the session lives". */
 export interface KeepAliveResult {
-  /** Keys this session held that the store no longer holds for it (the session itself lives). */
+  /**
+   * Lock keys this session held that the store no longer holds for it (the session itself
+   * lives). Plain locks only: a permit key named here ends nothing. A backend that finds a
+   * session's permits gone throws `SessionLostError` instead.
+   */
   readonly lostKeys?: readonly string[];
 }
 

@@ -36,6 +36,7 @@ export class HeldLock implements SessionLock, LockInit {
   readonly name: string;
   readonly token: bigint;
   readonly value: string | undefined;
+  readonly permit: boolean;
   /**
    * Ends (with a `LockLostError` reason) when the lock is lost or released. Its signal checks
    * the local deadline before it answers (see `check()`).
@@ -64,6 +65,7 @@ export class HeldLock implements SessionLock, LockInit {
     this.name = name;
     this.token = grant.token;
     this.value = value;
+    this.permit = permit !== undefined;
     this.#grant = grant;
     this.#session = session;
     this.#unlockLocal = unlockLocal;

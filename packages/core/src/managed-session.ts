@@ -11,6 +11,11 @@ import { type Linked, LinkedList } from "./linked-list.js";
 export interface SessionLock extends Linked<SessionLock> {
   /** The lock name (the backend key). */
   readonly name: string;
+  /**
+   * True for a semaphore's permit or a read-write lock's hold, whose key is in the permit key
+   * space: `lostKeys` names plain locks only.
+   */
+  readonly permit: boolean;
   /** Called at most once, for any loss but a release. */
   lose(reason: LockLostReason, cause?: unknown): void;
   /**
@@ -258,7 +263,11 @@ export class ManagedSession {
       this.#confirm(started);
       const lostKeys = result?.lostKeys;
       if (lostKeys !== undefined && lostKeys.length > 0) {
-        const byName = new Map(this.#oldestFirst().map((lock) => [lock.name, lock]));
+        const byName = new Map(
+          this.#oldestFirst()
+            .filter((lock) => !lock.permit)
+            .map((lock) => [lock.name, lock]),
+        );
         for (const key of lostKeys) {
           const lock = byName.get(key);
           if (lock === undefined || !this.#locks.delete(lock)) continue;

@@ -318,6 +318,41 @@ describe("permits through the coordinator", () => {
     await Promise.all([holder.close(), waiter.close(), other.close()]);
   });
 
+  it("a lost lock key ends the lock of that name, not a permit of the same name", async () => {
+    const clock = new ManualClock();
+    const inner = new MemoryBackend({ clock });
+    let lostKeys: string[] = [];
+    const backend: LockBackend = {
+      kind: "losing",
+      guarantees: MEMORY_GUARANTEES,
+      openSession: async (options) => {
+        const session = await inner.openSession(options);
+        return {
+          ownerId: session.ownerId,
+          ttlMs: session.ttlMs,
+          keepAlive: async () => {
+            await session.keepAlive();
+            return { lostKeys };
+          },
+          acquire: (key, o) => session.acquire(key, o),
+          acquirePermits: (key, o) => session.acquirePermits?.(key, o) ?? Promise.resolve(null),
+          release: (grant) => session.release(grant),
+          holder: (key) => session.holder(key),
+          close: () => session.close(),
+        };
+      },
+      close: () => inner.close(),
+    };
+    const coordinator = createCoordinator({ backend, ttlMs: 3_000, clock });
+    const lock = await coordinator.acquire("x");
+    const permit = await coordinator.semaphore("x", { permits: 2 }).acquire();
+    lostKeys = ["x"];
+    await clock.advance(1_100); // one renewal
+    expect(lock.lostReason).toBe("key-lost");
+    expect(permit.held).toBe(true);
+    await coordinator.close();
+  });
+
   it("emits acquired and released, and close() releases held permits", async () => {
     const backend = new MemoryBackend();
     const coordinator = createCoordinator({ backend });
