@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { readPermits, semaphorePermits, track, writePermits } from "@baton/conformance";
 import { describeBackend } from "@baton/conformance/harness";
 import {
-  type BackendPermitOptions,
   type BackendSession,
   type Grant,
   PermitLimitError,
@@ -19,46 +19,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Session = BackendSession &
   Required<Pick<BackendSession, "acquirePermits" | "permitHolders" | "downgrade">>;
-
-/** Options of a semaphore's permits. */
-const sem = (
-  limit: number,
-  permits = 1,
-  more: Partial<BackendPermitOptions> = {},
-): BackendPermitOptions => ({
-  limit,
-  permits,
-  mode: "permit",
-  wait: true,
-  signal: never(),
-  ...more,
-});
-const read = (more: Partial<BackendPermitOptions> = {}): BackendPermitOptions => ({
-  limit: READ_WRITE_LIMIT,
-  permits: 1,
-  mode: "read",
-  wait: true,
-  signal: never(),
-  ...more,
-});
-const write = (more: Partial<BackendPermitOptions> = {}): BackendPermitOptions => ({
-  limit: READ_WRITE_LIMIT,
-  permits: READ_WRITE_LIMIT,
-  mode: "write",
-  wait: true,
-  signal: never(),
-  ...more,
-});
-
-/** Tracks whether a pending acquire has settled yet. */
-function track<T>(pending: Promise<T>): { promise: Promise<T>; settled: () => boolean } {
-  let settled = false;
-  const promise = pending.finally(() => {
-    settled = true;
-  });
-  promise.catch(() => undefined);
-  return { promise, settled: () => settled };
-}
 
 describeBackend("etcd", (url) => {
   describe("etcd permits", () => {
@@ -99,16 +59,16 @@ describeBackend("etcd", (url) => {
       const key = name("one-rt");
       const a = await open();
       recording.reset();
-      const permit = await a.acquirePermits(key, sem(3));
+      const permit = await a.acquirePermits(key, semaphorePermits(3));
       expect(recording.kvCalls).toEqual(["txn"]);
       recording.reset();
-      const second = await a.acquirePermits(key, sem(3, 2));
+      const second = await a.acquirePermits(key, semaphorePermits(3, 2));
       expect(recording.kvCalls).toEqual(["txn"]);
       recording.reset();
-      const w = await a.acquirePermits(`${key}-rw`, write());
+      const w = await a.acquirePermits(`${key}-rw`, writePermits());
       expect(recording.kvCalls).toEqual(["txn"]);
       recording.reset();
-      const r = await a.acquirePermits(`${key}-r`, read());
+      const r = await a.acquirePermits(`${key}-r`, readPermits());
       expect(recording.kvCalls).toEqual(["txn"]);
       recording.reset();
       for (const grant of [permit, second, w, r])
@@ -124,14 +84,14 @@ describeBackend("etcd", (url) => {
       const a = await open(20_000, "a");
       const b = await open(20_000, "b");
       const c = await open(20_000, "c");
-      const first = await a.acquirePermits(key, sem(3));
-      const second = await a.acquirePermits(key, sem(3));
+      const first = await a.acquirePermits(key, semaphorePermits(3));
+      const second = await a.acquirePermits(key, semaphorePermits(3));
       recording.reset();
-      const big = track(b.acquirePermits(key, sem(3, 3)));
+      const big = track(b.acquirePermits(key, semaphorePermits(3, 3)));
       await queued(1);
       // One permit is free, but the 3-permit request waits ahead: a 1-permit one waits too.
-      expect(await c.acquirePermits(key, sem(3, 1, { wait: false }))).toBeNull();
-      const small = track(c.acquirePermits(key, sem(3)));
+      expect(await c.acquirePermits(key, semaphorePermits(3, 1, { wait: false }))).toBeNull();
+      const small = track(c.acquirePermits(key, semaphorePermits(3)));
       await queued(2);
       expect((await a.permitHolders(key)).map((h) => h.ownerId)).toEqual(["a", "a"]);
       await a.release(first as Grant);
@@ -154,11 +114,13 @@ describeBackend("etcd", (url) => {
       const key = name("many");
       const a = await open();
       const grants = await Promise.all(
-        Array.from({ length: 5 }, () => a.acquirePermits(key, sem(5, 1, { wait: false }))),
+        Array.from({ length: 5 }, () =>
+          a.acquirePermits(key, semaphorePermits(5, 1, { wait: false })),
+        ),
       );
       expect(grants.every((g) => g !== null)).toBe(true);
       expect(new Set(grants.map((g) => g?.token)).size).toBe(5);
-      expect(await a.acquirePermits(key, sem(5, 1, { wait: false }))).toBeNull();
+      expect(await a.acquirePermits(key, semaphorePermits(5, 1, { wait: false }))).toBeNull();
       expect(await a.permitHolders(key)).toHaveLength(5);
       expect(await keysOf(key)).toHaveLength(5 + 1); // the entries and the limit
     });
@@ -168,13 +130,13 @@ describeBackend("etcd", (url) => {
       const a = await open(20_000, "a");
       const b = await open(20_000, "b");
       const c = await open(20_000, "c");
-      const r1 = await a.acquirePermits(key, read());
+      const r1 = await a.acquirePermits(key, readPermits());
       expect(r1?.token).toBe(0n);
       recording.reset();
-      const w = track(b.acquirePermits(key, write()));
+      const w = track(b.acquirePermits(key, writePermits()));
       await queued(1);
-      expect(await c.acquirePermits(key, read({ wait: false }))).toBeNull();
-      const r2 = track(c.acquirePermits(key, read()));
+      expect(await c.acquirePermits(key, readPermits({ wait: false }))).toBeNull();
+      const r2 = track(c.acquirePermits(key, readPermits()));
       await queued(2);
       await sleep(100);
       expect(w.settled() || r2.settled()).toBe(false);
@@ -196,19 +158,19 @@ describeBackend("etcd", (url) => {
       const b = await open();
       let last = 0n;
       for (let i = 0; i < 3; i++) {
-        const w = await (i % 2 === 0 ? a : b).acquirePermits(key, write());
+        const w = await (i % 2 === 0 ? a : b).acquirePermits(key, writePermits());
         expect(w?.token).toBeGreaterThan(last);
         last = w?.token ?? 0n;
         await (i % 2 === 0 ? a : b).release(w as Grant);
       }
       await a.close();
       const c = await open();
-      const r = await c.acquirePermits(key, read({ wait: false }));
+      const r = await c.acquirePermits(key, readPermits({ wait: false }));
       expect(r?.token).toBe(last);
       // A permit key that never saw a write: reads carry 0n.
-      expect((await c.acquirePermits(name("never-written"), read()))?.token).toBe(0n);
+      expect((await c.acquirePermits(name("never-written"), readPermits()))?.token).toBe(0n);
       // A write after the reads is greater again, and a waiting write's token too.
-      const w = track(b.acquirePermits(key, write()));
+      const w = track(b.acquirePermits(key, writePermits()));
       await sleep(100);
       await c.release(r as Grant);
       expect((await w.promise)?.token).toBeGreaterThan(last);
@@ -219,10 +181,13 @@ describeBackend("etcd", (url) => {
       const a = await open();
       const b = await open();
       const tokens: bigint[] = [];
-      const held = await a.acquirePermits(key, sem(2, 2));
+      const held = await a.acquirePermits(key, semaphorePermits(2, 2));
       tokens.push(held?.token ?? -1n);
       recording.reset();
-      const waiting = [track(b.acquirePermits(key, sem(2))), track(b.acquirePermits(key, sem(2)))];
+      const waiting = [
+        track(b.acquirePermits(key, semaphorePermits(2))),
+        track(b.acquirePermits(key, semaphorePermits(2))),
+      ];
       await queued(2);
       await a.release(held as Grant);
       // The two waited side by side: their order is their entries', whichever came first.
@@ -230,12 +195,14 @@ describeBackend("etcd", (url) => {
         (x?.token ?? 0n) < (y?.token ?? 0n) ? -1 : 1,
       );
       for (const g of granted) tokens.push(g?.token ?? -1n);
-      const third = track(a.acquirePermits(key, sem(2)));
+      const third = track(a.acquirePermits(key, semaphorePermits(2)));
       await queued(3);
       await b.release(granted[0] as Grant);
       tokens.push((await third.promise)?.token ?? -1n);
       await b.release(granted[1] as Grant);
-      tokens.push((await a.acquirePermits(key, sem(2, 1, { wait: false })))?.token ?? -1n);
+      tokens.push(
+        (await a.acquirePermits(key, semaphorePermits(2, 1, { wait: false })))?.token ?? -1n,
+      );
       const sorted = [...tokens].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
       expect(tokens).toEqual(sorted);
       expect(new Set(tokens).size).toBe(tokens.length);
@@ -246,13 +213,13 @@ describeBackend("etcd", (url) => {
       const a = await open(20_000, "a");
       const b = await open(20_000, "b");
       const c = await open(20_000, "c");
-      const w = await a.acquirePermits(key, write({ value: "v" }));
+      const w = await a.acquirePermits(key, writePermits({ value: "v" }));
       recording.reset();
-      const r1 = track(b.acquirePermits(key, read()));
+      const r1 = track(b.acquirePermits(key, readPermits()));
       await queued(1);
-      const w2 = track(c.acquirePermits(key, write()));
+      const w2 = track(c.acquirePermits(key, writePermits()));
       await queued(2);
-      const r2 = track(b.acquirePermits(key, read()));
+      const r2 = track(b.acquirePermits(key, readPermits()));
       await queued(3);
       recording.reset();
       const down = await a.downgrade(w as Grant);
@@ -280,7 +247,7 @@ describeBackend("etcd", (url) => {
       const key = name("downgrade-gone");
       const a = await open();
       const b = await open();
-      const w = await a.acquirePermits(key, write());
+      const w = await a.acquirePermits(key, writePermits());
       expect(await b.downgrade(w as Grant)).toBeNull();
       await a.release(w as Grant);
       expect(await a.downgrade(w as Grant)).toBeNull();
@@ -291,38 +258,38 @@ describeBackend("etcd", (url) => {
       const key = name("limit");
       const a = await open();
       const b = await open();
-      const held = await a.acquirePermits(key, sem(3));
+      const held = await a.acquirePermits(key, semaphorePermits(3));
       const before = await keysOf(key);
-      const error = await b.acquirePermits(key, sem(5)).catch((e: unknown) => e);
+      const error = await b.acquirePermits(key, semaphorePermits(5)).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PermitLimitError);
       expect(error).toMatchObject({ key, stored: 3, requested: 5, field: "permits" });
-      await expect(b.acquirePermits(key, read())).rejects.toBeInstanceOf(PermitLimitError);
+      await expect(b.acquirePermits(key, readPermits())).rejects.toBeInstanceOf(PermitLimitError);
       expect(await keysOf(key)).toEqual(before);
       // Once nobody holds or waits, the key takes another limit.
       await a.release(held as Grant);
-      expect(await b.acquirePermits(key, sem(5, 5, { wait: false }))).not.toBeNull();
+      expect(await b.acquirePermits(key, semaphorePermits(5, 5, { wait: false }))).not.toBeNull();
     });
 
     it("a limit left behind by entries that expired does not hold off another limit", async () => {
       const key = name("limit-expired");
       const a = await open(2_000);
-      await a.acquirePermits(key, sem(3));
+      await a.acquirePermits(key, semaphorePermits(3));
       // Never renewed: the entry expires, the limit key stays.
       await sleep(3_500);
       expect(await keysOf(key)).toEqual(["limit"]);
       const b = await open();
-      expect(await b.acquirePermits(key, sem(7, 7, { wait: false }))).not.toBeNull();
+      expect(await b.acquirePermits(key, semaphorePermits(7, 7, { wait: false }))).not.toBeNull();
     });
 
     it("an aborted wait rejects with the reason and leaves no entry behind", async () => {
       const key = name("abort");
       const a = await open();
       const b = await open();
-      const held = await a.acquirePermits(key, sem(1));
+      const held = await a.acquirePermits(key, semaphorePermits(1));
       const before = await keysOf(key);
       const controller = new AbortController();
       recording.reset();
-      const waiting = b.acquirePermits(key, sem(1, 1, { signal: controller.signal }));
+      const waiting = b.acquirePermits(key, semaphorePermits(1, 1, { signal: controller.signal }));
       await queued(1);
       expect(await keysOf(key)).toHaveLength(before.length + 1);
       const reason = new Error("gave up");
@@ -330,7 +297,7 @@ describeBackend("etcd", (url) => {
       await expect(waiting).rejects.toBe(reason);
       expect(await keysOf(key)).toEqual(before);
       // A try that finds no room leaves nothing either.
-      expect(await b.acquirePermits(key, sem(1, 1, { wait: false }))).toBeNull();
+      expect(await b.acquirePermits(key, semaphorePermits(1, 1, { wait: false }))).toBeNull();
       expect(await keysOf(key)).toEqual(before);
       await a.release(held as Grant);
       expect(await keysOf(key)).toEqual([]);
@@ -340,14 +307,14 @@ describeBackend("etcd", (url) => {
       const key = name("abort-then-try");
       const a = await open();
       const b = await open();
-      await a.acquirePermits(key, sem(2));
+      await a.acquirePermits(key, semaphorePermits(2));
       const controller = new AbortController();
       recording.reset();
-      const waiting = b.acquirePermits(key, sem(2, 2, { signal: controller.signal }));
+      const waiting = b.acquirePermits(key, semaphorePermits(2, 2, { signal: controller.signal }));
       await queued(1);
       controller.abort(new Error("gave up"));
       // As core does: it rejects the aborted wait at once, and the next acquire may follow.
-      const next = b.acquirePermits(key, sem(2, 1, { wait: false }));
+      const next = b.acquirePermits(key, semaphorePermits(2, 1, { wait: false }));
       await expect(waiting).rejects.toThrow("gave up");
       expect(await next).not.toBeNull();
     });
@@ -355,7 +322,7 @@ describeBackend("etcd", (url) => {
     it("a try that meets a release in flight is granted, not told there is no room", async () => {
       const key = name("try-meets-release");
       const a = await open();
-      const held = await a.acquirePermits(key, sem(1));
+      const held = await a.acquirePermits(key, semaphorePermits(1));
       // b's client lets a release land between the try's join and what it does next.
       const other = new Etcd3({ hosts: hostsOf(url) });
       const txn = other.kv.txn.bind(other.kv);
@@ -371,7 +338,7 @@ describeBackend("etcd", (url) => {
       try {
         const b = (await otherBackend.openSession({ ttlMs: 20_000, ownerId: "b" })) as Session;
         between = () => a.release(held as Grant);
-        const grant = await b.acquirePermits(key, sem(1, 1, { wait: false }));
+        const grant = await b.acquirePermits(key, semaphorePermits(1, 1, { wait: false }));
         expect(grant).not.toBeNull();
         expect(grant?.token).toBeGreaterThan(held?.token ?? 0n);
         expect(await a.permitHolders(key)).toEqual([
@@ -388,9 +355,9 @@ describeBackend("etcd", (url) => {
       const closed = await open(20_000);
       const killed = await open(2_000);
       const waiter = await open(20_000);
-      await closed.acquirePermits(key, sem(2));
-      await killed.acquirePermits(key, sem(2));
-      const next = track(waiter.acquirePermits(key, sem(2, 2)));
+      await closed.acquirePermits(key, semaphorePermits(2));
+      await killed.acquirePermits(key, semaphorePermits(2));
+      const next = track(waiter.acquirePermits(key, semaphorePermits(2, 2)));
       await closed.close();
       await sleep(200);
       expect(next.settled()).toBe(false);
@@ -404,9 +371,9 @@ describeBackend("etcd", (url) => {
     it("a waiter whose lease expired while it waited is not told it holds the permits", async () => {
       const key = name("expired-waiter");
       const holder = await open();
-      const held = await holder.acquirePermits(key, sem(1));
+      const held = await holder.acquirePermits(key, semaphorePermits(1));
       const waiter = await open(2_000);
-      const waiting = waiter.acquirePermits(key, sem(1)).then(
+      const waiting = waiter.acquirePermits(key, semaphorePermits(1)).then(
         () => "granted",
         (e: unknown) => e,
       );
@@ -422,7 +389,7 @@ describeBackend("etcd", (url) => {
       const b = await open();
       const lock = await a.acquire(key, { wait: false, signal: never() });
       expect(lock).not.toBeNull();
-      expect(await b.acquirePermits(key, sem(1, 1, { wait: false }))).not.toBeNull();
+      expect(await b.acquirePermits(key, semaphorePermits(1, 1, { wait: false }))).not.toBeNull();
       expect(await b.holder(key)).toMatchObject({ token: lock?.token });
       expect(await b.acquire(key, { wait: false, signal: never() })).toBeNull();
     });
@@ -448,7 +415,7 @@ describeBackend("etcd", (url) => {
         for (;;) {
           const key = work.pop();
           if (key === undefined) return;
-          if (await a.acquirePermits(key, sem(100, 1, { wait: false }))) granted++;
+          if (await a.acquirePermits(key, semaphorePermits(100, 1, { wait: false }))) granted++;
         }
       };
       await Promise.all(Array.from({ length: 64 }, run)).finally(() => {
