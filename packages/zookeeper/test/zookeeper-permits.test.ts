@@ -1,12 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { readPermits, semaphorePermits, track, writePermits } from "@baton/conformance";
 import { describeBackend } from "@baton/conformance/harness";
-import {
-  type BackendPermitOptions,
-  type BackendSession,
-  type Grant,
-  PermitLimitError,
-  READ_WRITE_LIMIT,
-} from "@baton/core";
+import { type BackendSession, type Grant, PermitLimitError, READ_WRITE_LIMIT } from "@baton/core";
 import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -26,44 +21,6 @@ type Session = Required<
   Pick<BackendSession, "acquirePermits" | "permitHolders" | "downgrade" | "release">
 > &
   BackendSession;
-
-/** The options of a semaphore's permits: `permits` of `limit`. */
-function permits(
-  limit: number,
-  count: number,
-  wait: boolean,
-  signal = never,
-  value?: string,
-): BackendPermitOptions {
-  const base = { limit, permits: count, mode: "permit" as const, wait, signal };
-  return value === undefined ? base : { ...base, value };
-}
-
-/** The options of a read-write lock's read or write. */
-function rw(mode: "read" | "write", wait: boolean, signal = never): BackendPermitOptions {
-  return {
-    limit: READ_WRITE_LIMIT,
-    permits: mode === "read" ? 1 : READ_WRITE_LIMIT,
-    mode,
-    wait,
-    signal,
-  };
-}
-
-/** Settles `promise` into a flag that tells whether it has resolved yet. */
-function track<T>(promise: Promise<T>): {
-  readonly done: () => boolean;
-  readonly value: Promise<T>;
-} {
-  let done = false;
-  promise.then(
-    () => {
-      done = true;
-    },
-    () => undefined,
-  );
-  return { done: () => done, value: promise };
-}
 
 /** Long enough for a waiter that would (wrongly) be granted to be granted. */
 const SETTLE_MS = 400;
@@ -126,7 +83,10 @@ describeBackend("zookeeper", (url) => {
       const s = await open(b, "layout");
       try {
         const lock = (await s.acquire("shared-name", { wait: false, signal: never })) as Grant;
-        const permit = (await s.acquirePermits("shared-name", permits(5, 3, false))) as Grant;
+        const permit = (await s.acquirePermits(
+          "shared-name",
+          semaphorePermits(5, 3, { wait: false }),
+        )) as Grant;
         expect(lock).not.toBeNull();
         expect(permit).not.toBeNull();
         const [entry] = await childrenOf(raw, dirOf("shared-name"));
@@ -149,32 +109,35 @@ describeBackend("zookeeper", (url) => {
         Session,
       ];
       try {
-        const a = (await s1.acquirePermits(name, permits(3, 1, false))) as Grant;
-        const b1 = (await s2.acquirePermits(name, permits(3, 1, false))) as Grant;
+        const a = (await s1.acquirePermits(name, semaphorePermits(3, 1, { wait: false }))) as Grant;
+        const b1 = (await s2.acquirePermits(
+          name,
+          semaphorePermits(3, 1, { wait: false }),
+        )) as Grant;
         expect(a.token).toBeLessThan(b1.token);
-        const big = track(s3.acquirePermits(name, permits(3, 3, true)));
+        const big = track(s3.acquirePermits(name, semaphorePermits(3, 3)));
         await queued(name, 3);
         // One permit is free, but the 3-permit request waits ahead: the small one must wait.
-        expect(await s4.acquirePermits(name, permits(3, 1, false))).toBeNull();
-        const small = track(s4.acquirePermits(name, permits(3, 1, true)));
+        expect(await s4.acquirePermits(name, semaphorePermits(3, 1, { wait: false }))).toBeNull();
+        const small = track(s4.acquirePermits(name, semaphorePermits(3, 1)));
         await queued(name, 4);
         await settle();
-        expect(big.done()).toBe(false);
-        expect(small.done()).toBe(false);
+        expect(big.settled()).toBe(false);
+        expect(small.settled()).toBe(false);
         expect(await s1.release(a)).toBe(true);
         await settle();
-        expect(big.done()).toBe(false);
-        expect(small.done()).toBe(false);
+        expect(big.settled()).toBe(false);
+        expect(small.settled()).toBe(false);
         expect(await s2.release(b1)).toBe(true);
-        const g = (await big.value) as Grant;
+        const g = (await big.promise) as Grant;
         expect(g.token).toBeGreaterThan(b1.token);
         await settle();
-        expect(small.done()).toBe(false);
+        expect(small.settled()).toBe(false);
         expect((await s1.permitHolders(name)).map((h) => [h.ownerId, h.permits])).toEqual([
           ["c", 3],
         ]);
         expect(await s3.release(g)).toBe(true);
-        const last = (await small.value) as Grant;
+        const last = (await small.promise) as Grant;
         expect(last.token).toBeGreaterThan(g.token);
         expect(await s4.release(last)).toBe(true);
       } finally {
@@ -191,23 +154,23 @@ describeBackend("zookeeper", (url) => {
         Session,
       ];
       try {
-        const r1 = (await s1.acquirePermits(name, rw("read", false))) as Grant;
+        const r1 = (await s1.acquirePermits(name, readPermits({ wait: false }))) as Grant;
         expect(r1).not.toBeNull();
-        const w = track(s2.acquirePermits(name, rw("write", true)));
+        const w = track(s2.acquirePermits(name, writePermits()));
         await queued(name, 2);
-        expect(await s3.acquirePermits(name, rw("read", false))).toBeNull();
-        const r2 = track(s3.acquirePermits(name, rw("read", true)));
+        expect(await s3.acquirePermits(name, readPermits({ wait: false }))).toBeNull();
+        const r2 = track(s3.acquirePermits(name, readPermits()));
         await queued(name, 3);
         await settle();
-        expect(w.done()).toBe(false);
-        expect(r2.done()).toBe(false);
+        expect(w.settled()).toBe(false);
+        expect(r2.settled()).toBe(false);
         expect(await s1.release(r1)).toBe(true);
-        const write = (await w.value) as Grant;
+        const write = (await w.promise) as Grant;
         expect(write.token).toBeGreaterThan(r1.token);
         await settle();
-        expect(r2.done()).toBe(false);
+        expect(r2.settled()).toBe(false);
         expect(await s2.release(write)).toBe(true);
-        const read = (await r2.value) as Grant;
+        const read = (await r2.promise) as Grant;
         expect(read.token).toBe(write.token);
         expect(await s3.release(read)).toBe(true);
       } finally {
@@ -221,17 +184,17 @@ describeBackend("zookeeper", (url) => {
       const s = await open(b, "tokens");
       const other = await open(b, "other");
       try {
-        const firstRead = (await s.acquirePermits(name, rw("read", false))) as Grant;
+        const firstRead = (await s.acquirePermits(name, readPermits({ wait: false }))) as Grant;
         expect(firstRead.token).toBe(0n);
         expect(await s.release(firstRead)).toBe(true);
-        const w1 = (await s.acquirePermits(name, rw("write", false))) as Grant;
+        const w1 = (await s.acquirePermits(name, writePermits({ wait: false }))) as Grant;
         expect(w1.token).toBeGreaterThan(0n);
         expect(await s.release(w1)).toBe(true);
         expect(await currentChildrenOf(raw, dirOf(name))).toEqual([]);
         // Another session, on a key with no holder left: the newest write's token still.
-        const r1 = (await other.acquirePermits(name, rw("read", false))) as Grant;
+        const r1 = (await other.acquirePermits(name, readPermits({ wait: false }))) as Grant;
         expect(r1.token).toBe(w1.token);
-        const r2 = (await s.acquirePermits(name, rw("read", false))) as Grant;
+        const r2 = (await s.acquirePermits(name, readPermits({ wait: false }))) as Grant;
         expect(r2.token).toBe(w1.token);
         const holders = await s.permitHolders(name);
         expect(holders.map((h) => [h.ownerId, h.mode, h.permits, h.token])).toEqual([
@@ -240,16 +203,19 @@ describeBackend("zookeeper", (url) => {
         ]);
         expect(await other.release(r1)).toBe(true);
         expect(await s.release(r2)).toBe(true);
-        const w2 = (await other.acquirePermits(name, rw("write", false))) as Grant;
+        const w2 = (await other.acquirePermits(name, writePermits({ wait: false }))) as Grant;
         expect(w2.token).toBeGreaterThan(w1.token);
         expect(await other.release(w2)).toBe(true);
-        const r3 = (await s.acquirePermits(name, rw("read", false))) as Grant;
+        const r3 = (await s.acquirePermits(name, readPermits({ wait: false }))) as Grant;
         expect(r3.token).toBe(w2.token);
         expect(await s.release(r3)).toBe(true);
         // A semaphore's permits: each grant a new, greater token.
         let last = 0n;
         for (let i = 0; i < 5; i++) {
-          const g = (await s.acquirePermits("tokens-sem", permits(2, 1, false))) as Grant;
+          const g = (await s.acquirePermits(
+            "tokens-sem",
+            semaphorePermits(2, 1, { wait: false }),
+          )) as Grant;
           expect(g.token).toBeGreaterThan(last);
           last = g.token;
           expect(await s.release(g)).toBe(true);
@@ -268,11 +234,14 @@ describeBackend("zookeeper", (url) => {
         const holder = await open(b, "holder");
         const slow = await open(slowBackend, "slow");
         const fast = await open(b, "fast");
-        const held = (await holder.acquirePermits(name, permits(2, 2, false))) as Grant;
+        const held = (await holder.acquirePermits(
+          name,
+          semaphorePermits(2, 2, { wait: false }),
+        )) as Grant;
         // The slow session queues first, then hears everything 300 ms late.
-        const slowGrant = track(slow.acquirePermits(name, permits(2, 1, true)));
+        const slowGrant = track(slow.acquirePermits(name, semaphorePermits(2, 1)));
         await queued(name, 2);
-        const fastGrant = fast.acquirePermits(name, permits(2, 1, true));
+        const fastGrant = fast.acquirePermits(name, semaphorePermits(2, 1));
         await queued(name, 3);
         await settle();
         for (const proxy of proxied.proxiesOf(slow)) proxy.delayReplies(300);
@@ -280,8 +249,8 @@ describeBackend("zookeeper", (url) => {
         // Both are let in by that release; the fast one notices first and is done at once.
         const quick = (await fastGrant) as Grant;
         expect(await fast.release(quick)).toBe(true);
-        expect(slowGrant.done()).toBe(false);
-        const late = (await slowGrant.value) as Grant;
+        expect(slowGrant.settled()).toBe(false);
+        const late = (await slowGrant.promise) as Grant;
         expect(late.token).toBeGreaterThan(quick.token);
         expect(quick.token).toBeGreaterThan(held.token);
         for (const proxy of proxied.proxiesOf(slow)) proxy.forward();
@@ -299,10 +268,13 @@ describeBackend("zookeeper", (url) => {
         const name = "dead-holder";
         const doomed = await open(b, "doomed", 2_000);
         const waiter = await open(b, "waiter", 10_000);
-        const held = (await doomed.acquirePermits(name, permits(2, 2, false))) as Grant;
+        const held = (await doomed.acquirePermits(
+          name,
+          semaphorePermits(2, 2, { wait: false }),
+        )) as Grant;
         expect(held).not.toBeNull();
         const started = performance.now();
-        const wait = waiter.acquirePermits(name, permits(2, 1, true));
+        const wait = waiter.acquirePermits(name, semaphorePermits(2, 1));
         await queued(name, 2);
         proxied.blackhole(doomed);
         const granted = (await wait) as Grant;
@@ -324,21 +296,32 @@ describeBackend("zookeeper", (url) => {
       const holder = await open(b, "holder");
       const waiter = await open(b, "waiter");
       try {
-        const held = (await holder.acquirePermits(name, permits(2, 2, false))) as Grant;
-        expect(await waiter.acquirePermits(name, permits(2, 1, false))).toBeNull();
+        const held = (await holder.acquirePermits(
+          name,
+          semaphorePermits(2, 2, { wait: false }),
+        )) as Grant;
+        expect(
+          await waiter.acquirePermits(name, semaphorePermits(2, 1, { wait: false })),
+        ).toBeNull();
         expect(await currentChildrenOf(raw, dirOf(name))).toHaveLength(1);
         const controller = new AbortController();
         const reason = new Error("gave up");
-        const wait = waiter.acquirePermits(name, permits(2, 1, true, controller.signal));
+        const wait = waiter.acquirePermits(
+          name,
+          semaphorePermits(2, 1, { signal: controller.signal }),
+        );
         wait.catch(() => undefined);
         await queued(name, 2);
         controller.abort(reason);
         await expect(wait).rejects.toBe(reason);
         expect(await currentChildrenOf(raw, dirOf(name))).toHaveLength(1);
         // An aborted read behind a write leaves nothing behind either.
-        const write = (await holder.acquirePermits("aborted-rw", rw("write", false))) as Grant;
+        const write = (await holder.acquirePermits(
+          "aborted-rw",
+          writePermits({ wait: false }),
+        )) as Grant;
         const readStop = new AbortController();
-        const read = waiter.acquirePermits("aborted-rw", rw("read", true, readStop.signal));
+        const read = waiter.acquirePermits("aborted-rw", readPermits({ signal: readStop.signal }));
         read.catch(() => undefined);
         await queued("aborted-rw", 2);
         readStop.abort(reason);
@@ -357,17 +340,23 @@ describeBackend("zookeeper", (url) => {
       const s1 = await open(b, "first");
       const s2 = await open(b, "second");
       try {
-        const held = (await s1.acquirePermits(name, permits(3, 1, false))) as Grant;
-        const refused = s2.acquirePermits(name, permits(5, 1, true));
+        const held = (await s1.acquirePermits(
+          name,
+          semaphorePermits(3, 1, { wait: false }),
+        )) as Grant;
+        const refused = s2.acquirePermits(name, semaphorePermits(5, 1));
         await expect(refused).rejects.toBeInstanceOf(PermitLimitError);
         await expect(refused).rejects.toMatchObject({ key: name, stored: 3, requested: 5 });
-        await expect(s2.acquirePermits(name, rw("write", false))).rejects.toMatchObject({
+        await expect(s2.acquirePermits(name, writePermits({ wait: false }))).rejects.toMatchObject({
           stored: 3,
           requested: READ_WRITE_LIMIT,
         });
         expect(await currentChildrenOf(raw, dirOf(name))).toHaveLength(1);
         expect(await s1.release(held)).toBe(true);
-        const five = (await s2.acquirePermits(name, permits(5, 5, false))) as Grant;
+        const five = (await s2.acquirePermits(
+          name,
+          semaphorePermits(5, 5, { wait: false }),
+        )) as Grant;
         expect(five).not.toBeNull();
         expect(await s2.release(five)).toBe(true);
       } finally {
@@ -385,7 +374,7 @@ describeBackend("zookeeper", (url) => {
           const name = `limit-race-${round}`;
           const outcomes = await Promise.allSettled(
             sessions.map((s, i) =>
-              s.acquirePermits(name, permits(i % 2 === 0 ? 20 : 30, 1, false)),
+              s.acquirePermits(name, semaphorePermits(i % 2 === 0 ? 20 : 30, 1, { wait: false })),
             ),
           );
           const limits = new Set<number>();
@@ -415,23 +404,23 @@ describeBackend("zookeeper", (url) => {
         ["writer", "reader-1", "writer-2", "reader-2"].map((o) => open(b, o)),
       )) as [Session, Session, Session, Session];
       try {
-        const write = (await sw.acquirePermits(name, rw("write", false))) as Grant;
-        const r1 = track(sr1.acquirePermits(name, rw("read", true)));
+        const write = (await sw.acquirePermits(name, writePermits({ wait: false }))) as Grant;
+        const r1 = track(sr1.acquirePermits(name, readPermits()));
         await queued(name, 2);
-        const w2 = track(sw2.acquirePermits(name, rw("write", true)));
+        const w2 = track(sw2.acquirePermits(name, writePermits()));
         await queued(name, 3);
-        const r2 = track(sr2.acquirePermits(name, rw("read", true)));
+        const r2 = track(sr2.acquirePermits(name, readPermits()));
         await queued(name, 4);
         await settle();
-        expect([r1.done(), w2.done(), r2.done()]).toEqual([false, false, false]);
+        expect([r1.settled(), w2.settled(), r2.settled()]).toEqual([false, false, false]);
         const read = (await sw.downgrade(write)) as Grant;
         expect(read.token).toBe(write.token);
-        const first = (await r1.value) as Grant;
+        const first = (await r1.promise) as Grant;
         expect(first.token).toBe(write.token);
         await settle();
         // The second writer stays behind the downgraded read; the reader behind it waits.
-        expect(w2.done()).toBe(false);
-        expect(r2.done()).toBe(false);
+        expect(w2.settled()).toBe(false);
+        expect(r2.settled()).toBe(false);
         const holders = await sw.permitHolders(name);
         expect(holders.map((h) => [h.ownerId, h.mode, h.token])).toEqual([
           ["writer", "read", write.token],
@@ -442,12 +431,12 @@ describeBackend("zookeeper", (url) => {
         expect(await sw.release(write)).toBe(false);
         expect(await sw.release(read)).toBe(true);
         await settle();
-        expect(w2.done()).toBe(false);
+        expect(w2.settled()).toBe(false);
         expect(await sr1.release(first)).toBe(true);
-        const second = (await w2.value) as Grant;
+        const second = (await w2.promise) as Grant;
         expect(second.token).toBeGreaterThan(write.token);
         expect(await sw2.release(second)).toBe(true);
-        expect(((await r2.value) as Grant).token).toBe(second.token);
+        expect(((await r2.promise) as Grant).token).toBe(second.token);
       } finally {
         await Promise.allSettled([sw, sr1, sw2, sr2].map((s) => s.close()));
       }
@@ -461,21 +450,24 @@ describeBackend("zookeeper", (url) => {
         const holder = await open(b, "holder");
         const dropped = await open(backend({ createClient: proxied.factory }), "dropped", 8_000);
         const later = await open(b, "later");
-        const held = (await holder.acquirePermits(name, permits(1, 1, false))) as Grant;
-        const first = track(dropped.acquirePermits(name, permits(1, 1, true)));
+        const held = (await holder.acquirePermits(
+          name,
+          semaphorePermits(1, 1, { wait: false }),
+        )) as Grant;
+        const first = track(dropped.acquirePermits(name, semaphorePermits(1, 1)));
         await queued(name, 2);
-        const second = track(later.acquirePermits(name, permits(1, 1, true)));
+        const second = track(later.acquirePermits(name, semaphorePermits(1, 1)));
         await queued(name, 3);
         for (const proxy of proxied.proxiesOf(dropped)) proxy.cut();
         await new Promise((r) => setTimeout(r, 300));
         for (const proxy of proxied.proxiesOf(dropped)) proxy.forward();
         expect(await holder.release(held)).toBe(true);
-        const granted = (await first.value) as Grant;
+        const granted = (await first.promise) as Grant;
         expect(granted.token).toBeGreaterThan(held.token);
         await settle();
-        expect(second.done()).toBe(false);
+        expect(second.settled()).toBe(false);
         expect(await dropped.release(granted)).toBe(true);
-        expect(((await second.value) as Grant).token).toBeGreaterThan(granted.token);
+        expect(((await second.promise) as Grant).token).toBeGreaterThan(granted.token);
         await Promise.allSettled([holder.close(), dropped.close(), later.close()]);
       } finally {
         await proxied.close();
@@ -488,7 +480,7 @@ describeBackend("zookeeper", (url) => {
         const b = backend({ createClient: proxied.factory });
         const name = "lost-downgrade";
         const s = await open(b, "downgrader", 8_000);
-        const write = (await s.acquirePermits(name, rw("write", false))) as Grant;
+        const write = (await s.acquirePermits(name, writePermits({ wait: false }))) as Grant;
         const proxies = proxied.proxiesOf(s);
         // Requests and replies each arrive 500 ms late; cut while the multi's reply is in flight.
         for (const proxy of proxies) proxy.delay(500);
@@ -525,7 +517,9 @@ describeBackend("zookeeper", (url) => {
       try {
         const grants: Grant[] = [];
         for (let i = 0; i < 1_000; i++) {
-          grants.push((await s.acquirePermits(name, permits(10_000, 10, false))) as Grant);
+          grants.push(
+            (await s.acquirePermits(name, semaphorePermits(10_000, 10, { wait: false }))) as Grant,
+          );
         }
         expect(grants.every((g) => g !== null)).toBe(true);
         // Three session timeouts with only the keepalive loop's calls: each is one request.
@@ -539,7 +533,9 @@ describeBackend("zookeeper", (url) => {
           await new Promise((r) => setTimeout(r, s.ttlMs / 3));
         }
         expect(counting.requests - before).toBe(2 * renewals);
-        expect(await other.acquirePermits(name, permits(10_000, 1, false))).toBeNull();
+        expect(
+          await other.acquirePermits(name, semaphorePermits(10_000, 1, { wait: false })),
+        ).toBeNull();
         const holders = await other.permitHolders(name);
         expect(holders.reduce((sum, h) => sum + h.permits, 0)).toBe(10_000);
         expect(new Set(holders.map((h) => h.ownerId))).toEqual(new Set(["many"]));
