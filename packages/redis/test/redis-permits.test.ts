@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type PermitOverrides, semaphorePermits } from "@baton/conformance";
 import { describeBackend, type ServerGroup, startRedisCluster } from "@baton/conformance/harness";
 import {
   type BackendPermitOptions,
@@ -25,8 +26,8 @@ const ask = (
   limit: number,
   permits: number,
   mode: PermitMode = "permit",
-  extra: Partial<BackendPermitOptions> = {},
-): BackendPermitOptions => ({ limit, permits, mode, wait: false, signal: never, ...extra });
+  extra: PermitOverrides = {},
+) => semaphorePermits(limit, permits, { mode, wait: false, ...extra });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
