@@ -92,7 +92,7 @@ const permitsSuite = (url: string) => {
         "--backend",
         proxied.url,
         "--ttl",
-        "1000",
+        "2000", // the shortest TTL every backend takes: etcd leases are whole seconds, at least 2 s
         "--grace",
         "500",
         "--",
@@ -127,7 +127,7 @@ const permitsSuite = (url: string) => {
 };
 
 /** Backends of the CLI's own process tests whose guarantees declare semaphores. */
-const WITH_SEMAPHORES: readonly BackendKind[] = ["redis", "postgres"];
+const WITH_SEMAPHORES: readonly BackendKind[] = ["redis", "postgres", "zookeeper", "etcd"];
 for (const kind of WITH_SEMAPHORES) describeBackend(kind, permitsSuite);
 
 describeBackend("redlock", (url) => {
