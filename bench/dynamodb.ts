@@ -27,7 +27,7 @@ export function run(): Promise<BackendResult> {
     handoffs: (url, floor, group) => handoffs(url, floor, group),
     heldLocks: (url, items) => heldLocks(url, items),
     permits: {
-      rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
+      rounds: { warmup: 50, rounds: 30, perRound: 20, maxMs: 60_000 },
       handoffs: HANDOFFS,
       ttlMs: 15_000,
     },
@@ -101,7 +101,7 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
           op: rawGrant(raw, table, "bench-raw/lock", "bench-raw"),
         },
       ],
-      rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
+      rounds: { warmup: 50, rounds: 30, perRound: 20, maxMs: 60_000 },
       group,
       title: "uncontended acquire + release (dynalite)",
       notes: [

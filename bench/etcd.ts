@@ -30,7 +30,7 @@ export function run(): Promise<BackendResult> {
     heldLocks: (url, items) => heldLocks(hostsOf(url), items),
     permits: {
       uncontended: (url) => permitRows(hostsOf(url)),
-      rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
+      rounds: { warmup: 50, rounds: 30, perRound: 20, maxMs: 60_000 },
       handoffs: HANDOFFS,
       ttlMs: 15_000,
     },
@@ -110,7 +110,7 @@ async function uncontended(
           },
         },
       ],
-      rounds: { warmup: 50, rounds: 6, perRound: 100, maxMs: 60_000 },
+      rounds: { warmup: 50, rounds: 30, perRound: 20, maxMs: 60_000 },
       group,
       title: "uncontended acquire + release (3 members)",
       notes: [

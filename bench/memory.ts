@@ -40,7 +40,7 @@ const PERMITS: PermitBench = {
       close: () => coordinator.close(),
     };
   },
-  rounds: { warmup: 2_000, rounds: 6, perRound: 2_000, maxMs: 30_000 },
+  rounds: { warmup: 2_000, rounds: 30, perRound: 400, maxMs: 30_000 },
   handoffs: 300,
   ttlMs: TTL_MS,
 };

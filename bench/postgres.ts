@@ -48,7 +48,7 @@ export function run(): Promise<BackendResult> {
       }),
       uncontended: (url) => permitRows(url),
       tryRow: true,
-      rounds: { warmup: 1_000, rounds: 6, perRound: 500, maxMs: 60_000 },
+      rounds: { warmup: 1_000, rounds: 30, perRound: 100, maxMs: 60_000 },
       handoffs: HANDOFFS,
       ttlMs: 15_000,
     },
@@ -158,8 +158,8 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
       // Enough for V8 to have compiled every variant's path (measured: with 100, Baton's
       // coordinator still ran slow, JIT-compiling, ops in the first rounds; the floor too).
       warmup: 1_000,
-      rounds: 6,
-      perRound: 250,
+      rounds: 30,
+      perRound: 50,
       maxMs: 60_000,
     });
     // advisory-lock opens a connection per lock: a server process started and ended per op.
@@ -194,11 +194,19 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
     });
     results.set(peer.name, peerResults.get(peer.name) as Measured);
     variants.push(peer);
-    return latencySection("uncontended", "uncontended acquire + release", variants, results, [
-      "Baton's acquire also takes a fencing token (a sequence) and keeps it in one shared advisory lock in the same statement (a holder row when a value is given, or past 64 keys per session); the floor and Baton both use prepared statements",
-      "advisory-lock opens a connection per lock; it is measured in a block of its own (interleaved with Baton's coordinator), since the server processes it starts and ends slow whatever runs next",
-      "server time: the CPU of the variant's own server processes (found by application_name; Baton's session and coordinator each have their own PostgresBackend); for advisory-lock, of every server process",
-    ]);
+    const share = await baton.coreShare({ warmup: 1_000, perRound: 50, maxMs: 60_000 });
+    return latencySection(
+      "uncontended",
+      "uncontended acquire + release",
+      variants,
+      results,
+      [
+        "Baton's acquire also takes a fencing token (a sequence) and keeps it in one shared advisory lock in the same statement (a holder row when a value is given, or past 64 keys per session); the floor and Baton both use prepared statements",
+        "advisory-lock opens a connection per lock; it is measured in a block of its own (interleaved with Baton's coordinator), since the server processes it starts and ends slow whatever runs next",
+        "server time: the CPU of the variant's own server processes (found by application_name; Baton's session and coordinator each have their own PostgresBackend); for advisory-lock, of every server process",
+      ],
+      share,
+    );
   } finally {
     await baton.close();
     await raw.end().catch(() => undefined);

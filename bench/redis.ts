@@ -126,7 +126,7 @@ export function run(): Promise<BackendResult> {
         };
       },
       tryRow: true,
-      rounds: { warmup: 2_000, rounds: 6, perRound: 1_000, maxMs: 60_000 },
+      rounds: { warmup: 2_000, rounds: 30, perRound: 200, maxMs: 60_000 },
       handoffs: HANDOFFS,
       ttlMs: TTL_MS,
     },
@@ -233,14 +233,22 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
     const results = await interleave(variants, {
       // Enough for V8 to have compiled every variant's path (see bench/postgres.ts).
       warmup: 2_000,
-      rounds: 6,
-      perRound: 1_000,
+      rounds: 30,
+      perRound: 200,
       maxMs: 60_000,
       server: redisMeter(stats, group),
     });
-    return latencySection("uncontended", "uncontended acquire + release", variants, results, [
-      "each variant on its own connection; Baton's session and coordinator share one RedisBackend",
-    ]);
+    const share = await baton.coreShare({ warmup: 2_000, perRound: 200, maxMs: 60_000 });
+    return latencySection(
+      "uncontended",
+      "uncontended acquire + release",
+      variants,
+      results,
+      [
+        "each variant on its own connection; Baton's session and coordinator share one RedisBackend",
+      ],
+      share,
+    );
   } finally {
     await baton.close();
     for (const c of clients) c.disconnect();

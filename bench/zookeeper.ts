@@ -49,7 +49,7 @@ export function run(): Promise<BackendResult> {
     heldLocks: (url, items) => heldLocks(oneMember(url), members(url), items),
     permits: {
       uncontended: (url) => permitRows(oneMember(url)),
-      rounds: { warmup: 200, rounds: 6, perRound: 300, maxMs: 50_000 },
+      rounds: { warmup: 200, rounds: 30, perRound: 60, maxMs: 50_000 },
       handoffs: HANDOFFS,
       ttlMs: 15_000,
     },
@@ -147,7 +147,7 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
           },
         },
       ],
-      rounds: { warmup: 200, rounds: 6, perRound: 300, maxMs: 50_000 },
+      rounds: { warmup: 200, rounds: 30, perRound: 60, maxMs: 50_000 },
       group,
       title: "uncontended acquire + release (3 nodes)",
       notes: [

@@ -4,7 +4,9 @@ import {
   createCoordinator,
   type LockBackend,
 } from "@baton/core";
-import type { Variant } from "./interleave.js";
+import { measureCoreShare, recordingBackend } from "./core-share.js";
+import type { InterleaveOptions, Variant } from "./interleave.js";
+import type { CoreShare } from "./results.js";
 
 /** Options of {@link openBatonVariants}. */
 export interface BatonVariantsOptions {
@@ -25,6 +27,13 @@ export interface BatonVariantsOptions {
 /** Baton's rows of an uncontended bench and what closes their session, coordinator and backends. */
 export interface OpenBatonVariants {
   readonly variants: Variant[];
+  /**
+   * Core's share, measured on its own against the coordinator's own backend session (see
+   * `measureCoreShare`); run it after the section's rounds.
+   */
+  coreShare(
+    rounds: Pick<InterleaveOptions, "warmup" | "perRound" | "maxMs">,
+  ): Promise<CoreShare | undefined>;
   close(): Promise<void>;
 }
 
@@ -35,13 +44,19 @@ export interface OpenBatonVariants {
 export async function openBatonVariants(options: BatonVariantsOptions): Promise<OpenBatonVariants> {
   const { backend } = options;
   const sessionBackend = options.sessionBackend ?? backend;
-  const coordinator = createCoordinator({ backend, ttlMs: options.coordinatorTtlMs });
+  const opened: BackendSession[] = [];
+  const coordinator = createCoordinator({
+    backend: recordingBackend(backend, opened),
+    ttlMs: options.coordinatorTtlMs,
+  });
   const session = await sessionBackend.openSession({
     ttlMs: options.sessionTtlMs,
     ownerId: "bench-session",
   });
   return {
     variants: batonVariants(session, coordinator, options),
+    coreShare: (rounds) =>
+      measureCoreShare(coordinator, opened, { ...rounds, lock: options.coordinatorLock }),
     close: async () => {
       await session.close();
       await coordinator.close();

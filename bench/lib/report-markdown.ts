@@ -20,7 +20,7 @@ const FIGURES: readonly { figure: Figure; heading: string; intro: string }[] = [
     figure: "uncontended",
     heading: "Uncontended acquire + release",
     intro:
-      "One client, one lock, acquire then release, back to back. The variants run interleaved (A B ... B A, six rounds) so drift of the machine hits each alike; the floor is the raw client doing the same round trips. Client CPU (this process, user + system, from `process.cpuUsage()`) and server time are per acquire + release, summed over each variant's own rounds only (warm-up and the other variants' rounds left out); the server column says what it counts under each table, with a split by part (member, process or Redis command) below it.",
+      "One client, one lock, acquire then release, back to back. The variants run interleaved (30 short rounds, each variant moved through every place of the order in turn) so drift of the machine hits each alike; the floor is the raw client doing the same round trips. Client CPU (this process, user + system, from `process.cpuUsage()`) and server time are per acquire + release, summed over each variant's own rounds only (warm-up and the other variants' rounds left out); core's share (coordinator minus session) is the median of the rounds' differences; the server column says what it counts under each table, with a split by part (member, process or Redis command) below it.",
   },
   {
     figure: "handoff",

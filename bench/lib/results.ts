@@ -44,6 +44,33 @@ export type Figure =
   | "permit-uncontended"
   | "permit-handoff";
 
+/**
+ * Coordinator minus session (core's share) in client CPU per operation, from interleaved
+ * rounds: the median of the rounds' differences, and their middle half.
+ */
+export interface CoreShare {
+  /** Median over the rounds of (coordinator's CPU per op - session's), us, of `thread`. */
+  readonly clientCpuUs: number;
+  /**
+   * Whose CPU: the main thread's (where core's code runs; Linux) or, where that is unknown,
+   * the whole process's.
+   */
+  readonly thread: "main" | "process";
+  /** With `thread: "main"`, the same median of the whole process's CPU, every thread. */
+  readonly processCpuUs?: number;
+  /** First quartile of the rounds' differences, us. */
+  readonly lowUs: number;
+  /** Third quartile of the rounds' differences, us. */
+  readonly highUs: number;
+  /** Rounds (pairs of differences) behind the median. */
+  readonly rounds: number;
+  /**
+   * True when measured against the coordinator's own backend session (see `measureCoreShare`),
+   * not against the section's session row.
+   */
+  readonly sameSession?: boolean;
+}
+
 /** A table of latency rows for one figure of one backend. */
 export interface LatencySection {
   readonly figure: Figure;
@@ -57,6 +84,8 @@ export interface LatencySection {
   /** What the client CPU and server columns are counted per (default "per op"). */
   readonly costLabel?: string;
   readonly rows: readonly Row[];
+  /** Core's share, when the section has both a session and a coordinator row. */
+  readonly coreShare?: CoreShare;
   /** How it was measured, one sentence each. */
   readonly notes: readonly string[];
 }

@@ -186,3 +186,19 @@ export function clientCpuSince(start: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(start);
   return d.user + d.system;
 }
+
+/**
+ * CPU time of this process's main thread (the one running JavaScript), in microseconds, from
+ * its schedstat (see {@link processCpuMeter}); undefined off Linux. Unlike
+ * `process.cpuUsage()` it leaves out V8's and libuv's helper threads (concurrent garbage
+ * collection, compilation, the thread pool), whose work lands in whichever variant's round it
+ * happens to fall in.
+ */
+export function mainThreadCpuUs(): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8");
+    return Number(stat.slice(0, stat.indexOf(" "))) / 1_000;
+  } catch {
+    return undefined;
+  }
+}

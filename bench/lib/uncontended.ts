@@ -29,7 +29,8 @@ export async function measureUncontended(bench: UncontendedBench): Promise<Laten
   try {
     const variants = [...bench.floor, ...baton.variants, ...(bench.peers ?? [])];
     const results = await interleave(variants, { ...bench.rounds, ...server });
-    return latencySection("uncontended", bench.title, variants, results, bench.notes);
+    const share = await baton.coreShare(bench.rounds);
+    return latencySection("uncontended", bench.title, variants, results, bench.notes, share);
   } finally {
     await baton.close();
   }
