@@ -183,8 +183,9 @@ function checkLockTargets(r: BackendResult): TargetCheck[] {
 /**
  * The permit figures' targets, for a backend whose guarantees declare semaphores: the
  * uncontended permit acquire + release within {@link PERMIT_LIMIT} of the floor's (and on
- * Redis within {@link REDIS_SEMAPHORE_PERMIT_LIMIT} of redis-semaphore's `Semaphore`), core's
- * share, the handoff, and one renewal request per interval with 10,000 permits held.
+ * Redis within {@link REDIS_SEMAPHORE_PERMIT_LIMIT} of redis-semaphore's `Semaphore`) and one
+ * renewal request per interval with 10,000 permits held; core's share and the handoff are
+ * shown beside them with no target.
  */
 export function checkPermitTargets(r: BackendResult): TargetCheck[] {
   if (r.semaphores !== true) return [];
@@ -227,20 +228,22 @@ export function checkPermitTargets(r: BackendResult): TargetCheck[] {
     }
   }
   {
-    const target = `permit coordinator minus session <= ${CORE_SHARE_US} us per acquire+release (client CPU)`;
+    // Shown for information: the semaphore figures have no target for core's share.
+    const target = "permit coordinator minus session per acquire+release (client CPU; no target)";
     const share = unc ? coreShareCheck(unc) : undefined;
-    check(target, share?.measured ?? "not measured", share?.met);
+    check(target, share?.measured ?? "not measured", undefined);
   }
   {
     const handoff = sectionOf(r, "permit-handoff");
     const baton = handoff?.rows.find((x) => x.role === "coordinator");
-    const target = `permit handoff p50 <= ${HANDOFF_LIMIT}x floor's permit acquire+release p50`;
+    // Shown for information: the semaphore figures have no target for the handoff.
+    const target = "permit handoff p50 against the floor's permit acquire+release p50 (no target)";
     if (handoff?.floor && baton) {
       const ratio = baton.p50 / handoff.floor.p50;
       check(
         target,
         `${ratio.toFixed(2)}x (${ms(baton.p50)} vs ${ms(handoff.floor.p50)})`,
-        ratio <= HANDOFF_LIMIT,
+        undefined,
       );
     } else {
       check(target, baton ? `no floor (handoff p50 ${ms(baton.p50)})` : "not measured", undefined);
