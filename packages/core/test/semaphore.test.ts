@@ -5,17 +5,16 @@ import {
   type Coordinator,
   createCoordinator,
   type Grant,
-  type LockBackend,
   LockHeldError,
   LockTimeoutError,
   ManualClock,
-  MEMORY_GUARANTEES,
   MemoryBackend,
   MemoryFence,
   Permit,
   PermitLimitError,
 } from "../src/index.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
+import { wrappedMemory } from "./fakes/wrapped-memory.js";
 
 /** Two coordinators on one memory store, as two processes would be. */
 function coordinators(): [Coordinator, Coordinator] {
@@ -230,24 +229,11 @@ describe("permits through the coordinator", () => {
 
   it("refuses with a ConfigError when the sessions have no permits after all", async () => {
     // A backend whose declaration is known only once connected (a URL's mode, say).
-    const inner = new MemoryBackend();
-    const backend: LockBackend = {
-      kind: "partial",
-      guarantees: MEMORY_GUARANTEES,
-      openSession: async (options) => {
-        const session = await inner.openSession(options);
-        return {
-          ownerId: session.ownerId,
-          ttlMs: session.ttlMs,
-          keepAlive: () => session.keepAlive(),
-          acquire: (key, o) => session.acquire(key, o),
-          release: (grant) => session.release(grant),
-          holder: (key) => session.holder(key),
-          close: () => session.close(),
-        };
-      },
-      close: () => inner.close(),
-    };
+    const backend = wrappedMemory("partial", () => ({
+      acquirePermits: undefined,
+      permitHolders: undefined,
+      downgrade: undefined,
+    }));
     const coordinator = createCoordinator({ backend });
     const error = await coordinator
       .semaphore("s", { permits: 2 })
@@ -264,45 +250,28 @@ describe("permits through the coordinator", () => {
   it("rejects a given-up wait only once the backend has taken its entry out", async () => {
     // A store that needs 200 ms to take an aborted waiter out of its queue, and 50 ms for a
     // release.
-    const inner = new MemoryBackend();
-    const slowCleanup: LockBackend = {
-      kind: "slow-cleanup",
-      guarantees: MEMORY_GUARANTEES,
-      openSession: async (options) => {
-        const session = await inner.openSession(options);
-        return {
-          ownerId: session.ownerId,
-          ttlMs: session.ttlMs,
-          keepAlive: () => session.keepAlive(),
-          acquire: (key, o) => session.acquire(key, o),
-          release: async (grant) => {
-            await new Promise((r) => setTimeout(r, 50));
-            return await session.release(grant);
-          },
-          holder: (key) => session.holder(key),
-          permitHolders: (key) => session.permitHolders?.(key) ?? Promise.resolve([]),
-          downgrade: (grant) => session.downgrade?.(grant) ?? Promise.resolve(null),
-          close: () => session.close(),
-          acquirePermits: (key: string, o: BackendPermitOptions) => {
-            const late = new AbortController();
-            if (o.wait) {
-              o.signal.addEventListener("abort", () => {
-                setTimeout(() => late.abort(o.signal.reason), 200);
-              });
-            }
-            return session.acquirePermits?.(key, {
-              limit: o.limit,
-              permits: o.permits,
-              mode: o.mode,
-              wait: o.wait,
-              value: o.value,
-              signal: late.signal,
-            }) as Promise<Grant | null>;
-          },
-        };
+    const slowCleanup = wrappedMemory("slow-cleanup", (session) => ({
+      release: async (grant) => {
+        await new Promise((r) => setTimeout(r, 50));
+        return await session.release(grant);
       },
-      close: () => inner.close(),
-    };
+      acquirePermits: (key: string, o: BackendPermitOptions) => {
+        const late = new AbortController();
+        if (o.wait) {
+          o.signal.addEventListener("abort", () => {
+            setTimeout(() => late.abort(o.signal.reason), 200);
+          });
+        }
+        return session.acquirePermits?.(key, {
+          limit: o.limit,
+          permits: o.permits,
+          mode: o.mode,
+          wait: o.wait,
+          value: o.value,
+          signal: late.signal,
+        }) as Promise<Grant | null>;
+      },
+    }));
     const holder = createCoordinator({ backend: slowCleanup, ownerId: "holder" });
     const waiter = createCoordinator({ backend: slowCleanup, ownerId: "waiter" });
     const other = createCoordinator({ backend: slowCleanup, ownerId: "other" });
@@ -320,29 +289,17 @@ describe("permits through the coordinator", () => {
 
   it("a lost lock key ends the lock of that name, not a permit of the same name", async () => {
     const clock = new ManualClock();
-    const inner = new MemoryBackend({ clock });
     let lostKeys: string[] = [];
-    const backend: LockBackend = {
-      kind: "losing",
-      guarantees: MEMORY_GUARANTEES,
-      openSession: async (options) => {
-        const session = await inner.openSession(options);
-        return {
-          ownerId: session.ownerId,
-          ttlMs: session.ttlMs,
-          keepAlive: async () => {
-            await session.keepAlive();
-            return { lostKeys };
-          },
-          acquire: (key, o) => session.acquire(key, o),
-          acquirePermits: (key, o) => session.acquirePermits?.(key, o) ?? Promise.resolve(null),
-          release: (grant) => session.release(grant),
-          holder: (key) => session.holder(key),
-          close: () => session.close(),
-        };
-      },
-      close: () => inner.close(),
-    };
+    const backend = wrappedMemory(
+      "losing",
+      (session) => ({
+        keepAlive: async () => {
+          await session.keepAlive();
+          return { lostKeys };
+        },
+      }),
+      { clock },
+    );
     const coordinator = createCoordinator({ backend, ttlMs: 3_000, clock });
     const lock = await coordinator.acquire("x");
     const permit = await coordinator.semaphore("x", { permits: 2 }).acquire();
