@@ -1,13 +1,7 @@
-import type { Etcd3, IWatchResponse } from "etcd3";
-import {
-  compactedAt,
-  decodePermitEntry,
-  decodeRevision,
-  encodeRevision,
-  eventType,
-} from "./etcd-codec.js";
+import type { IWatchResponse } from "etcd3";
+import { decodePermitEntry, decodeRevision, eventType } from "./etcd-codec.js";
 import { rangeEnd } from "./etcd-keys.js";
-import { type EtcdKv, endStream } from "./etcd-kv.js";
+import type { EtcdKv } from "./etcd-kv.js";
 import {
   keyId,
   type PermitKeys,
@@ -15,6 +9,7 @@ import {
   type QueueEntry,
   type QueueSnapshot,
 } from "./permit-requests.js";
+import { watchUntil } from "./watch-until.js";
 
 /**
  * The rule of a permit queue: the entry at `index` is granted when its permits and those of
@@ -145,60 +140,17 @@ export class QueueView {
  * (resolves `"compacted"`: read the queue again). One watch stream of its own. Rejects with
  * `signal.reason` on abort, `BackendUnavailableError` when the stream fails.
  */
-export function waitInQueue(
+export async function waitInQueue(
   kv: EtcdKv,
   keys: PermitKeys,
   view: QueueView,
   fromRevision: bigint,
   signal: AbortSignal,
 ): Promise<"settled" | "compacted"> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    let done = false;
-    let stream: Awaited<ReturnType<Etcd3["watchClient"]["watch"]>> | undefined;
-    const finish = (settle: () => void) => {
-      if (done) return;
-      done = true;
-      signal.removeEventListener("abort", onAbort);
-      if (stream !== undefined) endStream(stream);
-      settle();
-    };
-    const onAbort = () => finish(() => reject(signal.reason));
-    signal.addEventListener("abort", onAbort, { once: true });
-    kv.client.watchClient.watch().then(
-      (opened) => {
-        if (done) {
-          endStream(opened);
-          return;
-        }
-        stream = opened;
-        opened.on("error", (error: Error) =>
-          finish(() => reject(kv.fail(error, "the etcd watch stream failed"))),
-        );
-        opened.on("end", () => finish(() => reject(kv.unavailable("the etcd watch stream ended"))));
-        opened.on("data", (response: IWatchResponse) => {
-          if (done) return;
-          if (response.canceled) {
-            if (compactedAt(response) > 0n) finish(() => resolve("compacted"));
-            else {
-              const why = response.cancel_reason || "no reason given";
-              finish(() => reject(kv.unavailable(`etcd cancelled the watch: ${why}`)));
-            }
-            return;
-          }
-          view.apply(response);
-          if (view.settled) finish(() => resolve("settled"));
-        });
-        opened.write({
-          create_request: {
-            key: keys.prefix,
-            range_end: rangeEnd(keys.prefix),
-            start_revision: encodeRevision(fromRevision),
-          },
-        });
-      },
-      (error: unknown) =>
-        finish(() => reject(kv.fail(error, "could not open an etcd watch stream"))),
-    );
+  const range = { key: keys.prefix, rangeEnd: rangeEnd(keys.prefix) };
+  const ended = await watchUntil(kv, range, fromRevision, signal, (response) => {
+    view.apply(response);
+    return view.settled;
   });
+  return ended === "done" ? "settled" : "compacted";
 }
