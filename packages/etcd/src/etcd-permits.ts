@@ -34,10 +34,9 @@ import {
   type QueueSnapshot,
   readQueueReply,
   readQueueTxn,
-  rewriteEntryTxn,
   storeLimitTxn,
-  succeededAt,
 } from "./permit-requests.js";
+import { claimReply, claimTxn } from "./queue-requests.js";
 
 /**
  * What a permit grant carries to release (or downgrade) exactly itself: the lease, the
@@ -226,7 +225,7 @@ export class EtcdPermits {
       value: handle.value,
     });
     const response = await this.#kv.txn(
-      rewriteEntryTxn(key, value, this.#context.leaseId, handle.revision),
+      claimTxn(key, value, this.#context.leaseId, handle.revision),
       `could not downgrade "${grant.key}"`,
     );
     if (!response.succeeded) return null;
@@ -400,11 +399,11 @@ export class EtcdPermits {
     if (mode === "read") return writeToken;
     if (mode === "permit" && joinedNow) return revision;
     const leaseId = this.#context.leaseId;
-    const token = succeededAt(
+    const token = claimReply(
       await this.#kv.txn(
         mode === "write"
           ? claimWriteTxn(keys, key, value, leaseId, revision)
-          : rewriteEntryTxn(key, value, leaseId, revision),
+          : claimTxn(key, value, leaseId, revision),
         `could not acquire "${name}"`,
       ),
     );

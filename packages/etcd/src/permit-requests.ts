@@ -26,6 +26,7 @@ import {
   permitTokenKey,
   rangeEnd,
 } from "./etcd-keys.js";
+import { isOurs } from "./queue-requests.js";
 
 /*
  * The transactions of a permit queue (a semaphore's or a read-write lock's), each followed by
@@ -116,16 +117,6 @@ function rangeEmpty(key: Buffer, end: Buffer): ICompare {
     target: CompareTarget.Create,
     result: CompareResult.Equal,
     create_revision: 0,
-  };
-}
-
-/** True while `key` has create revision `revision` (the same key, not a newer one). */
-function isOurs(key: Buffer, revision: bigint): ICompare {
-  return {
-    key,
-    target: CompareTarget.Create,
-    result: CompareResult.Equal,
-    create_revision: encodeRevision(revision),
   };
 }
 
@@ -361,24 +352,6 @@ export function claimWriteTxn(
       { request_put: { key: keys.token, value: Buffer.alloc(0) } },
     ],
   };
-}
-
-/** Rewrites our entry with `value` (a downgrade's) while it still has its create revision. */
-export function rewriteEntryTxn(
-  key: Buffer,
-  value: Buffer,
-  leaseId: string,
-  revision: bigint,
-): ITxnRequest {
-  return {
-    compare: [isOurs(key, revision)],
-    success: [{ request_put: { key, value, lease: leaseId } }],
-  };
-}
-
-/** The revision of a successful step, or `undefined` when its compare failed. */
-export function succeededAt(response: ITxnResponse): bigint | undefined {
-  return response.succeeded ? decodeRevision(response.header.revision) : undefined;
 }
 
 /** The key just after `key` in etcd's byte order. */

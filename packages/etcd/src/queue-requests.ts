@@ -190,7 +190,8 @@ export function turnReply(response: ITxnResponse):
 
 /**
  * Takes a grant known to be ours (no queue key is older, whatever nested names' keys are):
- * rewrites our key with `value` while it still has its create revision.
+ * rewrites our key with `value` while it still has its create revision. A permit entry's
+ * downgrade is the same step.
  */
 export function claimTxn(
   key: Buffer,
@@ -210,7 +211,7 @@ export function claimReply(response: ITxnResponse): bigint | undefined {
 }
 
 /** True while `key` has create revision `revision` (the same key, not a newer one). */
-function isOurs(key: Buffer, revision: bigint): ICompare {
+export function isOurs(key: Buffer, revision: bigint): ICompare {
   return {
     key,
     target: CompareTarget.Create,
