@@ -284,40 +284,37 @@ export function reportMarkdown(input: ReportInput): string {
       if (section.notes.length > 0) push("");
     }
   }
-  const heldPermits = results.filter((r) => r.heldPermits !== undefined);
-  const held = results.filter((r) => r.held !== undefined);
-  if (held.length > 0) {
-    const first = held[0]?.held;
+  const heldSection = (
+    what: "locks" | "permits",
+    intro: string,
+    of: (r: (typeof results)[number]) => (typeof results)[number]["held"],
+  ) => {
+    const holding = results.filter((r) => of(r) !== undefined);
+    if (holding.length === 0) return;
     push(
-      `## Holding ${first?.locks.toLocaleString("en-US")} locks in one process`,
+      `## Holding ${of(holding[0] as (typeof results)[number])?.locks.toLocaleString("en-US")} ${what} in one process`,
       "",
-      "One coordinator (one session) acquires the locks with bounded parallelism, then holds them over several renewal intervals: renewal requests (server side where the store counts them, and core's `keepAlive()` calls), process CPU, and memory per lock (heap and external growth after a full GC, the bench's array of lock references included). Before that, the same number of locks is taken through a bare backend session (no core) to split the memory into the adapter's share and core's.",
+      intro,
       "",
     );
-    for (const r of held) {
-      const h = r.held;
+    for (const r of holding) {
+      const h = of(r);
       if (!h) continue;
       push(`### ${r.backend}`, "", table([["figure", "value"], ...heldCells(h)]), "");
       for (const n of h.notes) push(`- ${n}`);
       push("");
     }
-  }
-  if (heldPermits.length > 0) {
-    const first = heldPermits[0]?.heldPermits;
-    push(
-      `## Holding ${first?.locks.toLocaleString("en-US")} permits in one process`,
-      "",
-      "As for locks: one coordinator (one session) acquires the permits, 1 per acquire, spread over semaphores as each table says, then holds them over several renewal intervals; the same number is taken through a bare backend session first for the adapter's share of the memory.",
-      "",
-    );
-    for (const r of heldPermits) {
-      const h = r.heldPermits;
-      if (!h) continue;
-      push(`### ${r.backend}`, "", table([["figure", "value"], ...heldCells(h)]), "");
-      for (const n of h.notes) push(`- ${n}`);
-      push("");
-    }
-  }
+  };
+  heldSection(
+    "locks",
+    "One coordinator (one session) acquires the locks with bounded parallelism, then holds them over several renewal intervals: renewal requests (server side where the store counts them, and core's `keepAlive()` calls), process CPU, and memory per lock (heap and external growth after a full GC, the bench's array of lock references included). Before that, the same number of locks is taken through a bare backend session (no core) to split the memory into the adapter's share and core's.",
+    (r) => r.held,
+  );
+  heldSection(
+    "permits",
+    "As for locks: one coordinator (one session) acquires the permits, 1 per acquire, spread over semaphores as each table says, then holds them over several renewal intervals; the same number is taken through a bare backend session first for the adapter's share of the memory.",
+    (r) => r.heldPermits,
+  );
   const errors = results.flatMap((r) => r.errors.map((e) => `- ${r.backend}: ${e}`));
   if (errors.length > 0) push("## Errors", "", ...errors, "");
   return `${lines.join("\n")}\n`;
