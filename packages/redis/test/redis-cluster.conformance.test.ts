@@ -155,11 +155,13 @@ describeBackend("redis", () => {
         url: `redis://${first.host}:${first.port}?cluster=true`,
         natMap,
       });
-      const c = createCoordinator({ backend, ttlMs: 1_000 });
+      // A TTL with room for a slow renewal: the proxies run in this test's own process, which
+      // shares two cores with the rest of the suite.
+      const c = createCoordinator({ backend, ttlMs: 3_000 });
       const locks: Lock[] = [];
       try {
         for (let i = 0; i < 12; i++) locks.push(await c.acquire(`nat-${i}`));
-        await new Promise((r) => setTimeout(r, 2_500)); // renewals, through the mapped addresses
+        await new Promise((r) => setTimeout(r, 3_500)); // renewals, through the mapped addresses
         for (const l of locks) expect(l.held).toBe(true);
         for (const p of proxies) expect(p.connections).toBeGreaterThan(0);
         for (const p of proxies) p.blackhole();
