@@ -67,8 +67,8 @@ export interface ZookeeperPermitCalls {
   readonly ownerId: string;
   /** The permits root, e.g. `/baton-permits`. */
   readonly root: string;
-  /** The data of an entry that publishes no value. */
-  readonly plainData: Buffer;
+  /** The data of an entry publishing `value` (the session's node data, as for its locks). */
+  nodeData(value: string | undefined): Buffer;
   /** Aborted when the session ends. */
   readonly ended: AbortSignal;
   /** Paths of the nodes the session holds as grants (it renews and frees them). */
@@ -143,10 +143,7 @@ export class ZookeeperPermits {
     // As for a lock: the caller's signal is read only once the acquire waits.
     const stop = new AcquireStop(options, this.#s.ended);
     try {
-      const data =
-        options.value === undefined
-          ? this.#s.plainData
-          : encodeNodeData({ ownerId: this.#s.ownerId, value: options.value });
+      const data = this.#s.nodeData(options.value);
       const prefix = permitNodePrefix(dir, { attemptId, mode, permits, limit });
       path = await this.#s.createNode(dir, attemptId, prefix, data, stop);
       const token = await this.#awaitPermits(key, dir, path, data, options.wait, stop);

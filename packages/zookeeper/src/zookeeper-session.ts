@@ -129,7 +129,7 @@ export class ZookeeperSession implements BackendSession {
       client,
       ownerId: this.ownerId,
       root: permitRoot(context.root),
-      plainData: this.#plainData,
+      nodeData: (value) => this.#nodeData(value),
       ended: this.#ended.signal,
       held: this.#held,
       call: (what, pending, stop, onAbandoned) => this.#call(what, pending, stop, onAbandoned),
@@ -276,6 +276,11 @@ export class ZookeeperSession implements BackendSession {
     if (!this.#ended.signal.aborted) dropConnection(this.client);
   }
 
+  /** The data of a node publishing `value`: the owner, and the value when there is one. */
+  #nodeData(value: string | undefined): Buffer {
+    return value === undefined ? this.#plainData : encodeNodeData({ ownerId: this.ownerId, value });
+  }
+
   async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
     this.#assertLive();
     const dir = this.#dir(key);
@@ -288,10 +293,7 @@ export class ZookeeperSession implements BackendSession {
     // Hot path: see docs/hot-path.md, "ZooKeeper".
     const stop = new AcquireStop(options, this.#ended.signal);
     try {
-      const data =
-        options.value === undefined
-          ? this.#plainData
-          : encodeNodeData({ ownerId: this.ownerId, value: options.value });
+      const data = this.#nodeData(options.value);
       path = await this.#createNode(dir, attemptId, lockNodePrefix(dir, attemptId), data, stop);
       const token = await this.#awaitTurn(dir, path, options.wait, stop);
       if (token === null) {
