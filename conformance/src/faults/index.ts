@@ -6,6 +6,7 @@
  * @module @baton/conformance/faults
  */
 export { type ProxiedHosts, proxyHosts } from "./proxy-hosts.js";
+export { SilentListener } from "./silent-listener.js";
 export { LockWorker, type LockWorkerOptions, spawnLockWorker } from "./spawn-lock-worker.js";
 export { type ProxyMode, TcpProxy } from "./tcp-proxy.js";
 export type { TickCheck, WorkerCommand, WorkerEvent } from "./worker-protocol.js";

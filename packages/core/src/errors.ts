@@ -12,6 +12,7 @@ export type BatonErrorCode =
   | "BATON_STALE_TOKEN"
   | "BATON_BACKEND_UNAVAILABLE"
   | "BATON_CONFIG"
+  | "BATON_AUTH"
   | "BATON_CLOSED"
   | "BATON_RUN_TIMEOUT";
 
@@ -155,6 +156,19 @@ export class ConfigError extends BatonError {
   constructor(field: string, message: string, options?: { cause?: unknown }) {
     super("BATON_CONFIG", `${field}: ${message}`, options);
     this.field = field;
+  }
+}
+
+/**
+ * The store refused the credentials (a wrong password, an unknown user, a rejected key or
+ * token). Like every {@link ConfigError} it is thrown at once and never retried: retrying the
+ * same credentials cannot succeed. `field` names the option that carried them (`url`,
+ * `password`, `credentials`, ...); the message names the host, never the secret.
+ */
+export class AuthenticationError extends ConfigError {
+  constructor(field: string, message: string, options?: { cause?: unknown }) {
+    super(field, message, options);
+    (this as { code: BatonErrorCode }).code = "BATON_AUTH";
   }
 }
 

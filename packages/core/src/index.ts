@@ -44,6 +44,7 @@ export type {
   TermContext,
 } from "./election.js";
 export {
+  AuthenticationError,
   asUnavailable,
   BackendUnavailableError,
   BatonError,
