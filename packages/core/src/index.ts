@@ -86,7 +86,12 @@ export {
   type Partitions,
 } from "./partitions.js";
 export { Permit } from "./permit.js";
-export { enablePrometheus, type PrometheusHandle, type PrometheusOptions } from "./prometheus.js";
+export {
+  enablePrometheus,
+  type PrometheusHandle,
+  type PrometheusOptions,
+  type PrometheusRegistry,
+} from "./prometheus.js";
 export type { ReadWriteLock } from "./read-write-lock.js";
 export {
   type BackendFactory,

@@ -2,12 +2,33 @@ import type { Coordinator } from "./coordinator.js";
 import { ConfigError } from "./errors.js";
 import type { Lock } from "./lock.js";
 
+/**
+ * Where the metrics are registered: a prom-client `Registry` (or anything with its
+ * `registerMetric`).
+ */
+export interface PrometheusRegistry {
+  registerMetric(metric: never): void;
+}
+
 /** Options of {@link enablePrometheus}. */
 export interface PrometheusOptions {
   /** A prom-client `Registry` (default: prom-client's global `register`). */
-  readonly registry?: unknown;
+  readonly registry?: PrometheusRegistry;
   /** Metric name prefix. Default `"baton_"`. */
   readonly prefix?: string;
+  /**
+   * The `name` label value of a lock, semaphore or election name: return a value to group
+   * names under (e.g. `(n) => n.replace(/^invoice\/.*$/, "invoice/*")`), or `undefined`
+   * for the default: a runOnce or schedule slot's lock (`<job>/slot/<slot>`) is labelled
+   * `<job>/slot/*`, a partition (`<name>/partition/<n>`) `<name>/partition/*`, any other
+   * name itself.
+   */
+  readonly labelName?: (name: string) => string | undefined;
+  /**
+   * At most this many distinct values of the `name` label (and of the `job` label), each
+   * kept for the life of the metrics; later ones are counted under `"other"`. Default 100.
+   */
+  readonly maxNames?: number;
 }
 
 /** What {@link enablePrometheus} returns. */
@@ -16,9 +37,15 @@ export interface PrometheusHandle {
   stop(): void;
 }
 
+/** Default of {@link PrometheusOptions.maxNames}. */
+const DEFAULT_MAX_METRIC_NAMES = 100;
+/** The label value names beyond {@link PrometheusOptions.maxNames} are counted under. */
+const OTHER_METRIC_NAME = "other";
+
 // Minimal structural views of prom-client, so this file compiles without it installed.
 interface Labeled<T> {
   labels(labels: Record<string, string>): T;
+  remove(labels: Record<string, string>): void;
 }
 interface GaugeLike extends Labeled<{ set(v: number): void }> {}
 interface CounterLike extends Labeled<{ inc(v?: number): void }> {}
@@ -34,11 +61,13 @@ interface PromClient {
  * Exposes a coordinator's activity as Prometheus metrics through `prom-client` (an optional
  * peer dependency, loaded only here). Enable it before `elect()` so elections are watched.
  *
- * - `baton_is_leader{name}`: 1 while this instance leads `name` (summed over instances: 1).
+ * - `baton_is_leader{name}`: how many elections of the label this instance leads (for a plain
+ *   election name: 1 while it leads, summed over instances: 1).
  * - `baton_leader_changes_total{name}`: terms this instance started.
  * - `baton_renewal_failures_total{name}`: failed renewals, per lock that depended on them.
- * - `baton_lock_held{name}`: 1 while this instance holds the lock (or any of its permits: a
- *   semaphore's, a read or a write).
+ * - `baton_lock_held{name}`: how many locks of the label this instance holds (for a plain
+ *   name: 1 while it holds the lock, or any of its permits: a semaphore's, a read or a
+ *   write); the series is removed when the last of them is released or lost.
  * - `baton_lock_acquire_seconds{name}`: histogram of time from acquire() to the grant.
  * - `baton_failover_seconds{name}`: histogram of gaps with no leader, as this instance's
  *   watch of the election saw them (a direct handoff with no visible gap counts as 0).
@@ -48,14 +77,31 @@ interface PromClient {
  * - `baton_job_last_success_timestamp_seconds{job}`: when a run of the job last finished
  *   here (Unix seconds); alert on its age, taking the maximum over instances.
  *
+ * Label values stay few, whatever names the locks get: a slot's lock is labelled by its job
+ * (`nightly/slot/*`, never one series per slot), a partition by its set, `labelName` maps
+ * any other names, and past `maxNames` distinct values (default 100) further names are
+ * counted under `name="other"`. The series count is therefore bounded: about 30 per
+ * `name` value and 6 per `job` value.
+ *
  * @example
- * import { register } from "prom-client";
- * await enablePrometheus(coordinator, { registry: register });
+ * // registry: prom-client's global `register`, or a `new Registry()` of yours
+ * await enablePrometheus(coordinator, {
+ *   registry,
+ *   labelName: (name) => (name.startsWith("invoice/") ? "invoice/*" : undefined),
+ * });
  */
 export async function enablePrometheus(
   coordinator: Coordinator,
   options: PrometheusOptions = {},
 ): Promise<PrometheusHandle> {
+  const labelName = options.labelName;
+  if (labelName !== undefined && typeof labelName !== "function") {
+    throw new ConfigError("labelName", "must be a function (name) => string | undefined");
+  }
+  const maxNames = options.maxNames ?? DEFAULT_MAX_METRIC_NAMES;
+  if (!Number.isInteger(maxNames) || maxNames < 1) {
+    throw new ConfigError("maxNames", `must be a positive integer, got ${String(maxNames)}`);
+  }
   let prom: PromClient;
   try {
     prom = (await import("prom-client")) as unknown as PromClient;
@@ -73,7 +119,7 @@ export async function enablePrometheus(
   const labelNames = ["name"];
   const isLeader = new prom.Gauge({
     name: `${prefix}is_leader`,
-    help: "1 while this instance leads the election",
+    help: "Elections of the label this instance leads",
     labelNames,
     registers,
   });
@@ -91,7 +137,7 @@ export async function enablePrometheus(
   });
   const held = new prom.Gauge({
     name: `${prefix}lock_held`,
-    help: "1 while this instance holds the lock",
+    help: "Locks of the label this instance holds",
     labelNames,
     registers,
   });
@@ -123,8 +169,21 @@ export async function enablePrometheus(
     registers,
   });
 
-  // A semaphore's permits share a name: the gauge stays 1 until the last of them ends.
-  const holding = new HoldsByName();
+  const names = new LabelValues(maxNames);
+  const jobs = new LabelValues(maxNames);
+  const label = (name: string): { name: string } => {
+    let mapped: string | undefined;
+    try {
+      mapped = labelName?.(name);
+    } catch {
+      mapped = undefined;
+    }
+    return { name: names.admit(typeof mapped === "string" ? mapped : defaultLabel(name)) };
+  };
+  // Locks held and elections led, by label value: a gauge counts the names of its label
+  // (a semaphore's permits share a name), and a lock gauge's series goes with the last one.
+  const holding = new HoldsByLabel();
+  const leading = new HoldsByLabel();
   const stop = new AbortController();
   const watched = new Set<string>();
   const watchElection = async (name: string) => {
@@ -138,7 +197,7 @@ export async function enablePrometheus(
           continue;
         }
         if (lastTerm !== undefined && holder.token !== lastTerm) {
-          failover.labels({ name }).observe(goneAt === undefined ? 0 : (now - goneAt) / 1_000);
+          failover.labels(label(name)).observe(goneAt === undefined ? 0 : (now - goneAt) / 1_000);
         }
         lastTerm = holder.token;
         goneAt = undefined;
@@ -147,33 +206,43 @@ export async function enablePrometheus(
       // The watch ends with the coordinator or stop(); failures were reported as events.
     }
   };
+  const unhold = (name: string, lock: Lock) => {
+    const labels = label(name);
+    const count = holding.remove(labels.name, name, lock);
+    if (count === undefined) return;
+    if (count === 0) held.remove(labels);
+    else held.labels(labels).set(count);
+  };
 
   const unsubscribe = [
     coordinator.on("elected", ({ name }) => {
-      isLeader.labels({ name }).set(1);
-      changes.labels({ name }).inc();
+      const labels = label(name);
+      isLeader.labels(labels).set(leading.add(labels.name, name, name));
+      changes.labels(labels).inc();
     }),
-    coordinator.on("revoked", ({ name }) => isLeader.labels({ name }).set(0)),
+    coordinator.on("revoked", ({ name }) => {
+      const labels = label(name);
+      leading.remove(labels.name, name, name);
+      isLeader.labels(labels).set(leading.count(labels.name));
+    }),
     coordinator.on("jobRun", ({ job, outcome }) => {
-      jobRuns.labels({ job, outcome }).inc();
-      if (outcome === "ran") lastSuccess.labels({ job }).set(Date.now() / 1_000);
+      const labels = { job: jobs.admit(job) };
+      jobRuns.labels({ ...labels, outcome }).inc();
+      if (outcome === "ran") lastSuccess.labels(labels).set(Date.now() / 1_000);
     }),
-    coordinator.on("renewFailed", ({ names }) => {
-      for (const name of names) renewalFailures.labels({ name }).inc();
+    coordinator.on("renewFailed", ({ names: failed }) => {
+      for (const name of failed) renewalFailures.labels(label(name)).inc();
     }),
     coordinator.on("acquired", ({ name, waitedMs, lock }) => {
-      holding.add(name, lock);
-      held.labels({ name }).set(1);
-      acquireSeconds.labels({ name }).observe(waitedMs / 1_000);
+      const labels = label(name);
+      held.labels(labels).set(holding.add(labels.name, name, lock));
+      acquireSeconds.labels(labels).observe(waitedMs / 1_000);
     }),
-    coordinator.on("released", ({ name, lock }) => {
-      if (holding.remove(name, lock)) held.labels({ name }).set(0);
-    }),
-    coordinator.on("lost", ({ name, lock }) => {
-      if (holding.remove(name, lock)) held.labels({ name }).set(0);
-    }),
+    coordinator.on("released", ({ name, lock }) => unhold(name, lock)),
+    coordinator.on("lost", ({ name, lock }) => unhold(name, lock)),
     coordinator.on("campaignStarted", ({ name }) => {
-      isLeader.labels({ name }).set(0);
+      const labels = label(name);
+      isLeader.labels(labels).set(leading.count(labels.name));
       if (watched.has(name)) return;
       watched.add(name);
       void watchElection(name);
@@ -187,25 +256,72 @@ export async function enablePrometheus(
   };
 }
 
-/** The locks (or permits) this instance holds, by name. */
-class HoldsByName {
-  readonly #byName = new Map<string, Set<Lock>>();
+const PARTITION = /^(.+)\/partition\/\d+$/;
 
-  add(name: string, lock: Lock): void {
-    let locks = this.#byName.get(name);
-    if (locks === undefined) {
-      locks = new Set();
-      this.#byName.set(name, locks);
-    }
-    locks.add(lock);
+/**
+ * The default label value of a lock or election name: a slot's lock `<job>/slot/<slot>` is
+ * `<job>/slot/*`, a partition `<name>/partition/<n>` is `<name>/partition/*`.
+ */
+function defaultLabel(name: string): string {
+  const slot = name.indexOf("/slot/");
+  if (slot > 0) return `${name.slice(0, slot)}/slot/*`;
+  const partition = PARTITION.exec(name);
+  return partition === null ? name : `${partition[1]}/partition/*`;
+}
+
+/** The label values in use: the first `max` given, then {@link OTHER_METRIC_NAME}. */
+class LabelValues {
+  readonly #admitted = new Set<string>();
+  readonly #max: number;
+
+  constructor(max: number) {
+    this.#max = max;
   }
 
-  /** Forgets `lock`; true when no other lock of `name` is held. */
-  remove(name: string, lock: Lock): boolean {
-    const locks = this.#byName.get(name);
-    locks?.delete(lock);
-    if (locks !== undefined && locks.size > 0) return false;
-    this.#byName.delete(name);
-    return true;
+  admit(value: string): string {
+    if (this.#admitted.has(value)) return value;
+    if (this.#admitted.size >= this.#max) return OTHER_METRIC_NAME;
+    this.#admitted.add(value);
+    return value;
+  }
+}
+
+/** What this instance holds (locks, permits, leaderships), by label value, then by name. */
+class HoldsByLabel {
+  readonly #byLabel = new Map<string, Map<string, Set<unknown>>>();
+
+  /** Adds `hold` of `name`; returns how many names of `label` are held. */
+  add(label: string, name: string, hold: unknown): number {
+    let byName = this.#byLabel.get(label);
+    if (byName === undefined) {
+      byName = new Map();
+      this.#byLabel.set(label, byName);
+    }
+    let holds = byName.get(name);
+    if (holds === undefined) {
+      holds = new Set();
+      byName.set(name, holds);
+    }
+    holds.add(hold);
+    return byName.size;
+  }
+
+  /**
+   * Forgets `hold` of `name`; returns how many names of `label` are still held, or
+   * `undefined` when that count did not change.
+   */
+  remove(label: string, name: string, hold: unknown): number | undefined {
+    const byName = this.#byLabel.get(label);
+    const holds = byName?.get(name);
+    if (byName === undefined || holds === undefined || !holds.delete(hold)) return undefined;
+    if (holds.size > 0) return undefined;
+    byName.delete(name);
+    if (byName.size === 0) this.#byLabel.delete(label);
+    return byName.size;
+  }
+
+  /** How many names of `label` are held. */
+  count(label: string): number {
+    return this.#byLabel.get(label)?.size ?? 0;
   }
 }
