@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import type { ContainerClient } from "@azure/storage-blob";
 import {
   type BackendSession,
   BackendUnavailableError,
@@ -9,10 +8,11 @@ import {
   type LockBackend,
   type OpenSessionOptions,
 } from "@baton/core";
+import type { AzureContainerClientLike } from "./azure-blob-clients.js";
 import { encodeHeartbeat } from "./azure-blob-codec.js";
 import { sessionBlobName } from "./azure-blob-keys.js";
 import { type AzureBlobBackendOptions, resolveAzureBlobOptions } from "./azure-blob-options.js";
-import { AzureBlobSession } from "./azure-blob-session.js";
+import { AzureBlobLeaseSession } from "./azure-blob-session.js";
 import { BlobStore } from "./blob-store.js";
 import { ReleaseWakeups } from "./release-wakeups.js";
 import { SessionLiveness } from "./session-liveness.js";
@@ -61,7 +61,7 @@ export class AzureBlobBackend implements LockBackend {
   readonly #pollMaxMs: number;
   readonly #liveness: SessionLiveness;
   readonly #wakeups = new ReleaseWakeups();
-  readonly #sessions = new Set<AzureBlobSession>();
+  readonly #sessions = new Set<AzureBlobLeaseSession>();
   #closed = false;
 
   /** Throws `ConfigError` for bad options, before any I/O. */
@@ -122,7 +122,7 @@ export class AzureBlobBackend implements LockBackend {
       await this.#store.deleteBlob("could not end the session", heartbeat).catch(() => undefined);
       throw new BackendUnavailableError(this.#closedMessage());
     }
-    const session = new AzureBlobSession({
+    const session = new AzureBlobLeaseSession({
       store: this.#store.bounded(Math.min(this.#store.requestTimeoutMs, ttlMs)),
       prefix: this.prefix,
       ownerId: options.ownerId,
@@ -138,7 +138,7 @@ export class AzureBlobBackend implements LockBackend {
   }
 
   /** The container client every request goes through (yours, when you passed one). */
-  get containerClient(): ContainerClient {
+  get containerClient(): AzureContainerClientLike {
     return this.#store.container;
   }
 

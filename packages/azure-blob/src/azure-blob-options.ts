@@ -5,6 +5,7 @@ import {
   StorageSharedKeyCredential,
 } from "@azure/storage-blob";
 import { type BackendUrl, ConfigError } from "@baton/core";
+import type { AzureBlobServiceClientLike, AzureContainerClientLike } from "./azure-blob-clients.js";
 
 /**
  * Options of {@link AzureBlobBackend}. Give exactly one way to reach the container:
@@ -13,10 +14,16 @@ import { type BackendUrl, ConfigError } from "@baton/core";
  * `container`.
  */
 export interface AzureBlobBackendOptions {
-  /** A container client you built yourself (any credential). The backend does not own it. */
-  readonly containerClient?: ContainerClient;
-  /** A service client you built yourself; the backend uses its container `container`. */
-  readonly serviceClient?: BlobServiceClient;
+  /**
+   * A container client you built yourself (any credential): a `ContainerClient` of
+   * `@azure/storage-blob`. The backend does not own it.
+   */
+  readonly containerClient?: AzureContainerClientLike;
+  /**
+   * A service client you built yourself (a `BlobServiceClient` of `@azure/storage-blob`); the
+   * backend uses its container `container`.
+   */
+  readonly serviceClient?: AzureBlobServiceClientLike;
   /** A storage connection string (`DefaultEndpointsProtocol=...;AccountName=...;AccountKey=...`). */
   readonly connectionString?: string;
   /**
@@ -53,7 +60,7 @@ export interface AzureBlobBackendOptions {
 
 /** Options after validation. */
 export interface ResolvedAzureBlobOptions {
-  readonly container: ContainerClient;
+  readonly container: AzureContainerClientLike;
   /** Where the container is, for messages: `http://127.0.0.1:10000/devstoreaccount1/locks`. */
   readonly where: string;
   readonly prefix: string;
@@ -173,7 +180,7 @@ export function resolveAzureBlobOptions(
   }
   const container = checkContainer(options.container);
   if (options.serviceClient !== undefined) {
-    const service = options.serviceClient as Partial<BlobServiceClient>;
+    const service = options.serviceClient as Partial<AzureBlobServiceClientLike> | null;
     if (typeof service?.getContainerClient !== "function") {
       throw new ConfigError(
         "serviceClient",
@@ -181,6 +188,12 @@ export function resolveAzureBlobOptions(
       );
     }
     const client = options.serviceClient.getContainerClient(container);
+    if (!isContainerClient(client)) {
+      throw new ConfigError(
+        "serviceClient",
+        "must be a BlobServiceClient from @azure/storage-blob (its getContainerClient gave no ContainerClient)",
+      );
+    }
     return { container: client, where: whereOf(client), ...rest };
   }
   if (options.connectionString !== undefined) {
@@ -273,15 +286,15 @@ function checkEndpoint(endpoint: string): string {
 }
 
 /** The container's URL without its query (a SAS token), for messages. */
-function whereOf(client: ContainerClient): string {
+function whereOf(client: AzureContainerClientLike): string {
   const url = String(client.url);
   const query = url.indexOf("?");
   return query === -1 ? url : url.slice(0, query);
 }
 
 /** Whether `value` looks like a `ContainerClient` (by shape: the app's own copy of the SDK). */
-function isContainerClient(value: unknown): value is ContainerClient {
-  const client = value as Partial<ContainerClient> | null;
+function isContainerClient(value: unknown): value is AzureContainerClientLike {
+  const client = value as Partial<AzureContainerClientLike> | null;
   return (
     typeof client === "object" &&
     client !== null &&

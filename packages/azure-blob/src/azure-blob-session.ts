@@ -1,6 +1,5 @@
 import {
   type BackendAcquireOptions,
-  type BackendSession,
   BackendUnavailableError,
   backoffMs,
   type Grant,
@@ -10,6 +9,7 @@ import {
   SessionLostError,
   type StoredRecord,
 } from "@baton/core";
+import type { AzureBlobSession } from "./azure-blob-clients.js";
 import {
   decodeHolder,
   encodeHeartbeat,
@@ -33,7 +33,7 @@ interface AzureBlobGrantHandle {
   readonly etag: string;
 }
 
-/** Everything an {@link AzureBlobSession} needs from its backend. */
+/** Everything an {@link AzureBlobLeaseSession} needs from its backend. */
 export interface AzureBlobSessionContext {
   /** Bounded by the shorter of the request timeout and the TTL. */
   readonly store: BlobStore;
@@ -45,7 +45,7 @@ export interface AzureBlobSessionContext {
   readonly pollMaxMs: number;
   readonly liveness: SessionLiveness;
   readonly wakeups: ReleaseWakeups;
-  readonly onClose: (session: AzureBlobSession) => void;
+  readonly onClose: (session: AzureBlobLeaseSession) => void;
 }
 
 /** Attempts in a row that lost a race (the blob changed between two requests) before a pause. */
@@ -73,7 +73,7 @@ type Attempt = Grant | { readonly held: LockBlobState } | "race";
  * Either way a leased lock blob always names the session that holds its lease, and the token
  * of a grant is the counter its own conditional write left, one more than the counter it read.
  */
-export class AzureBlobSession implements BackendSession {
+export class AzureBlobLeaseSession implements AzureBlobSession {
   readonly ownerId: string;
   readonly ttlMs: number;
   /** Aborted with a `SessionLostError` when the session learns its heartbeat is gone. */

@@ -1,5 +1,6 @@
 import type { BlockBlobClient, ContainerClient } from "@azure/storage-blob";
 import { boundedCall } from "@baton/core";
+import type { AzureContainerClientLike } from "./azure-blob-clients.js";
 import {
   AzureErrorCode,
   BREAK_AT_ONCE,
@@ -52,12 +53,14 @@ export class BlobStore {
   readonly #createContainer: boolean;
 
   constructor(
-    container: ContainerClient,
+    container: AzureContainerClientLike,
     where: string,
     requestTimeoutMs: number,
     createContainer: boolean,
   ) {
-    this.container = container;
+    // Accepted by shape (a ContainerClient of the app's own copy of the SDK): called with the
+    // SDK's types, which the shape was checked against.
+    this.container = container as ContainerClient;
     this.where = where;
     this.requestTimeoutMs = requestTimeoutMs;
     this.#createContainer = createContainer;

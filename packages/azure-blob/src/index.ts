@@ -11,6 +11,11 @@ import { AZURE_BLOB_GUARANTEES, AzureBlobBackend } from "./azure-blob-backend.js
 import { azureBlobOptionsFromUrl } from "./azure-blob-options.js";
 
 export { AZURE_BLOB_GUARANTEES, AzureBlobBackend, MIN_TTL_MS } from "./azure-blob-backend.js";
+export type {
+  AzureBlobServiceClientLike,
+  AzureBlobSession,
+  AzureContainerClientLike,
+} from "./azure-blob-clients.js";
 export {
   type AzureBlobBackendOptions,
   azureBlobOptionsFromUrl,
@@ -21,7 +26,6 @@ export {
   EMULATOR_ACCOUNT,
   EMULATOR_ACCOUNT_KEY,
 } from "./azure-blob-options.js";
-export type { AzureBlobSession } from "./azure-blob-session.js";
 
 // The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
 registerBackend("azblob", (url) => new AzureBlobBackend(azureBlobOptionsFromUrl(url)), {

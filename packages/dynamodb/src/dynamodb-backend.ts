@@ -16,7 +16,7 @@ import {
   POLL_MIN_MS,
   resolveDynamoDBOptions,
 } from "./dynamodb-options.js";
-import { DynamoDBSession } from "./dynamodb-session.js";
+import { DynamoDBItemSession } from "./dynamodb-session.js";
 import { DynamoDBTable } from "./dynamodb-table.js";
 import { ExpiryObserver } from "./expiry-observer.js";
 import { openRequest } from "./lock-requests.js";
@@ -57,10 +57,10 @@ export class DynamoDBBackend implements LockBackend {
   /** Prefix of every item key. */
   readonly prefix: string;
   readonly #table: DynamoDBTable;
-  readonly #ownsClient: boolean;
+  readonly #destroyClient: (() => void) | undefined;
   readonly #pollMaxMs: number;
   readonly #observer = new ExpiryObserver();
-  readonly #sessions = new Set<DynamoDBSession>();
+  readonly #sessions = new Set<DynamoDBItemSession>();
   #closed = false;
 
   /** Throws `ConfigError` for bad options, before any I/O. */
@@ -75,7 +75,7 @@ export class DynamoDBBackend implements LockBackend {
       resolved.requestTimeoutMs,
       resolved.createTable,
     );
-    this.#ownsClient = resolved.ownsClient;
+    this.#destroyClient = resolved.destroyClient;
     this.#pollMaxMs = resolved.pollMaxMs;
   }
 
@@ -110,7 +110,7 @@ export class DynamoDBBackend implements LockBackend {
       }
       throw error;
     }
-    const session = new DynamoDBSession({
+    const session = new DynamoDBItemSession({
       table: this.#table,
       prefix: this.prefix,
       ownerId,
@@ -139,7 +139,7 @@ export class DynamoDBBackend implements LockBackend {
     try {
       await Promise.allSettled([...this.#sessions].map((s) => s.close()));
     } finally {
-      if (this.#ownsClient) this.#table.client.destroy();
+      this.#destroyClient?.();
     }
   }
 }

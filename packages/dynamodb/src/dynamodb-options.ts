@@ -1,15 +1,17 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { type BackendUrl, ConfigError } from "@baton/core";
+import type { DynamoDBClientLike } from "./dynamodb-client.js";
 
 /** Options of {@link DynamoDBBackend}. Give `table`, and `client` or the connection fields. */
 export interface DynamoDBBackendOptions {
   /** The table holding every lock, session and record item (string partition key `pk`). */
   readonly table: string;
   /**
-   * A client you built yourself (credentials, retries, HTTP options). The backend does not
-   * destroy it. Without it the backend builds one from `endpoint`, `region` and `credentials`.
+   * A client you built yourself (credentials, retries, HTTP options): a `DynamoDBClient` of
+   * `@aws-sdk/client-dynamodb`. The backend does not destroy it. Without it the backend
+   * builds one from `endpoint`, `region` and `credentials`.
    */
-  readonly client?: DynamoDBClient;
+  readonly client?: DynamoDBClientLike;
   /**
    * Where DynamoDB is, e.g. `http://127.0.0.1:8000` for DynamoDB Local or dynalite. Default:
    * the AWS SDK's endpoint for the region.
@@ -49,8 +51,9 @@ export interface DynamoDBCredentials {
 
 /** Options after validation. */
 export interface ResolvedDynamoDBOptions {
-  readonly client: DynamoDBClient;
-  readonly ownsClient: boolean;
+  readonly client: DynamoDBClientLike;
+  /** Closes the client when the backend built it; `undefined` for a client you passed. */
+  readonly destroyClient: (() => void) | undefined;
   readonly table: string;
   /** Where the calls go, for messages: `host:port`, or `region eu-west-1`. */
   readonly endpointLabel: string;
@@ -124,7 +127,10 @@ export function resolveDynamoDBOptions(options: DynamoDBBackendOptions): Resolve
   const common = { table, prefix, requestTimeoutMs, createTable, pollMaxMs };
   if (options.client !== undefined) {
     if (!isDynamoDBClient(options.client)) {
-      throw new ConfigError("client", "must be a DynamoDBClient from @aws-sdk/client-dynamodb");
+      throw new ConfigError(
+        "client",
+        "must be a DynamoDBClient from @aws-sdk/client-dynamodb (an object with a send method)",
+      );
     }
     for (const field of ["endpoint", "region", "credentials"] as const) {
       if (options[field] !== undefined) {
@@ -134,7 +140,7 @@ export function resolveDynamoDBOptions(options: DynamoDBBackendOptions): Resolve
     return {
       ...common,
       client: options.client,
-      ownsClient: false,
+      destroyClient: undefined,
       endpointLabel: "your DynamoDBClient's endpoint",
     };
   }
@@ -157,7 +163,7 @@ export function resolveDynamoDBOptions(options: DynamoDBBackendOptions): Resolve
   });
   const endpointLabel =
     endpoint === undefined ? `region ${region ?? "from the AWS SDK's chain"}` : endpoint.host;
-  return { ...common, client, ownsClient: true, endpointLabel };
+  return { ...common, client, destroyClient: () => client.destroy(), endpointLabel };
 }
 
 function integerIn(field: string, value: unknown, min: number, max: number): number {
@@ -292,16 +298,10 @@ function numberParam(params: URLSearchParams, name: string): number | undefined 
 }
 
 /**
- * Whether `value` looks like a `DynamoDBClient`. Checked by shape, not `instanceof`, so a
- * client from the app's own copy of the AWS SDK is accepted.
+ * Whether `value` has the shape of a {@link DynamoDBClientLike}. Checked by shape, not
+ * `instanceof`, so a client from the app's own copy of the AWS SDK is accepted.
  */
-function isDynamoDBClient(value: unknown): value is DynamoDBClient {
-  const client = value as { send?: unknown; destroy?: unknown; config?: unknown } | null;
-  return (
-    typeof client === "object" &&
-    client !== null &&
-    typeof client.send === "function" &&
-    typeof client.destroy === "function" &&
-    typeof client.config === "object"
-  );
+function isDynamoDBClient(value: unknown): value is DynamoDBClientLike {
+  const client = value as { send?: unknown } | null;
+  return typeof client === "object" && client !== null && typeof client.send === "function";
 }

@@ -7,7 +7,6 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import {
   type BackendAcquireOptions,
-  type BackendSession,
   BackendUnavailableError,
   backoffMs,
   type Grant,
@@ -21,6 +20,7 @@ import {
   sleep,
   systemClock,
 } from "@baton/core";
+import type { DynamoDBSession } from "./dynamodb-client.js";
 import {
   decodeGrantedToken,
   decodeLock,
@@ -49,7 +49,7 @@ interface DynamoDBGrantHandle {
   readonly session: string;
 }
 
-/** Everything a {@link DynamoDBSession} needs from its backend. */
+/** Everything a {@link DynamoDBItemSession} needs from its backend. */
 export interface DynamoDBSessionContext {
   readonly table: DynamoDBTable;
   readonly prefix: string;
@@ -62,7 +62,7 @@ export interface DynamoDBSessionContext {
   readonly pollMaxMs: number;
   /** The first pause between looks is at most this, in ms. */
   readonly pollMinMs: number;
-  readonly onClose: (session: DynamoDBSession) => void;
+  readonly onClose: (session: DynamoDBItemSession) => void;
 }
 
 /** Who holds a lock this session could not take, and when that holder expires unless renewed. */
@@ -85,7 +85,7 @@ const MAX_RACES = 4;
  * own monotonic clock) is ended by that client with a delete conditional on the counter, and
  * its locks are then free too.
  */
-export class DynamoDBSession implements BackendSession {
+export class DynamoDBItemSession implements DynamoDBSession {
   readonly ownerId: string;
   readonly ttlMs: number;
   /** Aborted with a `SessionLostError` when a renewal finds the session item gone. */

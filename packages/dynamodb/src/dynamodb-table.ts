@@ -1,62 +1,14 @@
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  type DynamoDBClient,
-} from "@aws-sdk/client-dynamodb";
-import { BackendUnavailableError, boundedCall, ConfigError, sleep, systemClock } from "@baton/core";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { boundedCall, ConfigError } from "@baton/core";
+import { createLockTable } from "./create-lock-table.js";
+import type { DynamoDBClientLike } from "./dynamodb-client.js";
 import { dynamodbContext, isConditionFailed, toBatonError } from "./dynamodb-errors.js";
-import { PARTITION_KEY } from "./dynamodb-keys.js";
-
-/** Options of {@link createLockTable}. */
-export interface CreateLockTableOptions {
-  /** How long to wait for the table to become active, in ms (default 60000). */
-  readonly timeoutMs?: number;
-}
-
-/** Pause between looks at a table being created, in ms. */
-const TABLE_POLL_MS = 200;
 
 /**
- * Creates a table Baton can use: string partition key `pk`, no sort key, on-demand capacity
- * (`PAY_PER_REQUEST`), and waits until it is `ACTIVE`. A table of that name that exists
- * already is left as it is. The same as
- * `aws dynamodb create-table --table-name NAME --attribute-definitions AttributeName=pk,AttributeType=S --key-schema AttributeName=pk,KeyType=HASH --billing-mode PAY_PER_REQUEST`.
+ * The part of the AWS SDK's client the backend calls, with the SDK's own types (each command's
+ * output): a {@link DynamoDBClientLike} is one, by the shape it was accepted for.
  */
-export async function createLockTable(
-  client: DynamoDBClient,
-  table: string,
-  options: CreateLockTableOptions = {},
-): Promise<void> {
-  const deadline = performance.now() + (options.timeoutMs ?? 60_000);
-  try {
-    await client.send(
-      new CreateTableCommand({
-        TableName: table,
-        AttributeDefinitions: [{ AttributeName: PARTITION_KEY, AttributeType: "S" }],
-        KeySchema: [{ AttributeName: PARTITION_KEY, KeyType: "HASH" }],
-        BillingMode: "PAY_PER_REQUEST",
-      }),
-    );
-  } catch (error) {
-    if ((error as { name?: unknown }).name !== "ResourceInUseException") {
-      throw toBatonError(error, `could not create the DynamoDB table "${table}"`);
-    }
-  }
-  for (;;) {
-    const described = await client
-      .send(new DescribeTableCommand({ TableName: table }))
-      .catch((error: unknown) => {
-        throw toBatonError(error, `could not describe the DynamoDB table "${table}"`);
-      });
-    if (described.Table?.TableStatus === "ACTIVE") return;
-    if (performance.now() > deadline) {
-      throw new BackendUnavailableError(
-        `the DynamoDB table "${table}" is not active after ${options.timeoutMs ?? 60_000} ms (status ${described.Table?.TableStatus ?? "unknown"})`,
-      );
-    }
-    await sleep(systemClock, TABLE_POLL_MS);
-  }
-}
+export type SdkClient = Pick<DynamoDBClient, "send">;
 
 /** Options of one {@link DynamoDBTable.call}. */
 export interface CallOptions<T> {
@@ -78,7 +30,8 @@ export interface CallOptions<T> {
  * and, with `createTable`, the table created when the first call finds it missing.
  */
 export class DynamoDBTable {
-  readonly client: DynamoDBClient;
+  readonly client: SdkClient;
+  readonly #given: DynamoDBClientLike;
   readonly name: string;
   /** Where the calls go, for messages. */
   readonly endpoint: string;
@@ -87,13 +40,14 @@ export class DynamoDBTable {
   #creating: Promise<void> | undefined;
 
   constructor(
-    client: DynamoDBClient,
+    client: DynamoDBClientLike,
     name: string,
     endpoint: string,
     requestTimeoutMs: number,
     createTable: boolean,
   ) {
-    this.client = client;
+    this.#given = client;
+    this.client = client as SdkClient;
     this.name = name;
     this.endpoint = endpoint;
     this.requestTimeoutMs = requestTimeoutMs;
@@ -117,7 +71,7 @@ export class DynamoDBTable {
       if (!this.#createTable || !(error instanceof ConfigError) || !isMissingTable(error)) {
         throw error;
       }
-      this.#creating ??= createLockTable(this.client, this.name).finally(() => {
+      this.#creating ??= createLockTable(this.#given, this.name).finally(() => {
         this.#creating = undefined;
       });
       await this.#creating;

@@ -11,7 +11,9 @@ import { registerBackend } from "@baton/core";
 import { DYNAMODB_GUARANTEES, DynamoDBBackend } from "./dynamodb-backend.js";
 import { dynamodbOptionsFromUrl } from "./dynamodb-options.js";
 
+export { type CreateLockTableOptions, createLockTable } from "./create-lock-table.js";
 export { DYNAMODB_GUARANTEES, DynamoDBBackend } from "./dynamodb-backend.js";
+export type { DynamoDBClientLike, DynamoDBSession } from "./dynamodb-client.js";
 export {
   DEFAULT_POLL_MAX_MS,
   DEFAULT_PREFIX,
@@ -22,8 +24,6 @@ export {
   MIN_TTL_MS,
   POLL_MIN_MS,
 } from "./dynamodb-options.js";
-export type { DynamoDBSession } from "./dynamodb-session.js";
-export { type CreateLockTableOptions, createLockTable } from "./dynamodb-table.js";
 
 // The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
 registerBackend("dynamodb", (url) => new DynamoDBBackend(dynamodbOptionsFromUrl(url)), {
