@@ -1,6 +1,7 @@
+import { AbortScope } from "./abort-scope.js";
 import type { Holder, StoredRecord } from "./backend.js";
 import { backoffMs } from "./backoff.js";
-import type { Clock } from "./clock.js";
+import type { Clock, Timer } from "./clock.js";
 import { sleep } from "./clock.js";
 import type { Coordinator } from "./coordinator.js";
 import {
@@ -11,7 +12,6 @@ import {
   RunTimeoutError,
 } from "./errors.js";
 import { decodeJobRecord, encodeJobRecord, type JobRecord } from "./job-record.js";
-import { linkSignals } from "./link-signals.js";
 import type { Lock } from "./lock.js";
 import { isTransient } from "./transient.js";
 import { checkInt, checkName, checkOptions, checkSignal, LIMITS } from "./validate.js";
@@ -28,7 +28,11 @@ export interface RunContext {
   readonly attempt: number;
   /**
    * Aborted when the attempt must stop: past `atMostMs` (reason `RunTimeoutError`), on loss of
-   * its lock (`LockLostError`), or when the caller's `signal` aborts.
+   * its lock (`LockLostError`), or when the caller's `signal` aborts. Like `Lock.signal`, its
+   * `aborted`, `reason` and `throwIfAborted()` check the lock's deadline and `atMostMs` before
+   * they answer: a job that resumes from a pause (SIGSTOP, a long GC, a blocked event loop)
+   * sees that it must stop at its first check, before any timer has run. Check it before
+   * every write the slot must not make twice.
    */
   readonly signal: AbortSignal;
 }
@@ -38,7 +42,9 @@ export interface RunOnceOptions {
   /**
    * The longest an attempt may run, ms (default one hour, at most one day). Past it the
    * attempt's signal aborts with a `RunTimeoutError`, the attempt is recorded as failed and
-   * its lock released, so another replica may retry; `fn` is not awaited any longer.
+   * its lock released, so another replica may retry; `fn` is not awaited any longer. An
+   * attempt is recorded `done` only when, at the moment its outcome is written, its lock is
+   * still held and `atMostMs` has not passed; otherwise it is recorded failed.
    */
   readonly atMostMs?: number;
   /** Attempts a slot gets in all, crashed ones included (default 3). */
@@ -287,43 +293,26 @@ async function attempt<T>(
   fn: (context: RunContext) => T | Promise<T>,
   o: ResolvedRunOnce,
 ): Promise<RunOnceResult<T>> {
-  const linked = linkSignals([lock.signal, o.signal]);
-  const timer = host.clock.setTimer(
-    () => linked.abort(new RunTimeoutError(id.job, id.slot, o.atMostMs)),
-    o.atMostMs,
-  );
+  const run = new AttemptSignal(host.clock, lock, o.signal, id, o.atMostMs);
   const context: RunContext = {
     job: id.job,
     slot: id.slot,
     token: lock.token,
     attempt: started.attempt,
-    signal: linked.signal,
+    signal: run.signal,
   };
   try {
-    let ended = await settleOrAbort(host, id, () => fn(context), linked.signal);
-    const base = {
-      state: "done",
-      attempt: started.attempt,
-      token: lock.token,
-      holder: host.coordinator.ownerId,
-      startedAt: started.startedAt,
-      endedAt: Date.now(),
-    } as const;
-    const record: JobRecord = ended.ok
-      ? base
-      : { ...base, state: "failed", error: messageOf(ended.error) };
-    let written: string | null;
-    try {
-      written = await recordOutcome(host, records, id.key, record, started.version, lock);
-    } catch (cause) {
-      // The lock is gone and the store did not take the outcome: say so; do not throw, fn ran.
-      written = null;
-      if (ended.ok) ended = { ok: false, error: unrecordedError(id.key, cause) };
+    const settled = await settleOrAbort(host, id, () => fn(context), run.signal);
+    const outcome = await recordOutcome(host, records, id.key, started, lock, settled, run);
+    if (outcome.ended.ok && outcome.written) {
+      return {
+        outcome: "ran",
+        value: outcome.ended.value,
+        attempt: started.attempt,
+        token: lock.token,
+      };
     }
-    if (ended.ok && written !== null) {
-      return { outcome: "ran", value: ended.value, attempt: started.attempt, token: lock.token };
-    }
-    const error = ended.ok ? supersededError(id.key, lock.token) : ended.error;
+    const error = outcome.ended.ok ? supersededError(id.key, lock.token) : outcome.ended.error;
     return {
       outcome: "failed",
       error,
@@ -332,8 +321,72 @@ async function attempt<T>(
       attemptsLeft: Math.max(0, o.maxAttempts - started.attempt),
     };
   } finally {
-    timer.cancel();
-    linked.dispose();
+    run.dispose();
+  }
+}
+
+/**
+ * The signal of one attempt (`RunContext.signal`): it ends when the attempt's lock does, when
+ * the caller's signal aborts, or past `atMostMs`. Like a lock's own signal (the same kind of
+ * scope, see `AbortScope` and `checkOnRead`), its `aborted`, `reason` and `throwIfAborted()`
+ * check the lock's deadline and the attempt's bound before they answer, so a job resuming
+ * from a pause (SIGSTOP, a long GC, a blocked event loop) sees that it must stop at its first
+ * check, even when its own overdue timers and I/O callbacks run before the deadline timers.
+ */
+class AttemptSignal {
+  readonly #scope: AbortScope;
+  readonly #lock: Lock;
+  readonly #clock: Clock;
+  readonly #id: SlotId;
+  readonly #atMostMs: number;
+  /** Monotonic time past which the attempt has run longer than `atMostMs`. */
+  readonly #endsAt: number;
+  readonly #timer: Timer;
+
+  constructor(
+    clock: Clock,
+    lock: Lock,
+    caller: AbortSignal | undefined,
+    id: SlotId,
+    atMostMs: number,
+  ) {
+    this.#lock = lock;
+    this.#clock = clock;
+    this.#id = id;
+    this.#atMostMs = atMostMs;
+    this.#endsAt = clock.now() + atMostMs;
+    this.#scope = new AbortScope(this);
+    this.#scope.follow(lock.signal).follow(caller);
+    this.#timer = clock.setTimer(() => this.#overran(), atMostMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.#scope.signal;
+  }
+
+  /**
+   * The lock's deadline and the attempt's bound, now: past either, the signal aborts on the
+   * spot, as the timers would have done. Run by the signal before it answers.
+   */
+  check(): void {
+    if (this.#scope.aborted) return;
+    if (!this.#lock.held) this.#scope.abort(this.#lock.signal.reason);
+    else if (this.#clock.now() >= this.#endsAt) this.#overran();
+  }
+
+  /** Why the attempt must stop, checked now; `undefined` while it may go on. */
+  stopped(): { readonly reason: unknown } | undefined {
+    this.check();
+    return this.#scope.aborted ? { reason: this.#scope.reason } : undefined;
+  }
+
+  dispose(): void {
+    this.#timer.cancel();
+    this.#scope.dispose();
+  }
+
+  #overran(): void {
+    this.#scope.abort(new RunTimeoutError(this.#id.job, this.#id.slot, this.#atMostMs));
   }
 }
 
@@ -378,24 +431,62 @@ function settleOrAbort<T>(
 }
 
 /**
- * Writes an attempt's outcome, retrying a store that does not answer for as long as the lock
- * is held: while it is, nobody else can start the slot, and an outcome left unwritten would
- * have the slot run again.
+ * Writes an attempt's outcome. `done` is written only while the attempt may still record it:
+ * its lock held and `atMostMs` not passed, checked at the moment of each write; past either,
+ * the attempt is recorded failed with the reason (or not at all, when a newer attempt has
+ * taken the slot: every write is a compare-and-set on the version this attempt wrote, and a
+ * record with a newer token is never overwritten). A store that does not answer is retried
+ * for as long as the lock is held: while it is, nobody else can start the slot, and an
+ * outcome left unwritten would have the slot run again.
  */
-async function recordOutcome(
+async function recordOutcome<T>(
   host: RunOnceHost,
   records: RecordAccess,
   key: string,
-  record: JobRecord,
-  version: string,
+  started: StartedAttempt,
   lock: Lock,
-): Promise<string | null> {
+  settled: Settled<T>,
+  run: AttemptSignal,
+): Promise<{ readonly ended: Settled<T>; readonly written: boolean }> {
+  let ended = settled;
+  const base = {
+    state: "done",
+    attempt: started.attempt,
+    token: lock.token,
+    holder: host.coordinator.ownerId,
+    startedAt: started.startedAt,
+    endedAt: Date.now(),
+  } as const;
+  /** Every outcome sent so far, by value: a retry finds one stored when a lost reply took it. */
+  const sent = new Map<string, Settled<T>>();
   for (let failures = 0; ; failures++) {
+    const stop = run.stopped();
+    if (ended.ok && stop !== undefined) ended = { ok: false, error: stop.reason };
+    const record: JobRecord = ended.ok
+      ? base
+      : { ...base, state: "failed", error: messageOf(ended.error) };
+    const value = encodeJobRecord(record);
     try {
-      return await records.write(key, encodeJobRecord(record), version);
-    } catch (error) {
-      if (!isTransient(error) || lock.signal.aborted) throw error;
-      host.report(error, `recording the outcome of "${key}" (retrying while the lock is held)`);
+      if (failures > 0) {
+        // The store failed a write: what it holds now decides whether to write again.
+        const stored = await records.read(key);
+        const ours = stored === null ? undefined : sent.get(stored.value);
+        if (ours !== undefined) return { ended: ours, written: true };
+        const current = stored === null ? undefined : decodeJobRecord(stored.value);
+        if (current === undefined || current.token > lock.token) return { ended, written: false };
+      }
+      sent.set(value, ended);
+      const version = await records.write(key, value, started.version);
+      return { ended, written: version !== null };
+    } catch (cause) {
+      if (!isTransient(cause) || !lock.held) {
+        // The lock is gone and the store did not take the outcome: say so; do not throw, fn ran.
+        return {
+          ended: ended.ok ? { ok: false, error: unrecordedError(key, cause) } : ended,
+          written: false,
+        };
+      }
+      host.report(cause, `recording the outcome of "${key}" (retrying while the lock is held)`);
       await sleep(host.clock, backoffMs(failures, OUTCOME_RETRY), lock.signal).catch(
         () => undefined,
       );

@@ -201,6 +201,56 @@ describe("runOnce decides from the record under the slot's lock", () => {
     expect(records.record(KEY)).toMatchObject({ holder: "newer", token: 99n });
   });
 
+  it("a retried outcome never overwrites a record a newer attempt wrote, even at the version it expects", async () => {
+    const records = new MapRecords();
+    const { host } = hostWith(records);
+    const result = await runOnce(
+      host,
+      "invoices",
+      "2026-12-01",
+      () => {
+        records.failWrites = 1;
+        // The store loses its data and a newer attempt starts the slot, its record at the
+        // version this attempt's outcome write expects (as a store whose versions restart).
+        records.beforeWrite = (key) => {
+          const expected = records.values.get(key)?.version ?? "";
+          records.values.set(key, {
+            value: encodeJobRecord({
+              state: "running",
+              attempt: 1,
+              token: 99n,
+              holder: "newer",
+              startedAt: 1,
+            }),
+            version: expected,
+          });
+        };
+        return "late";
+      },
+      {},
+    );
+    expect(result.outcome).toBe("failed");
+    expect(result.outcome === "failed" && result.error).toBeInstanceOf(LockLostError);
+    expect(records.record(KEY)).toMatchObject({ state: "running", holder: "newer", token: 99n });
+  });
+
+  it("a retried outcome whose earlier write reached the store is not written twice", async () => {
+    const records = new MapRecords();
+    const { host } = hostWith(records);
+    const original = records.write.bind(records);
+    let calls = 0;
+    records.write = async (key, value, expected) => {
+      const version = await original(key, value, expected);
+      // The outcome write (the second write) lands, but its reply is lost.
+      if (++calls === 2) throw new BackendUnavailableError("reply lost");
+      return version;
+    };
+    const result = await runOnce(host, "invoices", "2026-12-01", () => "billed", {});
+    expect(result).toMatchObject({ outcome: "ran", value: "billed" });
+    expect(records.record(KEY)).toMatchObject({ state: "done" });
+    expect(calls).toBe(2);
+  });
+
   it("a run past atMostMs has its signal aborted with RunTimeoutError and is not awaited", async () => {
     const records = new MapRecords();
     const { host } = hostWith(records);
