@@ -163,7 +163,9 @@ export function decodeHolderReply(reply: unknown): { payload: string | null; ptt
 
 /*
  * A record is a hash of two fields: `value` (what was written) and `version` (a decimal
- * integer: `FIRST_RECORD_VERSION` when created, one more on each write). The key never
+ * integer: the server's clock in microseconds when written, or one more than the version it
+ * replaced when that is greater, so versions never restart below what a lost record had; see
+ * WRITE_RECORD). The key never
  * expires. The write script's ARGV: the expected version (`NO_RECORD_EXPECTED` for "only if
  * there is none"), then the value; it answers the new version, or `RECORD_NOT_WRITTEN`.
  */
@@ -172,15 +174,13 @@ export function decodeHolderReply(reply: unknown): { payload: string | null; ptt
 export const RECORD_VALUE_FIELD = "value";
 /** The hash field holding a record's version. */
 export const RECORD_VERSION_FIELD = "version";
-/** The version of a record just created. */
-export const FIRST_RECORD_VERSION = 1;
 /** The write script's reply when the version did not match: nothing was written. */
 export const RECORD_NOT_WRITTEN = 0;
 /** The expected version that means "only if there is no record". */
 export const NO_RECORD_EXPECTED = "";
 
 /** A version as the write script stores it: a decimal integer from 1, no leading zero. */
-const RECORD_VERSION = /^[1-9]\d{0,14}$/;
+const RECORD_VERSION = /^[1-9]\d{0,15}$/;
 
 /**
  * The write script's ARGV for a write of `value` expecting `expected` (`null`: no record), or
@@ -191,23 +191,25 @@ export function encodeRecordWrite(
   expected: string | null,
 ): [expected: string, value: string] | undefined {
   if (expected === null) return [NO_RECORD_EXPECTED, value];
-  return RECORD_VERSION.test(expected) ? [expected, value] : undefined;
+  return RECORD_VERSION.test(expected) && Number.isSafeInteger(Number(expected))
+    ? [expected, value]
+    : undefined;
 }
 
 /**
- * The version a write expecting `expected` gives the record when it succeeds: what a write
- * run twice (or settled after a lost reply) finds when it was this write. `expected` must be
- * `null` or a version (see {@link encodeRecordWrite}).
+ * Whether a record at `version` holding the value a write sent is that write (run twice, or
+ * settled after a lost reply): the write expecting `expected` gives a version above it.
+ * `expected` must be `null` or a version (see {@link encodeRecordWrite}).
  */
-export function nextRecordVersion(expected: string | null): string {
-  return expected === null ? String(FIRST_RECORD_VERSION) : String(Number(expected) + 1);
+export function isRecordVersionAfter(version: string, expected: string | null): boolean {
+  return expected === null || Number(version) > Number(expected);
 }
 
 /** Decodes the write script's reply: the new version, or `null` (`RECORD_NOT_WRITTEN`). */
 export function decodeRecordWriteReply(reply: unknown): string | null {
   const n = Number(reply);
   if (n === RECORD_NOT_WRITTEN) return null;
-  if (!Number.isSafeInteger(n) || n < FIRST_RECORD_VERSION) {
+  if (!Number.isSafeInteger(n) || n < 1) {
     throw new Error(`unexpected reply of the record write script: ${String(reply)}`);
   }
   return String(n);

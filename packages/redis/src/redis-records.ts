@@ -5,7 +5,7 @@ import {
   decodeRecordReply,
   decodeRecordWriteReply,
   encodeRecordWrite,
-  nextRecordVersion,
+  isRecordVersionAfter,
   RECORD_VALUE_FIELD,
   RECORD_VERSION_FIELD,
 } from "./redis-codec.js";
@@ -28,7 +28,8 @@ export interface RedisRecordCalls {
  * Durable records in Redis: one hash per record at `<prefix>records:{<key>}` (see
  * redis-keys.ts), holding the value and an integer version, with no expiry: records outlive
  * the session that wrote them. A write is one script call ({@link WRITE_RECORD}), a
- * compare-and-set of the version; a read is one `HMGET`. One key per record, so both run on
+ * compare-and-set of the version; versions come from the server's clock, so they never
+ * restart below what a record lost with the node's data had; a read is one `HMGET`. One key per record, so both run on
  * the Cluster node of the record's slot.
  */
 export class RedisRecords {
@@ -47,8 +48,8 @@ export class RedisRecords {
    * Writes `value` if the record's version is `expected` (`null`: only if there is none); the
    * new version, or `null` when it did not match. A write whose outcome is unknown (its reply
    * lost with the connection, or not in time) is settled by reading the record once the
-   * client is ready again: holding exactly `value` at the version this write would have given
-   * it, it is this write (core's values carry the lock's token, so two writers never write
+   * client is ready again: holding exactly `value` at a version above `expected`, it is this
+   * write (core's values carry the lock's token, so two writers never write
    * the same bytes); otherwise the call fails with the write's `BackendUnavailableError`.
    */
   async write(key: string, value: string, expected: string | null): Promise<string | null> {
@@ -66,17 +67,26 @@ export class RedisRecords {
       });
       return decodeRecordWriteReply(reply);
     } catch (error) {
-      const ours = nextRecordVersion(expected);
-      if (await this.#holds(key, value, ours, context).catch(() => false)) return ours;
+      const ours = await this.#written(key, value, expected, context).catch(() => null);
+      if (ours !== null) return ours;
       throw toBatonError(error, context);
     }
   }
 
-  /** Whether, once the client is ready, record `key` holds exactly `value` at `version`. */
-  async #holds(key: string, value: string, version: string, context: string): Promise<boolean> {
+  /**
+   * Once the client is ready, the version of record `key` when it holds exactly `value` at a
+   * version above `expected` (this write took effect), or `null`.
+   */
+  async #written(
+    key: string,
+    value: string,
+    expected: string | null,
+    context: string,
+  ): Promise<string | null> {
     await whenReady(this.#calls.client, this.#calls.commandTimeoutMs, context);
     const record = decodeRecordReply(await this.#hmget(key, context));
-    return record !== null && record.version === version && record.value === value;
+    if (record === null || record.value !== value) return null;
+    return isRecordVersionAfter(record.version, expected) ? record.version : null;
   }
 
   #hmget(key: string, context: string): Promise<unknown> {

@@ -1,6 +1,5 @@
 import { LuaScript } from "./lua-script.js";
 import {
-  FIRST_RECORD_VERSION,
   GRANTED,
   HELD_BASE,
   NO_RECORD_EXPECTED,
@@ -206,24 +205,29 @@ return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}
  * The compare-and-set of a durable record (a hash of value and version, see redis-codec.ts),
  * in one call. KEYS: the record key. ARGV: the expected version (`NO_RECORD_EXPECTED`: only if
  * there is no record), the value. When the stored version is the expected one (or there is no
- * record and none is expected), sets the value and the next version (`FIRST_RECORD_VERSION`
- * for a new record) and answers it; the key gets no expiry. A record that already holds this
- * value at the version this write gives is this write run again (ioredis sends a command
- * again after a connection reset on a Cluster, and so may an application's own client):
- * it answers that version and writes nothing. Otherwise answers `RECORD_NOT_WRITTEN` and
- * writes nothing.
+ * record and none is expected), sets the value and a new version and answers it; the key gets
+ * no expiry. The new version is the server's clock in microseconds, or the expected version
+ * plus one when that is greater (`clock_start()`, as for token counters): a record lost with
+ * the node's data (a restart without persistence, FLUSHALL) starts again above every version
+ * it had, so a write expecting a version from before the loss never matches the record a
+ * newer writer created after it. A record that already holds this value at a version above
+ * the expected one is this write run again (ioredis sends a command again after a connection
+ * reset on a Cluster, and so may an application's own client; core's values carry the
+ * writer's token, so two writers never write the same bytes): it answers that version and
+ * writes nothing. Otherwise answers `RECORD_NOT_WRITTEN` and writes nothing.
  */
-export const WRITE_RECORD = new LuaScript(`
+export const WRITE_RECORD = new LuaScript(`${TOKEN_LUA}
 local stored = redis.call('HMGET', KEYS[1], '${RECORD_VALUE_FIELD}', '${RECORD_VERSION_FIELD}')
 local version = stored[2]
 local fresh = ARGV[1] == '${NO_RECORD_EXPECTED}'
-local next = ${FIRST_RECORD_VERSION}
-if not fresh then next = tonumber(ARGV[1]) + 1 end
-local text = string.format('%d', next)
 if (fresh and not version) or (not fresh and version == ARGV[1]) then
-  redis.call('HSET', KEYS[1], '${RECORD_VALUE_FIELD}', ARGV[2], '${RECORD_VERSION_FIELD}', text)
+  local next = clock_start()
+  if not fresh and tonumber(ARGV[1]) + 1 > next then next = tonumber(ARGV[1]) + 1 end
+  redis.call('HSET', KEYS[1], '${RECORD_VALUE_FIELD}', ARGV[2], '${RECORD_VERSION_FIELD}', fmt(next))
   return next
 end
-if version == text and stored[1] == ARGV[2] then return next end
+if version and stored[1] == ARGV[2] and (fresh or tonumber(version) > tonumber(ARGV[1])) then
+  return tonumber(version)
+end
 return ${RECORD_NOT_WRITTEN}
 `);

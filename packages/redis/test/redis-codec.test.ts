@@ -34,10 +34,10 @@ import {
   GRANTED_FIELD,
   grantPrefix,
   HELD_FIELD,
+  isRecordVersionAfter,
   LIMIT_FIELD,
   lineEntry,
   NO_RECORD_EXPECTED,
-  nextRecordVersion,
   ownerPrefix,
   PERMIT_GRANTED,
   PERMIT_NOT_GRANTED,
@@ -135,11 +135,15 @@ describe("redis codec: the wire formats, both ways", () => {
     expect(encodeRecordWrite("running", null)).toEqual(["", "running"]);
     expect(encodeRecordWrite("done", "41")).toEqual(["41", "done"]);
     // Not a version a record can have: nothing to send, nothing can match.
-    for (const never of ["", "0", "041", "-1", "4.0", " 4", "x", "1234567890123456"]) {
+    for (const never of ["", "0", "041", "-1", "4.0", " 4", "x", "12345678901234567"]) {
       expect(encodeRecordWrite("v", never), JSON.stringify(never)).toBeUndefined();
     }
-    expect(nextRecordVersion(null)).toBe("1");
-    expect(nextRecordVersion("41")).toBe("42");
+    expect(encodeRecordWrite("done", "1796537942931753")).toEqual(["1796537942931753", "done"]);
+    // Past 2^53 the script's arithmetic would not be exact: no version is that large.
+    expect(encodeRecordWrite("done", "9007199254740993")).toBeUndefined();
+    expect(isRecordVersionAfter("1796537942931753", null)).toBe(true);
+    expect(isRecordVersionAfter("1796537942931753", "41")).toBe(true);
+    expect(isRecordVersionAfter("41", "41")).toBe(false);
     expect(RECORD_NOT_WRITTEN).toBe(0);
     expect(decodeRecordWriteReply(1)).toBe("1");
     expect(decodeRecordWriteReply(42)).toBe("42");
@@ -393,21 +397,30 @@ describeBackend("redis", (url) => {
       const key = recordKey(prefix, "nightly/slot/2026-12-01T02:00:00Z");
       const write = (value: string, expected: string | null) =>
         WRITE_RECORD.run(raw, [key], encodeRecordWrite(value, expected) ?? []);
-      const created = await write("running", null);
-      expect(created).toBe(1);
-      expect(decodeRecordWriteReply(created)).toBe("1");
-      expect(await raw.hgetall(key)).toEqual({ value: "running", version: "1" });
+      const [seconds, micros] = (await raw.time()) as [string | number, string | number];
+      const before = Number(seconds) * 1_000_000 + Number(micros);
+      const created = (await write("running", null)) as number;
+      // A new version is the server's clock in microseconds.
+      expect(created).toBeGreaterThanOrEqual(before);
+      const v1 = decodeRecordWriteReply(created) as string;
+      expect(v1).toBe(String(created));
+      expect(await raw.hgetall(key)).toEqual({ value: "running", version: v1 });
       expect(await raw.pttl(key)).toBe(-1);
       const read = await raw.hmget(key, "value", "version");
-      expect(read).toEqual(["running", "1"]);
-      expect(decodeRecordReply(read)).toEqual({ value: "running", version: "1" });
+      expect(read).toEqual(["running", v1]);
+      expect(decodeRecordReply(read)).toEqual({ value: "running", version: v1 });
       // Expected absent while present, and a stale version: the not-written reply.
       expect(await write("other", null)).toBe(RECORD_NOT_WRITTEN);
-      expect(await write("done", "1")).toBe(2);
-      expect(await write("stale", "1")).toBe(RECORD_NOT_WRITTEN);
+      const v2 = String(await write("done", v1));
+      expect(Number(v2)).toBeGreaterThan(created);
+      expect(await write("stale", v1)).toBe(RECORD_NOT_WRITTEN);
       // The same write again: its version, and nothing written.
-      expect(await write("done", "1")).toBe(2);
-      expect(await raw.hgetall(key)).toEqual({ value: "done", version: "2" });
+      expect(String(await write("done", v1))).toBe(v2);
+      expect(await raw.hgetall(key)).toEqual({ value: "done", version: v2 });
+      // A version ahead of the clock (written by a server whose clock was ahead): one more.
+      const ahead = String(Number(v2) + 10_000_000_000);
+      await raw.hset(key, "version", ahead);
+      expect(String(await write("later", ahead))).toBe(String(Number(ahead) + 1));
       expect(await raw.pttl(key)).toBe(-1);
       const missing = await raw.hmget(recordKey(prefix, "missing"), "value", "version");
       expect(missing).toEqual([null, null]);
