@@ -53,6 +53,8 @@ export class SuiteContext {
   coordinator(options: Omit<CoordinatorOptions, "backend" | "url"> = {}): Coordinator {
     const coordinator = createCoordinator({
       backend: this.backend,
+      // The suite's backend outlives each test's coordinators: stop() closes it.
+      closeBackend: false,
       ttlMs: this.target.ttlMs,
       ...options,
     });

@@ -27,8 +27,18 @@ export type Mode = "efficiency" | "correctness";
 
 /** Options of `createCoordinator`. Exactly one of `backend` and `url`. */
 export interface CoordinatorOptions {
-  /** A backend instance (not closed by the coordinator). */
+  /**
+   * A backend instance, handed over: `close()` closes it too (a backend closes the
+   * connections it opened, never a client you passed to it). Several coordinators may share
+   * one backend: the last of them to close closes it. Pass `closeBackend: false` to keep it
+   * open and close it yourself.
+   */
   readonly backend?: LockBackend;
+  /**
+   * With `backend`: whether `close()` closes it (default true, once no other open
+   * coordinator uses it). False: the backend stays open for you to reuse and close.
+   */
+  readonly closeBackend?: boolean;
   /** A backend URL such as `etcd://h1:2379,h2:2379` (the coordinator owns and closes it). */
   readonly url?: string;
   /** Lease length in ms. Default 15000. */
@@ -83,6 +93,7 @@ export const DEFAULT_WAIT_MS = 60_000;
 
 const COORDINATOR_KEYS = [
   "backend",
+  "closeBackend",
   "url",
   "ttlMs",
   "mode",
@@ -98,6 +109,8 @@ const TRY_KEYS = ["signal", "value", "ttlMs"] as const;
 /** Coordinator options after validation. */
 export interface ResolvedOptions {
   readonly backend: LockBackend | undefined;
+  /** Whether `close()` closes `backend`. */
+  readonly closeBackend: boolean;
   readonly url: BackendUrl | undefined;
   readonly ttlMs: number;
   readonly mode: Mode;
@@ -153,7 +166,17 @@ export function resolveCoordinatorOptions(input: unknown): ResolvedOptions {
       : checkName(o.ownerId, "ownerId");
   const logger = o.logger === undefined ? undefined : checkLogger(o.logger);
   const clock = o.clock === undefined ? undefined : checkClock(o.clock);
-  return { backend, url, ttlMs, mode, fence, ownerId, renewEveryMs, logger, clock };
+  if (o.closeBackend !== undefined && typeof o.closeBackend !== "boolean") {
+    throw new ConfigError("closeBackend", `must be true or false, got ${String(o.closeBackend)}`);
+  }
+  if (o.closeBackend !== undefined && !hasBackend) {
+    throw new ConfigError(
+      "closeBackend",
+      "applies to a `backend` instance only: a backend made from `url` is always closed",
+    );
+  }
+  const closeBackend = o.closeBackend !== false;
+  return { backend, closeBackend, url, ttlMs, mode, fence, ownerId, renewEveryMs, logger, clock };
 }
 
 /**

@@ -53,7 +53,7 @@ import { KeyedMutex } from "./keyed-mutex.js";
 import { linkSignals } from "./link-signals.js";
 import { LinkedList } from "./linked-list.js";
 import type { Lock } from "./lock.js";
-import { ManagedSession } from "./managed-session.js";
+import { ManagedSession, unreachableBoundMs } from "./managed-session.js";
 import {
   PartitionBalancer,
   type PartitionOptions,
@@ -261,7 +261,13 @@ export interface Coordinator extends AsyncDisposable {
   dispatchEvent(event: Event): boolean;
   /** The backend (loaded from the URL on first use). */
   backend(): Promise<LockBackend>;
-  /** Releases every lock, ends the session and closes a backend the coordinator created. */
+  /**
+   * Releases every lock, ends the sessions and closes the backend: one made from `url`, or a
+   * `backend` instance given to it unless `closeBackend: false` (a backend shared by several
+   * coordinators is closed by the last of them). Settles within one TTL, at least 5 s,
+   * whatever the store does: a step still unfinished then (a store that does not answer) is
+   * reported as a `backgroundError` event and to the logger, and left to finish on its own.
+   */
   close(): Promise<void>;
 }
 
@@ -287,6 +293,15 @@ const RETRY: BackoffOptions = { minMs: 20, maxMs: 1_000 };
 /** How long a given-up permit wait waits for its backend to take its queue entry out. */
 const CLEANUP_GRACE_MS = 1_000;
 const KEEP_ALIVE: TimerOptions = { keepAlive: true };
+/** Where `close()` is, for the report of a close that did not finish in time. */
+interface CloseProgress {
+  step: string;
+  closeBackend?: (() => Promise<void>) | undefined;
+  backendClosing?: boolean;
+}
+
+/** Open coordinators by the backend instance they were given: the last to close closes it. */
+const backendUsers = new WeakMap<LockBackend, number>();
 
 class CoordinatorImpl implements Coordinator {
   readonly ownerId: string;
@@ -315,6 +330,7 @@ class CoordinatorImpl implements Coordinator {
   readonly #ttlSessions = new Map<number, ManagedSession>();
   readonly #ttlOpenings = new Map<number, Promise<ManagedSession>>();
   #closed = false;
+  #closedPromise: Promise<void> | undefined;
   readonly #closing = new AbortController();
 
   constructor(options: ResolvedOptions) {
@@ -340,7 +356,10 @@ class CoordinatorImpl implements Coordinator {
       events: this.#events,
       fencing: options.backend?.guarantees.fencing,
     };
-    if (options.backend !== undefined) this.#backend = Promise.resolve(options.backend);
+    if (options.backend !== undefined) {
+      this.#backend = Promise.resolve(options.backend);
+      backendUsers.set(options.backend, (backendUsers.get(options.backend) ?? 0) + 1);
+    }
   }
 
   on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void {
@@ -665,10 +684,60 @@ class CoordinatorImpl implements Coordinator {
     }
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  close(): Promise<void> {
+    if (this.#closed) return this.#closedPromise ?? Promise.resolve();
     this.#closed = true;
     liveCoordinators.delete(this);
+    this.#closedPromise = this.#closeWithin(unreachableBoundMs(this.ttlMs));
+    return this.#closedPromise;
+  }
+
+  /**
+   * Runs the steps of `close()`, but settles after `boundMs` whatever the store does: the
+   * step still running is reported, the backend's close is started if it is owed and was not
+   * yet, and the rest finishes (or not) in the background.
+   */
+  #closeWithin(boundMs: number): Promise<void> {
+    const progress: CloseProgress = { step: "stopping elections, partitions and schedules" };
+    const steps = this.#closeSteps(progress);
+    return new Promise<void>((resolve, reject) => {
+      const timer = this.#clock.setTimer(
+        () => {
+          resolve();
+          steps.catch((error: unknown) => {
+            this.#events.emit("backgroundError", { error, during: "closing the coordinator" });
+          });
+          this.#events.emit("backgroundError", {
+            error: new BackendUnavailableError(
+              `close() did not finish within ${boundMs} ms (one TTL, at least 5 s): still ${progress.step}; it returned without waiting, and the store frees what is left when its leases run out`,
+            ),
+            during: "closing the coordinator",
+          });
+          if (progress.closeBackend !== undefined && !progress.backendClosing) {
+            progress.backendClosing = true;
+            progress.closeBackend().catch((error: unknown) => {
+              this.#events.emit("backgroundError", { error, during: "closing the backend" });
+            });
+          }
+        },
+        boundMs,
+        KEEP_ALIVE,
+      );
+      steps.then(
+        () => {
+          timer.cancel();
+          resolve();
+        },
+        (error: unknown) => {
+          timer.cancel();
+          reject(error);
+        },
+      );
+    });
+  }
+
+  async #closeSteps(progress: CloseProgress): Promise<void> {
+    progress.closeBackend = this.#owedBackendClose();
     // Elections first: they give up leadership and run their onRevoked before the locks go.
     await Promise.allSettled([
       ...[...this.#elections].map((election) => election.close()),
@@ -678,10 +747,12 @@ class CoordinatorImpl implements Coordinator {
     this.#closing.abort(closedError());
     for (const call of this.#calls.toArray()) call.scope.abort(closedError());
     for (const scope of this.#pending) scope.abort(closedError());
+    progress.step = "opening a session";
     const opening = this.#opening;
     if (opening) await opening.catch(() => undefined);
     await Promise.allSettled(this.#ttlOpenings.values());
     // Each lock's signal aborts with reason `closed` before the release goes to the store.
+    progress.step = "releasing locks";
     const sessions = [this.#session, ...this.#ttlSessions.values()];
     await Promise.allSettled(
       sessions.flatMap((session) => session?.locks() ?? []).map((held) => held.releaseOnClose()),
@@ -691,6 +762,7 @@ class CoordinatorImpl implements Coordinator {
     const ttlSessions = [...this.#ttlSessions.values()];
     this.#ttlSessions.clear();
     try {
+      progress.step = "closing the sessions";
       const closed = await Promise.allSettled([
         session?.close(),
         ...ttlSessions.map((s) => s.close()),
@@ -698,11 +770,33 @@ class CoordinatorImpl implements Coordinator {
       const failed = closed.find((c) => c.status === "rejected");
       if (failed !== undefined) throw failed.reason;
     } finally {
-      if (this.#options.url !== undefined && this.#backend !== undefined) {
-        const backend = await this.#backend.catch(() => undefined);
-        await backend?.close();
+      if (progress.closeBackend !== undefined && !progress.backendClosing) {
+        progress.step = "closing the backend";
+        progress.backendClosing = true;
+        await progress.closeBackend();
       }
     }
+  }
+
+  /**
+   * The backend's close this coordinator owes: a backend made from its URL, or one it was
+   * given (unless `closeBackend: false`) that no other open coordinator uses.
+   */
+  #owedBackendClose(): (() => Promise<void>) | undefined {
+    const given = this.#options.backend;
+    if (given !== undefined) {
+      const users = (backendUsers.get(given) ?? 1) - 1;
+      if (users > 0) backendUsers.set(given, users);
+      else backendUsers.delete(given);
+      if (users > 0 || !this.#options.closeBackend) return undefined;
+      return () => given.close();
+    }
+    const loading = this.#backend;
+    if (loading === undefined) return undefined;
+    return async () => {
+      const backend = await loading.catch(() => undefined);
+      await backend?.close();
+    };
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

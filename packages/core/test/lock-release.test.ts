@@ -143,8 +143,8 @@ describe("Coordinator.close", () => {
     expect((a.signal.reason as LockLostError).reason).toBe("closed");
     expect(events.released.map((e) => e.name).sort()).toEqual(["a", "b"]);
     expect(backend.lastSession.closed).toBe(true);
-    // A backend instance passed in is not closed by the coordinator.
-    expect(backend.closed).toBe(false);
+    // A backend instance passed in is handed over: the coordinator closes it.
+    expect(backend.closed).toBe(true);
 
     const other = createCoordinator({
       backend: new ScriptedBackend({ clock, store: backend.inner.store }),

@@ -312,7 +312,7 @@ describe("permits through the coordinator", () => {
 
   it("emits acquired and released, and close() releases held permits", async () => {
     const backend = new MemoryBackend();
-    const coordinator = createCoordinator({ backend });
+    const coordinator = createCoordinator({ backend, closeBackend: false });
     const events: string[] = [];
     coordinator.on("acquired", ({ name }) => events.push(`acquired ${name}`));
     coordinator.on("released", ({ name }) => events.push(`released ${name}`));

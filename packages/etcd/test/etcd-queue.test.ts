@@ -256,7 +256,7 @@ describeBackend("etcd", (url) => {
         expect((error as ConfigError).field).toBe("ttlMs");
         expect((error as ConfigError).message).toMatch(/whole seconds.*2 s minimum/);
       }
-      const coordinator = createCoordinator({ backend, ttlMs: 1_500 });
+      const coordinator = createCoordinator({ backend, closeBackend: false, ttlMs: 1_500 });
       const error = await coordinator.acquire(name("bad-ttl")).catch((e: unknown) => e);
       await coordinator.close();
       expect(error).toBeInstanceOf(ConfigError);

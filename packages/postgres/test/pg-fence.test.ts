@@ -39,6 +39,7 @@ describeBackend("postgres", (url) => {
     const coordinator = (mode: "efficiency" | "correctness") => {
       const c = createCoordinator({
         backend,
+        closeBackend: false,
         ttlMs: 5_000,
         mode,
         ...(mode === "correctness" ? { fence } : {}),

@@ -216,7 +216,7 @@ describeBackend("postgres", () => {
       if (group === undefined) throw new Error("no private postgres group");
       const ttlMs = 3_000;
       const holders = [0, 1, 2].map(() => {
-        const c = createCoordinator({ backend, ttlMs });
+        const c = createCoordinator({ backend, closeBackend: false, ttlMs });
         coordinators.push(c);
         return c;
       });

@@ -58,7 +58,7 @@ describeBackend("postgres", (url) => {
     /** Lock requests on lock `name` that wait in the server (not granted). */
     const waitingOn = (name: string) => queuedRequests(admin, advisoryKey("baton", name));
     const coordinator = () => {
-      const c = createCoordinator({ backend, ttlMs: 5_000 });
+      const c = createCoordinator({ backend, closeBackend: false, ttlMs: 5_000 });
       coordinators.push(c);
       return c;
     };
@@ -106,7 +106,7 @@ describeBackend("postgres", (url) => {
 
     it("watch() pushes the end of the holder's connection at once, not after the TTL", async () => {
       const name = `watch-${randomUUID()}`;
-      const holder = createCoordinator({ backend, ttlMs: 20_000 });
+      const holder = createCoordinator({ backend, closeBackend: false, ttlMs: 20_000 });
       coordinators.push(holder);
       const observer = coordinator();
       const lock = await holder.acquire(name, { value: "node-a" });

@@ -107,6 +107,7 @@ describeBackend("redis", (url) => {
       const open = (i: number, generation: number): Slot => ({
         coordinator: createCoordinator({
           backend: backends[i % backends.length] as RedisBackend,
+          closeBackend: false,
           ttlMs: TTLS[i % TTLS.length] as number,
           ownerId: `w${i}g${generation}`,
         }),

@@ -129,7 +129,7 @@ describeBackend("redis", (url) => {
     });
 
     it("a lost key aborts that lock's signal only; the other locks stay held", async () => {
-      const c = createCoordinator({ backend, ttlMs: 900 });
+      const c = createCoordinator({ backend, closeBackend: false, ttlMs: 900 });
       closers.push(() => c.close());
       const a = await c.acquire("lost-a");
       const b = await c.acquire("lost-b");
@@ -463,8 +463,18 @@ describeBackend("redis", (url) => {
     });
 
     it("a holder that releases to a waiter and asks again lets the waiter go first", async () => {
-      const a = createCoordinator({ backend, ttlMs: 5_000, ownerId: "barger" });
-      const b = createCoordinator({ backend, ttlMs: 5_000, ownerId: "waiter" });
+      const a = createCoordinator({
+        backend,
+        closeBackend: false,
+        ttlMs: 5_000,
+        ownerId: "barger",
+      });
+      const b = createCoordinator({
+        backend,
+        closeBackend: false,
+        ttlMs: 5_000,
+        ownerId: "waiter",
+      });
       closers.push(
         () => a.close(),
         () => b.close(),

@@ -30,7 +30,7 @@ describeBackend("zookeeper", (url) => {
   let curatorWorker: InteropWorker;
   const coordinators: Coordinator[] = [];
   const coordinator = (ownerId: string) => {
-    const c = createCoordinator({ backend, ttlMs: 10_000, ownerId });
+    const c = createCoordinator({ backend, closeBackend: false, ttlMs: 10_000, ownerId });
     coordinators.push(c);
     return c;
   };
