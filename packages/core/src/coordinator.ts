@@ -42,6 +42,7 @@ import {
 } from "./errors.js";
 import {
   type CoordinatorEventName,
+  type CoordinatorEvents,
   type CoordinatorListener,
   EventHub,
   safeLog,
@@ -349,6 +350,23 @@ class CoordinatorImpl implements Coordinator {
       this.#events.on("backgroundError", ({ error, during }) => {
         const detail = error instanceof Error ? error.message : String(error);
         safeLog(logger, "warn", `baton: ${during} failed: ${detail}`, error);
+      });
+      // A lost lock is logged once, as an error: the locks a session takes down together
+      // (those lost in the same turn, for the same reason) on one line.
+      const lost = new Map<string, CoordinatorEvents["lost"][]>();
+      this.#events.on("lost", (event) => {
+        if (event.reason === "closed") return;
+        const batch = lost.get(event.reason);
+        if (batch !== undefined) {
+          batch.push(event);
+          return;
+        }
+        lost.set(event.reason, [event]);
+        queueMicrotask(() => {
+          const events = lost.get(event.reason) ?? [];
+          lost.delete(event.reason);
+          safeLog(logger, "error", lostLine(events), event.error);
+        });
       });
     }
     this.#host = {
@@ -1376,6 +1394,19 @@ function noRecordsError(kind: string): ConfigError {
     "backend",
     `the ${kind} backend keeps no durable records, which runOnce and schedule need to remember a slot is done; use memory, redis, etcd, zookeeper or postgres`,
   );
+}
+
+/** The log line of locks lost together: their count, the first few names, and why. */
+function lostLine(events: readonly CoordinatorEvents["lost"][]): string {
+  const first = events[0];
+  if (first === undefined) return "baton: a lock was lost";
+  const shown = events.slice(0, 5).map((e) => `"${e.name}"`);
+  if (events.length > 5) shown.push(`and ${events.length - 5} more`);
+  const what =
+    events.length === 1
+      ? `lock ${shown[0]} was`
+      : `${events.length} locks (${shown.join(", ")}) were`;
+  return `baton: ${what} lost (${first.reason}): ${first.error.message}`;
 }
 
 function closedError(): CoordinatorClosedError {

@@ -34,6 +34,12 @@ export interface SessionSettings {
   readonly logger: Logger | undefined;
 }
 
+/**
+ * While renewals keep failing, the first failure is logged, then one summary line at most
+ * this often (a short outage retries every few ms to a few hundred ms), then the recovery.
+ */
+export const RENEWAL_SUMMARY_MS = 5_000;
+
 /** Shortest bound on opening a session. */
 const OPEN_BOUND_MIN_MS = 5_000;
 
@@ -76,6 +82,11 @@ export class ManagedSession {
   #renewing: Promise<boolean> | undefined;
   /** Why the last renewal that failed did. */
   #renewError: unknown;
+  /** Renewals failed in a row, and those not logged yet; when the streak and the last line began. */
+  #failures = 0;
+  #unlogged = 0;
+  #streakStart = 0;
+  #loggedAt = 0;
 
   /** Opens a backend session and starts keeping it alive. */
   static async open(
@@ -261,6 +272,7 @@ export class ManagedSession {
       const result = await this.backendSession.keepAlive();
       if (this.#dead) return this.#renewFailed(new SessionLostError("the session has ended"));
       this.#confirm(started);
+      this.#renewedAgain();
       const lostKeys = result?.lostKeys;
       if (lostKeys !== undefined && lostKeys.length > 0) {
         const byName = new Map(
@@ -293,16 +305,51 @@ export class ManagedSession {
         remainingMs,
         names: this.#oldestFirst().map((lock) => lock.name),
       });
-      safeLog(
-        this.#settings.logger,
-        "warn",
-        `baton: renewal failed, ${Math.round(remainingMs)} ms left before the local deadline`,
-        error,
-      );
+      this.#logFailure(error, remainingMs);
       // Retry sooner than the normal interval, so a short outage costs no lock.
       this.#scheduleRenew(Math.max(5, Math.min(this.renewEveryMs / 2, remainingMs / 3)));
       return this.#renewFailed(error);
     }
+  }
+
+  /**
+   * Logs a failed renewal: the first of a streak, then one summary at most every
+   * {@link RENEWAL_SUMMARY_MS} with the count since the last line.
+   */
+  #logFailure(error: unknown, remainingMs: number): void {
+    const now = this.#settings.clock.now();
+    const left = `${Math.round(remainingMs)} ms left before the local deadline`;
+    this.#failures++;
+    if (this.#failures === 1) {
+      this.#streakStart = now;
+      this.#loggedAt = now;
+      safeLog(this.#settings.logger, "warn", `baton: renewal failed, ${left}`, error);
+      return;
+    }
+    this.#unlogged++;
+    const sinceMs = now - this.#loggedAt;
+    if (sinceMs < RENEWAL_SUMMARY_MS) return;
+    safeLog(
+      this.#settings.logger,
+      "warn",
+      `baton: renewal failed ${this.#unlogged} more times in the last ${Math.round(sinceMs)} ms (${this.#failures} in a row), ${left}`,
+      error,
+    );
+    this.#unlogged = 0;
+    this.#loggedAt = now;
+  }
+
+  /** After a confirmed renewal: logs the end of a failure streak, if there was one. */
+  #renewedAgain(): void {
+    if (this.#failures === 0) return;
+    const ms = Math.round(this.#settings.clock.now() - this.#streakStart);
+    safeLog(
+      this.#settings.logger,
+      "warn",
+      `baton: renewal succeeded again after ${this.#failures} failed in a row over ${ms} ms`,
+    );
+    this.#failures = 0;
+    this.#unlogged = 0;
   }
 
   #renewFailed(error: unknown): false {
