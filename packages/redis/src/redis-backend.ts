@@ -6,9 +6,9 @@ import type {
   OpenSessionOptions,
 } from "@baton/core";
 import { BackendUnavailableError, ConfigError, parseBackendUrl } from "@baton/core";
-import type { Cluster, Redis } from "ioredis";
 import { clientAddress } from "./client-address.js";
-import { clientFromUrl, duplicateForSubscriber } from "./redis-client.js";
+import { clientFromUrl, duplicateForSubscriber, type RedisClient } from "./redis-client.js";
+import type { RedisClientLike } from "./redis-client-like.js";
 import { type RedisBackendOptions, resolveRedisOptions } from "./redis-options.js";
 import { RedisSession } from "./redis-session.js";
 import { ReleaseListener } from "./release-listener.js";
@@ -55,10 +55,12 @@ export const REDIS_GUARANTEES: Guarantees = {
 export class RedisBackend implements LockBackend {
   readonly kind = "redis";
   readonly guarantees = REDIS_GUARANTEES;
-  /** The ioredis client the backend runs its scripts on. */
-  readonly client: Redis | Cluster;
+  /** The ioredis client the backend runs its scripts on (yours, or the one it made). */
+  readonly client: RedisClientLike;
   /** Prefix of every key and channel. */
   readonly keyPrefix: string;
+  /** {@link client} as ioredis' own type, for the calls the backend makes. */
+  readonly #client: RedisClient;
   readonly #owned: boolean;
   readonly #cluster: boolean;
   readonly #timeoutMs: number;
@@ -73,18 +75,20 @@ export class RedisBackend implements LockBackend {
     this.#cluster = resolved.cluster;
     this.#timeoutMs = resolved.commandTimeoutMs;
     if (resolved.client !== undefined) {
-      this.client = resolved.client;
+      // Checked by shape in resolveRedisOptions: an ioredis instance, whichever copy.
+      this.#client = resolved.client as unknown as RedisClient;
       this.#owned = false;
     } else {
-      this.client = clientFromUrl(
+      this.#client = clientFromUrl(
         resolved.url as BackendUrl,
         resolved.cluster,
         this.#timeoutMs,
         resolved.natMap,
-      ) as Redis | Cluster;
+      );
       this.#owned = true;
     }
-    const client = this.client;
+    this.client = this.#client;
+    const client = this.#client;
     this.#listener = new ReleaseListener(() => duplicateForSubscriber(client), this.#timeoutMs);
   }
 
@@ -93,16 +97,16 @@ export class RedisBackend implements LockBackend {
     if (!Number.isInteger(options.ttlMs) || options.ttlMs < 1) {
       throw new ConfigError("ttlMs", `must be a positive integer, got ${options.ttlMs}`);
     }
-    const where = clientAddress(this.client);
+    const where = clientAddress(this.#client);
     await whenReady(
-      this.client,
+      this.#client,
       this.#timeoutMs,
       where === undefined ? "redis" : `redis at ${where}`,
       options.signal,
     );
     const session = new RedisSession(
       {
-        client: this.client,
+        client: this.#client,
         cluster: this.#cluster,
         keyPrefix: this.keyPrefix,
         commandTimeoutMs: this.#timeoutMs,
@@ -121,6 +125,6 @@ export class RedisBackend implements LockBackend {
     this.#closed = true;
     await Promise.allSettled([...this.#sessions].map((s) => s.close()));
     this.#listener.close();
-    if (this.#owned) this.client.disconnect();
+    if (this.#owned) this.#client.disconnect();
   }
 }

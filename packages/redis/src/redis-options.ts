@@ -1,7 +1,7 @@
 import type { BackendUrl } from "@baton/core";
 import { ConfigError } from "@baton/core";
-import type { Cluster, Redis } from "ioredis";
 import { checkNatMap, type RedisNatMap } from "./nat-map.js";
+import type { RedisClientLike } from "./redis-client-like.js";
 
 /** Options of {@link RedisBackend}. Exactly one of `url` and `client`. */
 export interface RedisBackendOptions {
@@ -12,12 +12,13 @@ export interface RedisBackendOptions {
    */
   readonly url?: string;
   /**
-   * Your own ioredis `Redis` or `Cluster` instance. The backend never closes it; it makes one
-   * duplicate connection for its release subscriber, and closes that one. Prefer
+   * Your own ioredis `Redis` or `Cluster` instance (see {@link RedisClientLike}). The backend
+   * never closes it; it makes one duplicate connection for its release subscriber, and closes
+   * that one on `close()`. Prefer
    * `autoResendUnfulfilledCommands: false` on it, so a command sent before a disconnect is
    * not run again after the backend gave up on it.
    */
-  readonly client?: Redis | Cluster;
+  readonly client?: RedisClientLike;
   /** Prefix of every key and channel. Default `"baton:"`. */
   readonly keyPrefix?: string;
   /**
@@ -38,7 +39,7 @@ export interface RedisBackendOptions {
 /** Validated {@link RedisBackendOptions}. */
 export interface ResolvedRedisOptions {
   readonly url: BackendUrl | undefined;
-  readonly client: Redis | Cluster | undefined;
+  readonly client: RedisClientLike | undefined;
   readonly keyPrefix: string;
   readonly commandTimeoutMs: number;
   readonly cluster: boolean;
@@ -118,7 +119,7 @@ export function resolveRedisOptions(
     commandTimeoutMs ??= fromUrl.commandTimeoutMs;
     cluster = isClusterUrl(url);
   } else {
-    const c = input.client as Partial<Redis> | null;
+    const c = input.client as Partial<RedisClientLike> | null;
     if (c === null || typeof c !== "object" || typeof c.evalsha !== "function") {
       throw new ConfigError("client", "must be an ioredis Redis or Cluster instance");
     }

@@ -9,6 +9,7 @@ import { BackendUnavailableError, ConfigError, parseBackendUrl } from "@baton/co
 import { Redis } from "ioredis";
 import { clientAddress } from "./client-address.js";
 import { ownedClientOptions } from "./redis-client.js";
+import type { RedisClientLike } from "./redis-client-like.js";
 import {
   defaultNodeTimeoutMs,
   type RedlockBackendOptions,
@@ -64,8 +65,10 @@ const CONNECT_MIN_MS = 2_000;
 export class RedlockBackend implements LockBackend {
   readonly kind = "redlock";
   readonly guarantees = REDLOCK_GUARANTEES;
-  /** One client per node. */
-  readonly nodes: readonly Redis[];
+  /** One client per node (yours, or the ones it made). */
+  readonly nodes: readonly RedisClientLike[];
+  /** {@link nodes} as ioredis' own type, for the calls the backend makes. */
+  readonly #nodes: readonly Redis[];
   /** Prefix of every key. */
   readonly keyPrefix: string;
   readonly #owned: boolean;
@@ -83,18 +86,20 @@ export class RedlockBackend implements LockBackend {
     this.#retryMinMs = resolved.retryMinMs;
     this.#retryMaxMs = resolved.retryMaxMs;
     if (resolved.clients !== undefined) {
-      this.nodes = [...resolved.clients];
+      // Checked by shape in resolveRedlockOptions: ioredis instances, whichever copy.
+      this.#nodes = [...resolved.clients] as unknown as Redis[];
       this.#owned = false;
     } else {
       const url = resolved.url as BackendUrl;
       const common = ownedClientOptions(url, resolved.nodeTimeoutMs ?? 2_000);
-      this.nodes = url.hosts.map((h) => {
+      this.#nodes = url.hosts.map((h) => {
         const node = new Redis({ ...common, host: h.host, port: h.port ?? 6379 });
         node.on("error", () => undefined);
         return node;
       });
       this.#owned = true;
     }
+    this.nodes = this.#nodes;
   }
 
   /** Nodes that must agree: `floor(N/2)+1`. */
@@ -111,7 +116,7 @@ export class RedlockBackend implements LockBackend {
     await this.#quorumReady(Math.max(CONNECT_MIN_MS, nodeTimeoutMs), options.signal);
     const session = new RedlockSession(
       {
-        nodes: this.nodes,
+        nodes: this.#nodes,
         keyPrefix: this.keyPrefix,
         nodeTimeoutMs,
         retryMinMs: this.#retryMinMs,
@@ -129,7 +134,7 @@ export class RedlockBackend implements LockBackend {
     if (this.#closed) return;
     this.#closed = true;
     await Promise.allSettled([...this.#sessions].map((s) => s.close()));
-    if (this.#owned) for (const node of this.nodes) node.disconnect();
+    if (this.#owned) for (const node of this.#nodes) node.disconnect();
   }
 
   /** Resolves once a quorum of nodes is connected (the rest keep connecting in the background). */
@@ -138,7 +143,7 @@ export class RedlockBackend implements LockBackend {
     return new Promise((resolve, reject) => {
       let ready = 0;
       const failures: string[] = [];
-      this.nodes.forEach((node, i) => {
+      this.#nodes.forEach((node, i) => {
         whenReady(node, timeoutMs, `redlock node ${clientAddress(node) ?? i + 1}`, signal).then(
           () => {
             ready++;

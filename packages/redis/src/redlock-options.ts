@@ -1,6 +1,6 @@
 import type { BackendUrl } from "@baton/core";
 import { ConfigError } from "@baton/core";
-import type { Redis } from "ioredis";
+import type { RedisClientLike } from "./redis-client-like.js";
 import { checkPrefix, checkQuery, checkTimeout, DEFAULT_KEY_PREFIX } from "./redis-options.js";
 
 /** Options of {@link RedlockBackend}. Exactly one of `url` and `clients`. */
@@ -11,8 +11,11 @@ export interface RedlockBackendOptions {
    * `nodeTimeoutMs`, `retryMinMs`, `retryMaxMs` set the options below.
    */
   readonly url?: string;
-  /** Your own ioredis clients, one per independent node (odd, 3 or more). Never closed by the backend. */
-  readonly clients?: readonly Redis[];
+  /**
+   * Your own ioredis `Redis` instances (see {@link RedisClientLike}), one per independent node
+   * (odd, 3 or more). Never closed by the backend.
+   */
+  readonly clients?: readonly RedisClientLike[];
   /** Prefix of every key. Default `"baton:"`. */
   readonly keyPrefix?: string;
   /**
@@ -42,7 +45,7 @@ export const DEFAULT_RETRY_MAX_MS = 60;
 /** Validated {@link RedlockBackendOptions}. */
 export interface ResolvedRedlockOptions {
   readonly url: BackendUrl | undefined;
-  readonly clients: readonly Redis[] | undefined;
+  readonly clients: readonly RedisClientLike[] | undefined;
   readonly nodeCount: number;
   readonly keyPrefix: string;
   readonly nodeTimeoutMs: number | undefined;
@@ -130,7 +133,11 @@ export function resolveRedlockOptions(
       throw new ConfigError("clients", "must be an array of ioredis Redis instances");
     }
     for (const c of input.clients) {
-      if (c === null || typeof c !== "object" || typeof (c as Redis).evalsha !== "function") {
+      if (
+        c === null ||
+        typeof c !== "object" ||
+        typeof (c as Partial<RedisClientLike>).evalsha !== "function"
+      ) {
         throw new ConfigError("clients", "must be an array of ioredis Redis instances");
       }
     }
