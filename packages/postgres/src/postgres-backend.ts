@@ -6,7 +6,8 @@ import {
   type LockBackend,
   type OpenSessionOptions,
 } from "@baton/core";
-import pg from "pg";
+import type pg from "pg";
+import { Connections, endClient } from "./connections.js";
 import { KeyWaits } from "./key-waits.js";
 import { describeTarget, openSessionContext, toBatonError } from "./postgres-errors.js";
 import { schemaNames, tokenTag } from "./postgres-keys.js";
@@ -52,9 +53,6 @@ export const POSTGRES_LEASE_GUARANTEES: Guarantees = {
   semaphores: false,
 };
 
-/** Default connect timeout of the row-lease mode's pool, unless the settings give one. */
-const LEASE_CONNECT_TIMEOUT_MS = 5_000;
-
 /**
  * PostgreSQL backend (`postgres://`, `postgresql://`): session advisory locks on one dedicated
  * connection per Baton session, turned into leases by `idle_session_timeout` = TTL and a
@@ -72,6 +70,8 @@ export class PostgresBackend implements LockBackend {
   readonly #sessions = new Set<BackendSession>();
   #lease: PostgresLeaseSessionContext | undefined;
   readonly #waiters: WaiterPool;
+  /** Every connection this backend opens, so that close() ends them all in bounded time. */
+  readonly #connections = new Connections();
   #control: pg.Pool | undefined;
   #ready: Promise<void> | undefined;
   #closed = false;
@@ -81,9 +81,12 @@ export class PostgresBackend implements LockBackend {
     this.options = resolvePostgresOptions(options);
     this.guarantees =
       this.options.locks === "lease" ? POSTGRES_LEASE_GUARANTEES : POSTGRES_GUARANTEES;
-    this.#waiters = new WaiterPool(this.options.connection, (pid) => this.#cancel(pid));
+    this.#waiters = new WaiterPool(this.options.connection, this.#connections, (pid) =>
+      this.#cancel(pid),
+    );
     this.#context = {
       connection: this.options.connection,
+      connections: this.#connections,
       namespace: this.options.namespace,
       quotedSchema: this.options.quotedSchema,
       statements: statements(schemaNames(this.options.quotedSchema)),
@@ -123,6 +126,11 @@ export class PostgresBackend implements LockBackend {
     return session;
   }
 
+  /**
+   * Closes every session (tidying its rows for a bounded time), then ends every connection,
+   * those still connecting included. Bounded whatever the server does: a connection that does
+   * not end politely within a moment has its socket destroyed.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -130,17 +138,20 @@ export class PostgresBackend implements LockBackend {
     this.#sessions.clear();
     await Promise.allSettled(sessions.map((s) => s.close()));
     await this.#waiters.close();
-    await this.#lease?.pool.end().catch(() => undefined);
-    await this.#control?.end().catch(() => undefined);
+    await Promise.all([
+      this.#lease && this.#connections.endPool(this.#lease.pool),
+      this.#control && this.#connections.endPool(this.#control),
+    ]);
+    // Whatever is left (a connect or a schema check a silent server never answers, a session
+    // still opening) ends now; an open waiting on it fails.
+    this.#connections.destroyAll();
   }
 
   /** The row-lease sessions' context, with its pool, made on first use. */
   #leaseContext(): PostgresLeaseSessionContext {
     if (this.#lease === undefined) {
-      const pool = new pg.Pool({
+      const pool = this.#connections.pool({
         fallback_application_name: "baton",
-        // A connect that hangs (a dead link) must end, or closing the backend would wait on it.
-        connectionTimeoutMillis: LEASE_CONNECT_TIMEOUT_MS,
         ...this.options.connection,
         max: 10,
         idleTimeoutMillis: 10_000,
@@ -185,7 +196,7 @@ export class PostgresBackend implements LockBackend {
   /** A small private pool for schema checks and cancelling waits. */
   #controlPool(): pg.Pool {
     if (this.#control === undefined) {
-      const pool = new pg.Pool({
+      const pool = this.#connections.pool({
         fallback_application_name: "baton-control",
         ...this.options.connection,
         max: 2,
@@ -206,11 +217,11 @@ export class PostgresBackend implements LockBackend {
    * give such a pooler away (PgBouncer hands out the server connection used last).
    */
   async #refuseTransactionPooler(): Promise<void> {
-    const first = new pg.Client({
+    const first = this.#connections.client({
       fallback_application_name: "baton-control",
       ...this.options.connection,
     });
-    const second = new pg.Client({
+    const second = this.#connections.client({
       fallback_application_name: "baton-control",
       ...this.options.connection,
     });
@@ -235,7 +246,7 @@ export class PostgresBackend implements LockBackend {
         }
       }
     } finally {
-      await Promise.allSettled([first.end(), second.end()]);
+      await Promise.all([endClient(first), endClient(second)]);
     }
   }
 

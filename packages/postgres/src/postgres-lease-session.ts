@@ -46,6 +46,9 @@ interface PendingRelease {
   readonly token: string | null;
 }
 
+/** How long `close()` gives the deletion of the session's row. */
+const CLOSE_BOUND_MS = 1_000;
+
 /** At most this long for one statement: well inside the third of a TTL a renewal may take. */
 function statementBoundMs(ttlMs: number): number {
   return Math.max(50, Math.floor(ttlMs / 3));
@@ -225,11 +228,13 @@ export class PostgresLeaseSession implements BackendSession {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       try {
-        await this.#call(
-          "close",
-          undefined,
-          this.#rows(this.#context.statements.closeSession, [this.#id]),
-        );
+        // Bounded more tightly than other statements: closing must not wait on a server that
+        // does not answer, and the row expires on its own anyway.
+        await boundedCall(this.#rows(this.#context.statements.closeSession, [this.#id]), {
+          timeoutMs: Math.min(this.#boundMs, CLOSE_BOUND_MS),
+          what: "a PostgreSQL close",
+          onAbandoned: (late) => late.catch(noop),
+        });
       } catch {
         // Unreachable: the session row expires within one TTL and its leases with it.
       } finally {

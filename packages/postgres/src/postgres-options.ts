@@ -26,7 +26,9 @@ export interface PostgresBackendOptions {
    * `postgresql://`). Query parameters: `schema`, `namespace`, `locks`, and the libpq ones
    * `application_name`, `sslmode` (`disable`, `allow`, `prefer`, `require`, `verify-ca`,
    * `verify-full`, `no-verify`; the package README says what each means with `pg`),
-   * `connect_timeout` (seconds), and `host` and `port` for a unix socket
+   * `connect_timeout` (seconds; default 4, below core's 5 s bound on opening a session, so
+   * that a server that never answers fails with an error naming it), and `host` and `port`
+   * for a unix socket
    * (`postgres://app@/billing?host=/var/run/postgresql&port=5433`).
    */
   readonly url?: string;

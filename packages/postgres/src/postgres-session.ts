@@ -12,8 +12,9 @@ import {
   SessionLostError,
   type StoredRecord,
 } from "@baton/core";
-import pg from "pg";
+import type pg from "pg";
 import { ConnectionWait } from "./connection-wait.js";
+import { type Connections, endClient } from "./connections.js";
 import type { KeyWaits, WaitTicket } from "./key-waits.js";
 import { type Orphan, Orphans } from "./orphans.js";
 import {
@@ -70,6 +71,8 @@ const PING: Statement = { name: "baton_ping", text: "SELECT 1" };
 /** What a session needs from its backend. */
 export interface PostgresSessionContext {
   readonly connection: pg.ClientConfig;
+  /** The backend's connections, which the session's joins. */
+  readonly connections: Connections;
   readonly namespace: string;
   /** The schema's quoted name (its permit channel is named after it). */
   readonly quotedSchema: string;
@@ -196,7 +199,7 @@ export class PostgresSession implements BackendSession {
     if (signal?.aborted) throw signal.reason;
     // pg's pipeline mode refuses a Submittable of one's own (PreparedCall); the statements run
     // one at a time anyway (StatementQueue).
-    const client = new pg.Client({
+    const client = context.connections.client({
       fallback_application_name: "baton",
       ...context.connection,
       pipeline: false,
@@ -642,8 +645,9 @@ export class PostgresSession implements BackendSession {
           () => undefined,
         );
       }
-      // Ending the connection frees every advisory lock it holds.
-      await this.#client.end().catch(() => undefined);
+      // Ending the connection frees every advisory lock it holds (a server that does not
+      // answer sees the socket close).
+      await endClient(this.#client);
     })();
     return this.#closing;
   }

@@ -1,5 +1,6 @@
 import { BackendUnavailableError } from "@baton/core";
-import pg from "pg";
+import type pg from "pg";
+import { type Connections, endClient } from "./connections.js";
 import { SQLSTATE, sqlState } from "./postgres-errors.js";
 import { QUEUE_LEAVE, type Statement, WAIT_UNTIL_FREE } from "./statements.js";
 
@@ -34,6 +35,7 @@ const MAX_IDLE = 4;
  */
 export class WaiterPool {
   readonly #connection: pg.ClientConfig;
+  readonly #connections: Connections;
   readonly #cancel: (pid: number) => Promise<void>;
   readonly #idle: Waiter[] = [];
   readonly #all = new Set<Waiter>();
@@ -41,10 +43,16 @@ export class WaiterPool {
 
   /**
    * @param connection - settings for new waiter connections
+   * @param connections - the backend's connections, which new waiter connections join
    * @param cancel - cancels the running statement of backend `pid` (from another connection)
    */
-  constructor(connection: pg.ClientConfig, cancel: (pid: number) => Promise<void>) {
+  constructor(
+    connection: pg.ClientConfig,
+    connections: Connections,
+    cancel: (pid: number) => Promise<void>,
+  ) {
     this.#connection = connection;
+    this.#connections = connections;
     this.#cancel = cancel;
   }
 
@@ -128,7 +136,7 @@ export class WaiterPool {
     this.#idle.length = 0;
     const all = [...this.#all];
     this.#all.clear();
-    await Promise.allSettled(all.map((w) => w.client.end()));
+    await Promise.all(all.map((w) => endClient(w.client)));
   }
 
   /** A waiter connection of its own, until {@link give} (in every case). */
@@ -136,7 +144,7 @@ export class WaiterPool {
     if (this.#closed) throw new BackendUnavailableError("this PostgreSQL backend is closed");
     const idle = this.#idle.pop();
     if (idle !== undefined) return idle;
-    const client = new pg.Client({
+    const client = this.#connections.client({
       fallback_application_name: "baton-waiter",
       ...this.#connection,
     });

@@ -3,6 +3,7 @@ import { describeBackend } from "@baton/conformance/harness";
 import type { BackendSession, Grant } from "@baton/core";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { Connections } from "../src/connections.js";
 import { advisoryKey, migrate } from "../src/index.js";
 import { KeyWaits } from "../src/key-waits.js";
 import { queueKey, schemaNames, type TokenTag, tokenTag } from "../src/postgres-keys.js";
@@ -90,10 +91,12 @@ describeBackend("postgres", (url) => {
       const cancel = async (pid: number) => {
         await admin.query("SELECT pg_cancel_backend($1)", [pid]);
       };
-      const waiters = new WaiterPool(connection, cancel);
+      const connections = new Connections();
+      const waiters = new WaiterPool(connection, connections, cancel);
       pools.push(waiters);
       const context: PostgresSessionContext = {
         connection,
+        connections,
         namespace: "baton",
         quotedSchema: '"baton"',
         statements: statements(schemaNames('"baton"')),

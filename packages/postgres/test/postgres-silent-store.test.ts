@@ -1,0 +1,97 @@
+import { SilentListener } from "@baton/conformance/faults";
+import { BackendUnavailableError, createCoordinator } from "@baton/core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { PostgresBackend } from "../src/index.js";
+
+/** Milliseconds `promise` took to settle, or `Infinity` when it did not within `boundMs`. */
+async function settleTime(promise: Promise<unknown>, boundMs: number): Promise<number> {
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    promise.then(
+      () => "settled",
+      () => "settled",
+    ),
+    new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve("pending"), boundMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  return outcome === "settled" ? performance.now() - started : Number.POSITIVE_INFINITY;
+}
+
+/** Resolves once `condition()` holds; fails after 10 s. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !condition(); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  expect(condition()).toBe(true);
+}
+
+/** A generous bound for close(): it must not wait on a store that never answers. */
+const CLOSE_BOUND_MS = 5_000;
+
+describe("postgres against a store that accepts connections and never answers", () => {
+  let silent: SilentListener;
+  beforeEach(async () => {
+    silent = await SilentListener.start();
+  });
+  afterEach(async () => {
+    await silent.close();
+  });
+
+  for (const locks of ["advisory", "lease"] as const) {
+    const url = () =>
+      `postgres://baton:secret-password@127.0.0.1:${silent.port}/app?locks=${locks}`;
+
+    it(`(${locks}) opening a session fails naming the server, never the password`, async () => {
+      const backend = new PostgresBackend({ url: url() });
+      try {
+        const error = await backend.openSession({ ttlMs: 2_000, ownerId: "silent" }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(BackendUnavailableError);
+        expect((error as Error).message).toContain(`127.0.0.1:${silent.port}/app`);
+        expect((error as Error).message).not.toContain("secret-password");
+      } finally {
+        await backend.close();
+      }
+    }, 30_000);
+
+    it(`(${locks}) an acquire that gives up names the server; coordinator.close() settles soon after`, async () => {
+      const coordinator = createCoordinator({ url: url(), ttlMs: 2_000 });
+      const error = await coordinator.acquire("job", { waitMs: 30_000 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(BackendUnavailableError);
+      expect((error as Error).message).toContain(`127.0.0.1:${silent.port}/app`);
+      expect((error as Error).message).not.toContain("secret-password");
+      expect(silent.accepted).toBeGreaterThan(0);
+      expect(await settleTime(coordinator.close(), 20_000)).toBeLessThan(CLOSE_BOUND_MS);
+      expect(silent.open).toBe(0);
+    }, 60_000);
+
+    it(`(${locks}) coordinator.close() settles while an acquire is still opening a session`, async () => {
+      const coordinator = createCoordinator({ url: url(), ttlMs: 2_000 });
+      const acquiring = coordinator.acquire("job", { waitMs: 30_000 });
+      acquiring.catch(() => undefined);
+      await until(() => silent.accepted > 0);
+      expect(await settleTime(coordinator.close(), 20_000)).toBeLessThan(CLOSE_BOUND_MS);
+      expect(await settleTime(acquiring, 20_000)).toBeLessThan(CLOSE_BOUND_MS);
+    }, 60_000);
+
+    it(`(${locks}) backend.close() settles while a session is still opening`, async () => {
+      const backend = new PostgresBackend({ url: url() });
+      const opening = backend.openSession({ ttlMs: 2_000, ownerId: "silent" });
+      opening.catch(() => undefined);
+      await until(() => silent.accepted > 0);
+      expect(await settleTime(backend.close(), 20_000)).toBeLessThan(CLOSE_BOUND_MS);
+      // The open does not outlive the backend's close either, and no connection is left open.
+      expect(await settleTime(opening, 20_000)).toBeLessThan(CLOSE_BOUND_MS);
+      await expect(opening).rejects.toBeInstanceOf(BackendUnavailableError);
+      await until(() => silent.open === 0);
+    }, 60_000);
+  }
+});
