@@ -93,12 +93,22 @@ export function raceAbortable<T>(
     const onAbort = () => giveUp(signal?.reason);
     if (timeoutMs !== undefined) {
       // Hot path: see docs/hot-path.md, "Core" (timers grouped by delay).
+      const armedAt = systemClock.now();
       timer = setBound(
         systemClock,
-        () =>
-          giveUp(
-            new BackendUnavailableError(`${describe(options)}: no answer within ${timeoutMs} ms`),
-          ),
+        () => {
+          const pausedMs = pausedWithin(armedAt, timeoutMs);
+          const timeout = () =>
+            giveUp(
+              new BackendUnavailableError(
+                `${describe(options)}: no answer within ${timeoutMs} ms${pauseNote(pausedMs)}`,
+              ),
+            );
+          // After a pause, timers run before the I/O that arrived meanwhile: let an answer
+          // that is already waiting win before giving up.
+          if (pausedMs === 0) timeout();
+          else setImmediate(timeout);
+        },
         timeoutMs,
         true,
       );
@@ -158,4 +168,28 @@ function describe(
 ): string {
   const what = options?.what ?? "the store";
   return options?.name === undefined ? what : `${what} of "${options.name}"`;
+}
+
+/**
+ * How long this process was paused (event loop blocked, process stopped) during a bound of
+ * `boundMs` armed at `armedAt` on the monotonic clock and found due now: the timer's delay
+ * past its due time when that is at least half the bound (and 50 ms), else 0. A timeout
+ * error then says the store may not be at fault.
+ *
+ * @internal
+ */
+export function pausedWithin(armedAt: number, boundMs: number, now = systemClock.now()): number {
+  const lateMs = now - armedAt - boundMs;
+  return lateMs >= Math.max(50, boundMs / 2) ? Math.round(lateMs) : 0;
+}
+
+/**
+ * The clause a timeout error adds when the process was paused through much of its bound
+ * (see {@link pausedWithin}); empty otherwise.
+ *
+ * @internal
+ */
+export function pauseNote(pausedMs: number): string {
+  if (pausedMs === 0) return "";
+  return `; this process was paused for ${pausedMs} ms meanwhile (event loop blocked or process stopped), so the store may not be at fault`;
 }

@@ -1,4 +1,5 @@
 import type { BackendSession, LockBackend } from "./backend.js";
+import { pausedWithin, pauseNote } from "./bounded-call.js";
 import type { Clock, Timer } from "./clock.js";
 import { BackendUnavailableError, type LockLostReason, SessionLostError } from "./errors.js";
 import { type EventHub, type Logger, safeLog } from "./events.js";
@@ -101,9 +102,10 @@ export class ManagedSession {
     const boundMs = unreachableBoundMs(ttlMs);
     const controller = new AbortController();
     const timer = clock.setTimer(() => {
+      const paused = pauseNote(pausedWithin(started, boundMs, clock.now()));
       controller.abort(
         new BackendUnavailableError(
-          `the ${backend.kind} store did not open a session within ${boundMs} ms`,
+          `the ${backend.kind} store did not open a session within ${boundMs} ms${paused}`,
         ),
       );
     }, boundMs);

@@ -1,11 +1,38 @@
 import { describe, expect, it } from "vitest";
 import { BackendUnavailableError, backoffMs, boundedCall } from "../src/index.js";
 
+/** Blocks the event loop for `ms`, as a long GC, a busy loop or SIGSTOP would. */
+function blockEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // busy
+  }
+}
+
 function never<T>(): Promise<T> {
   return new Promise<T>(() => undefined);
 }
 
 describe("boundedCall", () => {
+  it("says the process was paused when its bound ran out while the event loop was blocked", async () => {
+    const racing = boundedCall(never(), { timeoutMs: 200, what: "the fence" }).catch(
+      (e: unknown) => e,
+    );
+    blockEventLoop(900);
+    const error = await racing;
+    expect(error).toBeInstanceOf(BackendUnavailableError);
+    expect((error as Error).message).toMatch(
+      /^the fence: no answer within 200 ms; this process was paused for (\d+) ms meanwhile \(event loop blocked or process stopped\), so the store may not be at fault$/,
+    );
+    const paused = Number(/paused for (\d+) ms/.exec((error as Error).message)?.[1]);
+    expect(paused).toBeGreaterThanOrEqual(600);
+  });
+
+  it("blames no pause when the bound ran out on time", async () => {
+    const error = await boundedCall(never(), { timeoutMs: 50, what: "x" }).catch((e: unknown) => e);
+    expect((error as Error).message).toBe("x: no answer within 50 ms");
+  });
+
   it("resolves with the call's value when it answers in time", async () => {
     await expect(boundedCall(Promise.resolve(7), { timeoutMs: 1_000 })).resolves.toBe(7);
   });
