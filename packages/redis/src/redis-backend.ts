@@ -103,6 +103,7 @@ export class RedisBackend implements LockBackend {
       this.#timeoutMs,
       where === undefined ? "redis" : `redis at ${where}`,
       options.signal,
+      this.#owned ? "url" : "client",
     );
     const session = new RedisSession(
       {

@@ -5,7 +5,12 @@ import type {
   LockBackend,
   OpenSessionOptions,
 } from "@baton/core";
-import { BackendUnavailableError, ConfigError, parseBackendUrl } from "@baton/core";
+import {
+  AuthenticationError,
+  BackendUnavailableError,
+  ConfigError,
+  parseBackendUrl,
+} from "@baton/core";
 import { Redis } from "ioredis";
 import { clientAddress } from "./client-address.js";
 import { ownedClientOptions } from "./redis-client.js";
@@ -144,7 +149,8 @@ export class RedlockBackend implements LockBackend {
       let ready = 0;
       const failures: string[] = [];
       this.#nodes.forEach((node, i) => {
-        whenReady(node, timeoutMs, `redlock node ${clientAddress(node) ?? i + 1}`, signal).then(
+        const where = `redlock node ${clientAddress(node) ?? i + 1}`;
+        whenReady(node, timeoutMs, where, signal, this.#owned ? "url" : "clients").then(
           () => {
             ready++;
             if (ready === need) resolve();
@@ -152,6 +158,8 @@ export class RedlockBackend implements LockBackend {
           (error: unknown) => {
             failures.push(error instanceof Error ? error.message : String(error));
             if (signal?.aborted) reject(signal.reason);
+            // Refused credentials are a configuration error: no other node makes them right.
+            else if (error instanceof AuthenticationError) reject(error);
             else if (failures.length === this.nodes.length - need + 1) {
               reject(
                 new BackendUnavailableError(

@@ -1,17 +1,21 @@
 import { BackendUnavailableError } from "@baton/core";
+import { authenticationError, refusedCredentials } from "./auth-failure.js";
 import type { RedisClient } from "./redis-client.js";
 import { toBatonError } from "./redis-errors.js";
 
 /**
  * Resolves when `client` is connected and ready, starting a lazy client's connection.
- * Rejects with `BackendUnavailableError` (carrying the last connection error) after
+ * Rejects with `AuthenticationError` (naming `credentialsField`) at the first refusal of the
+ * credentials, with `BackendUnavailableError` (carrying the last connection error) after
  * `timeoutMs` or when the client has ended, and with `signal.reason` when `signal` aborts.
+ * `what` names the store in messages, e.g. `redis at 127.0.0.1:6379`.
  */
 export function whenReady(
   client: RedisClient,
   timeoutMs: number,
   what: string,
   signal?: AbortSignal,
+  credentialsField = "url",
 ): Promise<void> {
   if (client.status === "ready") return Promise.resolve();
   if (signal?.aborted) return Promise.reject(signal.reason);
@@ -25,14 +29,28 @@ export function whenReady(
       client.off("ready", onReady);
       client.off("error", onError);
       client.off("end", onEnd);
+      client.off("node error", onNodeError);
       signal?.removeEventListener("abort", onAbort);
     };
     const onReady = () => {
       cleanup();
       resolve();
     };
+    const refused = (error: unknown, where: string): boolean => {
+      const reply = refusedCredentials(error);
+      if (reply === undefined) return false;
+      cleanup();
+      reject(authenticationError(credentialsField, where, reply, error));
+      return true;
+    };
     const onError = (error: unknown) => {
       lastError = error;
+      refused(error, what);
+    };
+    // A Cluster names the node that failed.
+    const onNodeError = (error: unknown, node: unknown) => {
+      lastError = error;
+      refused(error, typeof node === "string" ? `redis at ${node}` : what);
     };
     const onEnd = () => {
       cleanup();
@@ -55,6 +73,7 @@ export function whenReady(
     client.on("ready", onReady);
     client.on("error", onError);
     client.on("end", onEnd);
+    client.on("node error", onNodeError);
     signal?.addEventListener("abort", onAbort, { once: true });
     if (client.status === "wait") client.connect().catch(() => undefined);
   });
