@@ -14,7 +14,8 @@ export type BatonErrorCode =
   | "BATON_CONFIG"
   | "BATON_AUTH"
   | "BATON_CLOSED"
-  | "BATON_RUN_TIMEOUT";
+  | "BATON_RUN_TIMEOUT"
+  | "BATON_SCHEDULE_STOPPED";
 
 /** Base class of every error Baton throws. */
 export class BatonError extends Error {
@@ -234,6 +235,20 @@ export class RunTimeoutError extends BatonError {
     this.job = job;
     this.slot = slot;
     this.atMostMs = atMostMs;
+  }
+}
+
+/**
+ * A schedule was stopped (`stop()`, its `signal`, or its coordinator's `close()`): the reason
+ * the signal of a run it interrupts carries, and the error of that run's `failed` outcome.
+ */
+export class ScheduleStoppedError extends BatonError {
+  /** The job. */
+  readonly job: string;
+
+  constructor(job: string) {
+    super("BATON_SCHEDULE_STOPPED", `schedule "${job}" stopped`);
+    this.job = job;
   }
 }
 

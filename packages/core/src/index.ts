@@ -58,6 +58,7 @@ export {
   LockTimeoutError,
   PermitLimitError,
   RunTimeoutError,
+  ScheduleStoppedError,
   SessionLostError,
   StaleTokenError,
 } from "./errors.js";

@@ -65,7 +65,11 @@ export interface RunOnceOptions {
 export type RunOnceResult<T> =
   /** `fn` ran here and returned `value`; the slot is recorded done. */
   | { readonly outcome: "ran"; readonly value: T; readonly attempt: number; readonly token: bigint }
-  /** `fn` ran here and failed (or ran past `atMostMs`); recorded, retried while attempts remain. */
+  /**
+   * `fn` ran here and failed (or ran past `atMostMs`, or lost its lock); recorded, retried
+   * while attempts remain. A schedule's `onResult` also hears of a tick that could not start
+   * an attempt at all (the store did not answer) as `failed`, with `attempt` 0 and `token` 0n.
+   */
   | {
       readonly outcome: "failed";
       readonly error: unknown;

@@ -1,7 +1,9 @@
 import { Cron } from "croner";
+import { backoffMs } from "./backoff.js";
 import { type Clock, sleep } from "./clock.js";
-import { ConfigError } from "./errors.js";
+import { ConfigError, ScheduleStoppedError } from "./errors.js";
 import type { RunContext, RunOnceOptions, RunOnceResult } from "./run-once.js";
+import { isTransient } from "./transient.js";
 import { checkInt, checkName, checkOptions, checkSignal, LIMITS } from "./validate.js";
 
 /** Options of {@link Coordinator.schedule}. */
@@ -26,8 +28,12 @@ export interface ScheduleOptions<T = unknown> {
    */
   readonly catchUpMs?: number;
   /**
-   * Called with what each slot's call did on this replica (ran, failed, skipped). A listener
-   * that throws is reported as a `backgroundError` event.
+   * Called once for every tick this replica reaches, run or not: with what the slot's call did
+   * (ran, failed, skipped). A tick whose call could not reach the store is tried again until
+   * the next tick is due; if it still could not, `onResult` gets a `failed` outcome with
+   * `attempt` 0 and `token` 0n (no attempt started; the error is also a `backgroundError`). A
+   * run that `stop()` interrupts is `failed` with a `ScheduleStoppedError`. A listener that
+   * throws is reported as a `backgroundError` event.
    */
   readonly onResult?: (result: RunOnceResult<T>, slot: string) => void;
   /** Stops the schedule when it aborts (as `stop()` does). */
@@ -46,7 +52,10 @@ export interface Schedule extends AsyncDisposable {
   readonly job: string;
   /** The next tick this replica will run, or `null` when there is none (or it stopped). */
   nextRun(): Date | null;
-  /** Stops the schedule and waits for a run under way here to end (its signal is aborted). */
+  /**
+   * Stops the schedule and waits for a run under way here to end: its signal is aborted with
+   * a `ScheduleStoppedError`, and `onResult` hears of it as `failed` with that error.
+   */
   stop(): Promise<void>;
 }
 
@@ -77,6 +86,7 @@ const OPTION_KEYS = [
 /** The longest single sleep: a wall clock that jumps is noticed within this. */
 const MAX_SLEEP_MS = 60_000;
 const DEFAULT_AT_MOST_MS = 3_600_000;
+const DEFAULT_MAX_ATTEMPTS = 3;
 
 /** The slot name of a tick: its instant in UTC, to the second. */
 export function slotOf(tick: Date): string {
@@ -123,7 +133,7 @@ export class CronSchedule<T> implements Schedule {
 
   async stop(): Promise<void> {
     if (!this.#stopping.signal.aborted) {
-      this.#stopping.abort(new Error(`schedule "${this.job}" stopped`));
+      this.#stopping.abort(new ScheduleStoppedError(this.job));
       this.#host.closed(this);
     }
     await this.#loop;
@@ -161,20 +171,52 @@ export class CronSchedule<T> implements Schedule {
     const slot = slotOf(tick);
     const o = this.#options;
     const atMostMs = o.atMostMs ?? DEFAULT_AT_MOST_MS;
+    // A call that cannot reach the store is tried again until the next tick is due.
+    const retryUntil = this.#cron.nextRun(tick)?.getTime() ?? tick.getTime() + atMostMs;
+    let result: RunOnceResult<T>;
+    for (let failures = 0; ; failures++) {
+      try {
+        result = await this.#host.runOnce(this.job, slot, this.#fn, {
+          atMostMs,
+          ...(o.maxAttempts === undefined ? {} : { maxAttempts: o.maxAttempts }),
+          ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }),
+          // Wait out another replica's run: learn it is done, or take over if it crashes.
+          waitMs: Math.min(LIMITS.maxMs, atMostMs + 2 * (o.ttlMs ?? this.#host.ttlMs)),
+          signal,
+        });
+        break;
+      } catch (error) {
+        const pauseMs = backoffMs(failures, TICK_RETRY);
+        if (!signal.aborted && isTransient(error) && this.#now() + pauseMs < retryUntil) {
+          this.#host.report(error, `schedule "${this.job}" slot "${slot}" (trying again)`);
+          await sleep(this.#host.clock, pauseMs, signal).catch(() => undefined);
+          if (!signal.aborted) continue;
+        }
+        if (!signal.aborted) this.#host.report(error, `schedule "${this.job}" slot "${slot}"`);
+        result = notRun(signal.aborted ? signal.reason : error, o.maxAttempts);
+        break;
+      }
+    }
     try {
-      const result = await this.#host.runOnce(this.job, slot, this.#fn, {
-        atMostMs,
-        ...(o.maxAttempts === undefined ? {} : { maxAttempts: o.maxAttempts }),
-        ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }),
-        // Wait out another replica's run: learn it is done, or take over if it crashes.
-        waitMs: Math.min(LIMITS.maxMs, atMostMs + 2 * (o.ttlMs ?? this.#host.ttlMs)),
-        signal,
-      });
       o.onResult?.(result, slot);
     } catch (error) {
-      if (!signal.aborted) this.#host.report(error, `schedule "${this.job}" slot "${slot}"`);
+      this.#host.report(error, `the onResult listener of schedule "${this.job}"`);
     }
   }
+}
+
+/** Pauses between calls of a tick whose store did not answer. */
+const TICK_RETRY = { minMs: 100, maxMs: 5_000 } as const;
+
+/** What `onResult` hears of a tick whose call failed before any attempt started. */
+function notRun(error: unknown, maxAttempts: number | undefined): RunOnceResult<never> {
+  return {
+    outcome: "failed",
+    error,
+    attempt: 0,
+    token: 0n,
+    attemptsLeft: maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+  };
 }
 
 /** A schedule keeps its process alive, as a server's listening socket does. */
@@ -183,6 +225,13 @@ const KEEP_ALIVE = { keepAlive: true } as const;
 function parseCron(expression: unknown, timezone: string): Cron {
   if (typeof expression !== "string" || expression.trim() === "") {
     throw new ConfigError("cron", 'must be a cron expression such as "0 2 * * *"');
+  }
+  const fields = expression.trim().split(/\s+/).length;
+  if (!expression.trim().startsWith("@") && fields !== 5 && fields !== 6) {
+    throw new ConfigError(
+      "cron",
+      `"${expression}" has ${fields} fields: a cron expression has 5 (minute hour day month weekday) or 6 (with seconds first)`,
+    );
   }
   try {
     return new Cron(expression, { timezone, paused: true });

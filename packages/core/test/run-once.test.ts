@@ -1,6 +1,8 @@
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  BackendUnavailableError,
+  BatonError,
   ConfigError,
   type Coordinator,
   createCoordinator,
@@ -8,8 +10,10 @@ import {
   MemoryBackend,
   MemoryStore,
   type RunOnceResult,
+  ScheduleStoppedError,
 } from "../src/index.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";
+import { wrappedMemory } from "./fakes/wrapped-memory.js";
 
 const open: Coordinator[] = [];
 afterEach(async () => {
@@ -249,3 +253,96 @@ async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5_000)
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+describe("coordinator.schedule reports every tick", () => {
+  it("a tick whose store does not answer reaches onResult as failed, not only backgroundError; the others run", async () => {
+    let down = false;
+    const unavailable = () => Promise.reject(new BackendUnavailableError("the store is down"));
+    const store = new MemoryStore();
+    const backend = wrappedMemory(
+      "memory",
+      (session) => ({
+        readRecord: (key) => (down ? unavailable() : (session.readRecord?.(key) ?? unavailable())),
+        writeRecord: (key, value, expected) =>
+          down ? unavailable() : (session.writeRecord?.(key, value, expected) ?? unavailable()),
+      }),
+      { store },
+    );
+    const c = createCoordinator({ backend, ttlMs: 1_000 });
+    open.push(c);
+    const background: unknown[] = [];
+    c.on("backgroundError", (e) => background.push(e));
+    const heard: { slot: string; result: RunOnceResult<unknown> }[] = [];
+    const ran: string[] = [];
+    const start = Date.now();
+    const schedule = c.schedule(
+      "* * * * * *",
+      "heartbeat",
+      ({ slot }) => {
+        ran.push(slot);
+      },
+      { onResult: (result, slot) => heard.push({ slot, result }) },
+    );
+    await until(() => ran.length >= 1, 10_000);
+    down = true;
+    await until(() => Date.now() - start > 4_500, 20_000);
+    down = false;
+    await until(() => ran.length >= 3 && heard.length >= 5, 20_000);
+    await schedule.stop();
+    const slots = heard.map((h) => Date.parse(h.slot));
+    // One report per tick, in order, none missing between the first and the last.
+    for (let i = 1; i < slots.length; i++) expect(slots[i]).toBe((slots[i - 1] ?? 0) + 1_000);
+    const notRun = heard.filter((h) => h.result.outcome === "failed");
+    expect(notRun.length).toBeGreaterThan(0);
+    for (const { result } of notRun) {
+      if (result.outcome !== "failed") continue;
+      if (result.error instanceof ScheduleStoppedError) continue;
+      expect(result.error).toBeInstanceOf(BackendUnavailableError);
+      expect(result).toMatchObject({ attempt: 0, token: 0n });
+    }
+    expect(background.length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("stop() reports the run it interrupts as failed with a ScheduleStoppedError that has a code", async () => {
+    const [a] = replicas();
+    const results: RunOnceResult<unknown>[] = [];
+    let reason: unknown;
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const schedule = a.schedule(
+      "* * * * * *",
+      "long",
+      ({ signal }) =>
+        new Promise<never>(() => {
+          started();
+          signal.addEventListener("abort", () => {
+            reason = signal.reason;
+          });
+        }),
+      { onResult: (result) => results.push(result) },
+    );
+    await running;
+    await schedule.stop();
+    expect(reason).toBeInstanceOf(ScheduleStoppedError);
+    expect((reason as ScheduleStoppedError).code).toBe("BATON_SCHEDULE_STOPPED");
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({ outcome: "failed", attempt: 1 });
+    const error = results[0]?.outcome === "failed" ? results[0].error : undefined;
+    expect(error).toBeInstanceOf(ScheduleStoppedError);
+    expect(error).toBeInstanceOf(BatonError);
+  });
+
+  it("a cron expression of other than 5 or 6 fields is a ConfigError", () => {
+    const [a] = replicas();
+    for (const cron of ["0 0 2 * * * 2027", "2 * * *", "0 0 0 2 * * * *"]) {
+      expect(() => a.schedule(cron, "j", () => undefined), cron).toThrow(ConfigError);
+      expect(() => a.schedule(cron, "j", () => undefined), cron).toThrow(/5 .* or 6/);
+    }
+    const five = a.schedule("0 2 * * *", "five", () => undefined);
+    const six = a.schedule("0 0 2 * * *", "six", () => undefined);
+    void five.stop();
+    void six.stop();
+  });
+});
