@@ -254,6 +254,100 @@ export function runOnceGroup(
     );
 
     withRecords(
+      "a job paused past its TTL inside fn sees its signal aborted at its first check on waking, is not recorded ran, and the slot completes once",
+      async () => {
+        const a = ctx.coordinator({ ownerId: "replica-a" });
+        const b = ctx.coordinator({ ownerId: "replica-b" });
+        const job = ctx.name("paused");
+        /** Attempts that went on to their write, as a job checking its signal before it does. */
+        const completed: string[] = [];
+        const firstCheck: { aborted?: boolean; reason?: unknown } = {};
+        // fn is not awaited once its signal aborts: the test waits for its first check.
+        let checked: () => void = () => undefined;
+        const hasChecked = new Promise<void>((resolve) => {
+          checked = resolve;
+        });
+        const paused = await a.runOnce(job, SLOT, async (run: RunContext) => {
+          await delay(1);
+          // The event loop stops, as in a SIGSTOP or a long GC pause, past the lease; the job
+          // checks its signal on waking, before any timer (Baton's included) has run.
+          const until = performance.now() + ttl * 3;
+          while (performance.now() < until) {
+            // paused
+          }
+          firstCheck.aborted = run.signal.aborted;
+          firstCheck.reason = run.signal.reason;
+          if (!run.signal.aborted) completed.push(`replica-a@${run.token}`);
+          checked();
+          return "late";
+        });
+        await hasChecked;
+        expect(firstCheck.aborted).toBe(true);
+        expect(firstCheck.reason).toBeInstanceOf(LockLostError);
+        expect(paused).toMatchObject({ outcome: "failed", attempt: 1 });
+        const next = await b.runOnce(
+          job,
+          SLOT,
+          (run: RunContext) => {
+            run.signal.throwIfAborted();
+            completed.push(`replica-b@${run.token}`);
+            return run.attempt;
+          },
+          { waitMs: ttl * 4 + 10_000 },
+        );
+        expect(next).toMatchObject({ outcome: "ran", attempt: 2, value: 2 });
+        expect(completed).toHaveLength(1);
+        const audit = await a.runOnce(job, SLOT, () => {
+          throw new Error("a done slot ran again");
+        });
+        expect(audit).toMatchObject({
+          outcome: "already-done",
+          record: { state: "done", attempt: 2, holder: "replica-b" },
+        });
+      },
+      120_000,
+    );
+
+    withRecords(
+      "a job paused past atMostMs inside fn sees its signal aborted with RunTimeoutError at its first check, and is recorded failed",
+      async () => {
+        const a = ctx.coordinator();
+        const job = ctx.name("overran");
+        const atMostMs = Math.max(50, Math.floor(ttl / 4));
+        let aborted: boolean | undefined;
+        let reason: unknown;
+        let checked: () => void = () => undefined;
+        const hasChecked = new Promise<void>((resolve) => {
+          checked = resolve;
+        });
+        const result = await a.runOnce(
+          job,
+          SLOT,
+          async (run: RunContext) => {
+            await delay(1);
+            const until = performance.now() + atMostMs * 2;
+            while (performance.now() < until) {
+              // paused, within the lease
+            }
+            aborted = run.signal.aborted;
+            reason = run.signal.reason;
+            checked();
+            return "late";
+          },
+          { atMostMs },
+        );
+        await hasChecked;
+        expect(aborted).toBe(true);
+        expect(reason).toBeInstanceOf(RunTimeoutError);
+        expect(result).toMatchObject({ outcome: "failed", attempt: 1 });
+        expect(await a.runOnce(job, SLOT, ({ attempt }) => attempt)).toMatchObject({
+          outcome: "ran",
+          value: 2,
+        });
+      },
+    );
+
+    withRecords(
       "records: compare-and-set on the session, kept apart from locks, surviving the session",
       async () => {
         const key = ctx.name("record");
