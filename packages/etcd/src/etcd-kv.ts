@@ -1,5 +1,6 @@
 import type { BackendUnavailableError, BatonError } from "@baton/core";
 import type { Etcd3, IKeyValue, IRangeRequest, ITxnRequest, ITxnResponse } from "etcd3";
+import type { EtcdClient } from "./etcd-client.js";
 import { decodeRevision, decodeTtlSeconds } from "./etcd-codec.js";
 import { etcdContext, etcdUnavailable, membersOf, toBatonError } from "./etcd-errors.js";
 
@@ -9,15 +10,16 @@ import { etcdContext, etcdUnavailable, membersOf, toBatonError } from "./etcd-er
  * members the client talks to.
  */
 export class EtcdKv {
-  /** The etcd3 client underneath. */
+  /** The etcd3 client underneath, with the types of the etcd3 package it was built with. */
   readonly client: Etcd3;
   /** Bound on every unary call, in ms. */
   readonly requestTimeoutMs: number;
   /** The members the client talks to, for messages (never with credentials). */
   readonly members: string;
 
-  constructor(client: Etcd3, requestTimeoutMs: number) {
-    this.client = client;
+  constructor(client: EtcdClient, requestTimeoutMs: number) {
+    // The options checked the shape; the calls below are those of the etcd3 package.
+    this.client = client as unknown as Etcd3;
     this.requestTimeoutMs = requestTimeoutMs;
     this.members = membersOf(client);
   }

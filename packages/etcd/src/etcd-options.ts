@@ -1,13 +1,17 @@
 import { readFileSync } from "node:fs";
 import { type BackendUrl, ConfigError } from "@baton/core";
 import { Etcd3, type IOptions } from "etcd3";
+import type { EtcdClient } from "./etcd-client.js";
 
 /** Options of {@link EtcdBackend}. Exactly one of `hosts` and `client`. */
 export interface EtcdBackendOptions {
   /** Client endpoints, `host:port` (or `http://host:port`), e.g. every member of the cluster. */
   readonly hosts?: readonly string[];
-  /** A client you built yourself (TLS, auth, gRPC options). The backend does not close it. */
-  readonly client?: Etcd3;
+  /**
+   * An `Etcd3` client (from the `etcd3` package) you built yourself (TLS, auth, gRPC options).
+   * The backend does not close it. See {@link EtcdClient} for the members Baton uses.
+   */
+  readonly client?: EtcdClient;
   /** User name for etcd authentication (with `hosts`). */
   readonly username?: string;
   /** Password for etcd authentication (with `hosts`). */
@@ -43,7 +47,7 @@ export interface EtcdTlsOptions {
 
 /** Options after validation. */
 export interface ResolvedEtcdOptions {
-  readonly client: Etcd3;
+  readonly client: EtcdClient;
   readonly ownsClient: boolean;
   readonly prefix: string;
   readonly requestTimeoutMs: number;
@@ -95,7 +99,7 @@ export function resolveEtcdOptions(options: EtcdBackendOptions): ResolvedEtcdOpt
     );
   }
   if (options.client !== undefined) {
-    if (!isEtcd3Client(options.client))
+    if (!isEtcdClient(options.client))
       throw new ConfigError("client", "must be an Etcd3 client from the etcd3 package");
     if (options.username !== undefined || options.password !== undefined) {
       throw new ConfigError("username", "set credentials on the Etcd3 client you pass, not here");
@@ -249,17 +253,24 @@ function tlsFromUrl(params: URLSearchParams): EtcdBackendOptions["tls"] {
 }
 
 /**
- * Whether `value` looks like an etcd3 `Etcd3` client. Checked by shape, not `instanceof`, so a
- * client from the app's own copy of etcd3 is accepted.
+ * Whether `value` has the members of an {@link EtcdClient} (an etcd3 `Etcd3` client). Checked
+ * by shape, not `instanceof`, so a client from the app's own copy of etcd3 is accepted.
  */
-function isEtcd3Client(value: unknown): value is Etcd3 {
-  const client = value as Partial<Record<keyof Etcd3, unknown>> | null;
+function isEtcdClient(value: unknown): value is EtcdClient {
+  if (typeof value !== "object" || value === null) return false;
+  const client = value as Record<string, Record<string, unknown> | undefined>;
+  const has = (service: string, methods: readonly string[]) => {
+    const object = client[service];
+    return (
+      typeof object === "object" &&
+      object !== null &&
+      methods.every((m) => typeof object[m] === "function")
+    );
+  };
   return (
-    typeof client === "object" &&
-    client !== null &&
-    typeof client.lease === "function" &&
-    typeof client.if === "function" &&
-    typeof client.watch === "function" &&
-    typeof client.close === "function"
+    typeof (value as { close?: unknown }).close === "function" &&
+    has("kv", ["txn", "range"]) &&
+    has("leaseClient", ["leaseGrant", "leaseRevoke", "leaseTimeToLive", "leaseKeepAlive"]) &&
+    has("watchClient", ["watch"])
   );
 }

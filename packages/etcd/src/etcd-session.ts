@@ -49,7 +49,11 @@ interface EtcdGrantHandle {
   readonly revision: bigint;
 }
 
-/** Everything an {@link EtcdSession} needs from its backend. */
+/**
+ * Everything an {@link EtcdSession} needs from its backend.
+ *
+ * @internal
+ */
 export interface EtcdSessionContext {
   readonly kv: EtcdKv;
   readonly prefix: string;
@@ -111,6 +115,7 @@ export class EtcdSession implements BackendSession {
   /** The stored values of a grant that publishes nothing, built on first use. */
   #plainValues: HolderValues | undefined;
 
+  /** @internal Sessions are opened by `EtcdBackend.openSession`. */
   constructor(context: EtcdSessionContext) {
     this.#context = context;
     this.#kv = context.kv;

@@ -11,6 +11,7 @@ import { ETCD_GUARANTEES, EtcdBackend } from "./etcd-backend.js";
 import { etcdOptionsFromUrl } from "./etcd-options.js";
 
 export { ETCD_GUARANTEES, EtcdBackend } from "./etcd-backend.js";
+export type { EtcdCallOptions, EtcdClient, EtcdStream } from "./etcd-client.js";
 export {
   DEFAULT_PORT,
   DEFAULT_PREFIX,
