@@ -448,14 +448,17 @@ export class RedisSession implements BackendSession {
     );
   }
 
+  /** The holder with its remaining lease: GET and PTTL of the lock key in one script call. */
   async holder(name: string): Promise<Holder | null> {
     const keys = lockKeys(this.#ctx.keyPrefix, name);
-    const payload = await boundedCall(this.#ctx.client.get(keys.lock), {
-      timeoutMs: this.#ctx.commandTimeoutMs,
-      what: `redis holder of "${name}"`,
-      mapError: (e) => toBatonError(e, `redis holder of "${name}"`),
-    });
-    return payload === null ? null : decodePayload(payload, true);
+    const { payload, pttl } = decodeHolderReply(
+      await boundedCall(READ_HOLDER.run(this.#ctx.client, [keys.lock], []), {
+        timeoutMs: this.#ctx.commandTimeoutMs,
+        what: `redis holder of "${name}"`,
+        mapError: (e) => toBatonError(e, `redis holder of "${name}"`),
+      }),
+    );
+    return payload === null ? null : withRemaining(decodePayload(payload, true), pttl);
   }
 
   /**
@@ -487,7 +490,7 @@ export class RedisSession implements BackendSession {
         );
         if (current !== last) {
           last = current;
-          yield current === null ? null : decodePayload(current, true);
+          yield current === null ? null : withRemaining(decodePayload(current, true), pttl);
         }
         // Until the next announcement, or until this holder's lease runs out.
         const sleepMs = current !== null && pttl >= 0 ? pttl + 1 : this.ttlMs;
@@ -568,4 +571,9 @@ export class RedisSession implements BackendSession {
   async #releaseQuietly(keys: LockKeys, prefix: string): Promise<void> {
     await this.#releaseToNext([{ keys, prefix }]).catch(() => undefined);
   }
+}
+
+/** `holder` with the lease's remaining time from the key's PTTL (none when it has no expiry). */
+function withRemaining(holder: Holder | null, pttl: number): Holder | null {
+  return holder === null || pttl < 0 ? holder : { ...holder, remainingMs: pttl };
 }
