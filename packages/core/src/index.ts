@@ -70,7 +70,12 @@ export type {
 } from "./events.js";
 export type { Fence, FenceRaiseOptions } from "./fence.js";
 export type { Guarantees } from "./guarantees.js";
-export { decodeJobRecord, encodeJobRecord, type JobRecord } from "./job-record.js";
+export {
+  decodeJobRecord,
+  encodeJobRecord,
+  type JobRecord,
+  type JobRecordJson,
+} from "./job-record.js";
 export { LeftoverCleanup } from "./leftover-cleanup.js";
 export { linkSignals } from "./link-signals.js";
 export { Lock, type LockJson } from "./lock.js";
@@ -104,7 +109,13 @@ export {
   type RegisterBackendOptions,
   registerBackend,
 } from "./registry.js";
-export type { RunContext, RunOnceOptions, RunOnceResult, RunOutcome } from "./run-once.js";
+export type {
+  RunContext,
+  RunOnceOptions,
+  RunOnceResult,
+  RunOnceResultJson,
+  RunOutcome,
+} from "./run-once.js";
 export type { Schedule, ScheduleOptions } from "./schedule.js";
 export type {
   PermitAcquireOptions,

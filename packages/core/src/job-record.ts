@@ -24,6 +24,47 @@ export interface JobRecord {
   readonly error?: string;
 }
 
+/**
+ * What `JSON.stringify` writes for a {@link JobRecord} that Baton gave out (in a
+ * `RunOnceResult`): the same fields, the token in decimal (`BigInt(json.token)` reads it back).
+ */
+export interface JobRecordJson {
+  readonly state: JobRecord["state"];
+  readonly attempt: number;
+  readonly token: string;
+  readonly holder: string;
+  readonly startedAt: number;
+  readonly endedAt?: number;
+  readonly error?: string;
+}
+
+/**
+ * `record` with a `toJSON` (not enumerable: spreads, keys and equality see only the fields)
+ * that writes its {@link JobRecordJson}, so `JSON.stringify` of a record works despite its
+ * bigint token.
+ *
+ * @internal
+ */
+export function withRecordJson(record: JobRecord): JobRecord {
+  return withJson(record, () => jobRecordJson(record));
+}
+
+/** The JSON form of `record`. @internal */
+export function jobRecordJson(record: JobRecord): JobRecordJson {
+  return { ...record, token: record.token.toString() };
+}
+
+/**
+ * Gives `value` a `toJSON` that is not enumerable (invisible to spreads, `Object.keys` and
+ * deep equality) and returns it.
+ *
+ * @internal
+ */
+export function withJson<T extends object>(value: T, toJSON: () => unknown): T {
+  Object.defineProperty(value, "toJSON", { value: toJSON, enumerable: false, configurable: true });
+  return value;
+}
+
 /** Format version written with every record, so a later format can tell old records apart. */
 const RECORD_FORMAT = 1;
 
@@ -51,7 +92,7 @@ export function decodeJobRecord(value: string): JobRecord | undefined {
     return undefined;
   }
   if (typeof r.holder !== "string" || typeof r.startedAt !== "number") return undefined;
-  return {
+  return withRecordJson({
     state: r.state,
     attempt: r.attempt as number,
     token: BigInt(r.token),
@@ -59,5 +100,5 @@ export function decodeJobRecord(value: string): JobRecord | undefined {
     startedAt: r.startedAt,
     ...(typeof r.endedAt === "number" ? { endedAt: r.endedAt } : {}),
     ...(typeof r.error === "string" ? { error: r.error } : {}),
-  };
+  });
 }

@@ -11,7 +11,15 @@ import {
   LockTimeoutError,
   RunTimeoutError,
 } from "./errors.js";
-import { decodeJobRecord, encodeJobRecord, type JobRecord } from "./job-record.js";
+import {
+  decodeJobRecord,
+  encodeJobRecord,
+  type JobRecord,
+  type JobRecordJson,
+  jobRecordJson,
+  withJson,
+  withRecordJson,
+} from "./job-record.js";
 import type { Lock } from "./lock.js";
 import { isTransient } from "./transient.js";
 import { checkInt, checkName, checkOptions, checkSignal, LIMITS } from "./validate.js";
@@ -85,6 +93,32 @@ export type RunOnceResult<T> =
   /** Skipped: the slot failed `maxAttempts` times; `record` holds the last failure. */
   | { readonly outcome: "attempts-exhausted"; readonly record: JobRecord };
 
+/**
+ * What `JSON.stringify` writes for a {@link RunOnceResult}: its fields, with tokens in decimal
+ * (`BigInt(json.token)` reads one back), records as {@link JobRecordJson}, and a failure's
+ * error as its name, message and Baton `code` (when it has one). `value` is written as
+ * `JSON.stringify` writes it.
+ */
+export type RunOnceResultJson =
+  | {
+      readonly outcome: "ran";
+      readonly value: unknown;
+      readonly attempt: number;
+      readonly token: string;
+    }
+  | {
+      readonly outcome: "failed";
+      readonly error: { readonly name: string; readonly message: string; readonly code?: string };
+      readonly attempt: number;
+      readonly token: string;
+      readonly attemptsLeft: number;
+    }
+  | { readonly outcome: "already-done" | "attempts-exhausted"; readonly record: JobRecordJson }
+  | {
+      readonly outcome: "running-elsewhere";
+      readonly holder: (Omit<Holder, "token"> & { readonly token: string }) | null;
+    };
+
 /** The outcome names of {@link RunOnceResult}, as used in metrics and events. */
 export type RunOutcome = RunOnceResult<unknown>["outcome"];
 
@@ -140,9 +174,49 @@ export async function runOnce<T>(
   const o = resolveRunOnceOptions(options);
   const key = slotKey(job, slot);
   const records = await host.records(o.signal);
-  const result = await runSlot(host, records, { job, slot, key }, fn, o);
+  const result = withResultJson(await runSlot(host, records, { job, slot, key }, fn, o));
   host.ran({ job, slot, outcome: result.outcome, ...attemptOf(result) });
   return result;
+}
+
+/**
+ * `result` with a `toJSON` (not enumerable) that writes its {@link RunOnceResultJson}, so
+ * `JSON.stringify(await coordinator.runOnce(...))` works despite the bigint tokens.
+ *
+ * @internal
+ */
+export function withResultJson<T>(result: RunOnceResult<T>): RunOnceResult<T> {
+  return withJson(result, () => resultJson(result));
+}
+
+function resultJson(result: RunOnceResult<unknown>): RunOnceResultJson {
+  switch (result.outcome) {
+    case "ran":
+      return { ...result, token: result.token.toString() };
+    case "failed":
+      return { ...result, token: result.token.toString(), error: errorJson(result.error) };
+    case "already-done":
+    case "attempts-exhausted":
+      return { outcome: result.outcome, record: jobRecordJson(result.record) };
+    case "running-elsewhere":
+      return {
+        outcome: result.outcome,
+        holder:
+          result.holder === null
+            ? null
+            : { ...result.holder, token: result.holder.token.toString() },
+      };
+  }
+}
+
+function errorJson(error: unknown): { name: string; message: string; code?: string } {
+  if (!(error instanceof Error)) return { name: "Error", message: String(error) };
+  const code = (error as { code?: unknown }).code;
+  return {
+    name: error.name,
+    message: error.message,
+    ...(typeof code === "string" ? { code } : {}),
+  };
 }
 
 function resolveRunOnceOptions(options: RunOnceOptions | undefined): ResolvedRunOnce {
@@ -280,12 +354,12 @@ async function startAttempt(
 
 /** A `running` record whose holder ended without an outcome, as a failure. */
 function crashed(record: JobRecord): JobRecord {
-  return {
+  return withRecordJson({
     ...record,
     state: "failed",
     endedAt: Date.now(),
     error: `the holder (${record.holder}) ended without recording an outcome`,
-  };
+  });
 }
 
 async function attempt<T>(

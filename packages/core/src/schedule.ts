@@ -2,7 +2,12 @@ import { Cron } from "croner";
 import { backoffMs } from "./backoff.js";
 import { type Clock, sleep } from "./clock.js";
 import { ConfigError, ScheduleStoppedError } from "./errors.js";
-import type { RunContext, RunOnceOptions, RunOnceResult } from "./run-once.js";
+import {
+  type RunContext,
+  type RunOnceOptions,
+  type RunOnceResult,
+  withResultJson,
+} from "./run-once.js";
 import { isTransient } from "./transient.js";
 import { checkInt, checkName, checkOptions, checkSignal, LIMITS } from "./validate.js";
 
@@ -210,13 +215,13 @@ const TICK_RETRY = { minMs: 100, maxMs: 5_000 } as const;
 
 /** What `onResult` hears of a tick whose call failed before any attempt started. */
 function notRun(error: unknown, maxAttempts: number | undefined): RunOnceResult<never> {
-  return {
+  return withResultJson({
     outcome: "failed",
     error,
     attempt: 0,
     token: 0n,
     attemptsLeft: maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-  };
+  });
 }
 
 /** A schedule keeps its process alive, as a server's listening socket does. */

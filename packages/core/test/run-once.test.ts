@@ -346,3 +346,86 @@ describe("coordinator.schedule reports every tick", () => {
     void six.stop();
   });
 });
+
+describe("runOnce results in JSON", () => {
+  it("JSON.stringify writes every outcome, tokens as decimal strings", async () => {
+    const [a, b] = replicas();
+    const ran = await a.runOnce("invoices", "2026-12-01", () => ({ billed: 3 }));
+    if (ran.outcome !== "ran") throw new Error(`unexpected ${ran.outcome}`);
+    expect(JSON.parse(JSON.stringify(ran))).toEqual({
+      outcome: "ran",
+      value: { billed: 3 },
+      attempt: 1,
+      token: ran.token.toString(),
+    });
+    const done = await b.runOnce("invoices", "2026-12-01", () => undefined);
+    const doneJson = JSON.parse(JSON.stringify(done));
+    expect(doneJson).toMatchObject({
+      outcome: "already-done",
+      record: { state: "done", attempt: 1, token: ran.token.toString(), holder: "replica-0" },
+    });
+    expect(BigInt(doneJson.record.token)).toBe(ran.token);
+    const failed = await a.runOnce(
+      "invoices",
+      "2026-12-02",
+      () => {
+        throw new Error("payment API down");
+      },
+      { maxAttempts: 1 },
+    );
+    if (failed.outcome !== "failed") throw new Error(`unexpected ${failed.outcome}`);
+    expect(JSON.parse(JSON.stringify(failed))).toEqual({
+      outcome: "failed",
+      error: { name: "Error", message: "payment API down" },
+      attempt: 1,
+      token: failed.token.toString(),
+      attemptsLeft: 0,
+    });
+    const exhausted = await b.runOnce("invoices", "2026-12-02", () => undefined, {
+      maxAttempts: 1,
+    });
+    expect(JSON.parse(JSON.stringify(exhausted))).toMatchObject({
+      outcome: "attempts-exhausted",
+      record: { state: "failed", error: "payment API down", token: failed.token.toString() },
+    });
+    let finish: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const running = a.runOnce("invoices", "2026-12-03", () => gate);
+    await until(async () => (await b.holder("invoices/slot/2026-12-03")) !== null);
+    const elsewhere = await b.runOnce("invoices", "2026-12-03", () => undefined);
+    expect(JSON.parse(JSON.stringify(elsewhere))).toMatchObject({
+      outcome: "running-elsewhere",
+      holder: { ownerId: "replica-0", token: expect.stringMatching(/^\d+$/) },
+    });
+    finish();
+    await running;
+    // The JSON form is not a field: spreads, keys and equality see the result as before.
+    expect(Object.keys(ran).sort()).toEqual(["attempt", "outcome", "token", "value"]);
+  });
+
+  it("a stopped run's ScheduleStoppedError is written with its code", async () => {
+    const [a] = replicas();
+    const results: RunOnceResult<unknown>[] = [];
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const schedule = a.schedule(
+      "* * * * * *",
+      "long",
+      () =>
+        new Promise<never>(() => {
+          started();
+        }),
+      { onResult: (result) => results.push(result) },
+    );
+    await running;
+    await schedule.stop();
+    expect(JSON.parse(JSON.stringify(results[0]))).toMatchObject({
+      outcome: "failed",
+      error: { name: "ScheduleStoppedError", code: "BATON_SCHEDULE_STOPPED" },
+    });
+  });
+});
