@@ -22,6 +22,8 @@ interface ConnectionManager {
   state?: unknown;
   socket?: { destroy?: () => void };
   onSocketError?: unknown;
+  /** The longest pause (ms) before a connect attempt once every member was tried. */
+  spinDelay?: unknown;
 }
 
 function managerOf(client: Client): ConnectionManager | undefined {
@@ -140,7 +142,9 @@ function watchSocketErrors(client: Client): { readonly error: Error | undefined;
 /**
  * Closes a client: the server deletes its ephemeral nodes at once. Waits at most `boundMs` for
  * the server's confirmation; a client that is not connected cannot tell the server, and its
- * nodes go when the session times out.
+ * nodes go when the session times out. Its socket is destroyed either way once the bound has
+ * passed (at once when not connected), also one the client opens after `close()` (a connect
+ * attempt it had already scheduled), so nothing is left open to a server that never answers.
  */
 export function closeClient(client: Client, boundMs: number): Promise<void> {
   const connected = client.getState() === zookeeper.State.SYNC_CONNECTED;
@@ -151,13 +155,14 @@ export function closeClient(client: Client, boundMs: number): Promise<void> {
       } catch {
         // already closed
       }
+      dropSocketForGood(client);
       resolve();
       return;
     }
     const timer = setTimeout(() => {
       // No confirmation (a dead or silent server): drop the socket, or it would keep the
       // process alive; the server ends the session when it times out.
-      managerOf(client)?.socket?.destroy?.();
+      dropSocketForGood(client);
       done();
     }, boundMs);
     function done() {
@@ -168,4 +173,17 @@ export function closeClient(client: Client, boundMs: number): Promise<void> {
     client.once("disconnected", done);
     client.close();
   });
+}
+
+/**
+ * Destroys the socket of a client that was closed, now and once more after its spin delay: a
+ * connect attempt the client scheduled before `close()` still opens a socket (the client does
+ * not check its state then), which would otherwise stay open to a server that never answers.
+ */
+function dropSocketForGood(client: Client): void {
+  const manager = managerOf(client);
+  if (manager === undefined) return;
+  manager.socket?.destroy?.();
+  const spinDelay = typeof manager.spinDelay === "number" ? manager.spinDelay : 1_000;
+  setTimeout(() => manager.socket?.destroy?.(), spinDelay + 20).unref();
 }

@@ -5,6 +5,7 @@ import {
   boundedCall,
   type Guarantees,
   type LockBackend,
+  linkSignals,
   type OpenSessionOptions,
 } from "@baton/core";
 import type { Client } from "node-zookeeper-client";
@@ -51,6 +52,8 @@ export class ZookeeperBackend implements LockBackend {
   readonly #shared: Client | undefined;
   readonly #connectTimeoutMs: number;
   readonly #sessions = new Set<ZookeeperSession>();
+  /** Aborted by `close()`: a session still opening stops waiting for its connection. */
+  readonly #closing = new AbortController();
   #sharedReady: Promise<void> | undefined;
   #closed = false;
 
@@ -80,11 +83,14 @@ export class ZookeeperBackend implements LockBackend {
       sessionTimeoutMs: options.ttlMs,
       ownerId: options.ownerId,
     });
+    const link = linkSignals([options.signal, this.#closing.signal]);
     try {
-      await connect(client, this.#connectTimeoutMs, options.signal, this.#members());
+      await connect(client, this.#connectTimeoutMs, link.signal, this.#members());
     } catch (error) {
       void closeClient(client, 0);
       throw error;
+    } finally {
+      link.dispose();
     }
     if (this.#closed) {
       await closeClient(client, CLOSE_LATE_CLIENT_MS);
@@ -111,7 +117,12 @@ export class ZookeeperBackend implements LockBackend {
         this.#sharedReady = undefined;
       });
       // One connect shared by every opener; each stops waiting when its own signal aborts.
-      await boundedCall(this.#sharedReady, { signal: options.signal });
+      const link = linkSignals([options.signal, this.#closing.signal]);
+      try {
+        await boundedCall(this.#sharedReady, { signal: link.signal });
+      } finally {
+        link.dispose();
+      }
     }
     return this.#track(client, options.ownerId, false);
   }
@@ -132,8 +143,14 @@ export class ZookeeperBackend implements LockBackend {
     return session;
   }
 
+  /**
+   * Closes every session (each waits at most a moment for the ensemble's confirmation) and
+   * stops the opens still under way; bounded whatever the ensemble does. A client given as
+   * `client` is left open.
+   */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#closing.abort(new BackendUnavailableError("this zookeeper backend is closed"));
     await Promise.allSettled([...this.#sessions].map((s) => s.close()));
   }
 }
