@@ -482,6 +482,8 @@ function settleOrAbort<T>(
   fn: () => T | Promise<T>,
   signal: AbortSignal,
 ): Promise<Settled<T>> {
+  // Paused between the start record and here (lock or bound gone): `fn` does not start.
+  if (signal.aborted) return Promise.resolve({ ok: false, error: signal.reason });
   let running: Promise<T>;
   try {
     running = Promise.resolve(fn());

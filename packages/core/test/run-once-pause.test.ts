@@ -8,6 +8,7 @@ import {
   type RunContext,
   RunTimeoutError,
 } from "../src/index.js";
+import { wrappedMemory } from "./fakes/wrapped-memory.js";
 
 const open: Coordinator[] = [];
 afterEach(async () => {
@@ -84,5 +85,34 @@ describe("a runOnce job's signal after a pause", () => {
       outcome: "ran",
       attempt: 2,
     });
+  });
+
+  it("paused past the lease between recording the start and calling fn: fn does not start", async () => {
+    const clock = new ManualClock();
+    let pauseAfterWrite = true;
+    const backend = wrappedMemory(
+      "memory",
+      (session) => ({
+        readRecord: (key) => session.readRecord?.(key) ?? Promise.resolve(null),
+        writeRecord: async (key, value, expected) => {
+          const version = (await session.writeRecord?.(key, value, expected)) ?? null;
+          if (pauseAfterWrite) {
+            pauseAfterWrite = false;
+            clock.jump(5_000);
+          }
+          return version;
+        },
+      }),
+      { clock },
+    );
+    const a = createCoordinator({ backend, ttlMs: 1_000, clock, ownerId: "replica-a" });
+    open.push(a);
+    let started = false;
+    const result = await a.runOnce("invoices", "2026-12-01", () => {
+      started = true;
+    });
+    expect(started).toBe(false);
+    expect(result).toMatchObject({ outcome: "failed", attempt: 1 });
+    expect(result.outcome === "failed" && result.error).toBeInstanceOf(LockLostError);
   });
 });
