@@ -10,16 +10,17 @@ export type NodeAnswer<T> =
 /**
  * Sends `call` to every node in parallel, each bounded by `timeoutMs`, and resolves with the
  * answers as soon as `enough(answers)` says the outcome is decided, or when every node has
- * answered or failed. Never rejects. Nodes still pending at that moment keep running; `late`
- * receives each of their calls.
+ * answered or failed. Never rejects. Nodes still pending at that moment keep running. A
+ * node's error starts with `node <names[i]>: ` (its `host:port`), or `node <i+1>: `; the
+ * caller's message says what the round was (see {@link failures}).
  */
 export function askNodes<N, T>(
   nodes: readonly N[],
   call: (node: N) => Promise<T>,
   options: {
     readonly timeoutMs: number;
-    readonly what: string;
     readonly enough?: (answers: readonly NodeAnswer<T>[]) => boolean;
+    readonly names?: readonly string[];
   },
 ): Promise<NodeAnswer<T>[]> {
   const answers: NodeAnswer<T>[] = nodes.map(() => ({ state: "pending" }));
@@ -34,7 +35,7 @@ export function askNodes<N, T>(
       }
     };
     nodes.forEach((node, i) => {
-      const what = `${options.what} (node ${i + 1})`;
+      const what = `node ${options.names?.[i] ?? i + 1}`;
       boundedCall(call(node), {
         timeoutMs: options.timeoutMs,
         what,
@@ -54,6 +55,17 @@ export function askNodes<N, T>(
     });
     check();
   });
+}
+
+/** The failed nodes' errors (`node <host:port>: <why>`), `; `-separated; empty when none failed. */
+export function failures<T>(answers: readonly NodeAnswer<T>[]): string {
+  const messages: string[] = [];
+  for (const a of answers) {
+    if (a.state === "failed") {
+      messages.push(a.error instanceof Error ? a.error.message : String(a.error));
+    }
+  }
+  return messages.join("; ");
 }
 
 /** How many answers are in `state`. */

@@ -65,6 +65,8 @@ export class RedisBackend implements LockBackend {
   readonly #cluster: boolean;
   readonly #timeoutMs: number;
   readonly #listener: ReleaseListener;
+  /** Where the store is, for messages: `redis 127.0.0.1:6379`; never credentials. */
+  readonly #where: string;
   readonly #sessions = new Set<RedisSession>();
   #closed = false;
 
@@ -89,25 +91,32 @@ export class RedisBackend implements LockBackend {
     }
     this.client = this.#client;
     const client = this.#client;
-    this.#listener = new ReleaseListener(() => duplicateForSubscriber(client), this.#timeoutMs);
+    const address = clientAddress(client);
+    this.#where = address === undefined ? "redis" : `redis ${address}`;
+    this.#listener = new ReleaseListener(
+      () => duplicateForSubscriber(client),
+      this.#timeoutMs,
+      this.#where,
+    );
   }
 
   async openSession(options: OpenSessionOptions): Promise<BackendSession> {
-    if (this.#closed) throw new BackendUnavailableError("this redis backend is closed");
+    if (this.#closed) throw new BackendUnavailableError(`${this.#where}: this backend is closed`);
     if (!Number.isInteger(options.ttlMs) || options.ttlMs < 1) {
       throw new ConfigError("ttlMs", `must be a positive integer, got ${options.ttlMs}`);
     }
-    const where = clientAddress(this.#client);
+    const address = clientAddress(this.#client);
     await whenReady(
       this.#client,
       this.#timeoutMs,
-      where === undefined ? "redis" : `redis at ${where}`,
+      address === undefined ? "redis" : `redis at ${address}`,
       options.signal,
       this.#owned ? "url" : "client",
     );
     const session = new RedisSession(
       {
         client: this.#client,
+        where: this.#where,
         cluster: this.#cluster,
         keyPrefix: this.keyPrefix,
         commandTimeoutMs: this.#timeoutMs,

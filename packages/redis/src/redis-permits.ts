@@ -27,6 +27,8 @@ import type { ReleaseListener, ReleaseSubscription } from "./release-listener.js
 /** What the permits of a session need from it. */
 export interface RedisPermitContext {
   readonly client: RedisClient;
+  /** The store in messages, e.g. `redis 127.0.0.1:6379`. */
+  readonly where: string;
   readonly cluster: boolean;
   readonly keyPrefix: string;
   readonly commandTimeoutMs: number;
@@ -239,10 +241,10 @@ export class RedisPermits {
     const reply = decodePermitAcquireReply(
       await boundedCall(call, {
         timeoutMs: ctx.leaseCallTimeoutMs,
-        what: "redis permit acquire",
+        what: `${ctx.where}: permit acquire`,
         name,
         signal,
-        mapError: (e) => toBatonError(e, `redis permit acquire of "${name}"`),
+        mapError: (e) => toBatonError(e, `${ctx.where}: permit acquire of "${name}" failed`),
         // Given up in flight: the server may have granted the entry. Take it out once the
         // call settled (a script the server did not know yet is sent again meanwhile).
         onAbandoned: () => {
@@ -341,9 +343,10 @@ export class RedisPermits {
         RELEASE_PERMITS.run(ctx.client, state.keys.all, [ctx.sessionId, handle.entry]),
         {
           timeoutMs: ctx.commandTimeoutMs,
-          what: "redis permit release",
+          what: `${this.#ctx.where}: permit release`,
           name,
-          mapError: (e) => toBatonError(e, `redis permit release of "${name}"`),
+          mapError: (e) =>
+            toBatonError(e, `${this.#ctx.where}: permit release of "${name}" failed`),
         },
       );
       return decodeReleasedCount(reply) === 1;
@@ -367,9 +370,9 @@ export class RedisPermits {
       DOWNGRADE_PERMITS.run(ctx.client, state.keys.all, [ctx.sessionId, handle.entry]),
       {
         timeoutMs: ctx.commandTimeoutMs,
-        what: "redis downgrade",
+        what: `${this.#ctx.where}: downgrade`,
         name,
-        mapError: (e) => toBatonError(e, `redis downgrade of "${name}"`),
+        mapError: (e) => toBatonError(e, `${this.#ctx.where}: downgrade of "${name}" failed`),
       },
     );
     const token = decodeDowngradeReply(reply);
@@ -395,8 +398,8 @@ export class RedisPermits {
     const keys = permitKeys(ctx.keyPrefix, name);
     const reply = await boundedCall(PERMIT_HOLDERS.run(ctx.client, keys.all, []), {
       timeoutMs: ctx.commandTimeoutMs,
-      what: `redis permit holders of "${name}"`,
-      mapError: (e) => toBatonError(e, `redis permit holders of "${name}"`),
+      what: `${this.#ctx.where}: permit holders of "${name}"`,
+      mapError: (e) => toBatonError(e, `${this.#ctx.where}: permit holders of "${name}" failed`),
     });
     return decodePermitHolders(reply);
   }

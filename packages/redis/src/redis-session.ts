@@ -35,6 +35,8 @@ import { ACQUIRE, READ_HOLDER, RELEASE, RENEW } from "./scripts.js";
 /** What a {@link RedisSession} needs from its backend. */
 export interface RedisSessionContext {
   readonly client: RedisClient;
+  /** The store in messages: `redis <host:port>` (the startup nodes of a Cluster); never credentials. */
+  readonly where: string;
   readonly cluster: boolean;
   readonly keyPrefix: string;
   readonly commandTimeoutMs: number;
@@ -114,6 +116,7 @@ export class RedisSession implements BackendSession {
     this.#records = new RedisRecords(ctx);
     this.#permits = new RedisPermits({
       client: ctx.client,
+      where: ctx.where,
       cluster: ctx.cluster,
       keyPrefix: ctx.keyPrefix,
       commandTimeoutMs: ctx.commandTimeoutMs,
@@ -146,8 +149,8 @@ export class RedisSession implements BackendSession {
     this.#permits.retryLeftovers();
     const renewed = await boundedCall(this.#renew(items, permits), {
       timeoutMs: this.#leaseCallTimeoutMs,
-      what: "redis renewal",
-      mapError: (e) => toBatonError(e, "redis renewal"),
+      what: `${this.#ctx.where}: renewal`,
+      mapError: (e) => toBatonError(e, `${this.#ctx.where}: renewal failed`),
     });
     const lostPermits =
       this.#permits.lost ?? this.#permits.lostAfter(permits, renewed.slice(items.length));
@@ -363,10 +366,10 @@ export class RedisSession implements BackendSession {
       reply = decodeAcquireReply(
         await boundedCall(call, {
           timeoutMs: this.#leaseCallTimeoutMs,
-          what: "redis acquire",
+          what: `${this.#ctx.where}: acquire`,
           name,
           signal,
-          mapError: (e) => toBatonError(e, `redis acquire of "${name}"`),
+          mapError: (e) => toBatonError(e, `${this.#ctx.where}: acquire of "${name}" failed`),
           // Given up while in flight: the server may have granted it and only the reply be
           // lost. Delete any grant of this try on the key now (the next command on this
           // connection, so never a later grant), and a late grant again when it arrives.
@@ -417,9 +420,9 @@ export class RedisSession implements BackendSession {
     const prefix = mine?.prefix ?? grantPrefix(handle.grantOwner, grant.token);
     const reply = await boundedCall(this.#releaseToNext([{ keys, prefix }]), {
       timeoutMs: this.#ctx.commandTimeoutMs,
-      what: "redis release",
+      what: `${this.#ctx.where}: release`,
       name: grant.key,
-      mapError: (e) => toBatonError(e, `redis release of "${grant.key}"`),
+      mapError: (e) => toBatonError(e, `${this.#ctx.where}: release of "${grant.key}" failed`),
     });
     return decodeReleasedOne(reply);
   }
@@ -454,8 +457,8 @@ export class RedisSession implements BackendSession {
     const { payload, pttl } = decodeHolderReply(
       await boundedCall(READ_HOLDER.run(this.#ctx.client, [keys.lock], []), {
         timeoutMs: this.#ctx.commandTimeoutMs,
-        what: `redis holder of "${name}"`,
-        mapError: (e) => toBatonError(e, `redis holder of "${name}"`),
+        what: `${this.#ctx.where}: holder of "${name}"`,
+        mapError: (e) => toBatonError(e, `${this.#ctx.where}: holder of "${name}" failed`),
       }),
     );
     return payload === null ? null : withRemaining(decodePayload(payload, true), pttl);
@@ -483,9 +486,9 @@ export class RedisSession implements BackendSession {
         const { payload: current, pttl } = decodeHolderReply(
           await boundedCall(READ_HOLDER.run(this.#ctx.client, [keys.lock], []), {
             timeoutMs: this.#ctx.commandTimeoutMs,
-            what: `redis watch of "${name}"`,
+            what: `${this.#ctx.where}: watch of "${name}"`,
             signal,
-            mapError: (e) => toBatonError(e, `redis watch of "${name}"`),
+            mapError: (e) => toBatonError(e, `${this.#ctx.where}: watch of "${name}" failed`),
           }),
         );
         if (current !== last) {
@@ -559,8 +562,9 @@ export class RedisSession implements BackendSession {
     const call = Promise.all([locks, permits]);
     await boundedCall(call, {
       timeoutMs: this.#ctx.commandTimeoutMs,
-      what: "redis release of a closing session's locks",
-      mapError: (e) => toBatonError(e, "redis release of a closing session's locks"),
+      what: `${this.#ctx.where}: release of a closing session's locks`,
+      mapError: (e) =>
+        toBatonError(e, `${this.#ctx.where}: release of a closing session's locks failed`),
     });
   }
 

@@ -122,6 +122,7 @@ export class RedlockBackend implements LockBackend {
     const session = new RedlockSession(
       {
         nodes: this.#nodes,
+        addresses: this.#nodes.map((node, i) => clientAddress(node) ?? `node ${i + 1}`),
         keyPrefix: this.keyPrefix,
         nodeTimeoutMs,
         retryMinMs: this.#retryMinMs,

@@ -15,7 +15,7 @@ import {
   systemClock,
 } from "@baton/core";
 import type { Redis } from "ioredis";
-import { askNodes, count, type NodeAnswer } from "./ask-nodes.js";
+import { askNodes, count, failures, type NodeAnswer } from "./ask-nodes.js";
 import {
   decodeNodeAcquireReply,
   decodePayload,
@@ -32,6 +32,8 @@ import { ACQUIRE_NO_TOKEN, RELEASE_ONE, RENEW } from "./scripts.js";
 /** What a {@link RedlockSession} needs from its backend. */
 export interface RedlockSessionContext {
   readonly nodes: readonly Redis[];
+  /** Each node's `host:port`, for messages (never credentials). */
+  readonly addresses: readonly string[];
   readonly keyPrefix: string;
   readonly nodeTimeoutMs: number;
   readonly retryMinMs: number;
@@ -148,7 +150,7 @@ export class RedlockSession implements BackendSession {
           ),
         {
           timeoutMs: this.#ctx.nodeTimeoutMs,
-          what: `redlock acquire of "${name}"`,
+          names: this.#ctx.addresses,
           // Decided once a quorum said yes; once too many said "held" for a quorum of yes
           // (held); or once too many failed for a quorum to answer at all (unavailable).
           // Failures alone never end the round early while the rest could still say "held":
@@ -182,10 +184,9 @@ export class RedlockSession implements BackendSession {
     }
     if (yes + held >= quorum) return {};
     const failed = answers.filter((a) => a.state === "failed") as { error: unknown }[];
-    const detail = failed[0]?.error instanceof Error ? `: ${failed[0].error.message}` : "";
     return {
       unavailable: new BackendUnavailableError(
-        `redlock acquire of "${name}": only ${yes + held} of ${nodes.length} nodes answered, a quorum is ${quorum}${detail}`,
+        `redlock acquire of "${name}" failed: only ${yes + held} of ${nodes.length} nodes answered, a quorum is ${quorum}${failedNodes(answers)}`,
         { cause: failed[0]?.error },
       ),
     };
@@ -211,12 +212,12 @@ export class RedlockSession implements BackendSession {
           items.map((i) => i.keys.lock),
           [this.ttlMs, ...items.map((i) => i.prefix)],
         ).then(decodeRenewReply),
-      { timeoutMs: this.#ctx.nodeTimeoutMs, what: "redlock renewal" },
+      { timeoutMs: this.#ctx.nodeTimeoutMs, names: this.#ctx.addresses },
     );
     const answered = answers.filter((a) => a.state === "ok") as { value: boolean[] }[];
     if (answered.length < this.quorum) {
       throw new BackendUnavailableError(
-        `redlock renewal: only ${answered.length} of ${answers.length} nodes answered, a quorum is ${this.quorum}`,
+        `redlock renewal failed: only ${answered.length} of ${answers.length} nodes answered, a quorum is ${this.quorum}${failedNodes(answers)}`,
       );
     }
     const validity = this.ttlMs - (performance.now() - started) - this.#driftMs;
@@ -248,14 +249,17 @@ export class RedlockSession implements BackendSession {
       this.#ctx.nodes,
       (node) =>
         RELEASE_ONE.run(node, [keys.lock], [handle.prefix, keys.channel]).then(decodeReleasedOne),
-      { timeoutMs: this.#ctx.nodeTimeoutMs, what: `redlock release of "${grant.key}"` },
+      {
+        timeoutMs: this.#ctx.nodeTimeoutMs,
+        names: this.#ctx.addresses,
+      },
     );
     const answered = answers.filter((a) => a.state === "ok") as { value: boolean }[];
     const released = answered.filter((a) => a.value).length;
     if (released >= this.quorum) return true;
     if (answered.length < this.quorum) {
       throw new BackendUnavailableError(
-        `redlock release of "${grant.key}": only ${answered.length} of ${answers.length} nodes answered; the rest expire within the TTL`,
+        `redlock release of "${grant.key}" failed: only ${answered.length} of ${answers.length} nodes answered; the rest expire within the TTL${failedNodes(answers)}`,
       );
     }
     return false;
@@ -265,12 +269,12 @@ export class RedlockSession implements BackendSession {
     const keys = lockKeys(this.#ctx.keyPrefix, name);
     const answers = await askNodes(this.#ctx.nodes, (node) => node.get(keys.lock), {
       timeoutMs: this.#ctx.nodeTimeoutMs,
-      what: `redlock holder of "${name}"`,
+      names: this.#ctx.addresses,
     });
     const answered = answers.filter((a) => a.state === "ok") as { value: string | null }[];
     if (answered.length < this.quorum) {
       throw new BackendUnavailableError(
-        `redlock holder of "${name}": only ${answered.length} of ${answers.length} nodes answered`,
+        `redlock holder of "${name}" failed: only ${answered.length} of ${answers.length} nodes answered${failedNodes(answers)}`,
       );
     }
     // The holder is whoever a quorum of nodes names.
@@ -306,7 +310,7 @@ export class RedlockSession implements BackendSession {
     await askNodes(
       this.#ctx.nodes,
       (node) => RELEASE_ONE.run(node, [keys.lock], [prefix, keys.channel]),
-      { timeoutMs: this.#ctx.nodeTimeoutMs, what: "redlock cleanup" },
+      { timeoutMs: this.#ctx.nodeTimeoutMs, names: this.#ctx.addresses },
     );
   }
 
@@ -314,4 +318,10 @@ export class RedlockSession implements BackendSession {
     const { retryMinMs, retryMaxMs } = this.#ctx;
     return retryMinMs + Math.random() * (retryMaxMs - retryMinMs);
   }
+}
+
+/** ` (node <host:port>: <why>; ...)` for the nodes that failed, or nothing. */
+function failedNodes<T>(answers: readonly NodeAnswer<T>[]): string {
+  const text = failures(answers);
+  return text === "" ? "" : ` (${text})`;
 }

@@ -36,6 +36,7 @@ interface Waiter {
 export class ReleaseListener {
   readonly #create: () => RedisClient;
   readonly #timeoutMs: number;
+  readonly #where: string;
   #subscriber: RedisClient | undefined;
   readonly #channels = new Map<string, Set<Waiter>>();
   /** SUBSCRIBEs sent and not yet confirmed, by channel. */
@@ -50,10 +51,14 @@ export class ReleaseListener {
   #sweep: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
 
-  /** `create` makes the subscriber connection on first use (e.g. `client.duplicate()`). */
-  constructor(create: () => RedisClient, timeoutMs: number) {
+  /**
+   * `create` makes the subscriber connection on first use (e.g. `client.duplicate()`);
+   * `where` names the store in messages (`redis 127.0.0.1:6379`).
+   */
+  constructor(create: () => RedisClient, timeoutMs: number, where = "redis") {
     this.#create = create;
     this.#timeoutMs = timeoutMs;
+    this.#where = where;
   }
 
   /** Nobody listens and no channel lingers (then {@link listening} is always `undefined`). */
@@ -87,7 +92,7 @@ export class ReleaseListener {
 
   /** Subscribes to `channel`; resolves once the server confirmed the subscription. */
   async subscribe(channel: string, signal: AbortSignal): Promise<ReleaseSubscription> {
-    if (this.#closed) throw new BackendUnavailableError("the redis backend is closed");
+    if (this.#closed) throw new BackendUnavailableError(`${this.#where}: the backend is closed`);
     const subscriber = this.#connection();
     let waiters = this.#channels.get(channel);
     // A channel about to be unsubscribed is still subscribed: keep it.
@@ -111,16 +116,18 @@ export class ReleaseListener {
       }
       await boundedCall(confirming, {
         timeoutMs: this.#timeoutMs,
-        what: `subscribing to ${channel}`,
+        what: `${this.#where}: subscribing to ${channel}`,
         signal,
-        mapError: (e) => toBatonError(e, `subscribing to ${channel}`),
+        mapError: (e) => toBatonError(e, `${this.#where}: subscribing to ${channel} failed`),
       });
       return subscription;
     } catch (error) {
       // A SUBSCRIBE that never answered must not block every later waiter of this channel.
       if (!signal.aborted) this.#pending.delete(channel);
       subscription.close();
-      throw signal.aborted ? signal.reason : toBatonError(error, `subscribing to ${channel}`);
+      throw signal.aborted
+        ? signal.reason
+        : toBatonError(error, `${this.#where}: subscribing to ${channel} failed`);
     }
   }
 
