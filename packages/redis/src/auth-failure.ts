@@ -29,10 +29,11 @@ export function authenticationError(
   reply: string,
   cause: unknown,
 ): AuthenticationError {
-  const hint = /^NOAUTH/i.test(reply)
-    ? "it requires a password: give it in the URL (redis://:password@host or redis://user:password@host)"
-    : "check the user name and password";
-  return new AuthenticationError(field, `${where} refused the credentials (${reply}); ${hint}`, {
-    cause,
-  });
+  // NOAUTH comes both when no password was given and, from some client versions, after a
+  // wrong one: the hint covers both.
+  return new AuthenticationError(
+    field,
+    `${where} refused to authenticate this client (${reply}); check the user name and password (redis://user:password@host, or redis://:password@host for the default user)`,
+    { cause },
+  );
 }
