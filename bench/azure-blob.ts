@@ -1,3 +1,4 @@
+import type { ContainerClient } from "@azure/storage-blob";
 import { AzureBlobBackend, azureBlobOptionsFromUrl } from "@baton/azure-blob";
 import type { ServerGroup } from "@baton/conformance/harness";
 import { parseBackendUrl } from "@baton/core";
@@ -35,7 +36,9 @@ function backendOf(url: string): AzureBlobBackend {
 async function uncontended(url: string, group: ServerGroup | undefined): Promise<LatencySection> {
   // The floor's own backend only lends its ContainerClient (the SDK's, built from the URL).
   const rawOwner = backendOf(url);
-  const raw = rawOwner.containerClient.getBlockBlobClient("bench-raw/lock");
+  // The client the backend built from the URL: the SDK's own ContainerClient.
+  const rawContainer = rawOwner.containerClient as ContainerClient;
+  const raw = rawContainer.getBlockBlobClient("bench-raw/lock");
   const rawLease = raw.getBlobLeaseClient("00000000-0000-4000-8000-000000000001");
   let etag = "";
   let token = 0;
@@ -51,7 +54,7 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
           name: "raw Acquire Lease + Put Blob + Release Lease",
           role: "floor",
           setup: async () => {
-            await rawOwner.containerClient.createIfNotExists();
+            await rawContainer.createIfNotExists();
             etag = (await raw.upload("{}", 2, { metadata: { batontoken: "0" } })).etag as string;
           },
           // What the adapter sends for a lock its own session released last: the lease on the
