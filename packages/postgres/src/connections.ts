@@ -1,4 +1,5 @@
 import pg from "pg";
+import type { PgConnectionConfig } from "./pg-shapes.js";
 
 /**
  * How long a connection gets to end politely (pg's Terminate message, then the socket's own
@@ -16,9 +17,10 @@ export const END_BOUND_MS = 500;
 export const CONNECT_TIMEOUT_MS = 4_000;
 
 /** The settings of a new connection: `config`, with a connect timeout unless it gives one. */
-function withConnectTimeout<T extends pg.ClientConfig>(config: T): T {
+function withConnectTimeout(config: PgConnectionConfig): pg.ClientConfig {
+  // PgConnectionConfig describes pg's ClientConfig by shape: pg reads it as it is.
   return {
-    ...config,
+    ...(config as pg.ClientConfig),
     connectionTimeoutMillis: config.connectionTimeoutMillis ?? CONNECT_TIMEOUT_MS,
   };
 }
@@ -27,6 +29,13 @@ function withConnectTimeout<T extends pg.ClientConfig>(config: T): T {
 export const POOL_END_BOUND_MS = 1_000;
 
 function noop(): void {}
+
+/** The pool settings Baton sets on its own pools. */
+interface PoolSettings {
+  readonly max: number;
+  readonly idleTimeoutMillis: number;
+  readonly allowExitOnIdle: boolean;
+}
 
 /** Resolves when `promise` settles or after `ms`, whichever is first; never rejects. */
 async function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
@@ -77,13 +86,20 @@ export class Connections {
   }
 
   /** A new, tracked client (not connected), with a connect timeout unless `config` gives one. */
-  client(config: pg.ClientConfig): pg.Client {
+  client(config: PgConnectionConfig): pg.Client {
     return new this.Client(withConnectTimeout(config));
   }
 
   /** A new pool whose connections are tracked, with a connect timeout unless `config` gives one. */
-  pool(config: pg.PoolConfig): pg.Pool {
-    return new pg.Pool({ ...withConnectTimeout(config), Client: this.Client });
+  pool(config: PgConnectionConfig & PoolSettings): pg.Pool {
+    const { max, idleTimeoutMillis, allowExitOnIdle, ...connection } = config;
+    return new pg.Pool({
+      ...withConnectTimeout(connection),
+      max,
+      idleTimeoutMillis,
+      allowExitOnIdle,
+      Client: this.Client,
+    });
   }
 
   /**

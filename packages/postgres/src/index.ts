@@ -12,6 +12,13 @@ import { postgresOptionsFromUrl } from "./postgres-options.js";
 
 export { PgFence, pgFence } from "./pg-fence.js";
 export type { PgFenceOptions } from "./pg-fence-options.js";
+export type {
+  PgClientLike,
+  PgConnectionConfig,
+  PgPoolLike,
+  PgResultLike,
+  Queryable,
+} from "./pg-shapes.js";
 export {
   POSTGRES_GUARANTEES,
   POSTGRES_LEASE_GUARANTEES,
@@ -27,7 +34,7 @@ export {
   type PostgresLockMode,
   postgresOptionsFromUrl,
 } from "./postgres-options.js";
-export { type MigrateOptions, migrate, type Queryable } from "./schema.js";
+export { type MigrateOptions, migrate } from "./schema.js";
 
 // The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
 registerBackend("postgres", (url) => new PostgresBackend(postgresOptionsFromUrl(url)), {

@@ -16,9 +16,9 @@ import {
   transactionLimits,
 } from "./pg-fence-options.js";
 import { prepareFenceTable } from "./pg-fence-table.js";
+import type { PgClientLike, PgPoolLike, Queryable } from "./pg-shapes.js";
 import { SQLSTATE, sqlState, toBatonError } from "./postgres-errors.js";
 import { connectionFromUrl } from "./postgres-options.js";
-import type { Queryable } from "./schema.js";
 
 /** Connections of the pool a fence opens for itself from a URL. */
 const OWN_POOL_SIZE = 4;
@@ -42,28 +42,30 @@ const OWN_POOL_SIZE = 4;
 export class PgFence implements Fence {
   /** The quoted table name. */
   readonly table: string;
-  readonly #pool: pg.Pool;
-  readonly #ownsPool: boolean;
+  readonly #pool: FencePool;
+  /** The pool the fence opened from a URL, which `close()` ends. */
+  readonly #ownPool: pg.Pool | undefined;
   readonly #o: ResolvedPgFenceOptions;
   readonly #raise: string;
   readonly #read: string;
   #ready: Promise<void> | undefined;
 
   /**
-   * @param pool a `pg.Pool` (never ended by the fence), or a `postgres://` URL: the fence
-   *   then opens a small pool of its own, ended by {@link PgFence.close}.
+   * @param pool a `pg.Pool` (any {@link PgPoolLike}; never ended by the fence), or a
+   *   `postgres://` URL: the fence then opens a small pool of its own, ended by
+   *   {@link PgFence.close}.
    */
-  constructor(pool: pg.Pool | string, options: PgFenceOptions = {}) {
+  constructor(pool: PgPoolLike | string, options: PgFenceOptions = {}) {
     this.#o = resolvePgFenceOptions(options);
     if (typeof pool === "string") {
-      this.#pool = poolFromUrl(pool);
-      this.#ownsPool = true;
+      this.#ownPool = poolFromUrl(pool);
+      this.#pool = this.#ownPool;
     } else {
       if (typeof pool !== "object" || pool === null || typeof pool.connect !== "function") {
         throw new ConfigError("pool", "must be a pg.Pool or a postgres:// URL");
       }
       this.#pool = pool;
-      this.#ownsPool = false;
+      this.#ownPool = undefined;
     }
     const { table, resource, token } = this.#o;
     this.table = table;
@@ -121,11 +123,15 @@ RETURNING 1`;
    * The transaction waits for a row lock, and sits idle between statements, at most
    * `timeoutMs` (default 15000): past that the server ends it, nothing is committed, and it
    * rejects with `BackendUnavailableError` (the lock is then likely lost as well).
+   *
+   * `Client` is the type of the clients the fence's pool gives: `pg.PoolClient` for a
+   * `pg.Pool` and for a pool the fence opened from a URL; name it to get your driver's own
+   * type (`fence.transaction<void, pg.PoolClient>(...)`, or annotate `fn`'s parameter).
    */
-  async transaction<T>(
+  async transaction<T, Client extends PgClientLike = PgClientLike>(
     resource: string,
     token: bigint,
-    fn: (client: pg.PoolClient) => T | Promise<T>,
+    fn: (client: Client) => T | Promise<T>,
   ): Promise<T> {
     checkArgs(resource, token);
     if (typeof fn !== "function") throw new ConfigError("fn", "must be a function");
@@ -133,7 +139,8 @@ RETURNING 1`;
     const limitMs = this.#o.timeoutMs ?? DEFAULT_TTL_MS;
     return this.#inTransaction(resource, limitMs, false, undefined, async (client) => {
       await this.#check(client, resource, token);
-      return fn(client);
+      // The fence's pool gives the caller's driver's clients (see Client above).
+      return fn(client as Client);
     });
   }
 
@@ -155,7 +162,7 @@ RETURNING 1`;
 
   /** Ends the pool the fence opened from a URL; does nothing to a pool it was given. */
   async close(): Promise<void> {
-    if (this.#ownsPool && !this.#pool.ended) await this.#pool.end();
+    if (this.#ownPool !== undefined && !this.#ownPool.ended) await this.#ownPool.end();
   }
 
   async #check(db: Queryable, resource: string, token: bigint): Promise<void> {
@@ -193,7 +200,7 @@ RETURNING 1`;
     limitMs: number,
     ownStatements: boolean,
     signal: AbortSignal | undefined,
-    fn: (client: pg.PoolClient) => Promise<T>,
+    fn: (client: PgClientLike) => Promise<T>,
   ): Promise<T> {
     const client = await connect(this.#pool, signal);
     let ended: unknown;
@@ -262,10 +269,10 @@ RETURNING 1`;
 }
 
 /** A pooled client, or the signal's reason; a client that comes after the abort goes back. */
-async function connect(pool: pg.Pool, signal: AbortSignal | undefined): Promise<pg.PoolClient> {
+async function connect(pool: FencePool, signal: AbortSignal | undefined): Promise<PgClientLike> {
   const pending = pool.connect();
   if (signal === undefined) return asConnectError(pending);
-  return new Promise<pg.PoolClient>((resolve, reject) => {
+  return new Promise<PgClientLike>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
     asConnectError(pending).then(
@@ -282,7 +289,7 @@ async function connect(pool: pg.Pool, signal: AbortSignal | undefined): Promise<
   });
 }
 
-function asConnectError(pending: Promise<pg.PoolClient>): Promise<pg.PoolClient> {
+function asConnectError(pending: Promise<PgClientLike>): Promise<PgClientLike> {
   return pending.catch((error: unknown) => {
     throw toBatonError(error, "the fence could not take a connection from its pool");
   });
@@ -296,11 +303,15 @@ function poolFromUrl(url: string): pg.Pool {
       'a fence URL takes no "schema" or "namespace" parameter; name the fence table with the table option',
     );
   }
-  const pool = new pg.Pool({ ...parsed.connection, max: OWN_POOL_SIZE });
+  // PgConnectionConfig describes pg's ClientConfig by shape: pg reads it as it is.
+  const pool = new pg.Pool({ ...(parsed.connection as pg.ClientConfig), max: OWN_POOL_SIZE });
   // An idle connection the server ended is dropped by the pool and replaced on next use.
   pool.on("error", () => undefined);
   return pool;
 }
+
+/** What the fence uses of its pool: statements, and clients for transactions. */
+type FencePool = Pick<PgPoolLike, "query" | "connect">;
 
 function checkArgs(resource: unknown, token: unknown): void {
   if (typeof resource !== "string" || resource.length === 0) {
@@ -331,6 +342,6 @@ function checkRaiseOptions(options: unknown): FenceRaiseOptions {
  * `pool` is a `pg.Pool`, or a `postgres://` URL for a pool of the fence's own (see
  * {@link PgFence.close}).
  */
-export function pgFence(pool: pg.Pool | string, options?: PgFenceOptions): PgFence {
+export function pgFence(pool: PgPoolLike | string, options?: PgFenceOptions): PgFence {
   return new PgFence(pool, options);
 }

@@ -1,5 +1,5 @@
 import { BackendUnavailableError, BatonError, ConfigError, isTransient } from "@baton/core";
-import type pg from "pg";
+import type { PgConnectionConfig } from "./pg-shapes.js";
 
 /** The SQLSTATEs Baton tells apart (named as in PostgreSQL's list of error codes). */
 export const SQLSTATE = {
@@ -84,7 +84,7 @@ const SERVER_GONE: Readonly<Record<string, string>> = {
  * Where a connection goes, for messages: `host:port/database` or the socket directory; never
  * the user or password.
  */
-export function describeTarget(connection: pg.ClientConfig): string {
+export function describeTarget(connection: PgConnectionConfig): string {
   const host = connection.host ?? "localhost";
   const at = host.startsWith("/")
     ? `${host} (unix socket)`
@@ -96,7 +96,7 @@ export function describeTarget(connection: pg.ClientConfig): string {
  * The context of {@link toBatonError} for opening a session at `connection`, schema checks
  * included: a failure to connect then names the server, not a step.
  */
-export function openSessionContext(connection: pg.ClientConfig): string {
+export function openSessionContext(connection: PgConnectionConfig): string {
   return `could not open a PostgreSQL session at ${describeTarget(connection)}`;
 }
 

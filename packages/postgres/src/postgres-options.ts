@@ -1,5 +1,5 @@
 import { type BackendUrl, ConfigError, parseBackendUrl } from "@baton/core";
-import type pg from "pg";
+import type { PgConnectionConfig, PgPoolLike } from "./pg-shapes.js";
 import { quoteIdentifier } from "./sql-identifier.js";
 
 /** Default of {@link PostgresBackendOptions.schema}. */
@@ -33,7 +33,7 @@ export interface PostgresBackendOptions {
    */
   readonly url?: string;
   /**
-   * A `pg.Pool`. Baton reads its connection settings (`pool.options`) to open its own
+   * A `pg.Pool` (any {@link PgPoolLike}). Baton reads its connection settings (`pool.options`) to open its own
    * dedicated connections and uses the pool itself only to check or create the schema; it
    * never ends a pool it was given. It does not hold locks on the pool's connections: a
    * session-level advisory lock belongs to the connection that took it until that connection
@@ -43,9 +43,9 @@ export interface PostgresBackendOptions {
    * given back, it would hand Baton's locks and that timeout to the next borrower. The
    * package README counts the connections Baton opens.
    */
-  readonly pool?: pg.Pool;
-  /** `pg` connection settings for the dedicated connections. */
-  readonly config?: pg.ClientConfig;
+  readonly pool?: PgPoolLike;
+  /** `pg` connection settings (a `pg.ClientConfig`) for the dedicated connections. */
+  readonly config?: PgConnectionConfig;
   /** Schema of Baton's tables and token sequence. Default {@link DEFAULT_SCHEMA}. */
   readonly schema?: string;
   /**
@@ -77,9 +77,9 @@ export interface PostgresBackendOptions {
 /** Checked, complete settings of a backend. */
 export interface ResolvedPostgresOptions {
   /** Connection settings for dedicated connections (sessions and waiters). */
-  readonly connection: pg.ClientConfig;
+  readonly connection: PgConnectionConfig;
   /** The user's pool, when given (used for migrations only). */
-  readonly pool: pg.Pool | undefined;
+  readonly pool: PgPoolLike | undefined;
   /** Unquoted schema name. */
   readonly schema: string;
   /** Quoted schema name, safe to put in SQL text. */
@@ -129,7 +129,7 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
       `give exactly one of url, pool and config (got ${given.length === 0 ? "none" : given.join(", ")})`,
     );
   }
-  let connection: pg.ClientConfig;
+  let connection: PgConnectionConfig;
   let schema = options.schema;
   let namespace = options.namespace;
   let locks = options.locks;
@@ -140,11 +140,17 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
     namespace ??= fromUrl.namespace;
     locks ??= fromUrl.locks;
   } else if (options.pool !== undefined) {
-    const pool = options.pool as Partial<pg.Pool>;
-    if (typeof pool !== "object" || typeof pool.connect !== "function" || !pool.options) {
+    const pool = options.pool as Partial<PgPoolLike> | null;
+    if (
+      typeof pool !== "object" ||
+      pool === null ||
+      typeof pool.query !== "function" ||
+      typeof pool.options !== "object" ||
+      pool.options === null
+    ) {
       throw new ConfigError("pool", "must be a pg.Pool");
     }
-    connection = { ...(pool.options as pg.ClientConfig) };
+    connection = { ...pool.options };
   } else {
     if (typeof options.config !== "object" || options.config === null) {
       throw new ConfigError("config", "must be a pg ClientConfig object");
@@ -195,9 +201,12 @@ export function postgresOptionsFromUrl(url: BackendUrl): PostgresBackendOptions 
   return options;
 }
 
+/** `T` with its members writable. */
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 /** `pg` settings from a parsed `postgres://` URL. */
 export function connectionFromUrl(url: BackendUrl): {
-  connection: pg.ClientConfig;
+  connection: PgConnectionConfig;
   schema: string | undefined;
   namespace: string | undefined;
   locks: PostgresLockMode | undefined;
@@ -251,7 +260,7 @@ export function connectionFromUrl(url: BackendUrl): {
   if (portText !== null && host?.port !== undefined) {
     throw new ConfigError("url", 'gives a port after the host and the parameter "port"; give one');
   }
-  const connection: pg.ClientConfig = {
+  const connection: Mutable<PgConnectionConfig> = {
     host: socketDir ?? host?.host ?? "localhost",
     port: host?.port ?? (portText === null ? 5432 : portNumber),
     ...(url.username === "" ? {} : { user: url.username }),
@@ -305,7 +314,7 @@ function lockModeParam(text: string | null): PostgresLockMode | undefined {
  *
  * For your own CA or a client certificate, pass `config` with `pg`'s `ssl` options instead.
  */
-function sslFromMode(mode: (typeof SSL_MODES)[number]): pg.ClientConfig["ssl"] {
+function sslFromMode(mode: (typeof SSL_MODES)[number]): PgConnectionConfig["ssl"] {
   switch (mode) {
     case "disable":
     case "allow":

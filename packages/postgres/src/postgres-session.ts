@@ -17,6 +17,7 @@ import { ConnectionWait } from "./connection-wait.js";
 import { type Connections, endClient } from "./connections.js";
 import type { KeyWaits, WaitTicket } from "./key-waits.js";
 import { type Orphan, Orphans } from "./orphans.js";
+import type { PgConnectionConfig } from "./pg-shapes.js";
 import {
   decodeHolder,
   decodeLostKey,
@@ -70,7 +71,7 @@ const PING: Statement = { name: "baton_ping", text: "SELECT 1" };
 
 /** What a session needs from its backend. */
 export interface PostgresSessionContext {
-  readonly connection: pg.ClientConfig;
+  readonly connection: PgConnectionConfig;
   /** The backend's connections, which the session's joins. */
   readonly connections: Connections;
   readonly namespace: string;

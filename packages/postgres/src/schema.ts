@@ -1,14 +1,11 @@
 import { ConfigError } from "@baton/core";
-import type pg from "pg";
 import { permitFunctions } from "./permit-functions.js";
+import type { Queryable } from "./pg-shapes.js";
 import { isPrivilegeError, SQLSTATE, sqlState } from "./postgres-errors.js";
 import { MIGRATION_KEY, type SchemaNames, schemaNames } from "./postgres-keys.js";
 import { quoteIdentifier } from "./sql-identifier.js";
 
-/** Something that runs a query: a `pg.Client`, `pg.PoolClient` or `pg.Pool`. */
-export interface Queryable {
-  query(text: string, values?: unknown[]): Promise<pg.QueryResult>;
-}
+export type { Queryable } from "./pg-shapes.js";
 
 /**
  * The token sequence, when missing, starts at the server's clock in microseconds

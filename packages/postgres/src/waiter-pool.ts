@@ -1,6 +1,7 @@
 import { BackendUnavailableError } from "@baton/core";
 import type pg from "pg";
 import { type Connections, endClient } from "./connections.js";
+import type { PgConnectionConfig } from "./pg-shapes.js";
 import { SQLSTATE, sqlState } from "./postgres-errors.js";
 import { QUEUE_LEAVE, type Statement, WAIT_UNTIL_FREE } from "./statements.js";
 
@@ -34,7 +35,7 @@ const MAX_IDLE = 4;
  * queue key it may hold (else it is ended, which drops it too).
  */
 export class WaiterPool {
-  readonly #connection: pg.ClientConfig;
+  readonly #connection: PgConnectionConfig;
   readonly #connections: Connections;
   readonly #cancel: (pid: number) => Promise<void>;
   readonly #idle: Waiter[] = [];
@@ -47,7 +48,7 @@ export class WaiterPool {
    * @param cancel - cancels the running statement of backend `pid` (from another connection)
    */
   constructor(
-    connection: pg.ClientConfig,
+    connection: PgConnectionConfig,
     connections: Connections,
     cancel: (pid: number) => Promise<void>,
   ) {

@@ -10,6 +10,7 @@ import { ZOOKEEPER_GUARANTEES, ZookeeperBackend } from "./zookeeper-backend.js";
 import { zookeeperOptionsFromUrl } from "./zookeeper-options.js";
 
 export { ZOOKEEPER_GUARANTEES, ZookeeperBackend } from "./zookeeper-backend.js";
+export type { ClientListener, ZookeeperClientLike } from "./zookeeper-client-like.js";
 export { czxidToken } from "./zookeeper-codec.js";
 export { encodeLockName } from "./zookeeper-keys.js";
 export {

@@ -59,7 +59,7 @@ export class ZookeeperBackend implements LockBackend {
 
   constructor(options: ZookeeperBackendOptions) {
     const resolved = resolveZookeeperOptions(options);
-    this.#shared = resolved.client;
+    this.#shared = resolved.client as Client | undefined;
     this.#hosts = resolved.hosts;
     this.root = resolved.root;
     this.#factory = resolved.createClient ?? defaultFactory;
@@ -78,11 +78,12 @@ export class ZookeeperBackend implements LockBackend {
     if (this.#closed) throw new BackendUnavailableError("this zookeeper backend is closed");
     options.signal?.throwIfAborted();
     if (this.#shared !== undefined) return await this.#openShared(options);
-    const client = await this.#factory({
+    // ZookeeperClientLike describes node-zookeeper-client's Client by shape.
+    const client = (await this.#factory({
       hosts: this.#hosts,
       sessionTimeoutMs: options.ttlMs,
       ownerId: options.ownerId,
-    });
+    })) as Client;
     const link = linkSignals([options.signal, this.#closing.signal]);
     try {
       await connect(client, this.#connectTimeoutMs, link.signal, this.#members());

@@ -1,5 +1,5 @@
 import { type BackendUrl, ConfigError, type HostPort, parseBackendUrl } from "@baton/core";
-import type { Client } from "node-zookeeper-client";
+import type { ZookeeperClientLike } from "./zookeeper-client-like.js";
 import { lockRoot } from "./zookeeper-keys.js";
 
 /** What a {@link ClientFactory} is asked for. */
@@ -16,7 +16,9 @@ export interface ClientRequest {
  * Builds the node-zookeeper-client of one session, NOT yet connected (the backend calls
  * `connect()`). Use it for client options, or to route a session through a proxy in tests.
  */
-export type ClientFactory = (request: ClientRequest) => Client | Promise<Client>;
+export type ClientFactory = (
+  request: ClientRequest,
+) => ZookeeperClientLike | Promise<ZookeeperClientLike>;
 
 /** Options of {@link ZookeeperBackend}. */
 export interface ZookeeperBackendOptions {
@@ -43,7 +45,7 @@ export interface ZookeeperBackendOptions {
    * open, and `close()` never closes it: the caller owns it. For client options or auth with
    * a ZooKeeper session per Baton session, pass `createClient` instead.
    */
-  readonly client?: Client;
+  readonly client?: ZookeeperClientLike;
   /**
    * Bound on opening a session (connecting and negotiating), default
    * {@link DEFAULT_CONNECT_TIMEOUT_MS}: below core's own bound on opening a session (one TTL,
@@ -75,7 +77,7 @@ export interface ResolvedZookeeperOptions {
   /** The user's client factory, if any. */
   readonly createClient: ClientFactory | undefined;
   /** The user-supplied shared client, if any. */
-  readonly client: Client | undefined;
+  readonly client: ZookeeperClientLike | undefined;
   readonly connectTimeoutMs: number;
 }
 

@@ -28,6 +28,7 @@ import {
   touchSession,
 } from "./client-calls.js";
 import { closeClient, dropConnection } from "./client-connection.js";
+import type { ZookeeperClientLike } from "./zookeeper-client-like.js";
 import { czxidToken, decodeContenderData, encodeNodeData } from "./zookeeper-codec.js";
 import {
   isConnectionLoss,
@@ -100,8 +101,10 @@ export class ZookeeperSession implements BackendSession {
   readonly ttlMs: number;
   /** Aborted with a `SessionLostError` when ZooKeeper reports the session expired. */
   readonly lost: AbortSignal;
-  /** The node-zookeeper-client of this session. */
-  readonly client: Client;
+  /** The client of this session (a node-zookeeper-client `Client`). */
+  readonly client: ZookeeperClientLike;
+  /** The same client, as node-zookeeper-client types it. */
+  readonly #zk: Client;
   readonly #context: ZookeeperSessionContext;
   readonly #lost = new AbortController();
   /** Aborted when the session ends for any reason (expiry or close). */
@@ -117,8 +120,10 @@ export class ZookeeperSession implements BackendSession {
   /** The data of a lock node that publishes no value (the client copies it into each request). */
   readonly #plainData: Buffer;
 
-  constructor(client: Client, context: ZookeeperSessionContext) {
+  constructor(client: ZookeeperClientLike, context: ZookeeperSessionContext) {
     this.client = client;
+    // ZookeeperClientLike describes node-zookeeper-client's Client by shape.
+    this.#zk = client as Client;
     this.#context = context;
     this.ownerId = context.ownerId;
     this.ttlMs = client.getSessionTimeout();
@@ -126,7 +131,7 @@ export class ZookeeperSession implements BackendSession {
     // Hot path: see docs/hot-path.md, "ZooKeeper".
     this.#plainData = encodeNodeData({ ownerId: this.ownerId });
     this.#permits = new ZookeeperPermits({
-      client,
+      client: this.#zk,
       ownerId: this.ownerId,
       root: permitRoot(context.root),
       nodeData: (value) => this.#nodeData(value),
@@ -144,16 +149,16 @@ export class ZookeeperSession implements BackendSession {
       lateCreate: (dir, attemptId, late) => this.#lateCreate(dir, attemptId, late),
       isOrphan: (attemptId) => this.#orphans.has(attemptId),
       cleanOrphansIn: (dir) => (this.#orphansIn(dir) ? this.#cleanOrphans() : Promise.resolve()),
-      barrier: () => this.#call("zookeeper session check", touchSession(client)),
+      barrier: () => this.#call("zookeeper session check", touchSession(this.#zk)),
     });
     this.#onState = (state) => this.#stateChanged(state);
     client.on("state", this.#onState);
     this.#records = new ZookeeperRecords({
-      client,
+      client: this.#zk,
       lockRoot: context.root,
       call: (what, pending) => this.#call(what, pending),
       reconnected: () => this.#call("zookeeper reconnect", this.#whenConnected()),
-      barrier: () => this.#call("zookeeper session check", touchSession(client)),
+      barrier: () => this.#call("zookeeper session check", touchSession(this.#zk)),
     });
   }
 
@@ -177,7 +182,7 @@ export class ZookeeperSession implements BackendSession {
 
   #end(reason: SessionLostError, lost: boolean): void {
     if (this.#ended.signal.aborted) return;
-    this.client.removeListener("state", this.#onState);
+    this.#zk.removeListener("state", this.#onState);
     this.#ended.abort(reason);
     if (lost) this.#lost.abort(reason);
     for (const wake of [...this.#connectWaiters]) wake();
@@ -190,7 +195,7 @@ export class ZookeeperSession implements BackendSession {
   }
 
   get #connected(): boolean {
-    return this.client.getState() === zookeeper.State.SYNC_CONNECTED;
+    return this.#zk.getState() === zookeeper.State.SYNC_CONNECTED;
   }
 
   /** Resolves once the client is connected; rejects when `stop` aborts or the session ends. */
@@ -238,7 +243,7 @@ export class ZookeeperSession implements BackendSession {
    */
   readonly #prod = (): void => {
     if (this.#ended.signal.aborted || !this.#connected) return;
-    exists(this.client, "/").catch(() => undefined);
+    exists(this.#zk, "/").catch(() => undefined);
   };
 
   #dir(key: string): string {
@@ -251,7 +256,7 @@ export class ZookeeperSession implements BackendSession {
     try {
       await this.#call(
         "zookeeper session check",
-        touchSession(this.client),
+        touchSession(this.#zk),
         undefined,
         undefined,
         Math.max(MIN_SESSION_CHECK_MS, Math.floor(this.ttlMs / 2)),
@@ -273,7 +278,7 @@ export class ZookeeperSession implements BackendSession {
    * as the Java client does after its read timeout.
    */
   #nudgeReconnect(): void {
-    if (!this.#ended.signal.aborted) dropConnection(this.client);
+    if (!this.#ended.signal.aborted) dropConnection(this.#zk);
   }
 
   /** The data of a node publishing `value`: the owner, and the value when there is one. */
@@ -333,7 +338,7 @@ export class ZookeeperSession implements BackendSession {
       try {
         return await this.#call(
           "zookeeper create",
-          createEphemeralSequential(this.client, prefix, data),
+          createEphemeralSequential(this.#zk, prefix, data),
           stop.current,
           (late) => this.#lateCreate(dir, attemptId, late),
         );
@@ -341,7 +346,7 @@ export class ZookeeperSession implements BackendSession {
         if (zkCode(error) === ZK_CODE.noNode && round < PARENT_CREATES) {
           await this.#call(
             "zookeeper create of the lock's parent",
-            mkdirp(this.client, dir),
+            mkdirp(this.#zk, dir),
             stop.current,
           );
           continue;
@@ -371,7 +376,7 @@ export class ZookeeperSession implements BackendSession {
   ): Promise<string | undefined> {
     let children: string[];
     try {
-      children = await this.#call("zookeeper list of waiters", getChildren(this.client, dir), stop);
+      children = await this.#call("zookeeper list of waiters", getChildren(this.#zk, dir), stop);
     } catch (error) {
       if (zkCode(error) === ZK_CODE.noNode) return undefined;
       throw error;
@@ -402,7 +407,7 @@ export class ZookeeperSession implements BackendSession {
           // as one call. Hot path: see docs/hot-path.md, "ZooKeeper".
           const [list, stat] = await this.#call(
             "zookeeper list of waiters and stat of our lock node",
-            Promise.all([getChildren(this.client, dir), exists(this.client, path)]),
+            Promise.all([getChildren(this.#zk, dir), exists(this.#zk, path)]),
             stop.current,
           );
           if (stat === null) throw vanishedNode(path);
@@ -411,7 +416,7 @@ export class ZookeeperSession implements BackendSession {
         } else {
           children = await this.#call(
             "zookeeper list of waiters",
-            getChildren(this.client, dir),
+            getChildren(this.#zk, dir),
             stop.current,
           );
         }
@@ -447,7 +452,7 @@ export class ZookeeperSession implements BackendSession {
         else reject(error);
       };
       const unsubscribe = onceAborted(stop, () => finish(stop.reason));
-      exists(this.client, path, () => finish()).then(
+      exists(this.#zk, path, () => finish()).then(
         (stat) => {
           if (stat === null) finish();
         },
@@ -459,7 +464,7 @@ export class ZookeeperSession implements BackendSession {
   /** Deletes our own node after a try found the lock held. */
   async #deleteOwn(dir: string, attemptId: string, path: string): Promise<void> {
     try {
-      await this.#call("zookeeper delete", remove(this.client, path));
+      await this.#call("zookeeper delete", remove(this.#zk, path));
     } catch (error) {
       if (zkCode(error) === ZK_CODE.noNode) return;
       void this.#orphan(dir, attemptId, path);
@@ -489,7 +494,7 @@ export class ZookeeperSession implements BackendSession {
         [...this.#orphans.values()].map(async (orphan) => {
           try {
             const path = orphan.path ?? (await this.#findAttempt(orphan.dir, orphan.attemptId));
-            if (path !== undefined) await this.#call("zookeeper delete", remove(this.client, path));
+            if (path !== undefined) await this.#call("zookeeper delete", remove(this.#zk, path));
             this.#orphans.delete(orphan.attemptId);
           } catch (error) {
             if (zkCode(error) === ZK_CODE.noNode) this.#orphans.delete(orphan.attemptId);
@@ -509,7 +514,7 @@ export class ZookeeperSession implements BackendSession {
     const path = (grant.handle as ZookeeperGrantHandle | undefined)?.path;
     if (path === undefined || !this.#held.delete(path)) return false;
     try {
-      await this.#call("zookeeper delete", remove(this.client, path));
+      await this.#call("zookeeper delete", remove(this.#zk, path));
       return true;
     } catch (error) {
       const code = zkCode(error);
@@ -529,7 +534,7 @@ export class ZookeeperSession implements BackendSession {
       // The session check goes through the leader; the server applies every earlier commit
       // before answering it, so the list read right after it (same session, in order) is not
       // stale: a release or grant by another client is seen once it has been acknowledged.
-      const barrier = this.#call("zookeeper session check", touchSession(this.client));
+      const barrier = this.#call("zookeeper session check", touchSession(this.#zk));
       barrier.catch(() => undefined);
       const holder = await this.#readHolder(this.#dir(key));
       await barrier;
@@ -548,9 +553,7 @@ export class ZookeeperSession implements BackendSession {
     for (;;) {
       const children = await this.#call(
         "zookeeper list of waiters",
-        watcher === undefined
-          ? getChildren(this.client, dir)
-          : getChildren(this.client, dir, watcher),
+        watcher === undefined ? getChildren(this.#zk, dir) : getChildren(this.#zk, dir, watcher),
         stop,
       );
       const first = queueOrder(children)[0];
@@ -559,7 +562,7 @@ export class ZookeeperSession implements BackendSession {
       try {
         node = await this.#call(
           "zookeeper read of the holder",
-          getData(this.client, childPath(dir, first.name)),
+          getData(this.#zk, childPath(dir, first.name)),
           stop,
         );
       } catch (error) {
@@ -598,7 +601,7 @@ export class ZookeeperSession implements BackendSession {
             try {
               const stat = await this.#call(
                 "zookeeper watch of the lock's parent",
-                exists(this.client, dir, () => wake()),
+                exists(this.#zk, dir, () => wake()),
                 stop,
               );
               if (stat !== null) wake();
@@ -671,13 +674,13 @@ export class ZookeeperSession implements BackendSession {
 
   async close(): Promise<void> {
     if (this.#ended.signal.aborted) {
-      if (this.#context.ownsClient) closeClient(this.client, 0);
+      if (this.#context.ownsClient) closeClient(this.#zk, 0);
       return;
     }
     const held = [...this.#held];
     this.#end(new SessionLostError("the ZooKeeper session was closed"), false);
     if (this.#context.ownsClient) {
-      await closeClient(this.client, CLOSE_BOUND_MS);
+      await closeClient(this.#zk, CLOSE_BOUND_MS);
       return;
     }
     // A shared client lives on: delete what this session created.
@@ -687,7 +690,7 @@ export class ZookeeperSession implements BackendSession {
     this.#orphans.clear();
     await Promise.allSettled(
       [...held, ...paths].map((path) =>
-        boundedCall(remove(this.client, path), {
+        boundedCall(remove(this.#zk, path), {
           timeoutMs: CLOSE_BOUND_MS,
           what: "zookeeper delete",
         }),

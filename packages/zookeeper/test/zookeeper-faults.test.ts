@@ -95,7 +95,7 @@ describeBackend("zookeeper", (url) => {
       const grant = (await s.acquire(name, { wait: false, signal: never })) as Grant;
       expect(grant).not.toBeNull();
       const dir = `/${prefix}/${encodeLockName(name)}`;
-      expect(await childrenOf((s as ZookeeperSession).client, dir)).toHaveLength(1);
+      expect(await childrenOf((s as ZookeeperSession).client as Client, dir)).toHaveLength(1);
       proxied.blackhole(s);
       await waitUntil(
         async () => (await childrenOf(raw, dir)).length === 0,

@@ -97,7 +97,7 @@ describeBackend("zookeeper", (url) => {
         const path1 = (g1.handle as { path: string }).path;
         expect(await s.release(g1)).toBe(true);
         // Through the same session, so the next acquire is ordered after the delete.
-        await removeTree((s as ZookeeperSession).client, dirOf(name));
+        await removeTree((s as ZookeeperSession).client as Client, dirOf(name));
         const g2 = (await s.acquire(name, { wait: false, signal: never })) as Grant;
         const path2 = (g2.handle as { path: string }).path;
         // The sequence suffix restarted with the new parent; the czxid token did not.
@@ -134,7 +134,7 @@ describeBackend("zookeeper", (url) => {
         // The node the first create made is ours; no second node was created.
         expect(path.endsWith("0000000000")).toBe(true);
         // Read through the session itself: its reads are ordered after its own writes.
-        const own = (s as ZookeeperSession).client;
+        const own = (s as ZookeeperSession).client as Client;
         expect(await childrenOf(own, dirOf(name))).toEqual([path.slice(path.lastIndexOf("/") + 1)]);
         expect(await s.holder(name)).toMatchObject({ ownerId: "lost-reply", token: grant.token });
         expect(await s.release(grant)).toBe(true);

@@ -33,7 +33,7 @@ export class ProxiedClients {
     if (!(session instanceof ZookeeperSession)) {
       throw new Error("proxied clients: not a ZooKeeper session");
     }
-    const proxies = this.#proxies.get(session.client);
+    const proxies = this.#proxies.get(session.client as Client);
     if (proxies === undefined) throw new Error("proxied clients: this session has no proxies");
     return proxies;
   }
