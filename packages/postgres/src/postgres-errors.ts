@@ -1,4 +1,10 @@
-import { BackendUnavailableError, BatonError, ConfigError, isTransient } from "@baton/core";
+import {
+  AuthenticationError,
+  BackendUnavailableError,
+  BatonError,
+  ConfigError,
+  isTransient,
+} from "@baton/core";
 import type { PgConnectionConfig } from "./pg-shapes.js";
 
 /** The SQLSTATEs Baton tells apart (named as in PostgreSQL's list of error codes). */
@@ -103,10 +109,11 @@ export function openSessionContext(connection: PgConnectionConfig): string {
 /**
  * The one place pg's errors become Baton's. `context` says what was being done, and where
  * when it connected somewhere (`could not open a PostgreSQL session at db1:5432/app`, see
- * {@link describeTarget}). A `BatonError` passes through unchanged. Bad credentials, a missing
- * database, a missing privilege or a server too old become `ConfigError`; a connection that
- * could not be made, or that the server ended (a restart, `57P01`), says so, and that and
- * everything else is a `BackendUnavailableError`.
+ * {@link describeTarget}). A `BatonError` passes through unchanged. Bad credentials are an
+ * `AuthenticationError` (a `ConfigError`, never retried); a missing database, a missing
+ * privilege or a server too old a `ConfigError`; a connection that could not be made, or that
+ * the server ended (a restart, `57P01`), says so, and that and everything else is a
+ * `BackendUnavailableError`.
  */
 export function toBatonError(error: unknown, context: string): BatonError {
   if (error instanceof BatonError) return error;
@@ -128,7 +135,7 @@ export function toBatonError(error: unknown, context: string): BatonError {
   switch (state) {
     case SQLSTATE.invalidPassword:
     case SQLSTATE.invalidAuthorization:
-      return new ConfigError("url", `${context}: the server refused the login: ${detail}`, {
+      return new AuthenticationError("url", `${context}: the server refused the login: ${detail}`, {
         cause: error,
       });
     case SQLSTATE.invalidCatalogName:

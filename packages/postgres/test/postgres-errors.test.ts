@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describeBackend, freePort } from "@baton/conformance/harness";
 import {
+  AuthenticationError,
   BackendUnavailableError,
   ConfigError,
   createCoordinator,
@@ -46,7 +47,7 @@ describe("PostgreSQL errors say what failed, where, and what to do", () => {
     expect(error.message).toMatch(/check that the server runs there/);
   });
 
-  it("toBatonError: a BatonError passes through; logins, databases and privileges are ConfigError", () => {
+  it("toBatonError: a BatonError passes through; a refused login is AuthenticationError, databases and privileges ConfigError", () => {
     const lost = new SessionLostError("gone");
     expect(toBatonError(lost, "anything")).toBe(lost);
     const cases = [
@@ -60,6 +61,10 @@ describe("PostgreSQL errors say what failed, where, and what to do", () => {
       expect(error, code).toBeInstanceOf(ConfigError);
       expect((error as ConfigError).field, code).toBe(field);
       expect(error.message, code).toContain("doing it: ");
+      // A refused login is the named error every backend reports for bad credentials.
+      const login = code === "28P01" || code === "28000";
+      expect(error instanceof AuthenticationError, code).toBe(login);
+      expect(error.code, code).toBe(login ? "BATON_AUTH" : "BATON_CONFIG");
     }
     const old = toBatonError(
       dbError("42704", 'unrecognized configuration parameter "idle_session_timeout"'),
