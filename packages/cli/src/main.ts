@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { BackendUnavailableError, ConfigError } from "@baton/core";
 import { usageFromConfig } from "./args.js";
 import { COMPARE_USAGE, compareCommand } from "./commands/compare.js";
@@ -25,7 +26,8 @@ Commands:
 
 The store comes from --backend URL or BATON_BACKEND: memory://, redis://host:6379,
 redlock://h1:6379,h2:6379,h3:6379, etcd://h1:2379,h2:2379, zookeeper://h1:2181/chroot,
-postgres://user@host/db. 'baton <command> --help' for each command.`;
+postgres://user@host/db. 'baton <command> --help' for each command; 'baton --version' (-V)
+prints the version.`;
 
 const USAGES: Record<string, string> = {
   lock: LOCK_USAGE,
@@ -36,6 +38,13 @@ const USAGES: Record<string, string> = {
   demo: DEMO_USAGE,
   compare: COMPARE_USAGE,
 };
+
+/** The version of this package, as `baton --version` prints it. */
+export function cliVersion(): string {
+  // package.json sits one level above both src/ (sources) and dist/ (the build).
+  const text = readFileSync(new URL("../package.json", import.meta.url), "utf8");
+  return (JSON.parse(text) as { version: string }).version;
+}
 
 /** Runs `baton` with `argv` (without node and script); resolves with the exit code. */
 export async function main(
@@ -60,6 +69,11 @@ export async function main(
         return await demoCommand(rest, out);
       case "compare":
         return await compareCommand(rest, out, err);
+      case "--version":
+      case "-V":
+      case "version":
+        out(cliVersion());
+        return 0;
       case undefined:
       case "help":
       case "--help":

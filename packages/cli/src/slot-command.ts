@@ -1,5 +1,5 @@
 import type { RunContext } from "@baton/core";
-import { type ChildExit, type ChildRun, exitCodeOf, runChild } from "./run-child.js";
+import { type ChildExit, type ChildRun, cannotRun, exitCodeOf, runChild } from "./run-child.js";
 
 /** CMD of one attempt ended with a non-zero code, a signal, or could not start. */
 export class CommandFailedError extends Error {
@@ -15,7 +15,7 @@ export class CommandFailedError extends Error {
 
 function describeExit(command: readonly string[], exit: ChildExit): string {
   const file = command[0] ?? "CMD";
-  if (exit.spawnError !== undefined) return `cannot run ${file}: ${exit.spawnError.message}`;
+  if (exit.spawnError !== undefined) return cannotRun(command, exit.spawnError);
   if (exit.code !== null) return `${file} exited with code ${exit.code}`;
   return `${file} was ended by ${exit.signal ?? "a signal"}`;
 }
@@ -46,15 +46,19 @@ export class SlotCommand {
   readonly run = async (context: RunContext): Promise<void> => {
     const { signal } = context;
     signal.throwIfAborted();
-    const child = runChild(this.#command, {
-      ...this.#env,
-      BATON_JOB: context.job,
-      BATON_SLOT: context.slot,
-      BATON_ATTEMPT: `${context.attempt}`,
-      BATON_FENCING_TOKEN: `${context.token}`,
-    });
+    const child = runChild(
+      this.#command,
+      {
+        ...this.#env,
+        BATON_JOB: context.job,
+        BATON_SLOT: context.slot,
+        BATON_ATTEMPT: `${context.attempt}`,
+        BATON_FENCING_TOKEN: `${context.token}`,
+      },
+      this.#graceMs,
+    );
     this.#current = child;
-    const stop = () => void child.stop(this.#graceMs);
+    const stop = () => void child.stop();
     signal.addEventListener("abort", stop, { once: true });
     try {
       const exit = await child.exited;

@@ -19,7 +19,9 @@ on stdout: JOB SLOT ran | already done | failed | running elsewhere | attempts e
 CMD gets BATON_JOB, BATON_SLOT, BATON_ATTEMPT, BATON_FENCING_TOKEN and BATON_BACKEND; past
 --at-most or on a lost lock it gets SIGTERM, then SIGKILL after --grace. SIGINT or SIGTERM
 stops baton: a CMD under way is stopped the same way and its attempt recorded as failed, so
-another replica retries it; then baton exits 0.
+another replica retries it; then baton exits 0. Stopping reaches every process CMD started
+(its process group), whatever it leaves running when it ends is stopped too, and if baton
+itself dies, even by SIGKILL, the group is killed.
 Needs a backend that keeps records: memory, redis, etcd, zookeeper or postgres.
 
   --backend URL       store URL (or BATON_BACKEND), e.g. redis://127.0.0.1:6379

@@ -2,7 +2,7 @@ import { createCoordinator } from "@baton/core";
 import { backendFrom, msOption, nameFrom, parse } from "../args.js";
 import { EXIT } from "../exit-codes.js";
 import { loadAdapter } from "../load-adapter.js";
-import { type ChildRun, exitCodeOf, onSignals, runChild } from "../run-child.js";
+import { type ChildRun, cannotRun, exitCodeOf, onSignals, runChild } from "../run-child.js";
 import { UsageError } from "../usage-error.js";
 
 export const ELECT_USAGE = `usage: baton elect NAME [--backend URL] [--ttl MS] [--value TEXT] [--once] [--grace MS] -- CMD [ARGS...]
@@ -11,8 +11,11 @@ Campaigns for leadership of NAME and runs CMD only while this instance leads. CM
 BATON_ELECTION_NAME, BATON_FENCING_TOKEN (the term; not set, with a warning, on a backend whose
 grants carry no ordered token, such as redlock://) and BATON_BACKEND. When leadership is lost
 CMD gets SIGTERM, then SIGKILL after --grace (default 5000); after re-election CMD runs again.
+Signals reach CMD and every process it started (its process group); whatever CMD leaves
+running when it ends is stopped the same way, so nothing it started outlives the term.
 If CMD ends by itself, this instance resigns and campaigns again; with --once, baton exits
-with CMD's code after the first term. SIGTERM/SIGINT to baton stop CMD and resign at once.`;
+with CMD's code after the first term. SIGTERM/SIGINT to baton stop CMD (SIGKILL after
+--grace) and resign once it has ended.`;
 
 /** `baton elect`. Resolves with the exit code. */
 export async function electCommand(
@@ -57,17 +60,21 @@ export async function electCommand(
   const election = coordinator.elect(name, {
     ...(typeof values.value === "string" ? { value: values.value } : {}),
     onElected: ({ signal, term }) => {
-      const run = runChild(command, {
-        BATON_ELECTION_NAME: name,
-        ...(tokenless ? {} : { BATON_FENCING_TOKEN: `${term}` }),
-        BATON_BACKEND: backend,
-      });
+      const run = runChild(
+        command,
+        {
+          BATON_ELECTION_NAME: name,
+          ...(tokenless ? {} : { BATON_FENCING_TOKEN: `${term}` }),
+          BATON_BACKEND: backend,
+        },
+        graceMs,
+      );
       child = run;
-      signal.addEventListener("abort", () => void run.stop(graceMs), { once: true });
+      signal.addEventListener("abort", () => void run.stop(), { once: true });
       void run.exited.then((exit) => {
         if (child === run) child = undefined;
         if (exit.spawnError !== undefined) {
-          err(`baton: cannot run ${command[0]}: ${exit.spawnError.message}`);
+          err(`baton: ${cannotRun(command, exit.spawnError)}`);
           finish(EXIT.cannotRun);
           return;
         }
@@ -79,17 +86,20 @@ export async function electCommand(
     onRevoked: async ({ reason }) => {
       if (reason !== "resigned" && reason !== "closed")
         err(`baton: leadership of "${name}" ended (${reason})`);
-      await child?.stop(graceMs);
+      await child?.stop();
       if (once && reason !== "resigned" && reason !== "closed") finish(EXIT.lost);
     },
     onError: (error) => err(`baton: ${(error as Error).message ?? String(error)}`),
   });
   const off = onSignals((signal) => {
-    child?.signal(signal);
+    void child?.stop(signal);
     finish(exitCodeOf({ code: null, signal }));
   });
   const code = await finished;
   off();
+  // Resign only once CMD and every process it started have ended (SIGKILL after --grace):
+  // the next leader's CMD must not start beside them.
+  await child?.stop();
   await election.close();
   await coordinator.close().catch(() => undefined);
   return code;

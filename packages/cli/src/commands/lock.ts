@@ -22,7 +22,7 @@ import {
   limitUsage,
   lockKindFrom,
 } from "../lock-kind.js";
-import { exitCodeOf, onSignals, runChild } from "../run-child.js";
+import { cannotRun, exitCodeOf, onSignals, runChild } from "../run-child.js";
 import { UsageError } from "../usage-error.js";
 
 export const LOCK_USAGE = `usage: baton lock NAME [--permits N [--take K] | --read | --write] [--backend URL]
@@ -37,8 +37,10 @@ names, so a name is a semaphore or a read-write lock, not both.
 CMD gets BATON_LOCK_NAME, BATON_FENCING_TOKEN and BATON_BACKEND (no BATON_FENCING_TOKEN, and
 a warning, on a backend whose grants carry no ordered token, such as redlock://: a fence
 could not tell an old holder from a new one). If the lock is lost, CMD gets SIGTERM, then
-SIGKILL after --grace. Signals sent to baton are forwarded to CMD; the lock is released when
-CMD ends.
+SIGKILL after --grace. Signals sent to baton are forwarded to CMD. CMD runs in a process
+group of its own: stopping and forwarded signals reach every process it started, whatever
+it leaves running when it ends is stopped too (SIGTERM, SIGKILL after --grace), and if baton
+itself dies, even by SIGKILL, the group is killed; the lock is released once all have ended.
 
   --permits N     hold the semaphore NAME of N permits (1 to ${MAX_PERMITS}) instead of a lock:
                   every run of NAME must give the same N. Each grant gets a new, greater token
@@ -225,7 +227,6 @@ export async function lockCommand(
     }
     throw error;
   }
-  stopWaiting();
 
   const env: Record<string, string> = { BATON_LOCK_NAME: name, BATON_BACKEND: backend };
   const store = await coordinator.backend();
@@ -236,15 +237,29 @@ export async function lockCommand(
       `baton: warning: the ${store.kind} backend hands out no ordered fencing token, so CMD gets no BATON_FENCING_TOKEN; the lock avoids duplicate work but cannot fence writes`,
     );
   } else env.BATON_FENCING_TOKEN = `${lock.token}`;
-  const child = runChild(command, env);
+  // Until CMD starts, a signal to baton means "do not start it"; from then on, it is CMD's.
+  const before = interrupted;
+  if (before !== undefined) {
+    stopWaiting();
+    await lock.release().catch(() => undefined);
+    await coordinator.close().catch(() => undefined);
+    await fence?.close().catch(() => undefined);
+    return exitCodeOf({ code: null, signal: before });
+  }
+  const child = runChild(command, env, graceMs);
   const stopForwarding = onSignals((signal) => child.signal(signal));
+  // Baton's handlers stay in place throughout (without one, a signal would end baton and
+  // leave CMD running): one that came while CMD was starting is forwarded now.
+  stopWaiting();
+  const starting = interrupted;
+  if (starting !== undefined) child.signal(starting);
   let lost: LockLostError | undefined;
   const onLost = () => {
     const reason: unknown = lock.signal.reason;
     if (reason instanceof LockLostError && reason.reason !== "released") {
       lost = reason;
       err(`baton: ${reason.message}; stopping the command`);
-      void child.stop(graceMs);
+      void child.stop();
     }
   };
   lock.signal.addEventListener("abort", onLost, { once: true });
@@ -257,7 +272,7 @@ export async function lockCommand(
   await coordinator.close().catch(() => undefined);
   await fence?.close().catch(() => undefined);
   if (exit.spawnError !== undefined) {
-    err(`baton: cannot run ${command[0]}: ${exit.spawnError.message}`);
+    err(`baton: ${cannotRun(command, exit.spawnError)}`);
     return EXIT.cannotRun;
   }
   if (lost !== undefined) return EXIT.lost;

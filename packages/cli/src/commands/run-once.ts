@@ -23,6 +23,8 @@ recorded as a failed attempt, and the next call retries it, up to --max-attempts
 CMD gets BATON_JOB, BATON_SLOT, BATON_ATTEMPT (from 1), BATON_FENCING_TOKEN (send it with its
 writes to a fenced store) and BATON_BACKEND. When CMD runs past --at-most or the lock is
 lost, CMD gets SIGTERM, then SIGKILL after --grace. Signals sent to baton are forwarded to CMD.
+These reach every process CMD started (its process group), whatever it leaves running when
+it ends is stopped too, and if baton itself dies, even by SIGKILL, the group is killed.
 Needs a backend that keeps records: memory, redis, etcd, zookeeper or postgres.
 
   --backend URL       store URL (or BATON_BACKEND), e.g. redis://127.0.0.1:6379
