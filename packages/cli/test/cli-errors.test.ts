@@ -1,4 +1,4 @@
-import { ConfigError } from "@baton/core";
+import { ConfigError, createCoordinator } from "@baton/core";
 import { describe, expect, it } from "vitest";
 import { usageFromConfig } from "../src/args.js";
 import { EXIT } from "../src/exit-codes.js";
@@ -36,6 +36,29 @@ describe("CLI errors name the flag the user typed, not the library's field", () 
     expect(err).toContain("--backend");
     expect(err).toContain("prefx");
     expect(err).not.toMatch(/ConfigError|at .*\.ts/); // a message, not a stack trace
+  });
+
+  it("a count is not called milliseconds; a duration is", async () => {
+    const coordinator = createCoordinator({ url: "memory://counts" });
+    try {
+      let permits: unknown;
+      try {
+        coordinator.semaphore("exports", { permits: 0 });
+      } catch (error) {
+        permits = error;
+      }
+      expect(permits).toBeInstanceOf(ConfigError);
+      expect((permits as ConfigError).message).toContain(
+        "permits: must be an integer between 1 and",
+      );
+      expect((permits as ConfigError).message).not.toContain("milliseconds");
+      expect((permits as ConfigError).message).toContain("got 0");
+    } finally {
+      await coordinator.close();
+    }
+    expect(() => createCoordinator({ url: "memory://counts", ttlMs: 1 })).toThrow(
+      /ttlMs: must be an integer between \d+ and \d+ \(milliseconds\), got 1/,
+    );
   });
 
   it("usageFromConfig maps every library field a flag sets, and keeps others as they are", () => {

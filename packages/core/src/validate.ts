@@ -58,7 +58,7 @@ export function checkInt(value: unknown, field: string, min: number, max: number
   if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
     throw new ConfigError(
       field,
-      `must be an integer between ${min} and ${max} (milliseconds), got ${show(value)}`,
+      `must be an integer between ${min} and ${max}${field.endsWith("Ms") ? " (milliseconds)" : ""}, got ${show(value)}`,
     );
   }
   return value;
