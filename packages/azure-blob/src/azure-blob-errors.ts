@@ -1,4 +1,4 @@
-import { BackendUnavailableError, BatonError, ConfigError } from "@baton/core";
+import { AuthenticationError, BackendUnavailableError, BatonError, ConfigError } from "@baton/core";
 import { AzureErrorCode, HttpStatus } from "./azure-blob-codec.js";
 
 /** The HTTP status of a failed Azure request, or `undefined` (no reply: a network failure). */
@@ -36,7 +36,8 @@ function isAbort(error: unknown): boolean {
 /**
  * Maps an error of the Azure SDK, met while doing `context` (which names the endpoint and
  * container), to Baton's named errors: a `BatonError` passes through; refused credentials
- * (403) are a `ConfigError` naming `credentials`, a missing container one naming `container`
+ * (403) are an `AuthenticationError` (a `ConfigError`) naming `credentials`, a missing
+ * container a `ConfigError` naming `container`
  * (retrying cannot help either); anything else (network failures, timeouts, 5xx, throttling)
  * a `BackendUnavailableError`, never "held".
  */
@@ -45,7 +46,7 @@ export function toBatonError(error: unknown, context: string): BatonError {
   const status = statusOf(error);
   const detail = detailOf(error);
   if (status === HttpStatus.forbidden) {
-    return new ConfigError(
+    return new AuthenticationError(
       "credentials",
       `${context}: Azure refused them (${detail}); check the account name and key, or the SAS token's permissions (read, write, delete on blobs)`,
       { cause: error },

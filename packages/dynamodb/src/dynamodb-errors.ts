@@ -1,4 +1,10 @@
-import { BackendUnavailableError, BatonError, ConfigError, SessionLostError } from "@baton/core";
+import {
+  AuthenticationError,
+  BackendUnavailableError,
+  BatonError,
+  ConfigError,
+  SessionLostError,
+} from "@baton/core";
 
 /** How a context names the table and endpoint a call went to, after what was being done. */
 const AT_TABLE = " (DynamoDB table ";
@@ -28,8 +34,8 @@ const TRANSIENT = new Set([
   "AbortError",
 ]);
 
-/** Error names that mean the credentials are missing, wrong or not allowed: retrying cannot help. */
-const CREDENTIALS = new Set([
+/** Error names of DynamoDB's answer to credentials it refused: retrying cannot help. */
+const REFUSED_CREDENTIALS = new Set([
   "UnrecognizedClientException",
   "InvalidSignatureException",
   "MissingAuthenticationTokenException",
@@ -38,16 +44,19 @@ const CREDENTIALS = new Set([
   "IncompleteSignatureException",
   "ExpiredTokenException",
   "InvalidClientTokenId",
-  "CredentialsProviderError",
 ]);
+
+/** Error names that mean no credentials were found here (none sent): retrying cannot help. */
+const CREDENTIALS = new Set(["CredentialsProviderError"]);
 
 /**
  * Maps an error of the AWS SDK's DynamoDB client, met while doing `context` (from
  * {@link dynamodbContext}, so the message names the table and endpoint), to Baton's named
  * errors: a `BatonError` passes through; a missing table (`ResourceNotFoundException`) is a
  * `ConfigError` on `table` that says how to create it; an item or key the table's schema
- * refuses (`ValidationException`) is a `ConfigError` on `table`; credentials that are missing,
- * refused or expired are a `ConfigError` on `credentials`, as is a missing region;
+ * refuses (`ValidationException`) is a `ConfigError` on `table`; credentials DynamoDB refused
+ * (unknown, wrong, expired or not allowed) are an `AuthenticationError` on `credentials`;
+ * credentials not found here are a `ConfigError` on `credentials`, as is a missing region;
  * throttling, server errors, timeouts and network failures are a `BackendUnavailableError`
  * (transient: core retries them). Anything else is a `BackendUnavailableError` too, never
  * "held".
@@ -67,6 +76,13 @@ export function toBatonError(error: unknown, context: string): BatonError {
     return new ConfigError(
       "table",
       `${context}: DynamoDB refused the request (${detail}); the table needs a string partition key "pk" and no sort key`,
+      { cause: error },
+    );
+  }
+  if (REFUSED_CREDENTIALS.has(name)) {
+    return new AuthenticationError(
+      "credentials",
+      `${context}: DynamoDB refused the credentials (${detail}); check the access key id and secret (in the URL as dynamodb://KEY:SECRET@host, on your own client, or in the AWS SDK's default chain) and that they may use the table`,
       { cause: error },
     );
   }
