@@ -17,6 +17,7 @@ import {
 import type { Redis } from "ioredis";
 import { askNodes, count, failures, type NodeAnswer } from "./ask-nodes.js";
 import {
+  decodeHolderReply,
   decodeNodeAcquireReply,
   decodePayload,
   decodeReleasedOne,
@@ -27,7 +28,7 @@ import {
   payloadTail,
 } from "./redis-codec.js";
 import { type LockKeys, lockKeys } from "./redis-keys.js";
-import { ACQUIRE_NO_TOKEN, RELEASE_ONE, RENEW } from "./scripts.js";
+import { ACQUIRE_NO_TOKEN, READ_HOLDER, RELEASE_ONE, RENEW } from "./scripts.js";
 
 /** What a {@link RedlockSession} needs from its backend. */
 export interface RedlockSessionContext {
@@ -267,23 +268,33 @@ export class RedlockSession implements BackendSession {
 
   async holder(name: string): Promise<Holder | null> {
     const keys = lockKeys(this.#ctx.keyPrefix, name);
-    const answers = await askNodes(this.#ctx.nodes, (node) => node.get(keys.lock), {
-      timeoutMs: this.#ctx.nodeTimeoutMs,
-      names: this.#ctx.addresses,
-    });
-    const answered = answers.filter((a) => a.state === "ok") as { value: string | null }[];
+    const answers = await askNodes(
+      this.#ctx.nodes,
+      (node) => READ_HOLDER.run(node, [keys.lock], []).then(decodeHolderReply),
+      { timeoutMs: this.#ctx.nodeTimeoutMs, names: this.#ctx.addresses },
+    );
+    const answered = answers.filter((a) => a.state === "ok") as {
+      value: { payload: string | null; pttl: number };
+    }[];
     if (answered.length < this.quorum) {
       throw new BackendUnavailableError(
         `redlock holder of "${name}" failed: only ${answered.length} of ${answers.length} nodes answered${failedNodes(answers)}`,
       );
     }
-    // The holder is whoever a quorum of nodes names.
-    const votes = new Map<string, number>();
-    for (const a of answered) {
-      if (a.value !== null) votes.set(a.value, (votes.get(a.value) ?? 0) + 1);
+    // The holder is whoever a quorum of nodes names; its lease lasts while a quorum keeps it:
+    // the quorum-th longest PTTL among them.
+    const votes = new Map<string, number[]>();
+    for (const { value } of answered) {
+      if (value.payload === null) continue;
+      const pttls = votes.get(value.payload) ?? [];
+      pttls.push(value.pttl);
+      votes.set(value.payload, pttls);
     }
-    for (const [payload, n] of votes) {
-      if (n >= this.quorum) return decodePayload(payload, false);
+    for (const [payload, pttls] of votes) {
+      if (pttls.length < this.quorum) continue;
+      const holder = decodePayload(payload, false);
+      const remainingMs = pttls.sort((a, b) => b - a)[this.quorum - 1] as number;
+      return holder === null || remainingMs < 0 ? holder : { ...holder, remainingMs };
     }
     return null;
   }
