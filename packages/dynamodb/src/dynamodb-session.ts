@@ -192,10 +192,14 @@ export class DynamoDBItemSession implements DynamoDBSession {
     const state = decodeSession(item);
     if (state === undefined) return null;
     // A holder no client has seen renew for a whole TTL is gone: the next acquire takes over.
-    if (this.#context.observer.observe(lock.session, state, readAt()) <= readAt()) return null;
+    const now = readAt();
+    const expiresAt = this.#context.observer.observe(lock.session, state, now);
+    if (expiresAt <= now) return null;
+    // Time left unless renewed, as this client sees it: from its first sight of the counter.
+    const remainingMs = Math.round(expiresAt - now);
     return lock.value === undefined
-      ? { ownerId: lock.ownerId, token: lock.token }
-      : { ownerId: lock.ownerId, token: lock.token, value: lock.value };
+      ? { ownerId: lock.ownerId, token: lock.token, remainingMs }
+      : { ownerId: lock.ownerId, token: lock.token, value: lock.value, remainingMs };
   }
 
   /** The durable record `key` (see dynamodb-records.ts), or `null`. */
