@@ -1,4 +1,5 @@
 import { backendFrom, msOption, parse } from "../args.js";
+import { demoTtl } from "../demo/demo-ttl.js";
 import { DEFAULT_SETTINGS, formatReport, runInvoiceDemo } from "../demo/invoice-demo.js";
 import {
   DEFAULT_NIGHTLY_SETTINGS,
@@ -18,7 +19,8 @@ Then the nightly scene: three replicas whose clocks are seconds apart run the sa
 billing of 600 clients on their own timers, guarded by a lock alone and by runOnce (the
 scene's clock starts just before 02:00). runOnce needs a backend that keeps records.
 
-  --ttl MS   lease length (default ${DEFAULT_SETTINGS.ttlMs}; etcd and ZooKeeper need 2000 or more)`;
+  --ttl MS   lease length (default ${DEFAULT_SETTINGS.ttlMs}, or on a store that grants leases in
+             larger steps the next whole second it grants: 2000 on etcd)`;
 
 /** `baton demo`. Resolves with the exit code. */
 export async function demoCommand(
@@ -32,7 +34,10 @@ export async function demoCommand(
   }
   const given = values.backend ?? process.env.BATON_BACKEND;
   const backend = given === undefined ? undefined : backendFrom(values.backend, process.env);
-  const ttlMs = msOption(values.ttl, "ttl", DEFAULT_SETTINGS.ttlMs, 100);
+  const ttlMs =
+    values.ttl === undefined && backend !== undefined
+      ? await demoTtl(backend, DEFAULT_SETTINGS.ttlMs)
+      : msOption(values.ttl, "ttl", DEFAULT_SETTINGS.ttlMs, 100);
   const settings = { ...DEFAULT_SETTINGS, ttlMs, ...(backend !== undefined ? { backend } : {}) };
   const started = performance.now();
   const nightly = {
