@@ -73,3 +73,13 @@ function accessor(name: "aborted" | "reason"): (this: AbortSignal) => unknown {
   if (get === undefined) throw new Error(`AbortSignal.prototype.${name} is not an accessor`);
   return get;
 }
+
+/**
+ * The check `signal` runs before it answers (see {@link checkOnRead}), or `undefined` for a
+ * signal that checks nothing: so a signal linked to it can run the same check.
+ *
+ * @internal
+ */
+export function readCheckOf(signal: AbortSignal | undefined): ReadCheck | undefined {
+  return (signal as CheckedSignal | undefined)?.[readCheck];
+}
