@@ -3,14 +3,18 @@
  * registry on loopback, installed by name into a fresh project outside the repository (other
  * dependencies from the npm registry, no workspace links), then used there the ways consumers
  * use it: ESM, CommonJS, strict TypeScript (NodeNext and Bundler, no skipLibCheck) over the
- * README examples, the `baton` CLI (local and `npm install -g`), and an esbuild bundle.
+ * README examples, over an app that reaches every backend by URL (which must not make
+ * TypeScript read any driver's declarations) and over apps passing their own clients with the
+ * oldest and the newest version of every driver range the adapters declare, the `baton` CLI
+ * (local and `npm install -g`), and the README's esbuild recipe for a bundled service.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import {
   cpSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
@@ -21,7 +25,12 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describeBackend } from "@baton/conformance/harness";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type PackedPackage, packWorkspace } from "../src/pack-workspace.js";
+import {
+  type DriverVersions,
+  declaredDrivers,
+  resolveDriverVersions,
+} from "../src/driver-versions.js";
+import { type PackedPackage, PUBLISHED, packWorkspace } from "../src/pack-workspace.js";
 import { readmeExamples } from "../src/readme-examples.js";
 import { type ScopedRegistry, startScopedRegistry } from "../src/scoped-registry.js";
 
@@ -73,6 +82,79 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/** A command's exit code and its stdout + stderr, whether it failed or not. */
+async function shResult(cwd: string, file: string, args: string[]) {
+  try {
+    const output = await sh(cwd, file, args);
+    return { code: 0, output };
+  } catch (error) {
+    return { code: 1, output: (error as Error).message };
+  }
+}
+
+type Resolution = "NodeNext" | "Bundler";
+const RESOLUTIONS: readonly Resolution[] = ["NodeNext", "Bundler"];
+
+/**
+ * The declarations of the drivers (and of what they depend on): an adapter's published
+ * declarations describe a client by the shape Baton uses, so an app that names no driver
+ * itself never makes TypeScript read these, and a driver release with broken declarations
+ * cannot break its build.
+ */
+const DRIVER_DECLARATIONS =
+  /node_modules\/(ioredis|@ioredis|redis-errors|@types\/redis-errors|pg|pg-[a-z-]+|@types\/pg|etcd3|@grpc|protobufjs|node-zookeeper-client|@types\/node-zookeeper-client|@aws-sdk|@smithy|@aws-crypto|@azure|prom-client)\//;
+
+/**
+ * Type-checks `dir`'s `*.ts` as a strict consumer would (no skipLibCheck), with `--explainFiles`
+ * so that the files TypeScript read, and why, come back with the outcome.
+ */
+async function typeCheck(dir: string, resolution: Resolution) {
+  const compilerOptions = {
+    strict: true,
+    noUncheckedIndexedAccess: true,
+    exactOptionalPropertyTypes: true,
+    skipLibCheck: false,
+    noEmit: true,
+    target: "ES2022",
+    types: ["node"],
+    ...(resolution === "NodeNext"
+      ? { module: "NodeNext", moduleResolution: "NodeNext" }
+      : { module: "ESNext", moduleResolution: "Bundler" }),
+  };
+  const config = `tsconfig.${resolution.toLowerCase()}.json`;
+  writeFileSync(join(dir, config), JSON.stringify({ compilerOptions, include: ["*.ts"] }));
+  const { code, output } = await shResult(dir, "node", [TSC, "-p", config, "--explainFiles"]);
+  // --explainFiles prints each file read on a line of its own, then why, indented.
+  const read = new Map<string, string[]>();
+  let current: string[] = [];
+  for (const line of output.split("\n")) {
+    if (/^\s/.test(line)) current.push(line.trim());
+    else if (/\.d\.[cm]?ts$|\.ts$/.test(line.trim())) {
+      current = [];
+      read.set(line.trim(), current);
+    }
+  }
+  const errors = output.split("\n").filter((line) => /error TS\d+/.test(line));
+  return { resolution, code, errors, read };
+}
+
+/** Creates a consumer project in `dir` and installs `specs` into it (the `@baton` scope from `registry`). */
+async function installProject(dir: string, registry: ScopedRegistry, specs: string[]) {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, "package.json"),
+    `${JSON.stringify({ name: "consumer-app", private: true, type: "module" }, null, 2)}\n`,
+  );
+  await sh(dir, "npm", ["install", "--no-audit", "--no-fund", ...registry.npmArgs, ...specs]);
+}
+
+/** The installed version of `name` in the project at `dir`. */
+function installedVersion(dir: string, name: string): string {
+  return JSON.parse(readFileSync(join(dir, "node_modules", name, "package.json"), "utf8")).version;
+}
+
+const ADAPTERS = PUBLISHED.filter((p) => p.startsWith("packages/") && !/core|cli/.test(p));
+
 // Tried against the harness's Redis and PostgreSQL: describeBackend skips the block when they
 // are not selected, and fails it under CI=true when their servers are missing.
 describeBackend("redis", (redisUrl) =>
@@ -85,37 +167,75 @@ describeBackend("redis", (redisUrl) =>
       let app = "";
       let packed: PackedPackage[] = [];
       let registry: ScopedRegistry;
+      let drivers: DriverVersions[] = [];
+      const sides = { oldest: "", newest: "" };
+      let ioredis61 = "";
 
       beforeAll(async () => {
+        const started = Date.now();
         work = mkdtempSync(join(tmpdir(), "baton-consumer-"));
         packed = packWorkspace(ROOT, join(work, "tarballs"));
         registry = await startScopedRegistry(packed);
-        app = join(work, "app");
-        mkdirSync(app);
-        writeFileSync(
-          join(app, "package.json"),
-          `${JSON.stringify({ name: "consumer-app", private: true, type: "module" }, null, 2)}\n`,
+        drivers = await Promise.all(
+          declaredDrivers(ROOT, ADAPTERS).map((d) => resolveDriverVersions(d, cleanEnv())),
         );
-        const wanted = packed.map((p) => `${p.name}@${p.version}`);
-        // vitest and vite pinned as a Node 20 app would: the conformance package's peer.
-        const others = ["ioredis@6", "etcd3@1", "@types/node@20", "vitest@4.1.12", "vite@8.3.8"];
-        await sh(app, "npm", [
-          "install",
-          "--no-audit",
-          "--no-fund",
-          ...registry.npmArgs,
-          ...wanted,
-          ...others,
+        const batons = packed.map((p) => `${p.name}@${p.version}`);
+        const adapters = packed
+          .filter((p) => p.name !== "@baton/cli" && p.name !== "@baton/conformance")
+          .map((p) => `${p.name}@${p.version}`);
+        app = join(work, "app");
+        sides.oldest = join(work, "oldest-drivers");
+        sides.newest = join(work, "newest-drivers");
+        ioredis61 = join(work, "ioredis-6.1.0");
+        // Types an app that builds its own pg or ZooKeeper client installs, unless the adapter
+        // already brings them.
+        const declared = new Set(drivers.map((d) => d.name));
+        const appTypes = ["@types/pg", "@types/node-zookeeper-client"].filter(
+          (t) => !declared.has(t),
+        );
+        // The installs are independent: run them side by side.
+        await Promise.all([
+          // The app reaches every backend by URL: the drivers are only the adapters' own
+          // dependencies, at whatever versions npm resolves (the newest of each range).
+          // prom-client is there for metrics, and vitest and vite as a Node 20 app pins them
+          // (the conformance package's peer).
+          installProject(app, registry, [
+            ...batons,
+            "@types/node@20",
+            "prom-client",
+            "vitest@4.1.12",
+            "vite@8.3.8",
+          ]),
+          ...(["oldest", "newest"] as const).map((side) =>
+            installProject(sides[side], registry, [
+              ...adapters,
+              ...drivers.map((d) => `${d.name}@${d[side]}`),
+              ...appTypes,
+              "@types/node@20",
+              // As the Install section says: an app that imports ioredis 6.1 needs these.
+              ...(side === "newest" ? ["@types/redis-errors"] : []),
+            ]),
+          ),
+          installProject(ioredis61, registry, [
+            ...adapters.filter((a) => /^@baton\/(core|redis)@/.test(a)),
+            "ioredis@6.1.0",
+            "@types/node@20",
+          ]),
         ]);
-        for (const file of [
-          "esm-app.mjs",
-          "cjs-app.cjs",
-          "typed-app.ts",
-          "bundle-app.mjs",
-          "ioredis5-app.mjs",
-        ]) {
+        for (const file of ["esm-app.mjs", "cjs-app.cjs", "bundle-app.mjs"]) {
           cpSync(join(FIXTURES, file), join(app, file));
         }
+        for (const dir of [sides.oldest, sides.newest]) {
+          for (const file of ["own-clients-app.ts", "own-clients-app.mjs"]) {
+            cpSync(join(FIXTURES, file), join(dir, file));
+          }
+        }
+        cpSync(join(FIXTURES, "ioredis-app.ts"), join(ioredis61, "ioredis-app.ts"));
+        console.log(
+          `set-up (pack, resolve, four installs) took ${Math.round((Date.now() - started) / 1000)} s; drivers:\n${drivers
+            .map((d) => `  ${d.adapter}: ${d.name}@${d.range} -> ${d.oldest} .. ${d.newest}`)
+            .join("\n")}`,
+        );
       }, 15 * MINUTES);
 
       afterAll(async () => {
@@ -171,35 +291,97 @@ describeBackend("redis", (redisUrl) =>
         expect(out).toMatch(/cjs redis token \d+/);
       });
 
-      for (const resolution of ["NodeNext", "Bundler"] as const) {
-        it(`type-checks the README examples and a typed app, strict, ${resolution}, no skipLibCheck`, async () => {
-          const examples = readmeExamples(ROOT);
-          expect(examples.length).toBeGreaterThan(3);
-          const dir = join(app, `ts-${resolution.toLowerCase()}`);
-          mkdirSync(dir, { recursive: true });
-          for (const example of examples) {
-            writeFileSync(join(dir, example.fileName), `// ${example.origin}\n${example.code}`);
+      it("type-checks an app that uses every adapter by URL, strict, without reading any driver's declarations", async () => {
+        const dir = join(app, "ts-url-only");
+        mkdirSync(dir, { recursive: true });
+        cpSync(join(FIXTURES, "url-app.ts"), join(dir, "url-app.ts"));
+        const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(dir, r)));
+        for (const check of checks) {
+          const drivers = [...check.read].filter(([file]) => DRIVER_DECLARATIONS.test(file));
+          // Shown first: the driver files a Baton declaration imports, where the fault is.
+          const fromBaton = drivers.flatMap(([file, why]) => {
+            const byBaton = why.filter((w) => w.includes("node_modules/@baton/"));
+            return byBaton.length > 0 ? [`${file}: ${byBaton.join("; ")}`] : [];
+          });
+          console.log(`${check.resolution}: ${check.read.size} files read`);
+          expect(check.read.size, check.resolution).toBeGreaterThan(10);
+          expect(
+            { importedByBaton: fromBaton, all: drivers.slice(0, 3).map(([file]) => file) },
+            `${check.resolution}: ${drivers.length} driver declaration files read`,
+          ).toEqual({ importedByBaton: [], all: [] });
+          expect(check.errors, check.resolution).toEqual([]);
+          expect(check.code, check.resolution).toBe(0);
+        }
+      });
+
+      it("type-checks the README examples, strict, NodeNext and Bundler, no skipLibCheck", async () => {
+        const examples = readmeExamples(ROOT);
+        expect(examples.length).toBeGreaterThan(3);
+        const dir = join(app, "ts-readme");
+        mkdirSync(dir, { recursive: true });
+        for (const example of examples) {
+          writeFileSync(join(dir, example.fileName), `// ${example.origin}\n${example.code}`);
+        }
+        writeFileSync(join(dir, "docs-testing.test.ts"), testingGuide());
+        const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(dir, r)));
+        for (const check of checks) {
+          expect(check.errors, check.resolution).toEqual([]);
+          expect(check.code, check.resolution).toBe(0);
+        }
+      });
+
+      it("runs the testing guide's tests with vitest against the published packages", async () => {
+        const dir = join(app, "guide");
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, "billing.test.ts"), testingGuide());
+        const colored = await sh(app, "npx", ["--no-install", "vitest", "run", "guide/"], {
+          FORCE_COLOR: "0",
+          NO_COLOR: "1",
+        });
+        const out = colored.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g"), "");
+        expect(out).toMatch(/Tests\s+\d+ passed \(\d+\)/);
+        expect(out).not.toMatch(/failed/);
+      });
+
+      for (const side of ["oldest", "newest"] as const) {
+        it(`type-checks and runs an app passing its own clients, with the ${side} driver of every range`, async () => {
+          const dir = sides[side];
+          for (const d of drivers) {
+            expect(installedVersion(dir, d.name), `${d.name}@${d.range}`).toBe(d[side]);
           }
-          cpSync(join(app, "typed-app.ts"), join(dir, "typed-app.ts"));
-          const compilerOptions = {
-            strict: true,
-            noUncheckedIndexedAccess: true,
-            exactOptionalPropertyTypes: true,
-            skipLibCheck: false,
-            noEmit: true,
-            target: "ES2022",
-            types: ["node"],
-            ...(resolution === "NodeNext"
-              ? { module: "NodeNext", moduleResolution: "NodeNext" }
-              : { module: "ESNext", moduleResolution: "Bundler" }),
-          };
-          writeFileSync(
-            join(dir, "tsconfig.json"),
-            JSON.stringify({ compilerOptions, include: ["*.ts"] }),
-          );
-          await sh(dir, "node", [TSC, "-p", "tsconfig.json"]);
+          const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(dir, r)));
+          for (const check of checks) {
+            expect(check.errors, `${side}, ${check.resolution}`).toEqual([]);
+            expect(check.code, `${side}, ${check.resolution}`).toBe(0);
+          }
+          const out = await sh(dir, "node", ["own-clients-app.mjs"], urls);
+          for (const name of ["ioredis", "pg"]) {
+            const version = drivers.find((d) => d.name === name)?.[side];
+            expect(out).toMatch(new RegExp(`^${name} ${version} token \\d+ released true$`, "m"));
+          }
         });
       }
+
+      it("with ioredis 6.1.0, an app importing ioredis builds strictly once @types/redis-errors is installed", async () => {
+        expect(installedVersion(ioredis61, "ioredis")).toBe("6.1.0");
+        const without = await typeCheck(ioredis61, "NodeNext");
+        // ioredis 6.1.0's own declarations import the untyped redis-errors.
+        expect(without.code).toBe(1);
+        expect(without.errors.join("\n")).toMatch(/TS7016.*'redis-errors'/);
+        expect(without.errors.every((e) => e.includes("node_modules/ioredis/"))).toBe(true);
+        await sh(ioredis61, "npm", [
+          "install",
+          "--no-audit",
+          "--no-fund",
+          ...registry.npmArgs,
+          "@types/redis-errors",
+        ]);
+        const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(ioredis61, r)));
+        for (const check of checks) {
+          expect(check.errors, check.resolution).toEqual([]);
+          expect(check.code, check.resolution).toBe(0);
+        }
+      });
 
       it("runs the baton CLI installed in the project, on memory, Redis and PostgreSQL", async () => {
         const help = await sh(app, "npx", ["--no-install", "baton", "--help"]);
@@ -249,59 +431,104 @@ describeBackend("redis", (redisUrl) =>
         }
       });
 
-      it("keeps the adapter in an esbuild bundle of an app that uses redis://", async () => {
-        const outDir = mkdtempSync(join(tmpdir(), "baton-bundle-"));
+      it("bundles a service using every adapter with the README's esbuild recipe, and runs it with no node_modules", async () => {
+        const deploy = mkdtempSync(join(tmpdir(), "baton-bundle-"));
         try {
-          const bundle = join(outDir, "app.mjs");
-          await sh(app, ESBUILD, [
-            "bundle-app.mjs",
+          // The recipe of the root README's "Deploying" section.
+          const recipe = [
             "--bundle",
             "--platform=node",
             "--format=esm",
+            "--target=node20.19",
+            `--banner:js="${ESBUILD_BANNER}"`,
+            "--define:__dirname=import.meta.dirname",
+          ];
+          const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+          const documented = readme.match(/^```sh\n(npx esbuild [\s\S]*?)^```$/m)?.[1] ?? "";
+          for (const arg of [...recipe, "cp -r node_modules/etcd3/proto deploy/proto"]) {
+            expect(documented, "the README's esbuild recipe").toContain(arg);
+          }
+          await sh(app, ESBUILD, [
+            "bundle-app.mjs",
+            ...recipe.map((arg) => arg.replace(/="(.*)"$/, "=$1")),
             "--log-level=warning",
-            `--outfile=${bundle}`,
-            "--banner:js=import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+            `--outfile=${join(deploy, "dist/app.mjs")}`,
           ]);
-          // Run from a folder with no node_modules: everything must be in the bundle.
-          const out = await sh(outDir, "node", [bundle], urls);
-          expect(out).toMatch(/bundle redis token \d+/);
+          cpSync(join(app, "node_modules/etcd3/proto"), join(deploy, "proto"), {
+            recursive: true,
+          });
+          expect(readdirSync(deploy).sort()).toEqual(["dist", "proto"]);
+          const service = await runUntil(deploy, join(deploy, "dist/app.mjs"), urls, /leader term/);
+          expect(service.output).toMatch(/bundle redis token \d+/);
+          expect(service.output).toMatch(/bundle postgres token \d+/);
+          expect(service.output).toMatch(/bundle etcd loaded/);
+          expect(service.output).toMatch(/bundle dynamodb and azblob URLs accepted/);
+          // A deploy stops the old process with SIGTERM: it steps down, then exits.
+          const stopped = await service.stop("SIGTERM");
+          expect(stopped.output).toMatch(/bundle term \d+ ended/);
+          expect(stopped.signal ?? stopped.code).toBe("SIGTERM");
         } finally {
-          rmSync(outDir, { recursive: true, force: true });
+          rmSync(deploy, { recursive: true, force: true });
         }
-      });
-
-      it("works with the app's own ioredis 5 client", async () => {
-        await sh(app, "npm", [
-          "install",
-          "--no-audit",
-          "--no-fund",
-          ...registry.npmArgs,
-          "ioredis@5",
-        ]);
-        const copies = (await sh(app, "npm", ["ls", "ioredis", "--all", "--parseable"]))
-          .trim()
-          .split("\n");
-        expect(new Set(copies).size).toBe(1);
-        const out = await sh(app, "node", ["ioredis5-app.mjs"], urls);
-        expect(out).toMatch(/ioredis5 token \d+/);
-        const dir = join(app, "ts-ioredis5");
-        mkdirSync(dir, { recursive: true });
-        cpSync(join(app, "typed-app.ts"), join(dir, "typed-app.ts"));
-        const compilerOptions = {
-          strict: true,
-          skipLibCheck: false,
-          noEmit: true,
-          target: "ES2022",
-          module: "NodeNext",
-          moduleResolution: "NodeNext",
-          types: ["node"],
-        };
-        writeFileSync(
-          join(dir, "tsconfig.json"),
-          JSON.stringify({ compilerOptions, include: ["*.ts"] }),
-        );
-        await sh(dir, "node", [TSC, "-p", "tsconfig.json"]);
       });
     }),
   ),
 );
+
+/** The code blocks of docs/testing.md put together: one vitest file, as the guide says. */
+function testingGuide(): string {
+  const guide = readFileSync(join(ROOT, "docs/testing.md"), "utf8");
+  return [...guide.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? "").join("\n");
+}
+
+/** The banner of the esbuild recipe: `require` for the CommonJS drivers (ioredis, pg, etcd3). */
+const ESBUILD_BANNER =
+  "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);";
+
+/**
+ * Starts `node script` in `cwd`, resolves once its output matches `ready` (rejects if it exits
+ * first or takes over a minute), and gives a way to signal it and wait for its exit.
+ */
+function runUntil(cwd: string, script: string, env: NodeJS.ProcessEnv, ready: RegExp) {
+  const child = spawn("node", [script], { cwd, env: { ...cleanEnv(), ...env } });
+  let output = "";
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  return new Promise<{
+    output: string;
+    stop(signal: NodeJS.Signals): Promise<{
+      output: string;
+      code: number | null;
+      signal: NodeJS.Signals | null;
+    }>;
+  }>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${script} did not print ${ready} within a minute:\n${output}`));
+    }, MINUTES);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (ready.test(output)) {
+        clearTimeout(timer);
+        resolve({
+          output,
+          async stop(signal) {
+            child.kill(signal);
+            const killer = setTimeout(() => child.kill("SIGKILL"), MINUTES / 2);
+            const result = await exited;
+            clearTimeout(killer);
+            console.log(`$ node ${script} (${signal})\n${output.trim().slice(-2_000)}`);
+            return { output, ...result };
+          },
+        });
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited (${code ?? signal}) before ${ready}:\n${output}`));
+    });
+  });
+}
