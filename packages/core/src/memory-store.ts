@@ -162,9 +162,10 @@ export class MemoryStore {
     this.#expireHolder(key, state);
     const h = state.holder;
     if (h === undefined) return null;
+    const remainingMs = Math.max(0, h.session.expiresAt - this.clock.now());
     return h.value === undefined
-      ? { ownerId: h.session.ownerId, token: h.token }
-      : { ownerId: h.session.ownerId, token: h.token, value: h.value };
+      ? { ownerId: h.session.ownerId, token: h.token, remainingMs }
+      : { ownerId: h.session.ownerId, token: h.token, value: h.value, remainingMs };
   }
 
   /** Pushes the holder of `key` now and after each change until `signal` aborts. */

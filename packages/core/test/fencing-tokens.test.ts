@@ -45,6 +45,7 @@ describe("fencing tokens", () => {
       ownerId: "worker-1",
       token: lock.token,
       value: "10.0.0.7:8080",
+      remainingMs: expect.any(Number),
     });
   });
 });

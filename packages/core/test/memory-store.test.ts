@@ -166,13 +166,18 @@ describe("MemoryStore", () => {
       ownerId: "a",
       token: grantA?.token,
       value: "node-a",
+      remainingMs: 10_000,
     });
 
     store.release(a, "k", grantA?.token ?? -1n);
     expect((await it.next()).value).toBeNull();
 
     const grantB = await store.acquire(b, "k", false, undefined, never);
-    expect((await it.next()).value).toEqual({ ownerId: "b", token: grantB?.token });
+    expect((await it.next()).value).toEqual({
+      ownerId: "b",
+      token: grantB?.token,
+      remainingMs: 10_000,
+    });
 
     const pending = it.next();
     controller.abort();

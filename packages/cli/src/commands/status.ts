@@ -77,7 +77,8 @@ export function formatPermitHolders(
 /** The value and the time left of a holder, as `baton status` ends its line. */
 function details(holder: Holder): string {
   const left =
-    holder.remainingMs === undefined ? "unknown" : `${Math.round(holder.remainingMs)} ms`;
+    // An adapter may give null for "unknown" as well as leave it out.
+    holder.remainingMs == null ? "unknown" : `${Math.round(holder.remainingMs)} ms`;
   const value = holder.value === undefined ? "" : `, value ${JSON.stringify(holder.value)}`;
   return `${value}, time left ${left}`;
 }
