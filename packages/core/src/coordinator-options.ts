@@ -6,8 +6,8 @@ import type { Clock } from "./clock.js";
 import { ConfigError } from "./errors.js";
 import type { Logger } from "./events.js";
 import type { Fence } from "./fence.js";
-import type { Guarantees } from "./guarantees.js";
-import { knownFencing, parseBackendUrl } from "./registry.js";
+import { checkTtlSteps, type Guarantees } from "./guarantees.js";
+import { knownFencing, knownGuarantees, parseBackendUrl } from "./registry.js";
 import {
   checkInt,
   checkName,
@@ -136,6 +136,10 @@ export function resolveCoordinatorOptions(input: unknown): ResolvedOptions {
     o.ttlMs === undefined
       ? DEFAULT_TTL_MS
       : checkInt(o.ttlMs, "ttlMs", LIMITS.ttlMinMs, LIMITS.maxMs);
+  // A lease length the store cannot grant fails here, not at the first acquire.
+  const guarantees = backend?.guarantees ?? (url ? knownGuarantees(url) : undefined);
+  if (guarantees !== undefined)
+    checkTtlSteps(ttlMs, guarantees, backend?.kind ?? url?.scheme ?? "?");
   const renewEveryMs =
     o.renewEveryMs === undefined
       ? undefined

@@ -1,3 +1,5 @@
+import { ConfigError } from "./errors.js";
+
 /**
  * What a backend promises. Declared by each adapter and verified by the conformance suite;
  * groups of the suite that a backend does not declare are skipped, and the skip is printed.
@@ -32,4 +34,30 @@ export interface Guarantees {
    * a `ConfigError`.
    */
   readonly semaphores: boolean;
+  /**
+   * The lease lengths the store can grant, when it cannot grant any number of ms: a `ttlMs`
+   * must be a multiple of `stepMs` and at least `minMs` (etcd: whole seconds, at least 2 s).
+   * `createCoordinator` checks its `ttlMs` against it before any I/O, for a `backend` instance
+   * and for a `url` whose adapter is imported. Absent: any `ttlMs` in Baton's own range.
+   */
+  readonly ttlSteps?: {
+    /** A `ttlMs` must be a multiple of this. */
+    readonly stepMs: number;
+    /** The shortest `ttlMs`. */
+    readonly minMs: number;
+  };
+}
+
+/**
+ * Throws `ConfigError` (field `ttlMs`) when `ttlMs` is not a lease length a backend with
+ * `guarantees` can grant (see {@link Guarantees.ttlSteps}), saying what to use instead.
+ */
+export function checkTtlSteps(ttlMs: number, guarantees: Guarantees, kind: string): void {
+  const steps = guarantees.ttlSteps;
+  if (steps === undefined) return;
+  if (ttlMs % steps.stepMs === 0 && ttlMs >= steps.minMs) return;
+  throw new ConfigError(
+    "ttlMs",
+    `the ${kind} backend grants leases in steps of ${steps.stepMs} ms, at least ${steps.minMs} ms; use a multiple of ${steps.stepMs} that is at least ${steps.minMs}, got ${ttlMs}`,
+  );
 }

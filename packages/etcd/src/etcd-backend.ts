@@ -10,12 +10,13 @@ import { leaseHex } from "./etcd-keys.js";
 import { EtcdKv } from "./etcd-kv.js";
 import { type EtcdBackendOptions, resolveEtcdOptions } from "./etcd-options.js";
 import { EtcdSession } from "./etcd-session.js";
-import { leaseSeconds } from "./lease-ttl.js";
+import { leaseSeconds, MIN_LEASE_SECONDS } from "./lease-ttl.js";
 
 /**
  * What the etcd backend guarantees: fencing tokens that rise with every grant (revisions),
- * FIFO queues, consensus (Raft), exclusion across processes, records, and semaphores and
- * read-write locks (entries on the session's lease, one queue per name).
+ * FIFO queues, consensus (Raft), exclusion across processes, records, semaphores and
+ * read-write locks (entries on the session's lease, one queue per name), and leases of whole
+ * seconds, at least {@link MIN_LEASE_SECONDS}, so `createCoordinator` refuses another `ttlMs`.
  */
 export const ETCD_GUARANTEES: Guarantees = {
   fencing: "monotonic",
@@ -24,6 +25,7 @@ export const ETCD_GUARANTEES: Guarantees = {
   crossProcess: true,
   records: true,
   semaphores: true,
+  ttlSteps: { stepMs: 1_000, minMs: MIN_LEASE_SECONDS * 1_000 },
 };
 
 /**
