@@ -140,9 +140,11 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
     const blob = lockBlobName(this.#context.prefix, name);
     const body = encodeLockBody(this.ownerId, options.value);
     try {
+      // The signal is read only when about to wait: a grant at the first look needs none (core
+      // releases a grant that arrives after it gave up).
       return options.wait
-        ? await this.#wait(name, blob, body, options.signal)
-        : await this.#tryOnce(name, blob, body, options.signal);
+        ? await this.#wait(name, blob, body, options)
+        : await this.#tryOnce(name, blob, body);
     } catch (error) {
       if (error instanceof SessionLostError) this.#markLost(error);
       throw error;
@@ -228,14 +230,9 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
   }
 
   /** A try: nothing is left behind; a held lock is `null` unless its holder is found dead. */
-  async #tryOnce(
-    name: string,
-    blob: string,
-    body: Buffer,
-    signal: AbortSignal,
-  ): Promise<Grant | null> {
+  async #tryOnce(name: string, blob: string, body: Buffer): Promise<Grant | null> {
     for (let round = 0; round < RACES_BEFORE_PAUSE; round++) {
-      const attempt = await this.#attempt(name, blob, body, signal);
+      const attempt = await this.#attempt(name, blob, body, undefined);
       if (attempt === "race") continue;
       if (!("held" in attempt)) return attempt;
       if (!(await this.#breakIfDead(name, blob, attempt.held))) return null;
@@ -248,15 +245,23 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
    * doubles up to `pollMaxMs` (equal jitter), woken early by a release in this process; the
    * holder's heartbeat is read once per its TTL, and a holder found dead has its lease broken.
    */
-  async #wait(name: string, blob: string, body: Buffer, signal: AbortSignal): Promise<Grant> {
-    const linked = linkSignals([signal, this.#ended.signal]);
-    const waitSignal = linked.signal;
+  async #wait(
+    name: string,
+    blob: string,
+    body: Buffer,
+    options: BackendAcquireOptions,
+  ): Promise<Grant> {
     const poll = { minMs: POLL_MIN_MS, maxMs: this.#context.pollMaxMs };
     let pauses = 0;
     let races = 0;
+    /** The token of the holder seen at the last look. */
+    let seenToken: bigint | undefined;
+    // Read before the first pause: the first look needs no signal.
+    let signal: AbortSignal | undefined;
+    let linked: ReturnType<typeof linkSignals> | undefined;
     try {
       for (;;) {
-        if (waitSignal.aborted) throw waitSignal.reason;
+        if (linked?.signal.aborted) throw linked.signal.reason;
         let pauseMs: number;
         try {
           const attempt = await this.#attempt(name, blob, body, signal);
@@ -266,6 +271,11 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
             pauseMs = backoffMs(pauses++, poll);
           } else if ("held" in attempt) {
             races = 0;
+            // The lock changed hands: it is being passed around, and the next release may come
+            // soon (its holder may even hold off to let waiters in), so look again soon.
+            const token = attempt.held.meta.token;
+            if (seenToken !== undefined && token !== seenToken) pauses = 0;
+            seenToken = token;
             const liveness = await this.#liveness(attempt.held);
             if (!liveness.alive) {
               await this.#store.breakLease(
@@ -278,18 +288,22 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
             pauseMs = Math.min(backoffMs(pauses++, poll), liveness.recheckInMs + 1);
           } else return attempt;
         } catch (error) {
-          if (waitSignal.aborted) throw waitSignal.reason;
+          if (linked?.signal.aborted) throw linked.signal.reason;
           if (!(error instanceof BackendUnavailableError)) throw error;
           // The store did not answer: keep waiting, look again after a pause.
           pauseMs = backoffMs(pauses++, poll);
         }
-        await this.#context.wakeups.pause(name, pauseMs, waitSignal);
+        if (linked === undefined) {
+          signal = options.signal;
+          linked = linkSignals([signal, this.#ended.signal]);
+        }
+        await this.#context.wakeups.pause(name, pauseMs, linked.signal);
       }
     } catch (error) {
-      if (signal.aborted) throw signal.reason;
+      if (signal?.aborted) throw signal.reason;
       throw error;
     } finally {
-      linked.dispose();
+      linked?.dispose();
     }
   }
 
@@ -310,7 +324,12 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
   }
 
   /** One grant attempt (see the class comment). */
-  async #attempt(name: string, blob: string, body: Buffer, signal: AbortSignal): Promise<Attempt> {
+  async #attempt(
+    name: string,
+    blob: string,
+    body: Buffer,
+    signal: AbortSignal | undefined,
+  ): Promise<Attempt> {
     const what = `could not acquire "${name}"`;
     const released = this.#released.get(name);
     if (released !== undefined) {
@@ -394,8 +413,13 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
   }
 
   /** Hands out the grant, unless the caller gave up meanwhile (then the lease is released). */
-  async #finish(name: string, token: bigint, etag: string, signal: AbortSignal): Promise<Grant> {
-    if (signal.aborted) {
+  async #finish(
+    name: string,
+    token: bigint,
+    etag: string,
+    signal: AbortSignal | undefined,
+  ): Promise<Grant> {
+    if (signal?.aborted) {
       await this.#cleanup(name);
       throw signal.reason;
     }

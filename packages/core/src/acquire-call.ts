@@ -2,6 +2,7 @@ import { AbortScope } from "./abort-scope.js";
 import type { Clock, Timer } from "./clock.js";
 import type { ResolvedAcquire } from "./coordinator-options.js";
 import { asUnavailable, BackendUnavailableError, LockTimeoutError } from "./errors.js";
+import type { HandOffs } from "./hand-off.js";
 import type { Linked } from "./linked-list.js";
 import { unreachableBoundMs } from "./managed-session.js";
 import type { PermitRequest } from "./permit.js";
@@ -33,7 +34,12 @@ export class AcquireCall implements Linked<AcquireCall> {
    * Ends on the caller's signal, on `close()` and when the wait runs out. Its `AbortSignal` is
    * built only if the backend asks for it (a wait).
    */
-  readonly scope: AbortScope;
+  readonly scope: CallScope;
+  /**
+   * How long this call holds off before it asks the backend, in ms: on a backend without a
+   * queue, a hand-off window after a contended lock of the name ended here (see `HandOffs`).
+   */
+  readonly holdOffMs: number;
   /** Frees the name in this process, while the call holds it (a held lock then takes it over). */
   unlockLocal: (() => void) | undefined;
   /** The backend call of the latest attempt of a permit wait, until the call ends. */
@@ -44,6 +50,9 @@ export class AcquireCall implements Linked<AcquireCall> {
   prevLinked: AcquireCall | undefined;
   nextLinked: AcquireCall | undefined;
   readonly #clock: Clock;
+  readonly #handOffs: HandOffs | undefined;
+  /** The TTL of the lock asked for. */
+  readonly #lockTtlMs: number;
   /** Past this many ms of failures without an answer, a wait gives up on the store. */
   readonly #unreachableMs: number;
   #unreachableSince: number | undefined;
@@ -55,6 +64,7 @@ export class AcquireCall implements Linked<AcquireCall> {
     ttlMs: number,
     clock: Clock,
     permit?: PermitRequest,
+    handOffs?: HandOffs,
   ) {
     this.name = name;
     this.options = options;
@@ -63,9 +73,63 @@ export class AcquireCall implements Linked<AcquireCall> {
     this.budgetMs = this.waiting ? options.waitMs : ttlMs;
     this.#clock = clock;
     this.started = clock.now();
-    this.#unreachableMs = Math.min(this.budgetMs, unreachableBoundMs(options.ttlMs ?? ttlMs));
-    this.scope = new AbortScope().follow(options.signal);
+    this.#lockTtlMs = options.ttlMs ?? ttlMs;
+    this.#unreachableMs = Math.min(this.budgetMs, unreachableBoundMs(this.#lockTtlMs));
+    // Plain locks only: permits of one name are held many at once, and a try answers at once.
+    this.#handOffs = permit === undefined ? handOffs : undefined;
+    const holdOffMs =
+      this.#handOffs !== undefined && this.waiting
+        ? this.#handOffs.holdOffMs(name, this.#lockTtlMs)
+        : 0;
+    // A short wait keeps its time for the lock itself.
+    this.holdOffMs = holdOffMs * 2 < this.budgetMs ? holdOffMs : 0;
+    this.scope = new CallScope().follow(options.signal);
     this.#armBudget(this.budgetMs);
+  }
+
+  /**
+   * Waits out {@link holdOffMs}; rejects with the scope's reason when it ends first. Listens
+   * to the scope without building its signal, which tells whether the backend waited.
+   */
+  holdOff(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (this.scope.aborted) {
+        reject(this.scope.reason);
+        return;
+      }
+      const onAbort = (reason: unknown) => {
+        timer.cancel();
+        reject(reason);
+      };
+      const timer = this.#clock.setTimer(() => {
+        this.scope.removeCallback(onAbort);
+        resolve();
+      }, this.holdOffMs);
+      this.scope.addCallback(onAbort);
+    });
+  }
+
+  /**
+   * The grant of `token` ends the wait (the fence raise that may follow has its own bound).
+   * A backend reads the wait's signal only when the lock was held at its first look (it was
+   * about to wait): then other processes want the name too, which the hand-offs remember; so
+   * do they when a grant after a hold-off shows the name was granted elsewhere meanwhile.
+   */
+  granted(token: bigint): void {
+    this.stopBudget();
+    this.#handOffs?.granted(this.name, token, this.scope.signalRead, this.holdOffMs > 0);
+  }
+
+  /** `unlock` (run when the lock taken by this call ends), telling the hand-offs first. */
+  endsHere(unlock: () => void): () => void {
+    const handOffs = this.#handOffs;
+    if (handOffs === undefined) return unlock;
+    const { name } = this;
+    const ttlMs = this.#lockTtlMs;
+    return () => {
+      handOffs.ended(name, ttlMs);
+      unlock();
+    };
   }
 
   /** A grant ends the wait: the fence raise that may follow has its own bound. */
@@ -140,6 +204,17 @@ export class AcquireCall implements Linked<AcquireCall> {
       ms,
       true,
     );
+  }
+}
+
+/** An acquire call's scope, which tells whether its signal was asked for. */
+class CallScope extends AbortScope {
+  /** True once someone (the backend, about to wait) asked for the signal. */
+  signalRead = false;
+
+  override get signal(): AbortSignal {
+    this.signalRead = true;
+    return super.signal;
   }
 }
 

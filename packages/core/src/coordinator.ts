@@ -49,6 +49,7 @@ import {
 } from "./events.js";
 import type { Fence } from "./fence.js";
 import type { Guarantees } from "./guarantees.js";
+import { HandOffs } from "./hand-off.js";
 import { HeldLock, type LockHost } from "./held-lock.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 import { linkSignals } from "./link-signals.js";
@@ -314,6 +315,8 @@ class CoordinatorImpl implements Coordinator {
   /** The fence every grant raises before the hand-over: correctness mode's, if it has one. */
   readonly #fence: Fence | undefined;
   readonly #local = new KeyedMutex();
+  /** Hand-off windows for the waiters of a backend without a queue (set once one is open). */
+  #handOffs: HandOffs | undefined;
   /** What every HeldLock of this coordinator shares. */
   readonly #host: LockHost;
   /** In-flight acquire calls, ended by close(). */
@@ -880,6 +883,7 @@ class CoordinatorImpl implements Coordinator {
   async #openSession(ttlMs = this.ttlMs): Promise<ManagedSession> {
     const backend = await this.backend();
     this.#host.fencing = backend.guarantees.fencing;
+    if (!backend.guarantees.fifo) this.#handOffs ??= new HandOffs(this.#clock);
     let session: ManagedSession;
     try {
       session = await ManagedSession.open(backend, ttlMs, this.ownerId, {
@@ -926,7 +930,7 @@ class CoordinatorImpl implements Coordinator {
     let call: AcquireCall;
     try {
       this.#assertOpen();
-      call = new AcquireCall(name, opts, this.ttlMs, this.#clock, permit);
+      call = new AcquireCall(name, opts, this.ttlMs, this.#clock, permit, this.#handOffs);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -942,7 +946,7 @@ class CoordinatorImpl implements Coordinator {
         }
       } else if (!call.scope.aborted && (call.waiting || !this.#local.isLocked(name))) {
         call.unlockLocal = this.#local.tryLock(name);
-        if (call.unlockLocal !== undefined && this.#fence === undefined) {
+        if (call.unlockLocal !== undefined && this.#fence === undefined && call.holdOffMs === 0) {
           const session = this.#liveSession(opts.ttlMs);
           if (session !== undefined) return this.#firstAttempt(call, session, whenHeld);
         }
@@ -1032,6 +1036,7 @@ class CoordinatorImpl implements Coordinator {
           if (!call.waiting && this.#local.isLocked(name)) return whenHeld(name);
           call.unlockLocal = await this.#waitLocal(call);
         }
+        if (call.holdOffMs > 0) await this.#holdOff(call);
       } else if (failed !== undefined) {
         await this.#afterAcquireFailed(call, from - 1, failed.error, failed.session);
       }
@@ -1161,10 +1166,19 @@ class CoordinatorImpl implements Coordinator {
     return budgetError();
   }
 
+  /** A hand-off window: waiters of other processes get a turn (see `HandOffs`). */
+  async #holdOff(call: AcquireCall): Promise<void> {
+    try {
+      await call.holdOff();
+    } catch {
+      throw this.#cutShort(call, () => call.timeout());
+    }
+  }
+
   /** The grant becomes a held lock, which frees the name here when it ends. */
   #hold(call: AcquireCall, grant: Grant, session: ManagedSession): HeldLock {
-    call.stopBudget();
-    const unlockLocal = call.unlockLocal ?? noop;
+    call.granted(grant.token);
+    const unlockLocal = call.endsHere(call.unlockLocal ?? noop);
     call.unlockLocal = undefined;
     return new HeldLock(
       call.name,

@@ -354,6 +354,7 @@ export class DynamoDBItemSession implements DynamoDBSession {
             held = look;
             if (look.expiresAt > this.#context.observer.now()) continue;
           }
+          const before = held.session;
           const attempt = await this.#attempt(name, key, value, waitSignal);
           if ("token" in attempt) {
             if (waitSignal.aborted) {
@@ -363,6 +364,9 @@ export class DynamoDBItemSession implements DynamoDBSession {
             return this.#grant(name, attempt.token);
           }
           held = attempt.held;
+          // The lock changed hands: it is being passed around, and the next release may come
+          // soon (its holder may even hold off to let waiters in), so look again soon.
+          if (held.session !== before && held.session !== "") round = 0;
         } catch (error) {
           if (waitSignal.aborted) throw waitSignal.reason;
           if (!(error instanceof BackendUnavailableError)) throw error;
