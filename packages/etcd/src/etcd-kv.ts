@@ -75,6 +75,23 @@ export class EtcdKv {
     }
   }
 
+  /**
+   * Time left on lease `id`, in whole seconds as etcd reports it (the lease ends within one
+   * second after that), or `undefined` when the lease is gone.
+   */
+  async leaseTimeToLive(id: string): Promise<number | undefined> {
+    try {
+      const response = await this.client.leaseClient.leaseTimeToLive(
+        { ID: id },
+        { deadline: this.#deadline() },
+      );
+      const ttl = decodeTtlSeconds(response.TTL);
+      return ttl >= 0 ? ttl : undefined;
+    } catch (error) {
+      throw this.fail(error, "could not read the time left on an etcd lease");
+    }
+  }
+
   /** Revokes a lease, deleting every key attached to it. A lease already gone is not an error. */
   async revokeLease(id: string): Promise<void> {
     try {

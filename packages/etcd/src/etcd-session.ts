@@ -64,6 +64,9 @@ export interface EtcdSessionContext {
   readonly onClose: (session: EtcdSession) => void;
 }
 
+/** Our queue key was deleted by another call of this session while the lease lives on. */
+class KeyVanishedError extends BackendUnavailableError {}
+
 /** Backoff between looks at the queue after a failure: 25 to 50 ms first, up to 1 s. */
 const TURN_BACKOFF = { minMs: 50, maxMs: 1_000 } as const;
 
@@ -205,7 +208,7 @@ export class EtcdSession implements BackendSession {
   }
 
   async holder(name: string): Promise<Holder | null> {
-    return (await readHolder(this.#kv, lockPrefix(this.#context.prefix, name))).holder;
+    return (await readHolder(this.#kv, lockPrefix(this.#context.prefix, name), true)).holder;
   }
 
   watch(name: string, signal: AbortSignal): AsyncIterable<Holder | null> {
@@ -403,7 +406,9 @@ export class EtcdSession implements BackendSession {
         attempt = 0;
       } catch (error) {
         if (signal.aborted || error instanceof SessionLostError) throw error;
-        if (!(error instanceof BackendUnavailableError)) throw error;
+        // Our key is gone: waiting longer cannot help; the acquire starts again with a new key.
+        if (!(error instanceof BackendUnavailableError) || error instanceof KeyVanishedError)
+          throw error;
         // A member failed or a stream broke: keep our place, back off, look again.
         await sleep(systemClock, backoffMs(attempt++, TURN_BACKOFF), signal);
       }
@@ -430,7 +435,7 @@ export class EtcdSession implements BackendSession {
       ),
     );
     if ("token" in reply) return reply;
-    if (reply.ownRevision !== revision) throw this.#keyGone(name);
+    if (reply.ownRevision !== revision) throw await this.#keyGone(name);
     const predecessor = await pickQueueKey(this.#kv, prefix, reply.before, {
       oldest: false,
       below: revision,
@@ -448,12 +453,30 @@ export class EtcdSession implements BackendSession {
         `could not acquire "${name}"`,
       ),
     );
-    if (token === undefined) throw this.#keyGone(name);
+    if (token === undefined) throw await this.#keyGone(name);
     return token;
   }
 
-  /** Our queue key vanished: its lease is gone. Marks the session lost. */
-  #keyGone(name: string): SessionLostError {
+  /**
+   * Our queue key vanished. When the lease is gone too, the session is lost (marked so). When
+   * the lease lives on, something else deleted the key (the cleanup of an earlier attempt at
+   * the name that was given up while etcd was slow, e.g. during a leader election): the
+   * session and its other locks are fine, and this acquire fails with a
+   * `KeyVanishedError` (a `BackendUnavailableError`: core tries again, with a new key).
+   */
+  async #keyGone(name: string): Promise<Error> {
+    let ttl: number | undefined;
+    try {
+      ttl = await this.#kv.leaseTimeToLive(this.leaseId);
+    } catch (error) {
+      // Unknown: not lost on a guess; the next keepalive tells.
+      return error as Error;
+    }
+    if (ttl !== undefined) {
+      return new KeyVanishedError(
+        `${this.#kv.context(`the queue key of "${name}" was deleted while its lease lives on`)}: the cleanup of an earlier attempt removed it; the acquire starts again`,
+      );
+    }
     const error = new SessionLostError(
       `the queue key of "${name}" is gone: the etcd lease expired while waiting`,
     );

@@ -1,4 +1,4 @@
-import { boundedCall, SessionLostError } from "@baton/core";
+import { BackendUnavailableError, boundedCall, SessionLostError } from "@baton/core";
 import type { IDuplexStream, ILeaseKeepAliveRequest, ILeaseKeepAliveResponse } from "etcd3";
 import { decodeTtlSeconds } from "./etcd-codec.js";
 import { type EtcdKv, endStream } from "./etcd-kv.js";
@@ -8,13 +8,25 @@ type KeepAliveStream = IDuplexStream<ILeaseKeepAliveRequest, ILeaseKeepAliveResp
 interface Pending {
   resolve(ttlSeconds: number): void;
   reject(error: Error): void;
+  /** Streams this renewal may still open after one failed before answering. */
+  retriesLeft: number;
 }
+
+/**
+ * Streams one renewal may open after a stream to a member fails (a member that is down
+ * refuses at once): the client picks members at random, so a few picks reach a live one.
+ */
+const STREAM_RETRIES = 4;
+/** Pause before opening another stream, so a client that reaches no member does not spin. */
+const STREAM_RETRY_PAUSE_MS = 25;
 
 /**
  * Renews one lease over a LeaseKeepAlive stream, one request and its answer per `renew()`.
  * It runs no loop of its own (core owns the schedule and the local deadline) and never
- * relies on etcd3's `lost` event. A stream that fails or does not answer in time is dropped
- * and reopened (maybe on another member) by the next `renew()`.
+ * relies on etcd3's `lost` event. A stream that fails before answering (its member died or
+ * refused the connection) is dropped and the renewal goes out again on a new stream, which
+ * the client opens on a member picked at random, within the same bound; a stream that does
+ * not answer in time is dropped and reopened by the next `renew()`.
  */
 export class LeaseKeeper {
   readonly #kv: EtcdKv;
@@ -44,6 +56,7 @@ export class LeaseKeeper {
       throw new Error("baton etcd: a keepalive is already in flight");
     const answer = new Promise<number>((resolve, reject) => {
       this.#pending = {
+        retriesLeft: STREAM_RETRIES,
         resolve: (ttl) => {
           this.#pending = undefined;
           resolve(ttl);
@@ -54,9 +67,7 @@ export class LeaseKeeper {
         },
       };
     });
-    this.#send().catch((error: unknown) => {
-      this.#drop(this.#kv.fail(error, "could not open an etcd keepalive stream"));
-    });
+    this.#sendOrFail();
     const ttl = await boundedCall(answer, {
       timeoutMs: this.#timeoutMs,
       what: this.#what,
@@ -75,6 +86,12 @@ export class LeaseKeeper {
   close(): void {
     this.#closed = true;
     this.#drop(new SessionLostError("the etcd session is closed"));
+  }
+
+  #sendOrFail(): void {
+    this.#send().catch((error: unknown) => {
+      this.#drop(this.#kv.fail(error, "could not open an etcd keepalive stream"));
+    });
   }
 
   async #send(): Promise<void> {
@@ -102,10 +119,23 @@ export class LeaseKeeper {
     stream.write({ ID: this.#leaseId });
   }
 
-  /** Fails the pending renewal (if any) with `error` and drops the stream. */
+  /**
+   * Drops the stream and fails the pending renewal (if any) with `error`, unless the store was
+   * unavailable and the renewal may try again on a new stream (maybe on another member).
+   */
   #drop(error: Error): void {
     this.#dropStream();
-    this.#pending?.reject(error);
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    if (this.#closed || !(error instanceof BackendUnavailableError) || pending.retriesLeft <= 0) {
+      pending.reject(error);
+      return;
+    }
+    pending.retriesLeft--;
+    setTimeout(() => {
+      // Not if the renewal settled meanwhile (it timed out, or the keeper closed).
+      if (this.#pending === pending && !this.#closed) this.#sendOrFail();
+    }, STREAM_RETRY_PAUSE_MS);
   }
 
   #dropStream(): void {

@@ -73,7 +73,29 @@ describeBackend("etcd", (url) => {
       expect(await keysUnder(`${lock}/`)).toEqual([key]);
       const raw = await client.kv.range({ key: Buffer.from(key) });
       expect(grant?.token).toBe(BigInt(raw.kvs[0]?.create_revision ?? -1));
-      expect(await a.holder(lock)).toEqual({ ownerId: "owner", token: grant?.token, value: "v" });
+      expect(await a.holder(lock)).toEqual({
+        ownerId: "owner",
+        token: grant?.token,
+        value: "v",
+        remainingMs: expect.any(Number),
+      });
+    });
+
+    it("holder() tells the time left on the holder's lease, as etcd counts it down", async () => {
+      const lock = name("time-left");
+      const a = await open(4_000);
+      const b = await open(20_000, "reader");
+      await a.acquire(lock, { wait: false, signal: never() });
+      const fresh = await b.holder(lock);
+      expect(fresh?.ownerId).toBe("owner");
+      // etcd reports whole seconds, rounded down: a 4 s lease just granted shows 3 or 4 s.
+      expect(fresh?.remainingMs).toBeGreaterThanOrEqual(3_000);
+      expect(fresh?.remainingMs).toBeLessThanOrEqual(4_000);
+      // Not renewed for 2 s: etcd counts the lease down.
+      await new Promise((r) => setTimeout(r, 2_100));
+      expect((await b.holder(lock))?.remainingMs).toBeLessThanOrEqual(2_000);
+      await a.keepAlive();
+      expect((await b.holder(lock))?.remainingMs).toBeGreaterThanOrEqual(3_000);
     });
 
     it("each waiter watches only its predecessor, and 6 waiters are served in queue order", async () => {
@@ -122,6 +144,30 @@ describeBackend("etcd", (url) => {
       const outcome = await waiting;
       expect(outcome).toBeInstanceOf(SessionLostError);
       expect(waiter.lost?.aborted).toBe(true);
+    });
+
+    it("a waiter whose key was deleted while its lease lives on keeps its session", async () => {
+      const lock = name("deleted-waiter");
+      const holder = await open();
+      const grant = await holder.acquire(lock, { wait: true, signal: never() });
+      const waiter = (await open(20_000, "waiter")) as BackendSession & { leaseId: string };
+      const waiting = waiter.acquire(lock, { wait: true, signal: never() }).then(
+        () => "granted",
+        (e: unknown) => e,
+      );
+      const key = `${lock}/${BigInt(waiter.leaseId).toString(16)}`;
+      while ((await keysUnder(`${lock}/`)).length < 2) await new Promise((r) => setTimeout(r, 20));
+      // What the cleanup of an earlier, given-up attempt at the name does.
+      await client.delete().key(key);
+      if (grant) await holder.release(grant);
+      const outcome = await waiting;
+      // Not "lost": the lease lives, and so do the session's other locks.
+      expect(outcome).toBeInstanceOf(BackendUnavailableError);
+      expect(outcome).not.toBeInstanceOf(SessionLostError);
+      expect(waiter.lost?.aborted).toBe(false);
+      await waiter.keepAlive();
+      const again = await waiter.acquire(lock, { wait: true, signal: never() });
+      expect(again?.ownerId).toBe("waiter");
     });
 
     it("a retried release never deletes a newer grant of the same session", async () => {
