@@ -13,6 +13,15 @@ export interface LockBackend {
   /** What this backend promises; see {@link Guarantees}. */
   readonly guarantees: Guarantees;
   /**
+   * Where the backend connects, for messages about it: `host:port`, or a list of them
+   * separated by `", "` (a cluster's nodes, an ensemble's members), or a socket or file path.
+   * Never credentials, nor a whole URL (which may carry them). Core names it in its own errors
+   * and log lines about this backend (a session that did not open in time, failing
+   * renewals), e.g. `the postgres store at db1:5432 did not open a session within 5000 ms`.
+   * Optional: without it core names the backend by its `kind` alone.
+   */
+  readonly endpoint?: string | undefined;
+  /**
    * Opens a session with the given TTL. Rejects with `ConfigError` for a TTL the store cannot
    * honour, `BackendUnavailableError` when the store cannot be reached, or the signal's reason.
    */
@@ -216,7 +225,11 @@ export interface Holder {
   readonly token: bigint;
   /** The value published with the grant, if any. */
   readonly value?: string;
-  /** Time left on the holder's lease as the store sees it, when the store tells (Redis PTTL, etcd lease TTL). */
+  /**
+   * Time left on the holder's lease as the store sees it, when the store tells (Redis PTTL,
+   * etcd lease TTL, PostgreSQL's session expiry or idle timeout). Absent when it cannot
+   * (ZooKeeper does not tell one client when another's session expires).
+   */
   readonly remainingMs?: number;
   /**
    * Set when another client library holds the lock on the same store entry (for example

@@ -83,6 +83,8 @@ export class ManagedSession {
   #renewing: Promise<boolean> | undefined;
   /** Why the last renewal that failed did. */
   #renewError: unknown;
+  /** ` (the postgres store at db1:5432)` for log lines, or nothing when the backend has no endpoint. */
+  readonly #where: string;
   /** Renewals failed in a row, and those not logged yet; when the streak and the last line began. */
   #failures = 0;
   #unlogged = 0;
@@ -105,7 +107,7 @@ export class ManagedSession {
       const paused = pauseNote(pausedWithin(started, boundMs, clock.now()));
       controller.abort(
         new BackendUnavailableError(
-          `the ${backend.kind} store did not open a session within ${boundMs} ms${paused}`,
+          `the ${backend.kind} store${endpointNote(backend)} did not open a session within ${boundMs} ms${paused}`,
         ),
       );
     }, boundMs);
@@ -117,7 +119,8 @@ export class ManagedSession {
         });
         opening.then(resolve, reject);
       });
-      return new ManagedSession(session, started, settings);
+      const where = backend.endpoint ? ` (the ${backend.kind} store${endpointNote(backend)})` : "";
+      return new ManagedSession(session, started, settings, where);
     } catch (error) {
       // A session that opens after we gave up is closed, not leaked.
       opening.then((late) => late.close()).catch(() => undefined);
@@ -127,9 +130,15 @@ export class ManagedSession {
     }
   }
 
-  private constructor(session: BackendSession, started: number, settings: SessionSettings) {
+  private constructor(
+    session: BackendSession,
+    started: number,
+    settings: SessionSettings,
+    where: string,
+  ) {
     this.backendSession = session;
     this.#settings = settings;
+    this.#where = where;
     this.ttlMs = session.ttlMs;
     this.driftMs = defaultDriftMs(this.ttlMs);
     const third = Math.max(1, Math.floor(this.ttlMs / 3));
@@ -325,7 +334,7 @@ export class ManagedSession {
     if (this.#failures === 1) {
       this.#streakStart = now;
       this.#loggedAt = now;
-      safeLog(this.#settings.logger, "warn", `baton: renewal failed, ${left}`, error);
+      safeLog(this.#settings.logger, "warn", `baton: renewal failed${this.#where}, ${left}`, error);
       return;
     }
     this.#unlogged++;
@@ -334,7 +343,7 @@ export class ManagedSession {
     safeLog(
       this.#settings.logger,
       "warn",
-      `baton: renewal failed ${this.#unlogged} more times in the last ${Math.round(sinceMs)} ms (${this.#failures} in a row), ${left}`,
+      `baton: renewal failed${this.#where} ${this.#unlogged} more times in the last ${Math.round(sinceMs)} ms (${this.#failures} in a row), ${left}`,
       error,
     );
     this.#unlogged = 0;
@@ -348,7 +357,7 @@ export class ManagedSession {
     safeLog(
       this.#settings.logger,
       "warn",
-      `baton: renewal succeeded again after ${this.#failures} failed in a row over ${ms} ms`,
+      `baton: renewal succeeded again${this.#where} after ${this.#failures} failed in a row over ${ms} ms`,
     );
     this.#failures = 0;
     this.#unlogged = 0;
@@ -373,4 +382,9 @@ export class ManagedSession {
       if (this.isValid()) this.#scheduleDeadline();
     }, this.#deadline - clock.now());
   }
+}
+
+/** ` at db1:5432` when the backend says where it connects (see `LockBackend.endpoint`). */
+function endpointNote(backend: LockBackend): string {
+  return backend.endpoint ? ` at ${backend.endpoint}` : "";
 }
