@@ -1,4 +1,5 @@
 import {
+  AuthenticationError,
   BackendUnavailableError,
   BatonError,
   ConfigError,
@@ -48,8 +49,8 @@ export function etcdUnavailable(context: string, cause?: unknown): BackendUnavai
 /**
  * Maps an error of the etcd3 client, met while doing `context` (from {@link etcdContext}, so
  * the message names the members), to Baton's named errors: a `BatonError` passes through, a
- * lost lease is a `SessionLostError`, bad credentials or permissions a `ConfigError` (retrying
- * cannot help), anything else a `BackendUnavailableError` (never "held"). When the client
+ * lost lease is a `SessionLostError`, refused credentials an `AuthenticationError` and missing
+ * permissions a `ConfigError` (retrying cannot help), anything else a `BackendUnavailableError` (never "held"). When the client
  * holds off after repeated failures (its circuit breaker is open), the message says so and
  * names the last failure seen at those members.
  */
@@ -62,11 +63,15 @@ export function toBatonError(error: unknown, context: string): BatonError {
       { cause: error },
     );
   }
-  if (
-    error instanceof EtcdAuthenticationFailedError ||
-    error instanceof EtcdPermissionDeniedError ||
-    error instanceof EtcdRoleNotGrantedError
-  ) {
+  if (error instanceof EtcdAuthenticationFailedError) {
+    // Never retried: the same user name and password cannot succeed the next time.
+    return new AuthenticationError(
+      "password",
+      `${context}: etcd refused the credentials (${detail}); check the user name and password`,
+      { cause: error },
+    );
+  }
+  if (error instanceof EtcdPermissionDeniedError || error instanceof EtcdRoleNotGrantedError) {
     return new ConfigError(
       "credentials",
       `${context}: etcd refused them (${detail}); check the user name, password and the user's roles`,

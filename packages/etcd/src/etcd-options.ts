@@ -127,7 +127,15 @@ export function resolveEtcdOptions(options: EtcdBackendOptions): ResolvedEtcdOpt
     dialTimeout: requestTimeoutMs,
     ...(options.username === undefined
       ? {}
-      : { auth: { username: options.username, password: options.password as string } }),
+      : {
+          auth: {
+            username: options.username,
+            password: options.password as string,
+            // etcd3 exchanges the password for a token before the first call, without a
+            // deadline of its own: a member that never answers would hang every call.
+            callOptions: () => ({ deadline: Date.now() + requestTimeoutMs }),
+          },
+        }),
   });
   return { client, ownsClient: true, prefix, requestTimeoutMs };
 }
