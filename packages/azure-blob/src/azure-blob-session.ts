@@ -192,6 +192,13 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
     if (lock.meta.session !== this.sessionId && lock.meta.session !== "") {
       const liveness = await this.#context.liveness.check(lock.meta.session, this.ttlMs);
       if (!liveness.alive) return null;
+      // Time left unless renewed, as this process sees it: from its first sight of the
+      // holder's heartbeat (0: a renewal just landed, and its time is not known yet).
+      const found = decodeHolder(lock.body, lock.meta);
+      if (found !== null && liveness.recheckInMs > 0) {
+        return { ...found, remainingMs: Math.round(liveness.recheckInMs) };
+      }
+      return found;
     }
     return decodeHolder(lock.body, lock.meta);
   }
