@@ -47,6 +47,11 @@ export class ZookeeperBackend implements LockBackend {
   readonly guarantees = ZOOKEEPER_GUARANTEES;
   /** Path of the node holding the lock parents, e.g. `/baton`. */
   readonly root: string;
+  /**
+   * The ensemble members this backend connects to, e.g. `zk1:2181, zk2:2181`, named in error
+   * messages (never credentials); undefined for a given `client` without `hosts`.
+   */
+  readonly endpoint: string | undefined;
   readonly #hosts: readonly { host: string; port: number }[];
   readonly #factory: ClientFactory;
   readonly #shared: Client | undefined;
@@ -61,6 +66,7 @@ export class ZookeeperBackend implements LockBackend {
     const resolved = resolveZookeeperOptions(options);
     this.#shared = resolved.client as Client | undefined;
     this.#hosts = resolved.hosts;
+    this.endpoint = this.#hosts.length === 0 ? undefined : this.#members();
     this.root = resolved.root;
     this.#factory = resolved.createClient ?? defaultFactory;
     this.#connectTimeoutMs = resolved.connectTimeoutMs;
@@ -136,6 +142,7 @@ export class ZookeeperBackend implements LockBackend {
   #track(client: Client, ownerId: string, ownsClient: boolean): ZookeeperSession {
     const session = new ZookeeperSession(client, {
       root: this.root,
+      ensemble: this.endpoint,
       ownerId,
       ownsClient,
       onClose: (s) => this.#sessions.delete(s),

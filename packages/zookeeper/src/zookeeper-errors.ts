@@ -29,17 +29,26 @@ export function isConnectionLoss(error: unknown): boolean {
 
 /**
  * Baton's error for a failed ZooKeeper call; `context` is what was being done, e.g.
- * `zookeeper acquire of "invoices"`. A `BatonError` passes through unchanged; an expired
- * session is a `SessionLostError` (its locks are lost); anything else a
+ * `zookeeper acquire of "invoices"`, and `ensemble` the members the client connects to, e.g.
+ * `zk1:2181, zk2:2181` (named in the message when given). A `BatonError` passes through
+ * unchanged; an expired session is a `SessionLostError` (its locks are lost); anything else a
  * `BackendUnavailableError` with the client's message.
  */
-export function toBatonError(error: unknown, context: string): BatonError {
+export function toBatonError(error: unknown, context: string, ensemble?: string): BatonError {
   if (error instanceof BatonError) return error;
+  const where = ensembleNote(ensemble);
   if (zkCode(error) === ZK_CODE.sessionExpired) {
-    return new SessionLostError(`${context}: the ZooKeeper session expired`, { cause: error });
+    return new SessionLostError(`${context}: the ZooKeeper session expired${where}`, {
+      cause: error,
+    });
   }
   const detail = error instanceof Error ? error.message : String(error);
-  return new BackendUnavailableError(`${context} failed: ${detail}`, { cause: error });
+  return new BackendUnavailableError(`${context} failed${where}: ${detail}`, { cause: error });
+}
+
+/** ` (ensemble zk1:2181, zk2:2181)`, or nothing when the members are not known. */
+export function ensembleNote(ensemble: string | undefined): string {
+  return ensemble === undefined || ensemble === "" ? "" : ` (ensemble ${ensemble})`;
 }
 
 /** The error of an acquire whose own node is gone while it waited. */

@@ -63,6 +63,8 @@ export interface ZookeeperPermitHandle extends ZookeeperGrantHandle {
 export interface ZookeeperPermitCalls {
   /** The session's client. */
   readonly client: Client;
+  /** The ensemble members for messages (see `toBatonError`); unknown for a given client. */
+  readonly ensemble?: string | undefined;
   /** The owner id stored in every entry. */
   readonly ownerId: string;
   /** The permits root, e.g. `/baton-permits`. */
@@ -167,7 +169,7 @@ export class ZookeeperPermits {
         await cleaning;
         throw error;
       }
-      throw toBatonError(error, `zookeeper acquire of permits of "${key}"`);
+      throw toBatonError(error, `zookeeper acquire of permits of "${key}"`, this.#s.ensemble);
     } finally {
       stop.dispose();
     }
@@ -323,7 +325,11 @@ export class ZookeeperPermits {
       return holders;
     } catch (error) {
       if (zkCode(error) === ZK_CODE.noNode) return [];
-      throw toBatonError(error, `zookeeper read of the permit holders of "${key}"`);
+      throw toBatonError(
+        error,
+        `zookeeper read of the permit holders of "${key}"`,
+        this.#s.ensemble,
+      );
     }
   }
 
@@ -375,7 +381,7 @@ export class ZookeeperPermits {
         }
         if (code === ZK_CODE.sessionExpired || error instanceof SessionLostError) return null;
         if (!isConnectionLoss(error)) {
-          throw toBatonError(error, `zookeeper downgrade of "${grant.key}"`);
+          throw toBatonError(error, `zookeeper downgrade of "${grant.key}"`, this.#s.ensemble);
         }
         // The reply was lost: the multi ran if our read entry exists, did not if the write's
         // still does.
@@ -388,7 +394,7 @@ export class ZookeeperPermits {
             return null;
           }
         } catch (inner) {
-          throw toBatonError(inner, `zookeeper downgrade of "${grant.key}"`);
+          throw toBatonError(inner, `zookeeper downgrade of "${grant.key}"`, this.#s.ensemble);
         }
       }
     }

@@ -31,6 +31,7 @@ import { closeClient, dropConnection } from "./client-connection.js";
 import type { ZookeeperClientLike } from "./zookeeper-client-like.js";
 import { czxidToken, decodeContenderData, encodeNodeData } from "./zookeeper-codec.js";
 import {
+  ensembleNote,
   isConnectionLoss,
   toBatonError,
   vanishedNode,
@@ -74,6 +75,8 @@ export interface ZookeeperSessionContext {
   readonly ownsClient: boolean;
   /** Told once when the session ends (expired or closed), for the backend's bookkeeping. */
   readonly onClose: (session: ZookeeperSession) => void;
+  /** The ensemble members for messages, e.g. `zk1:2181, zk2:2181`; unknown for a given client. */
+  readonly ensemble?: string | undefined;
 }
 
 /** A call unanswered this long sends a read to set a held reply free (see `#prod`). */
@@ -132,6 +135,7 @@ export class ZookeeperSession implements BackendSession {
     this.#plainData = encodeNodeData({ ownerId: this.ownerId });
     this.#permits = new ZookeeperPermits({
       client: this.#zk,
+      ensemble: context.ensemble,
       ownerId: this.ownerId,
       root: permitRoot(context.root),
       nodeData: (value) => this.#nodeData(value),
@@ -229,7 +233,12 @@ export class ZookeeperSession implements BackendSession {
     timeoutMs = this.#callMs,
   ): Promise<T> {
     const slow = systemClock.setTimer(this.#prod, PROD_AFTER_MS);
-    const call = boundedCall(pending, { timeoutMs, signal: stop, what, onAbandoned });
+    const call = boundedCall(pending, {
+      timeoutMs,
+      signal: stop,
+      what: `${what}${ensembleNote(this.#context.ensemble)}`,
+      onAbandoned,
+    });
     const settled = () => slow.cancel();
     call.then(settled, settled);
     return call;
@@ -262,7 +271,7 @@ export class ZookeeperSession implements BackendSession {
         Math.max(MIN_SESSION_CHECK_MS, Math.floor(this.ttlMs / 2)),
       );
     } catch (error) {
-      const mapped = toBatonError(error, "zookeeper session renewal");
+      const mapped = toBatonError(error, "zookeeper session renewal", this.#context.ensemble);
       if (mapped instanceof SessionLostError) this.#end(mapped, true);
       else if (error instanceof BackendUnavailableError) this.#nudgeReconnect();
       throw mapped;
@@ -316,7 +325,7 @@ export class ZookeeperSession implements BackendSession {
         await cleaning;
         throw signal.reason;
       }
-      throw toBatonError(error, `zookeeper acquire of "${key}"`);
+      throw toBatonError(error, `zookeeper acquire of "${key}"`, this.#context.ensemble);
     } finally {
       stop.dispose();
     }
@@ -524,10 +533,19 @@ export class ZookeeperSession implements BackendSession {
       const { dir, name } = splitPath(path);
       const attemptId = (parseLockNode(name) ?? parsePermitNode(name))?.attemptId;
       if (attemptId !== undefined) void this.#orphan(dir, attemptId, path);
-      throw toBatonError(error, `zookeeper release of "${grant.key}"`);
+      throw toBatonError(error, `zookeeper release of "${grant.key}"`, this.#context.ensemble);
     }
   }
 
+  /**
+   * The holder of `key`, read after a leader round trip. Its `remainingMs` is never set: the
+   * time left before the holder's session expires is not something ZooKeeper tells another
+   * client. A lock node records its owning session's id (`ephemeralOwner`), not the session's
+   * timeout nor when the server last heard from it; that deadline lives only in the leader's
+   * session tracker, which the client protocol does not expose (only the `dump` admin command
+   * shows it, off by default and not on the client port). A holder that is alive sends
+   * heartbeats, so its session's deadline keeps moving until it stops or is cut off.
+   */
   async holder(key: string): Promise<Holder | null> {
     this.#assertLive();
     try {
@@ -541,7 +559,7 @@ export class ZookeeperSession implements BackendSession {
       return holder;
     } catch (error) {
       if (zkCode(error) === ZK_CODE.noNode) return null;
-      throw toBatonError(error, `zookeeper holder read of "${key}"`);
+      throw toBatonError(error, `zookeeper holder read of "${key}"`, this.#context.ensemble);
     }
   }
 
@@ -608,14 +626,14 @@ export class ZookeeperSession implements BackendSession {
             } catch (inner) {
               if (signal.aborted) return;
               if (!isConnectionLoss(inner))
-                throw toBatonError(inner, `zookeeper watch of "${key}"`);
+                throw toBatonError(inner, `zookeeper watch of "${key}"`, this.#context.ensemble);
               await this.#whenConnected(stop).catch(() => undefined);
               continue;
             }
           } else if (isConnectionLoss(error)) {
             await this.#whenConnected(stop).catch(() => undefined);
             continue;
-          } else throw toBatonError(error, `zookeeper watch of "${key}"`);
+          } else throw toBatonError(error, `zookeeper watch of "${key}"`, this.#context.ensemble);
         }
         const seen = holder === null ? "" : `${holder.token}`;
         if (seen !== last) {
