@@ -8,13 +8,16 @@ import { toBatonError } from "../src/zookeeper-errors.js";
 
 describe("ZooKeeper call errors name the ensemble (no I/O)", () => {
   it("a failed call and an expired session name the members given", () => {
-    const loss = zookeeper.Exception.create(zookeeper.Exception.CONNECTION_LOSS);
+    // Shaped as the client's exceptions: a message and getCode().
+    const zkError = (name: string, code: number) =>
+      Object.assign(new Error(`Exception: ${name}[${code}]`), { getCode: () => code });
+    const loss = zkError("CONNECTION_LOSS", zookeeper.Exception.CONNECTION_LOSS);
     const failed = toBatonError(loss, 'zookeeper acquire of "x"', "zk1:2181, zk2:2181");
     expect(failed).toBeInstanceOf(BackendUnavailableError);
     expect(failed.message).toMatch(
       /^zookeeper acquire of "x" failed \(ensemble zk1:2181, zk2:2181\): .*CONNECTION_LOSS/,
     );
-    const expired = zookeeper.Exception.create(zookeeper.Exception.SESSION_EXPIRED);
+    const expired = zkError("SESSION_EXPIRED", zookeeper.Exception.SESSION_EXPIRED);
     const lost = toBatonError(expired, 'zookeeper release of "x"', "zk1:2181");
     expect(lost).toBeInstanceOf(SessionLostError);
     expect(lost.message).toBe(
