@@ -201,6 +201,9 @@ describeBackend("redis", (redisUrl) =>
           // (the conformance package's peer).
           installProject(app, registry, [
             ...batons,
+            // The README examples that build their own pg pool or ZooKeeper client import
+            // those drivers, whose types come apart from them.
+            ...appTypes,
             "@types/node@20",
             "prom-client",
             "vitest@4.1.12",
