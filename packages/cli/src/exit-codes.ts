@@ -4,7 +4,8 @@
  */
 export const EXIT = {
   /**
-   * Bad usage: unknown command or option, missing NAME or CMD, a bad backend URL; for `lock`,
+   * Bad usage: unknown command or option, missing NAME or CMD, a bad backend URL or one whose
+   * adapter is not installed (the message gives the command that installs it); for `lock`,
    * also a `--permits` other than the one the store holds for NAME, or a semaphore or
    * read-write lock on a backend without them.
    */
