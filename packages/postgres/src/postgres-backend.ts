@@ -9,7 +9,7 @@ import {
 import type pg from "pg";
 import { Connections, endClient } from "./connections.js";
 import { KeyWaits } from "./key-waits.js";
-import { describeTarget, openSessionContext, toBatonError } from "./postgres-errors.js";
+import { describeTarget, endpointOf, openSessionContext, toBatonError } from "./postgres-errors.js";
 import { schemaNames, tokenTag } from "./postgres-keys.js";
 import {
   PostgresLeaseSession,
@@ -66,6 +66,11 @@ export class PostgresBackend implements LockBackend {
   readonly guarantees: Guarantees;
   /** The checked options. */
   readonly options: ResolvedPostgresOptions;
+  /**
+   * Where the backend connects, e.g. `db1:5432` (never the user nor the password), named in
+   * core's messages about it; undefined when the connection settings do not say.
+   */
+  readonly endpoint: string | undefined;
   readonly #context: PostgresSessionContext;
   readonly #sessions = new Set<BackendSession>();
   #lease: PostgresLeaseSessionContext | undefined;
@@ -74,11 +79,14 @@ export class PostgresBackend implements LockBackend {
   readonly #connections = new Connections();
   #control: pg.Pool | undefined;
   #ready: Promise<void> | undefined;
+  /** The sessions table has its TTL column (found by the schema check). */
+  #sessionTtl = false;
   #closed = false;
 
   /** Checks `options` (throwing `ConfigError` before any I/O); connects lazily. */
   constructor(options: PostgresBackendOptions) {
     this.options = resolvePostgresOptions(options);
+    this.endpoint = endpointOf(this.options.connection);
     this.guarantees =
       this.options.locks === "lease" ? POSTGRES_LEASE_GUARANTEES : POSTGRES_GUARANTEES;
     this.#waiters = new WaiterPool(this.options.connection, this.#connections, (pid) =>
@@ -94,6 +102,7 @@ export class PostgresBackend implements LockBackend {
       waiters: this.#waiters,
       cancel: (pid) => this.#cancel(pid),
       tag: tokenTag,
+      sessionTtl: () => this.#sessionTtl,
     };
   }
 
@@ -174,7 +183,7 @@ export class PostgresBackend implements LockBackend {
     this.#ready ??= (async () => {
       const db: Queryable = this.options.pool ?? this.#controlPool();
       try {
-        await ensureSchema(
+        const state = await ensureSchema(
           db,
           schemaNames(this.options.quotedSchema),
           this.options.schema,
@@ -182,6 +191,7 @@ export class PostgresBackend implements LockBackend {
           true,
           this.options.locks,
         );
+        this.#sessionTtl = state.sessionTtl;
         if (this.options.locks === "advisory") await this.#refuseTransactionPooler();
       } catch (error) {
         throw toBatonError(error, openSessionContext(this.options.connection));

@@ -103,13 +103,21 @@ export function decodeLostKey(row: Record<string, unknown>): bigint {
 
 /**
  * The holder in the first row of the `holder` statement: `owner` (text), `token` (bigint, as
- * a decimal string) and `value` (text, NULL without a value); `null` without a row.
+ * a decimal string), `value` (text, NULL without a value) and, when the statement tells it,
+ * `remaining_ms` (float8: the time left on the holder's lease, by the server's clock; NULL or
+ * absent when the server cannot tell); `null` without a row.
  */
 export function decodeHolder(rows: readonly Record<string, unknown>[]): Holder | null {
   const row = rows[0];
   if (row === undefined) return null;
-  const holder: Holder = { ownerId: row.owner as string, token: BigInt(row.token as string) };
-  return row.value === null ? holder : { ...holder, value: row.value as string };
+  const remaining = row.remaining_ms;
+  const holder: Holder = {
+    ownerId: row.owner as string,
+    token: BigInt(row.token as string),
+    ...(row.value === null || row.value === undefined ? {} : { value: row.value as string }),
+    ...(typeof remaining === "number" ? { remainingMs: Math.max(0, remaining) } : {}),
+  };
+  return holder;
 }
 
 // --- Durable records -------------------------------------------------------------------

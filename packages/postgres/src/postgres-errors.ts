@@ -99,6 +99,31 @@ export function describeTarget(connection: PgConnectionConfig): string {
 }
 
 /**
+ * Where `connection` connects, for messages: `db1:5432`, `[::1]:5432`, or a unix socket's
+ * directory; from its `host` and `port`, or else the host and port of its `connectionString`.
+ * Never its user, password or database. Undefined when nothing says.
+ */
+export function endpointOf(connection: PgConnectionConfig): string | undefined {
+  let host: string | undefined = connection.host;
+  let port: number | string | undefined = connection.port;
+  const text = (connection as { connectionString?: unknown }).connectionString;
+  if (host === undefined && typeof text === "string") {
+    try {
+      const parsed = new URL(text);
+      host = decodeURIComponent(parsed.hostname).replace(/^\[(.*)\]$/, "$1") || undefined;
+      port = parsed.port === "" ? undefined : parsed.port;
+      // A socket directory given as ?host=/run/postgresql.
+      host ??= parsed.searchParams.get("host") ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  if (host === undefined) return undefined;
+  if (host.startsWith("/")) return host;
+  return `${host.includes(":") ? `[${host}]` : host}:${port ?? 5432}`;
+}
+
+/**
  * The context of {@link toBatonError} for opening a session at `connection`, schema checks
  * included: a failure to connect then names the server, not a step.
  */

@@ -34,7 +34,10 @@ export interface LeaseStatements {
   readonly reap: string;
   /** `$1` namespace, `$2` name, `$3` session id, `$4` token. Returns a row when it released. */
   readonly release: string;
-  /** `$1` namespace, `$2` name. The live holder: `owner`, `token` (text), `value`. */
+  /**
+   * `$1` namespace, `$2` name. The live holder: `owner`, `token` (text), `value`, and
+   * `remaining_ms`: its session's expiry less the server's clock, in the same statement.
+   */
   readonly holder: string;
   /** `$1` namespace, `$2` name, `$3` session id. Deletes the session's lease of the name. */
   readonly dropUnknown: string;
@@ -81,7 +84,7 @@ export function leaseStatements(names: SchemaNames): LeaseStatements {
           AS remaining_ms`,
     release: `DELETE FROM ${names.leases}
       WHERE namespace = $1 AND name = $2 AND session = $3 AND token = $4::bigint RETURNING 1`,
-    holder: `SELECT l.owner, l.token::text AS token, l.value
+    holder: `SELECT l.owner, l.token::text AS token, l.value, ${remainingMs} AS remaining_ms
       FROM ${names.leases} l JOIN ${names.leaseSessions} s ON s.id = l.session
       WHERE l.namespace = $1 AND l.name = $2 AND ${live}`,
     dropUnknown: `DELETE FROM ${names.leases} WHERE namespace = $1 AND name = $2 AND session = $3`,

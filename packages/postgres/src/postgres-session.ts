@@ -84,6 +84,8 @@ export interface PostgresSessionContext {
   readonly cancel: (pid: number) => Promise<void>;
   /** The token-lock tag of a key (`tokenTag`; a test may make keys share one). */
   readonly tag: (key: bigint) => TokenTag;
+  /** True when the `sessions` table has its TTL column (see `SchemaState` in schema.ts). */
+  readonly sessionTtl: () => boolean;
 }
 
 /** A grant this session holds. */
@@ -219,7 +221,9 @@ export class PostgresSession implements BackendSession {
     try {
       await client.connect();
       const { rows } = await client.query({
-        ...context.statements.register,
+        ...(context.sessionTtl()
+          ? context.statements.register
+          : context.statements.registerWithoutTtl),
         values: [String(ttlMs), ownerId],
       });
       session.#pid = decodePid(rows);

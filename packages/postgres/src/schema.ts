@@ -37,6 +37,24 @@ function createSchema(names: SchemaNames): string {
 END $baton$`;
 }
 
+/**
+ * Adds the sessions' TTL column (holder()'s time left) to a table made before it had one.
+ * Only its owner may: for another role (one with CREATE on the schema, adding a missing
+ * table) this does nothing, and locks work without it.
+ */
+function addSessionTtl(names: SchemaNames): string {
+  const table = names.sessions.replaceAll("'", "''");
+  return `DO $baton$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = to_regclass('${table}')
+      AND a.attname = 'ttl_ms' AND NOT a.attisdropped) THEN
+    BEGIN
+      ALTER TABLE ${names.sessions} ADD COLUMN IF NOT EXISTS ttl_ms integer;
+    EXCEPTION WHEN insufficient_privilege THEN NULL;
+    END;
+  END IF;
+END $baton$`;
+}
+
 function ddl(names: SchemaNames): string {
   return [
     "BEGIN",
@@ -53,8 +71,10 @@ function ddl(names: SchemaNames): string {
     )`,
     `CREATE UNLOGGED TABLE IF NOT EXISTS ${names.sessions} (
       pid integer PRIMARY KEY,
-      owner text NOT NULL
+      owner text NOT NULL,
+      ttl_ms integer
     )`,
+    addSessionTtl(names),
     // Logged: records must survive a crash. Keys compare byte by byte ("C"), whatever the
     // database's collation, so an operating system's collation update cannot disturb them.
     `CREATE TABLE IF NOT EXISTS ${names.records} (
@@ -117,7 +137,9 @@ export async function migrate(db: Queryable, options: MigrateOptions = {}): Prom
  * need the records table, nor the permit tables and functions: with `recordsOptional`, when
  * only they are missing and cannot be created here (`create` is false, or the role may not),
  * this returns, locks work, and the records' (and permits') statements fail saying to run
- * `migrate()` (see postgres-records.ts, postgres-permits.ts). `locks` names
+ * `migrate()` (see postgres-records.ts, postgres-permits.ts). The same holds for the
+ * `sessions` table's `ttl_ms` column (added by a later release): without it locks work and
+ * holder() tells no time left; the result says whether it is there. `locks` names
  * which lock tables must be there: the advisory mode's or the row-lease mode's.
  */
 export async function ensureSchema(
@@ -127,21 +149,24 @@ export async function ensureSchema(
   create: boolean,
   recordsOptional = false,
   locks: "advisory" | "lease" = "advisory",
-): Promise<void> {
-  let who: { user: string; database: string; ready: boolean };
+): Promise<SchemaState> {
+  let who: { user: string; database: string; ready: boolean; ttl: boolean };
   try {
     const probe = await db.query(
       `SELECT current_user AS "user", current_database() AS database,
         to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL
           AND to_regclass($3) IS NOT NULL AS ready, to_regclass($4) IS NOT NULL AS records,
         (SELECT bool_and(to_regclass(o) IS NOT NULL) FROM unnest($5::text[]) o)
-          AND (SELECT bool_and(to_regproc(f) IS NOT NULL) FROM unnest($6::text[]) f) AS permits`,
+          AND (SELECT bool_and(to_regproc(f) IS NOT NULL) FROM unnest($6::text[]) f) AS permits,
+        EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = to_regclass($7)
+          AND a.attname = 'ttl_ms' AND NOT a.attisdropped) AS ttl`,
       [
         ...(locks === "lease"
           ? [names.leases, names.tokens, names.leaseSessions, names.records]
           : [names.holders, names.tokens, names.sessions, names.records]),
         [names.permits, names.permitQueues, names.permitTokens],
         permitFunctions(names).names.all,
+        names.sessions,
       ],
     );
     const row = probe.rows[0] as {
@@ -150,8 +175,13 @@ export async function ensureSchema(
       ready: boolean;
       records: boolean;
       permits: boolean;
+      ttl: boolean;
     };
-    if (row.ready && ((row.records && row.permits) || (recordsOptional && !create))) return;
+    // The row-lease mode does not use the sessions table.
+    const ttl = row.ttl || locks === "lease";
+    if (row.ready && ((row.records && row.permits && ttl) || (recordsOptional && !create))) {
+      return { sessionTtl: row.ttl };
+    }
     who = row;
   } catch (error) {
     if (isPrivilegeError(error)) {
@@ -174,14 +204,38 @@ export async function ensureSchema(
   } catch (error) {
     // A failed simple-query transaction is rolled back by the server.
     if (isPrivilegeError(error)) {
-      if (who.ready && recordsOptional) return; // only the records or permit objects are missing
+      // Only the records or permit objects, or the sessions' TTL column, are missing.
+      if (who.ready && recordsOptional) return { sessionTtl: who.ttl };
       throw new ConfigError(
         "privileges",
         `role "${who.user}" may not create Baton's objects in schema "${schema}" of database "${who.database}" (${(error as Error).message}); it needs CREATE on the database (for the schema) or on the schema, or run migrate() once as a role that has it`,
         { cause: error },
       );
     }
-    if (sqlState(error) === SQLSTATE.uniqueViolation) return; // a concurrent creator won a race on the catalog
+    // A concurrent creator won a race on the catalog.
+    if (sqlState(error) === SQLSTATE.uniqueViolation)
+      return { sessionTtl: await hasTtl(db, names) };
     throw error;
   }
+  // The column is added only by the table's owner.
+  return { sessionTtl: locks === "lease" || (await hasTtl(db, names)) };
+}
+
+/** Whether the sessions table has its TTL column. */
+async function hasTtl(db: Queryable, names: SchemaNames): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = to_regclass($1)
+      AND a.attname = 'ttl_ms' AND NOT a.attisdropped) AS ttl`,
+    [names.sessions],
+  );
+  return (rows[0] as { ttl: boolean } | undefined)?.ttl === true;
+}
+
+/** What {@link ensureSchema} found. */
+export interface SchemaState {
+  /**
+   * The sessions table records each session's TTL (a schema made by an older release lacks
+   * the column until `migrate()` runs again): holder() then tells the holder's time left.
+   */
+  readonly sessionTtl: boolean;
 }

@@ -84,7 +84,12 @@ export interface Statements {
   readonly releaseTokenKept: Statement;
   /**
    * The holder of key `$1` (tag `$2`), only if its advisory lock is held right now:
-   * `owner`, `token`, `value`.
+   * `owner`, `token`, `value`, and `remaining_ms` (float8): the time left before the server
+   * ends the holding connection for `idle_session_timeout` (its TTL, from its `sessions` row,
+   * less how long the connection has been idle, from the server's activity of that backend;
+   * the whole TTL while it runs a statement). NULL when the server does not tell: a session
+   * registered without its TTL, or a holder connected as another role, whose activity only a
+   * superuser or a member of `pg_read_all_stats` may read.
    */
   readonly holder: Statement;
   /**
@@ -94,10 +99,15 @@ export interface Statements {
   readonly renew: Statement;
   /**
    * Run once as a session opens: sets `idle_session_timeout` to `$1` ms and registers this
-   * connection's owner `$2` (replacing what an earlier connection with the same pid left).
-   * Returns `pid`.
+   * connection's owner `$2` and TTL `$1` (replacing what an earlier connection with the same
+   * pid left). Returns `pid`.
    */
   readonly register: Statement;
+  /**
+   * {@link register} for a `sessions` table made before it had its TTL column: registers the
+   * owner only (holder() then cannot tell this session's time left).
+   */
+  readonly registerWithoutTtl: Statement;
   /**
    * Run as a session closes: deletes its holder rows of keys `$1` (bigint[]) with tokens `$2`,
    * and its registration.
@@ -280,8 +290,15 @@ c AS (
   UNION ALL
   SELECT s.owner, ${tokenFromOffsetSql("a.objid", base)}, NULL
   FROM p JOIN l a ON a.pid = p.pid AND a.objsubid = 2
-    JOIN ${names.sessions} s ON s.pid = p.pid)
-SELECT c.owner, c.token, c.value FROM c ORDER BY c.token DESC LIMIT 1`,
+    JOIN ${names.sessions} s ON s.pid = p.pid),
+r AS (
+  SELECT (to_jsonb(s) ->> 'ttl_ms')::float8 AS ttl, a.state, a.state_change
+  FROM p JOIN ${names.sessions} s ON s.pid = p.pid
+    LEFT JOIN LATERAL pg_stat_get_activity(p.pid) a ON true)
+SELECT c.owner, c.token, c.value, (SELECT CASE r.state
+    WHEN 'idle' THEN greatest(0, ceil(r.ttl - extract(epoch FROM clock_timestamp() - r.state_change) * 1000))
+    WHEN 'active' THEN r.ttl END FROM r) AS remaining_ms
+FROM c ORDER BY c.token DESC LIMIT 1`,
     ),
     renew: statement(
       "renew",
@@ -291,6 +308,13 @@ SELECT k::text AS key FROM unnest($1::bigint[]) AS k
 WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${locksKey("k")})`,
     ),
     register: statement(
+      "register",
+      `WITH r AS (INSERT INTO ${names.sessions} AS s (pid, owner, ttl_ms)
+  VALUES (pg_backend_pid(), $2::text, $1::int)
+  ON CONFLICT (pid) DO UPDATE SET owner = EXCLUDED.owner, ttl_ms = EXCLUDED.ttl_ms)
+SELECT set_config('idle_session_timeout', $1::text, false), pg_backend_pid() AS pid`,
+    ),
+    registerWithoutTtl: statement(
       "register",
       `WITH r AS (INSERT INTO ${names.sessions} AS s (pid, owner) VALUES (pg_backend_pid(), $2::text)
   ON CONFLICT (pid) DO UPDATE SET owner = EXCLUDED.owner)

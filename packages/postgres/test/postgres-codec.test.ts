@@ -51,6 +51,21 @@ describe("postgres codec (no I/O)", () => {
       token: 42n,
       value: "node-a",
     });
+    // The time left, when the statement tells it (never below 0); none when it is NULL.
+    expect(decodeHolder([{ owner: "o1", token: "42", value: null, remaining_ms: 2_500 }])).toEqual({
+      ownerId: "o1",
+      token: 42n,
+      remainingMs: 2_500,
+    });
+    expect(decodeHolder([{ owner: "o1", token: "42", value: null, remaining_ms: -3 }])).toEqual({
+      ownerId: "o1",
+      token: 42n,
+      remainingMs: 0,
+    });
+    expect(decodeHolder([{ owner: "o1", token: "42", value: null, remaining_ms: null }])).toEqual({
+      ownerId: "o1",
+      token: 42n,
+    });
     expect(decodeUnlocked("t")).toBe(true);
     expect(decodeUnlocked("f")).toBe(false);
     expect(decodeUnlocked(null)).toBe(false);
@@ -181,7 +196,11 @@ describeBackend("postgres", (url) => {
       ]);
       expect(refused).toBeNull();
       const holder = await other.query({ ...sql.holder, values: [key.toString(), tag] });
-      expect(decodeHolder(holder.rows)).toEqual({ ownerId: "codec-owner", token });
+      // The holder's connection is idle: its TTL (60 s) less how long it has been idle.
+      const read = decodeHolder(holder.rows);
+      expect(read).toEqual({ ownerId: "codec-owner", token, remainingMs: expect.any(Number) });
+      expect(read?.remainingMs).toBeGreaterThan(0);
+      expect(read?.remainingMs).toBeLessThanOrEqual(60_000);
       // The renewal names the keys this connection no longer holds.
       const gone = advisoryKey("codec", randomUUID());
       const renewed = await client.query({

@@ -220,3 +220,23 @@ describeBackend("postgres", (url) => {
     });
   });
 });
+
+describe("a postgres backend's endpoint (no I/O)", () => {
+  it("host and port from a URL, a config or a pool's connection string; never the user or password", () => {
+    const endpoint = (options: ConstructorParameters<typeof PostgresBackend>[0]) =>
+      new PostgresBackend(options).endpoint;
+    expect(endpoint({ url: "postgres://app:s3cret@db1.example:6432/app" })).toBe(
+      "db1.example:6432",
+    );
+    expect(endpoint({ url: "postgres://app:s3cret@db1.example/app" })).toBe("db1.example:5432");
+    expect(endpoint({ url: "postgres://app@[::1]:5433/app" })).toBe("[::1]:5433");
+    expect(endpoint({ config: { host: "db2", port: 5999, password: "s3cret" } })).toBe("db2:5999");
+    expect(endpoint({ config: { host: "/run/postgresql" } })).toBe("/run/postgresql");
+    const pool = new pg.Pool({ connectionString: "postgres://app:s3cret@db3.example:7000/app" });
+    try {
+      expect(endpoint({ pool })).toBe("db3.example:7000");
+    } finally {
+      void pool.end();
+    }
+  });
+});

@@ -73,6 +73,23 @@ describe("postgres against a store that accepts connections and never answers", 
       expect(silent.open).toBe(0);
     }, 60_000);
 
+    it(`(${locks}) core's own bound on opening a session names the server, never the password`, async () => {
+      // A connect timeout longer than core's 5 s bound: core gives up first, and says where.
+      const backend = new PostgresBackend({ url: `${url()}&connect_timeout=30` });
+      expect(backend.endpoint).toBe(`127.0.0.1:${silent.port}`);
+      const coordinator = createCoordinator({ backend, ttlMs: 2_000 });
+      const error = await coordinator.acquire("job", { waitMs: 30_000 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(BackendUnavailableError);
+      expect((error as Error).message).toContain(
+        `the postgres store at 127.0.0.1:${silent.port} did not open a session within 5000 ms`,
+      );
+      expect((error as Error).message).not.toContain("secret-password");
+      await settleTime(coordinator.close(), 20_000);
+    }, 60_000);
+
     it(`(${locks}) coordinator.close() settles while an acquire is still opening a session`, async () => {
       const coordinator = createCoordinator({ url: url(), ttlMs: 2_000 });
       const acquiring = coordinator.acquire("job", { waitMs: 30_000 });

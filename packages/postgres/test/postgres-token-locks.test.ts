@@ -104,6 +104,7 @@ describeBackend("postgres", (url) => {
         waiters,
         cancel,
         tag: tokenTag,
+        sessionTtl: () => true,
         ...overrides,
       };
       const session = await PostgresSession.open(context, ownerId, 10_000, undefined);
@@ -180,8 +181,16 @@ describeBackend("postgres", (url) => {
       const grant = granted(await session.acquire(name, TRY));
       expect(await rowsOf(name)).toEqual([]);
       expect(await locksOf(app)).toEqual([keyLock(key), ...tokenLocks(grant.token, tokenTag(key))]);
-      expect(await observer.holder(name)).toEqual({ ownerId: "owner-plain", token: grant.token });
-      expect(await session.holder(name)).toEqual({ ownerId: "owner-plain", token: grant.token });
+      expect(await observer.holder(name)).toEqual({
+        remainingMs: expect.any(Number),
+        ownerId: "owner-plain",
+        token: grant.token,
+      });
+      expect(await session.holder(name)).toEqual({
+        remainingMs: expect.any(Number),
+        ownerId: "owner-plain",
+        token: grant.token,
+      });
       // A renewal sees it held, and keeps it.
       expect(await session.keepAlive()).toBeUndefined();
       expect(await session.release(grant)).toBe(true);
@@ -198,6 +207,7 @@ describeBackend("postgres", (url) => {
       expect(await rowsOf(name)).toEqual([{ token: grant.token.toString(), value: "node-a" }]);
       expect(await locksOf(app)).toEqual([keyLock(advisoryKey("baton", name))]);
       expect(await observer.holder(name)).toEqual({
+        remainingMs: expect.any(Number),
         ownerId: "owner-valued",
         token: grant.token,
         value: "node-a",
@@ -225,10 +235,12 @@ describeBackend("postgres", (url) => {
       const held = await locksOf(app);
       expect(held.filter((l) => l.objsubid === 2)).toEqual(tokenLocks(g1.token, same(0n)));
       expect(await observer.holder(one as string)).toEqual({
+        remainingMs: expect.any(Number),
         ownerId: "owner-clash",
         token: g1.token,
       });
       expect(await observer.holder(two as string)).toEqual({
+        remainingMs: expect.any(Number),
         ownerId: "owner-clash",
         token: g2.token,
       });
@@ -244,6 +256,7 @@ describeBackend("postgres", (url) => {
       const g4 = granted(await other.acquire(one as string, TRY));
       expect(await rowsOf(one as string)).toEqual([]);
       expect(await observer.holder(one as string)).toEqual({
+        remainingMs: expect.any(Number),
         ownerId: "owner-other",
         token: g4.token,
       });
@@ -263,6 +276,7 @@ describeBackend("postgres", (url) => {
         tokenLocks(g5.token, same(0n)),
       );
       expect(await observer.holder(three as string)).toEqual({
+        remainingMs: expect.any(Number),
         ownerId: "owner-clash",
         token: g5.token,
       });
@@ -294,8 +308,16 @@ describeBackend("postgres", (url) => {
       const g2 = granted(await session.acquire(second, TRY));
       expect(await rowsOf(first)).toEqual([]);
       expect(await rowsOf(second)).toEqual([{ token: g2.token.toString(), value: null }]);
-      expect(await observer.holder(first)).toEqual({ ownerId: "owner-real", token: g1.token });
-      expect(await observer.holder(second)).toEqual({ ownerId: "owner-real", token: g2.token });
+      expect(await observer.holder(first)).toEqual({
+        remainingMs: expect.any(Number),
+        ownerId: "owner-real",
+        token: g1.token,
+      });
+      expect(await observer.holder(second)).toEqual({
+        remainingMs: expect.any(Number),
+        ownerId: "owner-real",
+        token: g2.token,
+      });
       expect(await session.release(g2)).toBe(true);
       expect(await session.release(g1)).toBe(true);
       expect(await locksOf(app)).toEqual([]);
@@ -345,6 +367,7 @@ describeBackend("postgres", (url) => {
             expect(await rowsOf(name)).toEqual([{ token: grant.token.toString(), value: null }]);
             expect(await locksOf(app)).toEqual([keyLock(key)]);
             expect(await observer.holder(name)).toEqual({
+              remainingMs: expect.any(Number),
               ownerId: "owner-foreign",
               token: grant.token,
             });
@@ -379,6 +402,7 @@ describeBackend("postgres", (url) => {
       expect(await rowsOf(lastName)).toEqual([{ token: lastGrant.token.toString(), value: null }]);
       for (const [i, name] of names.entries()) {
         expect(await observer.holder(name)).toEqual({
+          remainingMs: expect.any(Number),
           ownerId: "owner-many",
           token: (grants[i] as Grant).token,
         });
@@ -418,6 +442,7 @@ describeBackend("postgres", (url) => {
         const tokens = value === undefined ? tokenLocks(grant.token, tokenTag(key)) : [];
         expect(await locksOf(app)).toEqual([keyLock(key), ...tokens]);
         expect(await observer.holder(name)).toEqual({
+          remainingMs: expect.any(Number),
           ownerId: "owner-mixed",
           token: grant.token,
           ...(value ? { value } : {}),
@@ -489,7 +514,11 @@ describeBackend("postgres", (url) => {
       // The next acquire of the key unlocks the orphan first, then takes it afresh.
       const g1 = granted(await session.acquire(first, TRY));
       expect(await locksOf(app)).toEqual([keyLock(key), ...tokenLocks(g1.token, tokenTag(key))]);
-      expect(await observer.holder(first)).toEqual({ ownerId: "owner-orphan", token: g1.token });
+      expect(await observer.holder(first)).toEqual({
+        remainingMs: expect.any(Number),
+        ownerId: "owner-orphan",
+        token: g1.token,
+      });
 
       // 2. Its release fails: the next renewal unlocks it.
       failRelease = true;
@@ -513,7 +542,11 @@ describeBackend("postgres", (url) => {
         keyLock(secondKey),
         ...tokenLocks(g2.token, tokenTag(secondKey)),
       ]);
-      expect(await observer.holder(second)).toEqual({ ownerId: "owner-orphan", token: g2.token });
+      expect(await observer.holder(second)).toEqual({
+        remainingMs: expect.any(Number),
+        ownerId: "owner-orphan",
+        token: g2.token,
+      });
       expect(await session.release(g2)).toBe(true);
       expect(await locksOf(app)).toEqual([]);
     });
