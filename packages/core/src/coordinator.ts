@@ -11,7 +11,7 @@ import type {
 } from "./backend.js";
 import type { BackendUrl } from "./backend-url.js";
 import { type BackoffOptions, backoffMs } from "./backoff.js";
-import { boundedCall, raceAbortable } from "./bounded-call.js";
+import { boundedCall, pausedWithin, pauseNote, raceAbortable } from "./bounded-call.js";
 import { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./clock.js";
 import {
   type AcquireOptions,
@@ -1294,8 +1294,13 @@ class CoordinatorImpl implements Coordinator {
   async #raiseFence(fence: Fence, held: HeldLock, call: AcquireCall): Promise<void> {
     const raise = new AbortScope().follow(call.options.signal);
     this.#pending.add(raise);
+    const armedAt = this.#clock.now();
+    let pausedMs = 0;
     const timer = this.#clock.setTimer(
-      () => raise.abort(new Error("baton: the fence raise ran out of time")),
+      () => {
+        pausedMs = pausedWithin(armedAt, held.ttlMs, this.#clock.now());
+        raise.abort(new Error("baton: the fence raise ran out of time"));
+      },
       held.ttlMs,
       KEEP_ALIVE,
     );
@@ -1310,7 +1315,7 @@ class CoordinatorImpl implements Coordinator {
     } catch (error) {
       if (error instanceof StaleTokenError) held.markLost("fence-rejected", error);
       await held.lock.release().catch(() => undefined);
-      throw raise.aborted ? this.#cutShort(call, () => fenceTimeout(held)) : error;
+      throw raise.aborted ? this.#cutShort(call, () => fenceTimeout(held, pausedMs)) : error;
     } finally {
       timer.cancel();
       raise.dispose();
@@ -1381,10 +1386,16 @@ function noPermitsError(kind?: string): ConfigError {
   );
 }
 
-/** The error of a fence raise that did not answer within the lock's TTL. */
-function fenceTimeout(held: HeldLock): BackendUnavailableError {
+/**
+ * The error of a fence raise that did not answer within the lock's TTL. When this process was
+ * itself paused through much of that time, it says so rather than blaming the fence's store.
+ */
+function fenceTimeout(held: HeldLock, pausedMs: number): BackendUnavailableError {
+  const what = `the fence did not answer within ${held.ttlMs} ms (the lock's TTL) when raised with the new token of "${held.name}", so the grant was released`;
   return new BackendUnavailableError(
-    `the fence did not answer within ${held.ttlMs} ms (the lock's TTL) when raised with the new token of "${held.name}", so the grant was released; check that the fence's store is reachable and that nothing else holds the fence's row locked`,
+    pausedMs > 0
+      ? `${what}${pauseNote(pausedMs)}`
+      : `${what}; check that the fence's store is reachable and that nothing else holds the fence's row locked`,
   );
 }
 

@@ -76,6 +76,32 @@ describe("the fence raise has its own bound, not what is left of the wait", () =
     expect(await coordinator.holder("invoices")).toBeNull();
   });
 
+  it("a raise that ran out while this process was paused says so instead of blaming the fence's store", async () => {
+    const fence: Fence = { raise: () => new Promise(() => undefined) };
+    const { clock, coordinator } = correctness(fence);
+    const pending = track(coordinator.acquire("invoices", { waitMs: 60_000 }));
+    await flush();
+    clock.jump(3 * TTL); // the process was stopped for three TTLs during the raise
+    await clock.advance(0);
+    await flush();
+    const error = expectError(pending.error, BackendUnavailableError);
+    expect(error.message).toContain("fence did not answer");
+    expect(error.message).toMatch(/this process was paused for \d+ ms/);
+    expect(error.message).not.toContain("check that the fence's store is reachable");
+  });
+
+  it("a raise that ran out without a pause still points at the fence's store", async () => {
+    const fence: Fence = { raise: () => new Promise(() => undefined) };
+    const { clock, coordinator } = correctness(fence);
+    const pending = track(coordinator.acquire("invoices", { waitMs: 60_000 }));
+    await flush();
+    await clock.advance(TTL);
+    await flush();
+    const error = expectError(pending.error, BackendUnavailableError);
+    expect(error.message).toContain("check that the fence's store is reachable");
+    expect(error.message).not.toContain("paused");
+  });
+
   it("a grant at the end of the wait whose fence is slow fails as the fence, never as a wait that ran out", async () => {
     const fence: Fence = { raise: () => new Promise(() => undefined) };
     const { clock, backend, coordinator } = correctness(fence);
