@@ -173,6 +173,7 @@ export class PostgresBackend implements LockBackend {
         statements: leaseStatements(schemaNames(this.options.quotedSchema)),
         recordStatements: this.#context.statements,
         poll: { minMs: 20, maxMs: 250 },
+        where: describeTarget(this.options.connection),
       };
     }
     return this.#lease;

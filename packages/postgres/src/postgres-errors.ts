@@ -91,10 +91,8 @@ const SERVER_GONE: Readonly<Record<string, string>> = {
  * the user or password.
  */
 export function describeTarget(connection: PgConnectionConfig): string {
-  const host = connection.host ?? "localhost";
-  const at = host.startsWith("/")
-    ? `${host} (unix socket)`
-    : `${host.includes(":") ? `[${host}]` : host}:${connection.port ?? 5432}`;
+  const endpoint = endpointOf(connection) ?? `localhost:${connection.port ?? 5432}`;
+  const at = endpoint.startsWith("/") ? `${endpoint} (unix socket)` : endpoint;
   return connection.database === undefined ? at : `${at}/${connection.database}`;
 }
 

@@ -29,6 +29,8 @@ export interface PostgresLeaseSessionContext {
   readonly recordStatements: Statements;
   /** Poll delays of a wait, ms: the first at most `minMs`, doubling up to `maxMs`. */
   readonly poll: { readonly minMs: number; readonly maxMs: number };
+  /** The server, for messages: `db1:5432/app` (never credentials). */
+  readonly where: string;
 }
 
 /** Private part of a grant: which session it belongs to. */
@@ -318,9 +320,9 @@ export class PostgresLeaseSession implements BackendSession {
     return boundedCall(call, {
       timeoutMs: this.#boundMs,
       signal,
-      what: `a PostgreSQL ${what}`,
+      what: `a PostgreSQL ${what} at ${this.#context.where}`,
       name,
-      mapError: (error) => this.#failure(error, `postgres ${what}`),
+      mapError: (error) => this.#failure(error, `postgres ${what} at ${this.#context.where}`),
       onAbandoned: onAbandoned ?? ((late) => late.catch(noop)),
     });
   }

@@ -30,6 +30,7 @@ import {
   unlockHeldValues,
 } from "./postgres-codec.js";
 import {
+  describeTarget,
   endedConnection,
   openSessionContext,
   SQLSTATE,
@@ -245,7 +246,7 @@ export class PostgresSession implements BackendSession {
     });
     return boundedCall(this.#renewal, {
       timeoutMs: renewalBoundMs(this.ttlMs),
-      what: "a PostgreSQL renewal",
+      what: `a PostgreSQL renewal at ${describeTarget(this.#context.connection)}`,
     });
   }
 
@@ -735,11 +736,15 @@ export class PostgresSession implements BackendSession {
     });
   }
 
-  /** The error to throw for a failed statement; `context` says what was being done. */
+  /**
+   * The error to throw for a failed statement; `context` says what was being done, and the
+   * message adds the server it was done at.
+   */
   #failure(error: unknown, context = "PostgreSQL query failed"): unknown {
+    const at = describeTarget(this.#context.connection);
     if (!this.#alive()) {
       return new SessionLostError(
-        `the PostgreSQL session of "${this.ownerId}" was lost: ${(error as Error).message}`,
+        `the PostgreSQL session of "${this.ownerId}" at ${at} was lost: ${(error as Error).message}`,
         { cause: error },
       );
     }
@@ -748,7 +753,7 @@ export class PostgresSession implements BackendSession {
       this.#markLost(error as Error);
       return this.#lost.signal.reason;
     }
-    return toBatonError(error, context);
+    return toBatonError(error, `${context} at ${at}`);
   }
 }
 
