@@ -180,7 +180,7 @@ export class ZookeeperSession implements BackendSession {
         state === zookeeper.State.EXPIRED
           ? "the ZooKeeper session expired"
           : "ZooKeeper refused the session's credentials";
-      this.#end(new SessionLostError(why), true);
+      this.#end(new SessionLostError(`${why}${ensembleNote(this.#context.ensemble)}`), true);
     }
   }
 

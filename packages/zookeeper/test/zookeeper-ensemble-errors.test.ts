@@ -1,3 +1,4 @@
+import type { EventEmitter } from "node:events";
 import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
 import { BackendUnavailableError, SessionLostError } from "@baton/core";
@@ -5,6 +6,7 @@ import zookeeper from "node-zookeeper-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { ZookeeperBackend } from "../src/index.js";
 import { toBatonError } from "../src/zookeeper-errors.js";
+import type { ZookeeperSession } from "../src/zookeeper-session.js";
 
 describe("ZooKeeper call errors name the ensemble (no I/O)", () => {
   it("a failed call and an expired session name the members given", () => {
@@ -42,6 +44,23 @@ describeBackend("zookeeper", (url) => {
   const closers: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+  });
+
+  it("a session that expires is lost naming the ensemble", async () => {
+    const backend = new ZookeeperBackend({ hosts: url.slice("zookeeper://".length).split(",") });
+    closers.push(() => backend.close());
+    const session = await backend.openSession({ ttlMs: 4_000, ownerId: "ensemble-expiry" });
+    // What the client reports when the ensemble expired the session.
+    ((session as ZookeeperSession).client as unknown as EventEmitter).emit(
+      "state",
+      zookeeper.State.EXPIRED,
+    );
+    expect(session.lost?.aborted).toBe(true);
+    expect(session.lost?.reason).toBeInstanceOf(SessionLostError);
+    expect((session.lost?.reason as Error).message).toBe(
+      `the ZooKeeper session expired (ensemble ${backend.endpoint})`,
+    );
+    expect(backend.endpoint).toMatch(/^127\.0\.0\.1:\d+(, 127\.0\.0\.1:\d+)*$/);
   });
 
   it("an acquire on a member that stopped answering names it", async () => {
