@@ -172,6 +172,7 @@ describeBackend("postgres", (url) => {
           expect(await session.holder("parsers")).toEqual({
             ownerId: "parsers",
             token: grant?.token,
+            remainingMs: expect.any(Number),
             ...(value === undefined ? {} : { value }),
           });
           expect(await session.release(grant as NonNullable<typeof grant>)).toBe(true);
