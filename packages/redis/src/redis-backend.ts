@@ -59,6 +59,12 @@ export class RedisBackend implements LockBackend {
   readonly client: RedisClientLike;
   /** Prefix of every key and channel. */
   readonly keyPrefix: string;
+  /**
+   * Where the backend connects, e.g. `127.0.0.1:6379`, a cluster's startup nodes
+   * (`10.0.0.1:7000, 10.0.0.2:7000`) or a socket path; never the user nor the password. Named
+   * in core's messages about it; undefined when the client does not say.
+   */
+  readonly endpoint: string | undefined;
   /** {@link client} as ioredis' own type, for the calls the backend makes. */
   readonly #client: RedisClient;
   readonly #owned: boolean;
@@ -92,6 +98,7 @@ export class RedisBackend implements LockBackend {
     this.client = this.#client;
     const client = this.#client;
     const address = clientAddress(client);
+    this.endpoint = address;
     this.#where = address === undefined ? "redis" : `redis ${address}`;
     this.#listener = new ReleaseListener(
       () => duplicateForSubscriber(client),

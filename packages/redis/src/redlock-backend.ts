@@ -72,6 +72,12 @@ export class RedlockBackend implements LockBackend {
   readonly guarantees = REDLOCK_GUARANTEES;
   /** One client per node (yours, or the ones it made). */
   readonly nodes: readonly RedisClientLike[];
+  /**
+   * Where the backend connects: every node's `host:port` (or socket path), separated by
+   * `", "`, e.g. `10.0.0.1:6379, 10.0.0.2:6379, 10.0.0.3:6379`; never the user nor the
+   * password. Named in core's messages about it; undefined when no node says.
+   */
+  readonly endpoint: string | undefined;
   /** {@link nodes} as ioredis' own type, for the calls the backend makes. */
   readonly #nodes: readonly Redis[];
   /** Prefix of every key. */
@@ -105,6 +111,8 @@ export class RedlockBackend implements LockBackend {
       this.#owned = true;
     }
     this.nodes = this.#nodes;
+    const addresses = this.#nodes.map(clientAddress).filter((a) => a !== undefined);
+    this.endpoint = addresses.length === 0 ? undefined : addresses.join(", ");
   }
 
   /** Nodes that must agree: `floor(N/2)+1`. */
