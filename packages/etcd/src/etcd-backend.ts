@@ -44,6 +44,12 @@ export class EtcdBackend implements LockBackend {
   readonly guarantees = ETCD_GUARANTEES;
   /** Key prefix of every lock. */
   readonly prefix: string;
+  /**
+   * Where the backend connects: the members of `hosts`, e.g. `etcd1:2379, etcd2:2379`; never
+   * the user nor the password. Named in core's messages about it; undefined for a given
+   * `client`.
+   */
+  readonly endpoint: string | undefined;
   readonly #kv: EtcdKv;
   readonly #ownsClient: boolean;
   readonly #sessions = new Set<EtcdSession>();
@@ -53,6 +59,7 @@ export class EtcdBackend implements LockBackend {
   constructor(options: EtcdBackendOptions) {
     const resolved = resolveEtcdOptions(options);
     this.prefix = resolved.prefix;
+    this.endpoint = resolved.endpoint;
     this.#kv = new EtcdKv(resolved.client, resolved.requestTimeoutMs);
     this.#ownsClient = resolved.ownsClient;
   }

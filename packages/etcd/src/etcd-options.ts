@@ -51,6 +51,11 @@ export interface ResolvedEtcdOptions {
   readonly ownsClient: boolean;
   readonly prefix: string;
   readonly requestTimeoutMs: number;
+  /**
+   * The members `hosts` names, `host:port` separated by `", "`, for messages; undefined for a
+   * given `client`.
+   */
+  readonly endpoint: string | undefined;
 }
 
 /** Default bound on each etcd call, in ms. */
@@ -107,7 +112,13 @@ export function resolveEtcdOptions(options: EtcdBackendOptions): ResolvedEtcdOpt
     if (options.tls !== undefined) {
       throw new ConfigError("tls", "set TLS credentials on the Etcd3 client you pass, not here");
     }
-    return { client: options.client, ownsClient: false, prefix, requestTimeoutMs };
+    return {
+      client: options.client,
+      ownsClient: false,
+      prefix,
+      requestTimeoutMs,
+      endpoint: undefined,
+    };
   }
   const hosts = options.hosts;
   if (
@@ -137,7 +148,24 @@ export function resolveEtcdOptions(options: EtcdBackendOptions): ResolvedEtcdOpt
           },
         }),
   });
-  return { client, ownsClient: true, prefix, requestTimeoutMs };
+  return { client, ownsClient: true, prefix, requestTimeoutMs, endpoint: membersOf(hosts) };
+}
+
+/**
+ * `hosts` as `host:port, host:port`: without `http://` or `https://`, nor any user info or
+ * path a host was written with.
+ */
+function membersOf(hosts: readonly string[]): string {
+  return hosts
+    .map((h) => {
+      const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(h);
+      let rest = scheme === null ? h : h.slice(scheme[0].length);
+      const slash = rest.search(/[/?#]/);
+      if (slash >= 0) rest = rest.slice(0, slash);
+      const at = rest.lastIndexOf("@");
+      return at >= 0 ? rest.slice(at + 1) : rest;
+    })
+    .join(", ");
 }
 
 /** What `tls` asks for: TLS, and the credentials when it names files. */
