@@ -56,6 +56,13 @@ export class DynamoDBBackend implements LockBackend {
   readonly table: string;
   /** Prefix of every item key. */
   readonly prefix: string;
+  /**
+   * Where the calls go, named in core's messages about the backend: the `endpoint` option's
+   * `host:port` (e.g. `127.0.0.1:8000`), or the region's AWS host
+   * (`dynamodb.eu-west-1.amazonaws.com`); never the access key nor the secret. Undefined
+   * for a given `client`, or when the region comes from the AWS SDK's chain.
+   */
+  readonly endpoint: string | undefined;
   readonly #table: DynamoDBTable;
   readonly #destroyClient: (() => void) | undefined;
   readonly #pollMaxMs: number;
@@ -68,6 +75,7 @@ export class DynamoDBBackend implements LockBackend {
     const resolved = resolveDynamoDBOptions(options);
     this.table = resolved.table;
     this.prefix = resolved.prefix;
+    this.endpoint = endpointOf(options);
     this.#table = new DynamoDBTable(
       resolved.client,
       resolved.table,
@@ -142,4 +150,14 @@ export class DynamoDBBackend implements LockBackend {
       this.#destroyClient?.();
     }
   }
+}
+
+/** {@link DynamoDBBackend.endpoint} of options that passed `resolveDynamoDBOptions`. */
+function endpointOf(options: DynamoDBBackendOptions): string | undefined {
+  if (options.client !== undefined) return undefined;
+  if (options.endpoint !== undefined) return new URL(options.endpoint).host;
+  const region = options.region;
+  if (region === undefined) return undefined;
+  // AWS's own endpoint of the region; the regions in China are under amazonaws.com.cn.
+  return `dynamodb.${region}.amazonaws.com${region.startsWith("cn-") ? ".cn" : ""}`;
 }
