@@ -57,6 +57,13 @@ export class AzureBlobBackend implements LockBackend {
   readonly guarantees = AZURE_BLOB_GUARANTEES;
   /** Blob name prefix of everything the backend writes. */
   readonly prefix: string;
+  /**
+   * Where the backend connects, named in core's messages about it: the Blob service's host,
+   * e.g. `myaccount.blob.core.windows.net`, or `127.0.0.1:10000` for a path-style endpoint
+   * such as Azurite's; never the account key nor a SAS token. Undefined when the client's URL
+   * does not parse.
+   */
+  readonly endpoint: string | undefined;
   readonly #store: BlobStore;
   readonly #pollMaxMs: number;
   readonly #liveness: SessionLiveness;
@@ -69,6 +76,7 @@ export class AzureBlobBackend implements LockBackend {
     const resolved = resolveAzureBlobOptions(options);
     this.prefix = resolved.prefix;
     this.#pollMaxMs = resolved.pollMaxMs;
+    this.endpoint = hostOf(resolved.where);
     this.#store = new BlobStore(
       resolved.container,
       resolved.where,
@@ -152,5 +160,15 @@ export class AzureBlobBackend implements LockBackend {
     if (this.#closed) return;
     this.#closed = true;
     await Promise.allSettled([...this.#sessions].map((s) => s.close()));
+  }
+}
+
+/** The host (and port, when not the scheme's) of the container URL `where`: no user info. */
+function hostOf(where: string): string | undefined {
+  try {
+    const host = new URL(where).host;
+    return host === "" ? undefined : host;
+  } catch {
+    return undefined;
   }
 }
