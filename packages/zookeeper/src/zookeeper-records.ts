@@ -10,6 +10,8 @@ export interface ZookeeperRecordCalls {
   readonly client: Client;
   /** The locks root, e.g. `/baton`: the records root is the node beside it. */
   readonly lockRoot: string;
+  /** The ensemble members for messages, e.g. `zk1:2181, zk2:2181`; unknown for a given client. */
+  readonly ensemble?: string | undefined;
   /** Runs one call, bounded (and stopped when the session ends) like the session's others. */
   call<T>(what: string, pending: Promise<T>): Promise<T>;
   /** Resolves once the client is connected again (bounded); rejects when the session ends. */
@@ -51,7 +53,7 @@ export class ZookeeperRecords {
       await barrier;
       return node;
     } catch (error) {
-      throw toBatonError(error, `zookeeper record read of "${key}"`);
+      throw toBatonError(error, `zookeeper record read of "${key}"`, this.#calls.ensemble);
     }
   }
 
@@ -75,10 +77,10 @@ export class ZookeeperRecords {
         : await this.#update(path, data, version);
     } catch (error) {
       const context = `zookeeper record write of "${key}"`;
-      if (!isConnectionLoss(error)) throw toBatonError(error, context);
+      if (!isConnectionLoss(error)) throw toBatonError(error, context, this.#calls.ensemble);
       const ours = version === null ? FIRST_VERSION : version + 1;
       if (await this.#holds(path, value, ours).catch(() => false)) return String(ours);
-      throw toBatonError(error, context);
+      throw toBatonError(error, context, this.#calls.ensemble);
     }
   }
 

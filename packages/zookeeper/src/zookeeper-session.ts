@@ -160,6 +160,7 @@ export class ZookeeperSession implements BackendSession {
     this.#records = new ZookeeperRecords({
       client: this.#zk,
       lockRoot: context.root,
+      ensemble: context.ensemble,
       call: (what, pending) => this.#call(what, pending),
       reconnected: () => this.#call("zookeeper reconnect", this.#whenConnected()),
       barrier: () => this.#call("zookeeper session check", touchSession(this.#zk)),
