@@ -79,6 +79,7 @@ export {
   type SignalOutcome,
   signalIfSame,
 } from "./process-identity.js";
+export { publishedDeclarationImports } from "./published-declarations.js";
 export { type RedisClusterStartOptions, startRedisCluster } from "./redis-cluster.js";
 export { redisPing } from "./redis-ping.js";
 export { type RedisStartOptions, startRedisNodes } from "./redis-server.js";
