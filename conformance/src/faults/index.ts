@@ -1,11 +1,13 @@
 /**
  * Fault tools: a lock holder in its own process (SIGSTOP, SIGKILL, SIGTERM), a TCP proxy that
- * cuts, blackholes, delays or drops replies, and a proxy in front of every host of a URL.
+ * cuts, blackholes, delays or drops replies, a proxy in front of every host of a URL, a listener
+ * that never answers, and timers for checking that operations against it are bounded.
  *
  * @packageDocumentation
  * @module @baton/conformance/faults
  */
 export { type ProxiedHosts, proxyHosts } from "./proxy-hosts.js";
+export { closeWhilePending, settleTime, type Timed, timed } from "./settle-time.js";
 export { SilentListener } from "./silent-listener.js";
 export { LockWorker, type LockWorkerOptions, spawnLockWorker } from "./spawn-lock-worker.js";
 export { type ProxyMode, TcpProxy } from "./tcp-proxy.js";

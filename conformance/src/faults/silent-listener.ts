@@ -1,4 +1,5 @@
 import { createServer, type Server, type Socket } from "node:net";
+import { waitUntil } from "../harness/wait-until.js";
 
 /**
  * A TCP listener on loopback that accepts every connection and never sends a byte: a store
@@ -57,6 +58,28 @@ export class SilentListener {
   /** Connections still open. */
   get open(): number {
     return this.#sockets.size;
+  }
+
+  /**
+   * Resolves once `condition` holds of this listener, checking every 20 ms: for a test to wait
+   * until a client has connected, or until every connection it made is gone.
+   *
+   * @param condition - reads {@link SilentListener.accepted} or {@link SilentListener.open}
+   * @param timeoutMs - give up after this long
+   * @throws Error when the condition does not hold within `timeoutMs`
+   *
+   * @example
+   * await silent.until((s) => s.accepted > 0);
+   * await backend.close();
+   * await silent.until((s) => s.open === 0);
+   */
+  until(condition: (listener: SilentListener) => boolean, timeoutMs = 10_000): Promise<void> {
+    return waitUntil(
+      `the silent listener on port ${this.port}: the awaited connections`,
+      timeoutMs,
+      async () => condition(this),
+      20,
+    );
   }
 
   /** Stops listening and destroys every accepted connection. */

@@ -1,4 +1,4 @@
-import { SilentListener } from "@baton/conformance/faults";
+import { closeWhilePending, SilentListener, timed } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
 import {
   AuthenticationError,
@@ -13,16 +13,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const f of cleanups.splice(0).reverse()) await f().catch(() => undefined);
 });
-
-/** Settles `promise` and says how long it took, in ms. */
-async function timed<T>(promise: Promise<T>): Promise<{ ms: number; error: unknown }> {
-  const start = performance.now();
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  return { ms: performance.now() - start, error };
-}
 
 describe("azure blob against a store that accepts connections and never answers", () => {
   it("acquire fails in bounded time naming the host, and close() settles at once", async () => {
@@ -42,12 +32,11 @@ describe("azure blob against a store that accepts connections and never answers"
     expect(String((first.error as Error).message)).toContain(`${silent.host}:${silent.port}`);
     expect(silent.accepted).toBeGreaterThan(0);
 
-    const pending = coordinator.acquire("job", { waitMs: 60_000 });
-    pending.catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const closed = await timed(coordinator.close());
+    const { closed, pending: late } = await closeWhilePending(
+      coordinator.acquire("job", { waitMs: 60_000 }),
+      () => coordinator.close(),
+    );
     expect(closed.ms).toBeLessThan(3_000);
-    const late = await timed(pending);
     expect(late.ms).toBeLessThan(3_000);
     expect(late.error).toBeInstanceOf(Error);
     expect((await timed(backend.close())).ms).toBeLessThan(3_000);

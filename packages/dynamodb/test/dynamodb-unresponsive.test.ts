@@ -1,4 +1,4 @@
-import { SilentListener } from "@baton/conformance/faults";
+import { closeWhilePending, SilentListener, timed } from "@baton/conformance/faults";
 import { AuthenticationError, BackendUnavailableError, createCoordinator } from "@baton/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { DynamoDBBackend, type DynamoDBClientLike } from "../src/index.js";
@@ -9,27 +9,22 @@ afterEach(async () => {
   for (const f of cleanups.splice(0).reverse()) await f().catch(() => undefined);
 });
 
-/** Settles `promise` and says how long it took, in ms. */
-async function timed<T>(promise: Promise<T>): Promise<{ ms: number; error: unknown }> {
-  const start = performance.now();
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  return { ms: performance.now() - start, error };
+/** A backend whose endpoint is `silent`, with a secret that must never be printed. */
+function silentBackend(silent: SilentListener, requestTimeoutMs: number): DynamoDBBackend {
+  return new DynamoDBBackend({
+    table: "locks",
+    endpoint: `http://${silent.host}:${silent.port}`,
+    region: "us-east-1",
+    credentials: { accessKeyId: "AKIDSILENT", secretAccessKey: SECRET },
+    requestTimeoutMs,
+  });
 }
 
 describe("dynamodb against a store that accepts connections and never answers", () => {
   it("acquire fails in bounded time naming the host, and close() settles at once", async () => {
     const silent = await SilentListener.start();
     cleanups.push(() => silent.close());
-    const backend = new DynamoDBBackend({
-      table: "locks",
-      endpoint: `http://${silent.host}:${silent.port}`,
-      region: "us-east-1",
-      credentials: { accessKeyId: "AKIDSILENT", secretAccessKey: SECRET },
-      requestTimeoutMs: 500,
-    });
+    const backend = silentBackend(silent, 500);
     const coordinator = createCoordinator({ backend, ttlMs: 2_000 });
     cleanups.push(() => coordinator.close());
     const first = await timed(coordinator.acquire("job", { waitMs: 1_000 }));
@@ -41,13 +36,12 @@ describe("dynamodb against a store that accepts connections and never answers", 
     expect(silent.accepted).toBeGreaterThan(0);
 
     // A second acquire is in flight (its request unanswered) when the app shuts down.
-    const pending = coordinator.acquire("job", { waitMs: 60_000 });
-    pending.catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const closed = await timed(coordinator.close());
+    const { closed, pending: late } = await closeWhilePending(
+      coordinator.acquire("job", { waitMs: 60_000 }),
+      () => coordinator.close(),
+    );
     expect(closed.error).toBeUndefined();
     expect(closed.ms).toBeLessThan(3_000);
-    const late = await timed(pending);
     expect(late.ms).toBeLessThan(3_000);
     expect(late.error).toBeInstanceOf(Error);
     const backendClosed = await timed(backend.close());
@@ -57,19 +51,12 @@ describe("dynamodb against a store that accepts connections and never answers", 
   it("backend.close() settles at once while a session is being opened", async () => {
     const silent = await SilentListener.start();
     cleanups.push(() => silent.close());
-    const backend = new DynamoDBBackend({
-      table: "locks",
-      endpoint: `http://${silent.host}:${silent.port}`,
-      region: "us-east-1",
-      credentials: { accessKeyId: "AKIDSILENT", secretAccessKey: SECRET },
-      requestTimeoutMs: 30_000,
-    });
-    const opening = backend.openSession({ ttlMs: 2_000, ownerId: "a" });
-    opening.catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const closed = await timed(backend.close());
+    const backend = silentBackend(silent, 30_000);
+    const { closed, pending: opened } = await closeWhilePending(
+      backend.openSession({ ttlMs: 2_000, ownerId: "a" }),
+      () => backend.close(),
+    );
     expect(closed.ms).toBeLessThan(3_000);
-    const opened = await timed(opening);
     expect(opened.ms).toBeLessThan(3_000);
     expect(opened.error).toBeInstanceOf(BackendUnavailableError);
   }, 40_000);

@@ -1,32 +1,7 @@
-import { SilentListener } from "@baton/conformance/faults";
+import { SilentListener, settleTime } from "@baton/conformance/faults";
 import { BackendUnavailableError, createCoordinator } from "@baton/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ZookeeperBackend } from "../src/index.js";
-
-/** Milliseconds `promise` took to settle, or `Infinity` when it did not within `boundMs`. */
-async function settleTime(promise: Promise<unknown>, boundMs: number): Promise<number> {
-  const started = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  const outcome = await Promise.race([
-    promise.then(
-      () => "settled",
-      () => "settled",
-    ),
-    new Promise<string>((resolve) => {
-      timer = setTimeout(() => resolve("pending"), boundMs);
-    }),
-  ]);
-  clearTimeout(timer);
-  return outcome === "settled" ? performance.now() - started : Number.POSITIVE_INFINITY;
-}
-
-/** Resolves once `condition()` holds; fails after 10 s. */
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !condition(); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  expect(condition()).toBe(true);
-}
 
 /** A generous bound for close(): it must not wait on a store that never answers. */
 const CLOSE_BOUND_MS = 5_000;
@@ -52,7 +27,7 @@ describe("zookeeper against a store that accepts connections and never answers",
     expect(error).toBeInstanceOf(BackendUnavailableError);
     expect((error as Error).message).toContain(`127.0.0.1:${silent.port}`);
     expect(await settleTime(coordinator.close(), 20_000)).toBeLessThan(CLOSE_BOUND_MS);
-    await until(() => silent.open === 0);
+    await silent.until((s) => s.open === 0);
   }, 60_000);
 
   it("backend.close() settles while a session is still opening, and the open fails", async () => {
@@ -62,10 +37,10 @@ describe("zookeeper against a store that accepts connections and never answers",
     });
     const opening = backend.openSession({ ttlMs: 2_000, ownerId: "silent" });
     opening.catch(() => undefined);
-    await until(() => silent.accepted > 0);
+    await silent.until((s) => s.accepted > 0);
     expect(await settleTime(backend.close(), 20_000)).toBeLessThan(CLOSE_BOUND_MS);
     expect(await settleTime(opening, 20_000)).toBeLessThan(CLOSE_BOUND_MS);
     await expect(opening).rejects.toBeInstanceOf(BackendUnavailableError);
-    await until(() => silent.open === 0);
+    await silent.until((s) => s.open === 0);
   }, 60_000);
 });
