@@ -146,11 +146,17 @@ describeBackend("postgres", (url) => {
       const blocker = await admin.connect();
       await blocker.query("BEGIN");
       await blocker.query(`SELECT 1 FROM ${fenceTable} WHERE resource = $1 FOR UPDATE`, [resource]);
+      const blockerPid = (
+        (await blocker.query("SELECT pg_backend_pid() AS pid")).rows[0] as { pid: number }
+      ).pid;
       return {
         async whileBlocked(): Promise<void> {
           for (let i = 0; i < 200; i++) {
+            // Only the raise blocked by this row lock: other tests share the database, and
+            // their own lock waiters must not be the ones terminated.
             const { rows } = await admin.query(
-              "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid()",
+              "SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+              [blockerPid],
             );
             const pid = (rows[0] as { pid: number } | undefined)?.pid;
             if (pid !== undefined) {
