@@ -604,7 +604,10 @@ describeBackend("redis", (url) => {
     });
     permitTests(() => ({
       cluster: true,
-      backend: (keyPrefix) => new RedisBackend({ url: (cluster as ServerGroup).url, keyPrefix }),
+      // A new Cluster client connects to every master and reads the slot map before its first
+      // command: on a loaded machine that can take longer than the default 2 s bound.
+      backend: (keyPrefix) =>
+        new RedisBackend({ url: (cluster as ServerGroup).url, keyPrefix, commandTimeoutMs: 5_000 }),
       raw: () => raw,
     }));
   });
