@@ -30,13 +30,18 @@ export const PUBLISHED = [
 ] as const;
 
 /**
- * Packs every published package of the workspace at `root` into `into` with `npm pack`, which
- * runs each package's `prepack` (the build), exactly as `npm publish` would.
+ * Packs the published packages of the workspace at `root` (every one, or those in `dirs`) into
+ * `into` with `npm pack`, which runs each package's `prepack` (the build), exactly as
+ * `npm publish` would.
  */
-export function packWorkspace(root: string, into: string): PackedPackage[] {
+export function packWorkspace(
+  root: string,
+  into: string,
+  dirs: readonly string[] = PUBLISHED,
+): PackedPackage[] {
   mkdirSync(into, { recursive: true });
   const args = ["pack", "--json", "--pack-destination", into];
-  for (const dir of PUBLISHED) args.push("--workspace", dir);
+  for (const dir of dirs) args.push("--workspace", dir);
   const out = execFileSync("npm", args, { cwd: root, encoding: "utf8", maxBuffer: 64 << 20 });
   const json = JSON.parse(out.slice(out.indexOf("["))) as {
     name: string;
