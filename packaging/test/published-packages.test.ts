@@ -229,7 +229,7 @@ describeBackend("redis", (redisUrl) =>
           cpSync(join(FIXTURES, file), join(app, file));
         }
         for (const dir of [sides.oldest, sides.newest]) {
-          for (const file of ["own-clients-app.ts", "own-clients-app.mjs"]) {
+          for (const file of ["own-clients-app.ts", "own-clients-app.mjs", "bill-once.ts"]) {
             cpSync(join(FIXTURES, file), join(dir, file));
           }
         }
@@ -297,7 +297,9 @@ describeBackend("redis", (redisUrl) =>
       it("type-checks an app that uses every adapter by URL, strict, without reading any driver's declarations", async () => {
         const dir = join(app, "ts-url-only");
         mkdirSync(dir, { recursive: true });
-        cpSync(join(FIXTURES, "url-app.ts"), join(dir, "url-app.ts"));
+        for (const file of ["url-app.ts", "bill-once.ts"]) {
+          cpSync(join(FIXTURES, file), join(dir, file));
+        }
         const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(dir, r)));
         for (const check of checks) {
           const drivers = [...check.read].filter(([file]) => DRIVER_DECLARATIONS.test(file));
