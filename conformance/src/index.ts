@@ -24,6 +24,7 @@ export {
   type Violation,
   type ViolationKind,
 } from "./history/index.js";
+export { type RecordLossTarget, runRecordLoss } from "./suite/groups/record-loss.js";
 export {
   type PermitOverrides,
   readPermits,
