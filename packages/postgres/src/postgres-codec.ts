@@ -123,10 +123,14 @@ export function decodeHolder(rows: readonly Record<string, unknown>[]): Holder |
 // --- Durable records -------------------------------------------------------------------
 
 /**
- * The version of a record just created. Every write adds one, so a record's versions never
- * repeat while its row lives (records are never deleted).
+ * A record write's new version, as SQL: the server's clock in microseconds
+ * (`clock_timestamp()`), as the token sequence starts; an update takes the greater of it and
+ * the expected version plus one, so versions rise with every write. A record created again
+ * after it was lost (a deleted row, a truncated table, a restored backup) starts above every
+ * version it had, as long as the server's clock did not go back: a write expecting a version
+ * from before the loss never matches the record written since.
  */
-export const FIRST_RECORD_VERSION = 1n;
+export const RECORD_CLOCK = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
 
 /** The largest `bigint`: no record has a version above it. */
 const MAX_RECORD_VERSION = (1n << 63n) - 1n;

@@ -23,10 +23,12 @@ export interface PostgresRecordCalls {
 
 /**
  * Durable records in PostgreSQL: one row per record in the schema's records table (created
- * by `migrate()`, or by the backend with `migrate: true`), its `version` a bigint that every
- * write adds one to. Rows are never deleted, so they outlive the session that wrote them and
- * every lock; each write is one statement, committed on its own. A create when no record is
- * expected (`INSERT ... ON CONFLICT DO NOTHING`), else an `UPDATE` of that version.
+ * by `migrate()`, or by the backend with `migrate: true`), its `version` a bigint from the
+ * server's clock in microseconds that every write raises (see `RECORD_CLOCK` in
+ * postgres-codec.ts), so a row lost and written again never takes a write that expects a
+ * version from before. Baton never deletes rows, so they outlive the session that wrote them
+ * and every lock; each write is one statement, committed on its own. A create when no record
+ * is expected (`INSERT ... ON CONFLICT DO NOTHING`), else an `UPDATE` of that version.
  */
 export class PostgresRecords {
   readonly #calls: PostgresRecordCalls;

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { permitFunctions } from "./permit-functions.js";
 import {
-  FIRST_RECORD_VERSION,
   keptTokenColumn,
+  RECORD_CLOCK,
   tokenBaseSql,
   tokenFromOffsetSql,
   tokenOffsetSql,
@@ -117,15 +117,15 @@ export interface Statements {
   readonly readRecord: Statement;
   /**
    * Creates record `$1` with value `$2` only if there is none (one statement: a concurrent
-   * creator of the same key waits for the first and then writes nothing). Returns `version`
-   * (text), no row when a record existed.
+   * creator of the same key waits for the first and then writes nothing), at the version
+   * {@link RECORD_CLOCK}. Returns `version` (text), no row when a record existed.
    */
   readonly createRecord: Statement;
   /**
-   * Writes value `$2` to record `$1` only if its version is `$3` (bigint), adding one to the
-   * version. A concurrent writer of the same version waits for the first and then finds the
-   * version changed, so exactly one of them writes. Returns the new `version` (text), no row
-   * when the version did not match.
+   * Writes value `$2` to record `$1` only if its version is `$3` (bigint); the new version is
+   * the greater of that plus one and {@link RECORD_CLOCK}. A concurrent writer of the same
+   * version waits for the first and then finds the version changed, so exactly one of them
+   * writes. Returns the new `version` (text), no row when the version did not match.
    */
   readonly updateRecord: Statement;
   /**
@@ -334,13 +334,13 @@ SELECT 1`,
     createRecord: statement(
       "create_record",
       `INSERT INTO ${names.records} AS r (key, value, version)
-VALUES ($1::text, $2::text, ${FIRST_RECORD_VERSION})
+VALUES ($1::text, $2::text, ${RECORD_CLOCK})
 ON CONFLICT (key) DO NOTHING
 RETURNING r.version::text AS version`,
     ),
     updateRecord: statement(
       "update_record",
-      `UPDATE ${names.records} AS r SET value = $2::text, version = r.version + 1
+      `UPDATE ${names.records} AS r SET value = $2::text, version = greatest(r.version + 1, ${RECORD_CLOCK})
 WHERE r.key = $1::text AND r.version = $3::bigint
 RETURNING r.version::text AS version`,
     ),

@@ -13,7 +13,6 @@ import {
   decodeRecord,
   decodeWrittenVersion,
   encodeExpectedVersion,
-  FIRST_RECORD_VERSION,
 } from "../src/postgres-codec.js";
 import { schemaNames } from "../src/postgres-keys.js";
 import { statements } from "../src/statements.js";
@@ -43,7 +42,6 @@ function records(session: BackendSession) {
 
 describe("postgres record versions (codec)", () => {
   it("a version this adapter hands out encodes as itself; anything else as no version", () => {
-    expect(FIRST_RECORD_VERSION).toBe(1n);
     for (const v of ["1", "2", "42", "9223372036854775807"])
       expect(encodeExpectedVersion(v)).toBe(v);
     for (const v of ["", "0", "01", "-1", "+1", "1.0", "1e3", " 1", "x", "9223372036854775808"]) {
@@ -119,23 +117,34 @@ describeBackend("postgres", (url) => {
         const query = async (s: { name: string; text: string }, values: unknown[]) =>
           (await client.query({ ...s, values })).rows;
         expect(decodeRecord(await query(sql.readRecord, ["k"]))).toBeNull();
+        const before = BigInt(Date.now()) * 1_000n;
         const created = decodeWrittenVersion(await query(sql.createRecord, ["k", "one"]));
-        expect(created).toBe(String(FIRST_RECORD_VERSION));
+        // The server's clock in microseconds (its clock and this process's are one here).
+        expect(created).toMatch(/^[1-9]\d{15}$/);
+        expect(BigInt(created as string) >= before - 5_000_000n).toBe(true);
         expect(decodeWrittenVersion(await query(sql.createRecord, ["k", "again"]))).toBeNull();
         expect(decodeRecord(await query(sql.readRecord, ["k"]))).toEqual({
           value: "one",
-          version: "1",
+          version: created,
         });
         const expected = encodeExpectedVersion(created as string);
         const updated = decodeWrittenVersion(await query(sql.updateRecord, ["k", "two", expected]));
-        expect(updated).toBe("2");
+        expect(BigInt(updated as string) > BigInt(created as string)).toBe(true);
         expect(
           decodeWrittenVersion(await query(sql.updateRecord, ["k", "stale", expected])),
         ).toBeNull();
         expect(decodeRecord(await query(sql.readRecord, ["k"]))).toEqual({
           value: "two",
-          version: "2",
+          version: updated,
         });
+        // A version ahead of the clock (a clock that went back since): the next one is above it.
+        const ahead = String(BigInt(updated as string) + 3_600_000_000n);
+        await client.query(`UPDATE "${schema}".records SET version = $1::bigint WHERE key = 'k'`, [
+          ahead,
+        ]);
+        expect(decodeWrittenVersion(await query(sql.updateRecord, ["k", "three", ahead]))).toBe(
+          String(BigInt(ahead) + 1n),
+        );
       } finally {
         await client.end();
       }
