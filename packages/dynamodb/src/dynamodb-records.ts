@@ -1,8 +1,8 @@
+import { randomInt } from "node:crypto";
 import { GetItemCommand, PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { BackendUnavailableError, type StoredRecord } from "@baton/core";
 import {
   ATTR,
-  decodeNumber,
   decodeRecord,
   decodeRecordVersion,
   encodeKey,
@@ -13,12 +13,18 @@ import { isConditionFailed } from "./dynamodb-errors.js";
 import { PARTITION_KEY, recordKey } from "./dynamodb-keys.js";
 import type { DynamoDBTable } from "./dynamodb-table.js";
 
+/** Random values below each millisecond of a version (20 bits). */
+const VERSION_SPREAD = 1n << 20n;
+
 /**
  * Durable records in DynamoDB: one item per record (see `recordKey` in dynamodb-keys.ts)
- * holding `value` and `version`, a counter every write raises. Records never expire and
- * outlive the session that wrote them. A write is one conditional request (a put "only if
- * absent", or an update "only if the version is still the one expected"); a read is one
- * strongly consistent `GetItem`.
+ * holding `value` and `version`. Records never expire and outlive the session that wrote them.
+ * A write is one conditional request (a put "only if absent", or an update "only if the
+ * version is still the one expected"); a read is one strongly consistent `GetItem`.
+ *
+ * A version comes from the writer's clock ({@link nextVersion}), not from a counter that
+ * starts at 1, so a record lost (a deleted item, a table emptied or restored) and written
+ * again does not take a write that expects a version from before the loss.
  */
 export class DynamoDBRecords {
   readonly #table: DynamoDBTable;
@@ -51,6 +57,7 @@ export class DynamoDBRecords {
     if (version === undefined) return null;
     const what = `could not write the record "${key}"`;
     const item = recordKey(this.#prefix, key);
+    const next = nextVersion(version);
     try {
       if (version === null) {
         await this.#table.call(
@@ -61,7 +68,7 @@ export class DynamoDBRecords {
                 Item: {
                   ...encodeKey(item),
                   [ATTR.value]: encodeString(value),
-                  [ATTR.version]: encodeNumber(1),
+                  [ATTR.version]: encodeNumber(next),
                 },
                 ConditionExpression: "attribute_not_exists(#pk)",
                 ExpressionAttributeNames: { "#pk": PARTITION_KEY },
@@ -70,29 +77,28 @@ export class DynamoDBRecords {
             ),
           what,
         );
-        return "1";
+        return next.toString();
       }
-      const reply = await this.#table.call(
+      await this.#table.call(
         (abortSignal) =>
           this.#table.client.send(
             new UpdateItemCommand({
               TableName: this.#table.name,
               Key: encodeKey(item),
-              UpdateExpression: "SET #value = :value ADD #version :one",
+              UpdateExpression: "SET #value = :value, #version = :next",
               ConditionExpression: "#version = :expected",
               ExpressionAttributeNames: { "#value": ATTR.value, "#version": ATTR.version },
               ExpressionAttributeValues: {
                 ":value": encodeString(value),
-                ":one": encodeNumber(1),
+                ":next": encodeNumber(next),
                 ":expected": encodeNumber(version),
               },
-              ReturnValues: "UPDATED_NEW",
             }),
             { abortSignal },
           ),
         what,
       );
-      return decodeNumber(reply.Attributes ?? {}, ATTR.version).toString();
+      return next.toString();
     } catch (error) {
       if (isConditionFailed(error)) return null;
       if (!(error instanceof BackendUnavailableError)) throw error;
@@ -134,4 +140,18 @@ function ourWrite(
   if (found === undefined || found.value !== value) return undefined;
   if (expected !== null && BigInt(found.version) <= expected) return undefined;
   return found.version;
+}
+
+/**
+ * The version a write gives: this process's clock in milliseconds times 2^20 plus 20 random
+ * bits, or the expected version plus one when that is greater, so versions rise with every
+ * write. DynamoDB has no server clock a request can read, so the writer's is used: a record
+ * lost and written again starts above every version it had unless the new writer's clock is
+ * behind the old one's by more than the time between their writes, and even then matches a
+ * version from before only when the two clocks' milliseconds meet and the random bits too
+ * (one chance in about a million).
+ */
+export function nextVersion(expected: bigint | null, now = Date.now()): bigint {
+  const clock = BigInt(now) * VERSION_SPREAD + BigInt(randomInt(Number(VERSION_SPREAD)));
+  return expected !== null && expected + 1n > clock ? expected + 1n : clock;
 }
