@@ -153,7 +153,10 @@ export class ManagedSession {
         this.#unsubscribeLost = () => lost.removeEventListener("abort", onLost);
       }
     }
-    this.#scheduleRenew(this.renewEveryMs);
+    // The interval runs from the start of the open, as the deadline does: a session whose open
+    // took most of the TTL (a busy machine, a slow store) is renewed at once, not an interval
+    // after it opened, when its deadline may have passed.
+    this.#scheduleRenew(Math.max(0, started + this.renewEveryMs - settings.clock.now()));
     this.#scheduleDeadline();
   }
 

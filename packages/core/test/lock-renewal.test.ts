@@ -91,4 +91,24 @@ describe("renewal keeps a lock for as long as it is held", () => {
     expect(lock.held).toBe(true);
     expect(backend.maxKeepAliveInFlight).toBe(1);
   });
+
+  it("a session whose open took most of the TTL is renewed at once, so its locks are not lost", async () => {
+    // The deadline counts from the start of the open (the store's lease may date from then),
+    // so the first renewal does too: an open of 700 ms of a 1000 ms TTL (a busy machine, a
+    // slow store) is renewed as soon as it opened, not 333 ms later, past the deadline.
+    const { clock, backend, coordinator, ttlMs } = setup({ ttlMs: 1_000 });
+    backend.hooks.openSession = async (_options, next) => {
+      await sleep(clock, 700);
+      return await next();
+    };
+    const events = recordEvents(coordinator, ["lost", "renewed"]);
+    const acquiring = coordinator.acquire("jobs", { waitMs: 0 });
+    await clock.advance(700);
+    const lock = await acquiring;
+    expect(events.renewed).toHaveLength(1);
+    await clock.advance(10 * ttlMs);
+    expect(events.lost).toEqual([]);
+    expect(lock.held).toBe(true);
+    expect(backend.calls.openSession).toBe(1);
+  });
 });
