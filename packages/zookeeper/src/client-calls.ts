@@ -121,3 +121,69 @@ export function replaceWithEphemeralSequential(
       });
   });
 }
+
+/** The children of `path` and its stat, in one read. */
+export function getChildrenAndStat(
+  client: Client,
+  path: string,
+): Promise<{ children: string[]; stat: Stat }> {
+  return new Promise((resolve, reject) => {
+    client.getChildren(path, (error, children, stat) =>
+      error ? reject(error) : resolve({ children: children ?? [], stat }),
+    );
+  });
+}
+
+/**
+ * In one multi: creates the PERSISTENT node `path` with `data` and its empty PERSISTENT child
+ * `child`, and sets `path`'s data once more, so the node starts at data version 1: a multi
+ * of node-zookeeper-client sends a version 0 as -1 ("any version"), so 0 could not be checked
+ * in a later multi. Fails as a whole, with the first failing operation's error (`NODE_EXISTS`
+ * when `path` exists, `NO_NODE` when its parent is missing).
+ */
+export function createPersistentWithChild(
+  client: Client,
+  path: string,
+  data: Buffer,
+  child: string,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    client
+      .transaction()
+      .create(path, data, zookeeper.CreateMode.PERSISTENT)
+      .create(`${path}/${child}`, Buffer.alloc(0), zookeeper.CreateMode.PERSISTENT)
+      .setData(path, data, -1)
+      .commit((error) => (error ? reject(error) : resolve()));
+  });
+}
+
+/**
+ * In one multi: checks that `checked` exists (any version) and sets the data of `path` if its
+ * data version is `version` (at least 1: the client sends a 0 as "any version"); resolves
+ * `path`'s new stat. Fails as a whole, with the first failing operation's error (`NO_NODE`
+ * when `checked` is gone, `BAD_VERSION` when the version differs).
+ */
+export function setDataIfExists(
+  client: Client,
+  checked: string,
+  path: string,
+  data: Buffer,
+  version: number,
+): Promise<Stat> {
+  if (version < 1) return Promise.reject(new Error(`zookeeper: a multi cannot check version 0`));
+  return new Promise((resolve, reject) => {
+    client
+      .transaction()
+      .check(checked, -1)
+      .setData(path, data, version)
+      .commit((error, results) => {
+        if (error) {
+          reject(error);
+          return;
+        }
+        const stat = (results as { stat?: Stat }[] | undefined)?.[1]?.stat;
+        if (stat !== undefined) resolve(stat);
+        else reject(new Error(`zookeeper: the multi writing ${path} returned no stat`));
+      });
+  });
+}

@@ -1,6 +1,14 @@
+import { randomBytes } from "node:crypto";
 import type { StoredRecord } from "@baton/core";
-import type { Client } from "node-zookeeper-client";
-import { createPersistent, getData, mkdirp, setData } from "./client-calls.js";
+import type { Client, Stat } from "node-zookeeper-client";
+import {
+  createPersistentWithChild,
+  getChildrenAndStat,
+  getData,
+  mkdirp,
+  setData,
+  setDataIfExists,
+} from "./client-calls.js";
 import { isConnectionLoss, toBatonError, ZK_CODE, zkCode } from "./zookeeper-errors.js";
 import { recordPath, recordRoot } from "./zookeeper-keys.js";
 
@@ -20,8 +28,11 @@ export interface ZookeeperRecordCalls {
   barrier(): Promise<void>;
 }
 
-/** The data version of a node just created. */
-const FIRST_VERSION = 0;
+/**
+ * The data version of a record node just created with its incarnation child (see
+ * `createPersistentWithChild`).
+ */
+const FIRST_VERSION = 1;
 
 /** The highest data version ZooKeeper keeps (a signed 32-bit counter). */
 const MAX_VERSION = 2 ** 31 - 1;
@@ -29,11 +40,27 @@ const MAX_VERSION = 2 ** 31 - 1;
 /** How often a create is retried after ZooKeeper says the records root is missing. */
 const ROOT_CREATES = 3;
 
+/** The name of a record node's incarnation child: this, then 16 hex digits. */
+const INCARNATION = "incarnation-";
+
+/** How often a read is repeated when the node changed between its two reads. */
+const READ_ROUNDS = 3;
+
 /**
  * Durable records in ZooKeeper: one PERSISTENT node per record under the records root (see
- * zookeeper-keys.ts), its data the value, its data version (`stat.version`) the record's
- * version. They never expire and outlive the session that wrote them. A write is one
- * conditional call: a create when no record is expected, else a `setData` with the version.
+ * zookeeper-keys.ts), its data the value. They never expire and outlive the session that
+ * wrote them.
+ *
+ * A node's data version starts again when it is deleted and created again, so it alone
+ * cannot tell a record from the one that replaced it. Each record node is therefore created
+ * (in one multi, at data version 1) with an empty child `incarnation-<16 random hex digits>`,
+ * and a record's version is `<data version>.<those digits>`. A write is one multi: a create
+ * of the node and its child when no record is expected, else a check that the child still
+ * exists and a `setData` with the data version. A record deleted and created again has
+ * another child, so a write expecting a version from before never lands on it. A node
+ * without such a child (a record written by an older release) has the data version alone as
+ * its version, written with a plain `setData` after a read that finds the node still without
+ * one.
  */
 export class ZookeeperRecords {
   readonly #calls: ZookeeperRecordCalls;
@@ -67,45 +94,77 @@ export class ZookeeperRecords {
    */
   async write(key: string, value: string, expected: string | null): Promise<string | null> {
     const version = expected === null ? null : parseVersion(expected);
-    // No node has a version that is not one of ZooKeeper's (-1, "any version", included).
+    // No node has a version that is not one of ours (-1, "any version", included).
     if (version === undefined) return null;
     const path = recordPath(this.#root, key);
     const data = Buffer.from(value, "utf8");
+    const incarnation = version === null ? randomBytes(8).toString("hex") : version.incarnation;
     try {
       return version === null
-        ? await this.#create(path, data)
+        ? await this.#create(path, data, incarnation as string)
         : await this.#update(path, data, version);
     } catch (error) {
       const context = `zookeeper record write of "${key}"`;
       if (!isConnectionLoss(error)) throw toBatonError(error, context, this.#calls.ensemble);
-      const ours = version === null ? FIRST_VERSION : version + 1;
-      if (await this.#holds(path, value, ours).catch(() => false)) return String(ours);
+      const ours = formatVersion(version === null ? FIRST_VERSION : version.data + 1, incarnation);
+      if (await this.#holds(path, value, ours).catch(() => false)) return ours;
       throw toBatonError(error, context, this.#calls.ensemble);
     }
   }
 
+  /**
+   * The node's value and version: its data and its children, read together; read again when
+   * the node was replaced between the two (their stats name another creation).
+   */
   async #node(path: string): Promise<StoredRecord | null> {
-    try {
-      const { data, stat } = await this.#calls.call(
-        "zookeeper read of a record",
-        getData(this.#calls.client, path),
+    const { client } = this.#calls;
+    for (let round = 1; ; round++) {
+      // Sent together: ZooKeeper answers a session's requests in order.
+      const reading = this.#calls.call("zookeeper read of a record", getData(client, path));
+      const listing = this.#calls.call(
+        "zookeeper read of a record's children",
+        getChildrenAndStat(client, path),
       );
-      return { value: (data ?? Buffer.alloc(0)).toString("utf8"), version: String(stat.version) };
-    } catch (error) {
-      if (zkCode(error) === ZK_CODE.noNode) return null;
-      throw error;
+      listing.catch(() => undefined);
+      let read: { data: Buffer; stat: Stat };
+      try {
+        read = await reading;
+      } catch (error) {
+        if (zkCode(error) === ZK_CODE.noNode) return null;
+        throw error;
+      }
+      const listed = await listing.catch((error: unknown) => {
+        // Deleted between the two reads: read again.
+        if (zkCode(error) === ZK_CODE.noNode) return undefined;
+        throw error;
+      });
+      if (listed === undefined || !listed.stat.czxid.equals(read.stat.czxid)) {
+        if (round < READ_ROUNDS) continue;
+        throw new Error(`the record node ${path} was replaced under each of ${READ_ROUNDS} reads`);
+      }
+      const incarnation = listed.children
+        .filter((child) => INCARNATION_NAME.test(child))
+        .sort()[0]
+        ?.slice(INCARNATION.length);
+      return {
+        value: (read.data ?? Buffer.alloc(0)).toString("utf8"),
+        version: formatVersion(read.stat.version, incarnation),
+      };
     }
   }
 
-  /** Creates the record's node (and, when missing, the records root, persistent). */
-  async #create(path: string, data: Buffer): Promise<string | null> {
+  /**
+   * Creates the record's node with its incarnation child (and, when missing, the records
+   * root, persistent).
+   */
+  async #create(path: string, data: Buffer, incarnation: string): Promise<string | null> {
     for (let round = 0; ; round++) {
       try {
         await this.#calls.call(
           "zookeeper create of a record",
-          createPersistent(this.#calls.client, path, data),
+          createPersistentWithChild(this.#calls.client, path, data, `${INCARNATION}${incarnation}`),
         );
-        return String(FIRST_VERSION);
+        return formatVersion(FIRST_VERSION, incarnation);
       } catch (error) {
         const code = zkCode(error);
         if (code === ZK_CODE.nodeExists) return null;
@@ -118,13 +177,28 @@ export class ZookeeperRecords {
     }
   }
 
-  async #update(path: string, data: Buffer, version: number): Promise<string | null> {
+  async #update(path: string, data: Buffer, version: ParsedVersion): Promise<string | null> {
+    const { client } = this.#calls;
+    if (version.incarnation === undefined) {
+      // A version of a record without an incarnation: refused when the node now has one (it
+      // was created again since), else only the data version can be compared.
+      const node = await this.#node(path);
+      if (node === null || node.version !== formatVersion(version.data, undefined)) return null;
+    }
     try {
       const stat = await this.#calls.call(
         "zookeeper update of a record",
-        setData(this.#calls.client, path, data, version),
+        version.incarnation === undefined
+          ? setData(client, path, data, version.data)
+          : setDataIfExists(
+              client,
+              `${path}/${INCARNATION}${version.incarnation}`,
+              path,
+              data,
+              version.data,
+            ),
       );
-      return String(stat.version);
+      return formatVersion(stat.version, version.incarnation);
     } catch (error) {
       const code = zkCode(error);
       if (code === ZK_CODE.badVersion || code === ZK_CODE.noNode) return null;
@@ -133,16 +207,34 @@ export class ZookeeperRecords {
   }
 
   /** Whether, once connected again, the node holds exactly `value` at `version`. */
-  async #holds(path: string, value: string, version: number): Promise<boolean> {
+  async #holds(path: string, value: string, version: string): Promise<boolean> {
     await this.#calls.reconnected();
     const node = await this.#node(path);
-    return node !== null && node.version === String(version) && node.value === value;
+    return node !== null && node.version === version && node.value === value;
   }
 }
 
-/** A record version as ZooKeeper keeps it, or `undefined` for a string no node can have. */
-function parseVersion(version: string): number | undefined {
-  if (!/^(0|[1-9]\d{0,9})$/.test(version)) return undefined;
-  const n = Number(version);
-  return n <= MAX_VERSION ? n : undefined;
+/** The name of an incarnation child. */
+const INCARNATION_NAME = /^incarnation-[0-9a-f]{16}$/;
+
+/** A record version: the node's data version, and its incarnation when it has one. */
+interface ParsedVersion {
+  readonly data: number;
+  readonly incarnation: string | undefined;
+}
+
+/** A record version as {@link ZookeeperRecords} hands it out. */
+function formatVersion(data: number, incarnation: string | undefined): string {
+  return incarnation === undefined ? String(data) : `${data}.${incarnation}`;
+}
+
+/** A record version as {@link formatVersion} writes it, or `undefined` for any other string. */
+function parseVersion(version: string): ParsedVersion | undefined {
+  const match = /^(0|[1-9]\d{0,9})(?:\.([0-9a-f]{16}))?$/.exec(version);
+  if (match === null) return undefined;
+  const data = Number(match[1]);
+  const incarnation = match[2];
+  // A node with an incarnation child starts at data version 1.
+  if (data > MAX_VERSION || (incarnation !== undefined && data < FIRST_VERSION)) return undefined;
+  return { data, incarnation };
 }

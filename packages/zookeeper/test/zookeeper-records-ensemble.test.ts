@@ -14,7 +14,20 @@ function zkError(name: string, code: number): Error {
 /** Records over a client whose every call fails with `error`, and no server. */
 function failingRecords(error: Error, ensemble: string | undefined): ZookeeperRecords {
   const fail = (...args: unknown[]) => (args.at(-1) as (e: Error) => void)(error);
-  const client = { getData: fail, create: fail, setData: fail, mkdirp: fail };
+  const multi = {
+    create: () => multi,
+    check: () => multi,
+    setData: () => multi,
+    commit: (callback: (e: Error) => void) => callback(error),
+  };
+  const client = {
+    getData: fail,
+    getChildren: fail,
+    create: fail,
+    setData: fail,
+    mkdirp: fail,
+    transaction: () => multi,
+  };
   return new ZookeeperRecords({
     client: client as unknown as Client,
     lockRoot: "/baton",

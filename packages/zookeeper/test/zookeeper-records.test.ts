@@ -4,7 +4,7 @@ import { type BackendSession, BackendUnavailableError } from "@baton/core";
 import type { Client, Stat } from "node-zookeeper-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { encodeLockName, ZookeeperBackend } from "../src/index.js";
-import { inspector, removeTree, waitUntil } from "./support/counting-clients.js";
+import { childrenOf, inspector, removeTree, waitUntil } from "./support/counting-clients.js";
 import { ProxiedClients } from "./support/proxied-clients.js";
 
 const TTL = 4_000;
@@ -72,7 +72,12 @@ describeBackend("zookeeper", (url) => {
       const recordsRoot = `/${chroot}/apps/billing-records`;
       const record = await node(raw, `${recordsRoot}/${encodeLockName(key)}`);
       expect(record?.data).toBe("done");
-      expect(String(record?.stat.version)).toBe(version);
+      // The version: the node's data version and the digits of its incarnation child.
+      expect(version).toMatch(/^1\.[0-9a-f]{16}$/);
+      expect(`${record?.stat.version}.${version?.slice(2)}`).toBe(version);
+      expect(await childrenOf(raw, `${recordsRoot}/${encodeLockName(key)}`)).toEqual([
+        `incarnation-${version?.slice(2)}`,
+      ]);
       // The lock of the same name lives under the locks root, its sibling.
       expect(
         (await node(raw, `/${chroot}/apps/billing/${encodeLockName(key)}`))?.stat.numChildren,
@@ -95,14 +100,14 @@ describeBackend("zookeeper", (url) => {
       const writer = backend();
       const s1 = await writer.openSession({ ttlMs: TTL, ownerId: "writer" });
       const v1 = await records(s1).write(key, "running", null);
-      expect(v1).toBe("0");
+      expect(v1).toMatch(/^1\.[0-9a-f]{16}$/);
       await s1.close();
       await writer.close();
       const reader = backend();
       const s2 = await reader.openSession({ ttlMs: TTL, ownerId: "reader" });
       expect(await records(s2).read(key)).toEqual({ value: "running", version: v1 });
       const v2 = await records(s2).write(key, "done", v1);
-      expect(v2).toBe("1");
+      expect(v2).toBe(`2${v1?.slice(1)}`);
       expect(await records(s2).read(key)).toEqual({ value: "done", version: v2 });
       expect(await records(s2).read(`missing-${randomUUID()}`)).toBeNull();
     });
@@ -117,7 +122,9 @@ describeBackend("zookeeper", (url) => {
       const v1 = (await write(key, "two", v0)) as string;
       const before = await node(raw, path);
       expect(before?.data).toBe("two");
-      for (const expected of [v0, "-1", "not-a-version", null]) {
+      // A version without the incarnation, or with another one, or data version 0 with it.
+      const other = `${v1.slice(0, 2)}${"0".repeat(16)}`;
+      for (const expected of [v0, "-1", "not-a-version", null, "2", other, `0${v0.slice(1)}`]) {
         expect(await write(key, "overwritten", expected), `${expected}`).toBeNull();
       }
       const after = await node(raw, path);
@@ -128,9 +135,31 @@ describeBackend("zookeeper", (url) => {
       // A version given for a record that does not exist: refused, and no node is created.
       const missing = `missing-${randomUUID()}`;
       expect(await write(missing, "created?", "0")).toBeNull();
+      expect(await write(missing, "created?", v0)).toBeNull();
       expect(
         await node(raw, `/${chroot}/apps/baton-records/${encodeLockName(missing)}`),
       ).toBeNull();
+    });
+
+    it("a record node without an incarnation (written by an older release) is written by its data version, until it is created again", async () => {
+      const b = backend();
+      const s = await b.openSession({ ttlMs: TTL, ownerId: "writer" });
+      const { read, write } = records(s);
+      const key = `older-${randomUUID()}`;
+      const path = `/${chroot}/apps/baton-records/${encodeLockName(key)}`;
+      await write(`root-${randomUUID()}`, "makes the records root", null);
+      await new Promise<void>((resolve, reject) =>
+        raw.create(path, Buffer.from("running"), (e) => (e ? reject(e) : resolve())),
+      );
+      expect(await read(key)).toEqual({ value: "running", version: "0" });
+      expect(await write(key, "done", "0")).toBe("1");
+      expect(await read(key)).toEqual({ value: "done", version: "1" });
+      await removeTree(raw, path);
+      const fresh = (await write(key, "newer", null)) as string;
+      expect(fresh).toMatch(/^1\.[0-9a-f]{16}$/);
+      // The data version matches, but the node is not the one that version was read from.
+      expect(await write(key, "older", "1")).toBeNull();
+      expect(await read(key)).toEqual({ value: "newer", version: fresh });
     });
 
     it("a write whose reply was lost with the connection resolves its version once the client reconnects", async () => {
@@ -157,11 +186,13 @@ describeBackend("zookeeper", (url) => {
         }
         return await writing;
       };
-      expect(await lostReply("running", null, 0)).toBe("0");
-      expect(await lostReply("done", "0", 1)).toBe("1");
-      expect(await read(key)).toEqual({ value: "done", version: "1" });
+      const created = (await lostReply("running", null, 1)) as string;
+      expect(created).toMatch(/^1\.[0-9a-f]{16}$/);
+      const updated = `2${created.slice(1)}`;
+      expect(await lostReply("done", created, 2)).toBe(updated);
+      expect(await read(key)).toEqual({ value: "done", version: updated });
       // A refused write is still refused after the reconnect.
-      expect(await write(key, "again", "0")).toBeNull();
+      expect(await write(key, "again", created)).toBeNull();
     });
 
     it("a write whose reply was lost, and whose node then changed, fails as unavailable", async () => {
@@ -172,18 +203,21 @@ describeBackend("zookeeper", (url) => {
       const other = await backend().openSession({ ttlMs: TTL, ownerId: "other" });
       const key = `lost-then-changed-${randomUUID()}`;
       const path = `/${chroot}/apps/baton-records/${encodeLockName(key)}`;
-      expect(await records(s).write(key, "running", null)).toBe("0");
+      const created = (await records(s).write(key, "running", null)) as string;
+      expect(created).toMatch(/^1\.[0-9a-f]{16}$/);
       for (const p of proxied.proxiesOf(s)) p.dropReplies();
-      const writing = records(s).write(key, "done", "0");
+      const writing = records(s).write(key, "done", created);
       writing.catch(() => undefined);
       await waitUntil(
-        async () => (await node(raw, path))?.stat.version === 1,
+        async () => (await node(raw, path))?.stat.version === 2,
         10_000,
         "the server applied the write",
       );
       // Another writer changes the record before this client hears back: the outcome of the
       // lost write cannot be told from the record, so it is reported unknown, not refused.
-      expect(await records(other).write(key, "taken over", "1")).toBe("2");
+      expect(await records(other).write(key, "taken over", `2${created.slice(1)}`)).toBe(
+        `3${created.slice(1)}`,
+      );
       for (const p of proxied.proxiesOf(s)) {
         p.cut();
         p.forward();
