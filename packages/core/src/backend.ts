@@ -113,7 +113,9 @@ export interface BackendSession {
    * Writes `value` to record `key` if, and only if, its version is still `expected` (`null`:
    * only if there is no record), in one atomic step of the store. Resolves the new version,
    * or `null` when the version did not match (nothing was written). Versions are opaque
-   * strings; every successful write changes it.
+   * strings; every successful write changes it, and a version never comes back: a record
+   * deleted and written again (its store lost it) takes no write expecting a version from
+   * before.
    */
   writeRecord?(key: string, value: string, expected: string | null): Promise<string | null>;
   /**
