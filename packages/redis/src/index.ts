@@ -13,7 +13,11 @@ import { redlockOptionsFromUrl } from "./redlock-options.js";
 
 export type { RedisAddress, RedisNatMap } from "./nat-map.js";
 export { REDIS_GUARANTEES, RedisBackend } from "./redis-backend.js";
-export type { RedisClientLike } from "./redis-client-like.js";
+export type {
+  NodeRedisClientLike,
+  NodeRedisListener,
+  RedisClientLike,
+} from "./redis-client-like.js";
 export { LockKeys, lockKeys, PermitKeys, permitKeys, recordKey } from "./redis-keys.js";
 export {
   DEFAULT_COMMAND_TIMEOUT_MS,

@@ -7,8 +7,9 @@ import type {
 } from "@baton/core";
 import { BackendUnavailableError, ConfigError, parseBackendUrl } from "@baton/core";
 import { clientAddress } from "./client-address.js";
+import { asRedisClient, isNodeRedis, NodeRedisClient } from "./node-redis-client.js";
 import { clientFromUrl, duplicateForSubscriber, type RedisClient } from "./redis-client.js";
-import type { RedisClientLike } from "./redis-client-like.js";
+import type { NodeRedisClientLike, RedisClientLike } from "./redis-client-like.js";
 import { type RedisBackendOptions, resolveRedisOptions } from "./redis-options.js";
 import { RedisSession } from "./redis-session.js";
 import { ReleaseListener } from "./release-listener.js";
@@ -51,12 +52,16 @@ export const REDIS_GUARANTEES: Guarantees = {
  * one token per microsecond was handed out on average; a failover to a lagging replica, a
  * reload of an older snapshot or a clock stepped back can repeat tokens. Correctness mode
  * refuses it.
+ *
+ * `C` is the type of your own client (an ioredis or a node-redis one), when you pass one.
  */
-export class RedisBackend implements LockBackend {
+export class RedisBackend<C extends RedisClientLike | NodeRedisClientLike = RedisClientLike>
+  implements LockBackend
+{
   readonly kind = "redis";
   readonly guarantees = REDIS_GUARANTEES;
-  /** The ioredis client the backend runs its scripts on (yours, or the one it made). */
-  readonly client: RedisClientLike;
+  /** The client the backend runs its scripts on: yours, or the ioredis one it made. */
+  readonly client: C;
   /** Prefix of every key and channel. */
   readonly keyPrefix: string;
   /**
@@ -65,7 +70,10 @@ export class RedisBackend implements LockBackend {
    * in core's messages about it; undefined when the client does not say.
    */
   readonly endpoint: string | undefined;
-  /** {@link client} as ioredis' own type, for the calls the backend makes. */
+  /**
+   * {@link client} as ioredis' own type, for the calls the backend makes: the client itself,
+   * or a node-redis client behind {@link NodeRedisClient}, which answers the same calls.
+   */
   readonly #client: RedisClient;
   readonly #owned: boolean;
   readonly #cluster: boolean;
@@ -77,14 +85,17 @@ export class RedisBackend implements LockBackend {
   #closed = false;
 
   /** Checks `options` (a `ConfigError` naming the field) without any I/O. */
-  constructor(options: RedisBackendOptions) {
+  constructor(options: RedisBackendOptions<C>) {
     const resolved = resolveRedisOptions(options, parseBackendUrl);
     this.keyPrefix = resolved.keyPrefix;
     this.#cluster = resolved.cluster;
     this.#timeoutMs = resolved.commandTimeoutMs;
     if (resolved.client !== undefined) {
-      // Checked by shape in resolveRedisOptions: an ioredis instance, whichever copy.
-      this.#client = resolved.client as unknown as RedisClient;
+      // Checked by shape in resolveRedisOptions: an ioredis instance, whichever copy, or a
+      // node-redis one, which the wrapper makes answer ioredis' calls.
+      this.#client = isNodeRedis(resolved.client)
+        ? asRedisClient(new NodeRedisClient(resolved.client))
+        : (resolved.client as unknown as RedisClient);
       this.#owned = false;
     } else {
       this.#client = clientFromUrl(
@@ -95,7 +106,7 @@ export class RedisBackend implements LockBackend {
       );
       this.#owned = true;
     }
-    this.client = this.#client;
+    this.client = (resolved.client ?? this.#client) as C;
     const client = this.#client;
     const address = clientAddress(client);
     this.endpoint = address;

@@ -33,3 +33,47 @@ export interface RedisClientLike {
   /** Unsubscribes a subscriber connection from channels. */
   unsubscribe(...channels: string[]): Promise<unknown>;
 }
+
+/**
+ * A node-redis client as Baton uses it: the shape of what `createClient()` or
+ * `createCluster()` of the `redis` package returns (node-redis 4, 5 and 6), described without
+ * naming node-redis' own types. Pass your own connected client as
+ * {@link RedisBackendOptions.client}; Baton tells it from an ioredis one by this shape.
+ *
+ * Baton runs its Lua scripts on it (`evalSha`, `eval`; script arguments as strings), reads
+ * records with `hmGet`, leaves a wait line with `zRem`, connects it if it is not open yet
+ * (`isOpen`, `connect`, the `ready` and `error` events while it waits), and makes one
+ * `duplicate()` of it for its release subscriber (`subscribe`, `unsubscribe`), which it
+ * connects and closes itself. Replies are read in node-redis' default types, whatever type
+ * mapping your client has. It never quits or closes your client.
+ */
+export interface NodeRedisClientLike {
+  /** Whether the client is connected or connecting. */
+  readonly isOpen: boolean;
+  /** Opens the connection (only when {@link NodeRedisClientLike.isOpen} is false). */
+  connect(): Promise<unknown>;
+  /** A new client with the same options (Baton's release subscriber). */
+  duplicate(): NodeRedisClientLike;
+  /** Listens for `ready`, `error`, `end`, and on a Cluster `connect` and `node-error`. */
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  /** Stops listening. */
+  off(event: string, listener: (...args: unknown[]) => void): unknown;
+  /** Runs a loaded Lua script by its SHA1. */
+  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** Runs (and loads) a Lua script. */
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** Reads fields of a hash (a `runOnce` record). */
+  hmGet(key: string, fields: string[]): Promise<unknown>;
+  /** Removes a member of a sorted set (a waiter leaving a lock's line). */
+  zRem(key: string, member: string): Promise<unknown>;
+  /** Subscribes the subscriber to channels; `listener` gets `(message, channel)`. */
+  subscribe(channels: string[], listener: NodeRedisListener): Promise<unknown>;
+  /** Unsubscribes the subscriber's `listener` from channels. */
+  unsubscribe(channels: string[], listener: NodeRedisListener): Promise<unknown>;
+}
+
+/** A node-redis channel listener: `(message, channel)`, strings unless in buffer mode. */
+export type NodeRedisListener = (
+  message: string | Uint8Array,
+  channel: string | Uint8Array,
+) => void;

@@ -1,10 +1,16 @@
 import type { BackendUrl } from "@baton/core";
 import { ConfigError } from "@baton/core";
 import { checkNatMap, type RedisNatMap } from "./nat-map.js";
-import type { RedisClientLike } from "./redis-client-like.js";
+import { isNodeRedis } from "./node-redis-client.js";
+import type { NodeRedisClientLike, RedisClientLike } from "./redis-client-like.js";
 
-/** Options of {@link RedisBackend}. Exactly one of `url` and `client`. */
-export interface RedisBackendOptions {
+/**
+ * Options of {@link RedisBackend}. Exactly one of `url` and `client`. `C` is the type of your
+ * own client, when you pass one.
+ */
+export interface RedisBackendOptions<
+  C extends RedisClientLike | NodeRedisClientLike = RedisClientLike | NodeRedisClientLike,
+> {
   /**
    * `redis://[user:pass@]host:port[/db]` or `rediss://` (TLS). Several hosts
    * (`redis://h1:7000,h2:7001`) or `?cluster=true` connect to a Redis Cluster. Query
@@ -12,13 +18,15 @@ export interface RedisBackendOptions {
    */
   readonly url?: string;
   /**
-   * Your own ioredis `Redis` or `Cluster` instance (see {@link RedisClientLike}). The backend
-   * never closes it; it makes one duplicate connection for its release subscriber, and closes
-   * that one on `close()`. Prefer
-   * `autoResendUnfulfilledCommands: false` on it, so a command sent before a disconnect is
-   * not run again after the backend gave up on it.
+   * Your own client: an ioredis `Redis` or `Cluster` instance (see {@link RedisClientLike}),
+   * or a node-redis client or cluster of the `redis` package, 4 to 6 (see
+   * {@link NodeRedisClientLike}). The backend never closes it; it makes one duplicate
+   * connection for its release subscriber, and closes that one on `close()`. Prefer
+   * `autoResendUnfulfilledCommands: false` on an ioredis client and `disableOfflineQueue: true`
+   * on a node-redis one, so a command sent before a disconnect is not run after the backend
+   * gave up on it.
    */
-  readonly client?: RedisClientLike;
+  readonly client?: C;
   /** Prefix of every key and channel. Default `"baton:"`. */
   readonly keyPrefix?: string;
   /**
@@ -39,7 +47,7 @@ export interface RedisBackendOptions {
 /** Validated {@link RedisBackendOptions}. */
 export interface ResolvedRedisOptions {
   readonly url: BackendUrl | undefined;
-  readonly client: RedisClientLike | undefined;
+  readonly client: RedisClientLike | NodeRedisClientLike | undefined;
   readonly keyPrefix: string;
   readonly commandTimeoutMs: number;
   readonly cluster: boolean;
@@ -105,7 +113,10 @@ export function resolveRedisOptions(
     }
   }
   if ((input.url === undefined) === (input.client === undefined)) {
-    throw new ConfigError("url", "pass exactly one of `url` and `client` (an ioredis instance)");
+    throw new ConfigError(
+      "url",
+      "pass exactly one of `url` and `client` (an ioredis or node-redis client)",
+    );
   }
   let url: BackendUrl | undefined;
   let keyPrefix = input.keyPrefix;
@@ -120,17 +131,23 @@ export function resolveRedisOptions(
     cluster = isClusterUrl(url);
   } else {
     const c = input.client as Partial<RedisClientLike> | null;
-    if (c === null || typeof c !== "object" || typeof c.evalsha !== "function") {
-      throw new ConfigError("client", "must be an ioredis Redis or Cluster instance");
+    const nodeRedis = isNodeRedis(c);
+    if (!nodeRedis && (c === null || typeof c !== "object" || typeof c.evalsha !== "function")) {
+      throw new ConfigError(
+        "client",
+        "must be an ioredis Redis or Cluster instance, or a node-redis client or cluster",
+      );
     }
-    cluster = (input.client as { isCluster?: boolean }).isCluster === true;
+    cluster = nodeRedis
+      ? typeof (c as { getSlotRandomNode?: unknown }).getSlotRandomNode === "function"
+      : (input.client as { isCluster?: boolean }).isCluster === true;
   }
   let natMap: RedisNatMap | undefined;
   if (input.natMap !== undefined) {
     if (input.client !== undefined) {
       throw new ConfigError(
         "natMap",
-        "applies to the client the backend builds from `url`; set ioredis' natMap on your own Cluster instead",
+        "applies to the client the backend builds from `url`; set ioredis' natMap (node-redis: nodeAddressMap) on your own Cluster instead",
       );
     }
     if (!cluster) {

@@ -54,7 +54,14 @@ describeBackend("redis", () => {
         return new RedisBackend({ url: `redis://${hosts.join(",")}`, natMap });
       },
     },
-    { fencing: "single-node", fifo: true, watch: true, crossProcess: true, semaphores: true },
+    {
+      fencing: "single-node",
+      fifo: true,
+      watch: true,
+      crossProcess: true,
+      semaphores: true,
+      timeLeft: true,
+    },
   );
 
   describe("redis cluster specifics", () => {

@@ -11,6 +11,13 @@ describeBackend("redis", (url) => {
       // The default key prefix, as in the worker processes, which are given the URL only.
       createBackend: () => new RedisBackend({ url }),
     },
-    { fencing: "single-node", fifo: true, watch: true, crossProcess: true, semaphores: true },
+    {
+      fencing: "single-node",
+      fifo: true,
+      watch: true,
+      crossProcess: true,
+      semaphores: true,
+      timeLeft: true,
+    },
   );
 });

@@ -12,6 +12,13 @@ describeBackend("redlock", (url) => {
       url,
       createBackend: () => new RedlockBackend({ url, keyPrefix: "conf:" }),
     },
-    { fencing: "none", fifo: false, watch: false, crossProcess: true, semaphores: false },
+    {
+      fencing: "none",
+      fifo: false,
+      watch: false,
+      crossProcess: true,
+      semaphores: false,
+      timeLeft: true,
+    },
   );
 });
