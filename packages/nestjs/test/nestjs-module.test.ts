@@ -5,8 +5,9 @@ import { describeBackend } from "@baton/conformance/harness";
 import { type Coordinator, CoordinatorClosedError } from "@baton/core";
 import { type INestApplicationContext, Injectable, Module } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
+import { Cron, ScheduleModule } from "@nestjs/schedule";
 import { afterEach, describe, expect, it } from "vitest";
-import { BATON_COORDINATOR, BatonModule, currentLock } from "../src/index.js";
+import { BATON_COORDINATOR, BatonModule, currentLock, Leader, RunOnce } from "../src/index.js";
 import { Accounts, appModule, Journal, startContext, startHttp, Worker } from "./app-fixtures.js";
 
 const apps: { close(): Promise<void> }[] = [];
@@ -80,6 +81,45 @@ describe("BatonModule", () => {
     expect(await registry.metrics()).toContain(
       'baton_lock_acquire_seconds_count{name="account/metrics"} 1',
     );
+  });
+
+  it("a failing @Leader or @RunOnce method is written to Nest's logger", async () => {
+    const lines: string[] = [];
+    const logger = {
+      log: () => undefined,
+      warn: () => undefined,
+      error: (message: unknown, ...rest: unknown[]) => {
+        lines.push([message, ...rest].map(String).join(" "));
+      },
+    };
+    @Injectable()
+    class Failing {
+      @Leader("failing")
+      async lead(): Promise<void> {
+        throw new Error("leader boom");
+      }
+
+      @Cron("* * * * * *")
+      @RunOnce("failing", { maxAttempts: 1 })
+      async tick(): Promise<void> {
+        throw new Error("tick boom");
+      }
+    }
+    @Module({
+      imports: [ScheduleModule.forRoot(), BatonModule.forRoot({ url: "memory://" })],
+      providers: [Failing],
+    })
+    class FailingModule {}
+    const app = await NestFactory.createApplicationContext(FailingModule, { logger });
+    apps.push(app);
+    await app.init();
+    await waitFor(
+      "both errors logged",
+      () =>
+        lines.some((l) => l.includes("leader boom")) && lines.some((l) => l.includes("tick boom")),
+    );
+    expect(lines.find((l) => l.includes("leader boom"))).toContain('@Leader("failing")');
+    expect(lines.find((l) => l.includes("tick boom"))).toContain('@RunOnce("failing")');
   });
 
   it("@WithLock outside an application says what it needs", async () => {
