@@ -23,6 +23,8 @@ interface NodeRedisExtras {
   readonly masters?: readonly unknown[];
   /** node-redis 5 and later: the same client with other reply types (Baton's: the defaults). */
   withTypeMapping?(mapping: object): NodeRedisClientLike;
+  /** A Cluster's raw command, sent to the master of `firstKey`'s slot. */
+  sendCommand?(firstKey: string | undefined, isReadonly: boolean, args: string[]): Promise<unknown>;
   /** node-redis 5 and later: closes at once. */
   destroy?(): unknown;
   disconnect?(): Promise<unknown>;
@@ -79,6 +81,19 @@ export class NodeRedisClient {
   readonly #onMessage = (message: string | Uint8Array, channel: string | Uint8Array) =>
     this.#events.emit("message", String(channel), String(message));
   #ended = false;
+  /**
+   * A Cluster of node-redis 4 routes `evalSha`/`eval` to a random node (it reads the first key
+   * from the wrong argument), and a `MOVED` reply sends the retry to another random node: its
+   * scripts go through `sendCommand` with their first key instead. Undefined otherwise.
+   */
+  readonly #byFirstKey:
+    | ((
+        command: string,
+        script: string,
+        keys: readonly string[],
+        args: readonly (string | number)[],
+      ) => Promise<unknown>)
+    | undefined;
   /** A subscriber's first connection: its SUBSCRIBE waits for it (no offline queue needed). */
   #connected: Promise<unknown> = Promise.resolve();
 
@@ -87,6 +102,20 @@ export class NodeRedisClient {
     this.#raw = raw;
     this.#owned = owned;
     this.#calls = typeof raw.withTypeMapping === "function" ? raw.withTypeMapping({}) : raw;
+    const send = raw.sendCommand;
+    this.#byFirstKey =
+      typeof raw.getSlotRandomNode === "function" &&
+      typeof raw.withTypeMapping !== "function" &&
+      typeof send === "function"
+        ? (command, script, keys, args) =>
+            send.call(raw, keys[0], false, [
+              command,
+              script,
+              String(keys.length),
+              ...keys,
+              ...args.map(String),
+            ])
+        : undefined;
     this.isCluster = typeof raw.getSlotRandomNode === "function";
     // A Cluster of node-redis 5 and 6 keeps its options as `_options`; node-redis 4 keeps them
     // private, and its known masters say where it is.
@@ -160,6 +189,7 @@ export class NodeRedisClient {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
+    if (this.#byFirstKey !== undefined) return this.#byFirstKey("EVALSHA", sha, keys, args);
     return this.#calls.evalSha(sha, { keys: [...keys], arguments: args.map(String) });
   }
 
@@ -169,6 +199,7 @@ export class NodeRedisClient {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
+    if (this.#byFirstKey !== undefined) return this.#byFirstKey("EVAL", source, keys, args);
     return this.#calls.eval(source, { keys: [...keys], arguments: args.map(String) });
   }
 

@@ -8,6 +8,12 @@ import { createCoordinator, type Lock } from "@baton/core";
 import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lockKeys, RedisBackend, recordKey } from "../src/index.js";
+import {
+  closeNodeRedis,
+  NODE_REDIS,
+  type NodeRedisMajor,
+  nodeRedisCluster,
+} from "./node-redis-clients.js";
 
 // A private 3-master Redis Cluster (redis-server --cluster-enabled yes + redis-cli --cluster
 // create), started here rather than in the global setup. Selected with the "redis" backend.
@@ -194,4 +200,62 @@ describeBackend("redis", () => {
       }
     });
   });
+
+  describe.each(Object.keys(NODE_REDIS) as NodeRedisMajor[])(
+    "an app's own %s cluster client",
+    (major) => {
+      it("locks spread over the masters hold through renewals, a released lock goes to a waiter through its release message, records and permits work", async () => {
+        const hosts = announced().map((n) => `${n.host}:${n.port}`);
+        // The app lists one node; the client finds the others.
+        const client = await nodeRedisCluster(major, hosts.slice(0, 1));
+        const raw = new Cluster(announced());
+        const prefix = `nr${major.replace(/\D/g, "")}:`;
+        const backend = new RedisBackend({ client, keyPrefix: prefix });
+        const a = createCoordinator({ backend, ttlMs: 3_000 });
+        const b = createCoordinator({ backend, ttlMs: 30_000 });
+        try {
+          const names = Array.from({ length: 12 }, (_, i) => `spread-${i}`);
+          const locks: Lock[] = [];
+          for (const n of names) locks.push(await a.acquire(n));
+          await new Promise((r) => setTimeout(r, 3_500)); // renewals, slot by slot
+          for (const l of locks) expect(l.held).toBe(true);
+          const perMaster = await Promise.all(
+            raw
+              .nodes("master")
+              .map(async (node) => (await node.keys(`${prefix}{spread-*}:lock`)).length),
+          );
+          expect(perMaster.filter((n) => n > 0).length).toBeGreaterThan(1);
+          expect(perMaster.reduce((x, y) => x + y, 0)).toBe(names.length);
+
+          // A waiter in another coordinator wakes on the release, not the holder's lease.
+          const held = await b.acquire("handoff");
+          const waiting = a.acquire("handoff", { waitMs: 20_000 });
+          await new Promise((r) => setTimeout(r, 300));
+          const releasedAt = performance.now();
+          expect(await held.release()).toBe(true);
+          const next = await waiting;
+          expect(performance.now() - releasedAt).toBeLessThan(15_000);
+          expect(next.token).toBeGreaterThan(held.token as bigint);
+          await next.release();
+          for (const l of locks) expect(await l.release()).toBe(true);
+
+          let runs = 0;
+          const job = `nightly-${Date.now()}`;
+          expect((await a.runOnce(job, "s1", () => ++runs)).outcome).toBe("ran");
+          expect((await b.runOnce(job, "s1", () => ++runs)).outcome).toBe("already-done");
+          expect(runs).toBe(1);
+          const permit = await a.semaphore("exports", { permits: 1 }).acquire();
+          expect(await b.semaphore("exports", { permits: 1 }).tryAcquire()).toBeNull();
+          await permit.release();
+        } finally {
+          await a.close();
+          await b.close();
+          await backend.close();
+          expect(client.isOpen).toBe(true);
+          await closeNodeRedis(client);
+          raw.disconnect();
+        }
+      });
+    },
+  );
 });
