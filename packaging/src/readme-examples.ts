@@ -24,10 +24,16 @@ export const READMES = [
   "conformance/README.md",
 ] as const;
 
-/** Every ```ts (or ```typescript) block of the READMEs under `root`, each a whole module. */
-export function readmeExamples(root: string): ReadmeExample[] {
+/**
+ * Every ```ts (or ```typescript) block of the READMEs under `root` (those of {@link READMES},
+ * or `readmes`), each a whole module.
+ */
+export function readmeExamples(
+  root: string,
+  readmes: readonly string[] = READMES,
+): ReadmeExample[] {
   const examples: ReadmeExample[] = [];
-  for (const readme of READMES) {
+  for (const readme of readmes) {
     const lines = readFileSync(join(root, readme), "utf8").split("\n");
     let start = -1;
     for (let i = 0; i < lines.length; i++) {
