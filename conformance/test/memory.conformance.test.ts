@@ -5,6 +5,6 @@ import { runConformance } from "../src/index.js";
 describeBackend("memory", () => {
   runConformance(
     { name: "memory", ttlMs: 300, createBackend: () => new MemoryBackend() },
-    { fencing: "monotonic", fifo: true, watch: true, semaphores: true },
+    { fencing: "monotonic", fifo: true, watch: true, semaphores: true, timeLeft: true },
   );
 });

@@ -33,6 +33,12 @@ export interface DeclaredCapabilities {
   readonly crossProcess?: boolean;
   /** Semaphores and read-write locks (the backend's `semaphores` guarantee). */
   readonly semaphores: boolean;
+  /**
+   * `holder()` tells the time left on the lease of a lock another session holds
+   * (`Holder.remainingMs`). True: the suite checks that it is given and within the lease;
+   * false: that it is absent; not given: only that a time left, when given, is within the lease.
+   */
+  readonly timeLeft?: boolean;
 }
 
 /**
@@ -69,7 +75,7 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
       await ctx.stop();
     });
 
-    basicGroup(ctx);
+    basicGroup(ctx, declared.timeLeft);
     withLockGroup(ctx);
     cancellationGroup(ctx);
     handoffGroup(ctx);

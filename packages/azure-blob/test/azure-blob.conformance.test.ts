@@ -12,6 +12,13 @@ describeBackend("azure-blob", (url) => {
       url,
       createBackend: () => new AzureBlobBackend(azureBlobOptionsFromUrl(parseBackendUrl(url))),
     },
-    { fencing: "monotonic", fifo: false, watch: false, crossProcess: true, semaphores: false },
+    {
+      fencing: "monotonic",
+      fifo: false,
+      watch: false,
+      crossProcess: true,
+      semaphores: false,
+      timeLeft: true,
+    },
   );
 });

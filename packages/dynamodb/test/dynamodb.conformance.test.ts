@@ -11,6 +11,13 @@ describeBackend("dynamodb", (url) => {
       url,
       createBackend: () => new DynamoDBBackend(dynamodbOptionsFromUrl(parseBackendUrl(url))),
     },
-    { fencing: "monotonic", fifo: false, watch: false, crossProcess: true, semaphores: false },
+    {
+      fencing: "monotonic",
+      fifo: false,
+      watch: false,
+      crossProcess: true,
+      semaphores: false,
+      timeLeft: true,
+    },
   );
 });

@@ -12,6 +12,13 @@ describeBackend("etcd", (url) => {
       url,
       createBackend: () => new EtcdBackend(etcdOptionsFromUrl(parseBackendUrl(url))),
     },
-    { fencing: "monotonic", fifo: true, watch: true, crossProcess: true, semaphores: true },
+    {
+      fencing: "monotonic",
+      fifo: true,
+      watch: true,
+      crossProcess: true,
+      semaphores: true,
+      timeLeft: true,
+    },
   );
 });

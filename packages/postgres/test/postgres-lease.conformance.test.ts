@@ -11,6 +11,13 @@ describeBackend("postgres-lease", (url) => {
       url,
       createBackend: () => new PostgresBackend({ url }),
     },
-    { fencing: "monotonic", fifo: false, watch: false, crossProcess: true, semaphores: false },
+    {
+      fencing: "monotonic",
+      fifo: false,
+      watch: false,
+      crossProcess: true,
+      semaphores: false,
+      timeLeft: true,
+    },
   );
 });

@@ -10,6 +10,13 @@ describeBackend("postgres", (url) => {
       url,
       createBackend: () => new PostgresBackend({ url }),
     },
-    { fencing: "monotonic", fifo: false, watch: true, crossProcess: true, semaphores: true },
+    {
+      fencing: "monotonic",
+      fifo: false,
+      watch: true,
+      crossProcess: true,
+      semaphores: true,
+      timeLeft: true,
+    },
   );
 });

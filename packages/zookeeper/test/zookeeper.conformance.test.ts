@@ -19,6 +19,13 @@ describeBackend("zookeeper", (url) => {
       createBackend: () => ZookeeperBackend.fromUrl(url, { createClient: clients.factory }),
       freezeSession: (session) => clients.blackhole(session),
     },
-    { fencing: "monotonic", fifo: true, watch: true, crossProcess: true, semaphores: true },
+    {
+      fencing: "monotonic",
+      fifo: true,
+      watch: true,
+      crossProcess: true,
+      semaphores: true,
+      timeLeft: false,
+    },
   );
 });

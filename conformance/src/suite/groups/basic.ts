@@ -3,8 +3,12 @@ import { describe, expect, it } from "vitest";
 import { recordedToken } from "../../history/recorded-token.js";
 import type { SuiteContext } from "../suite-context.js";
 
-/** acquire / tryAcquire / release / holder, and owner-checked release at the backend level. */
-export function basicGroup(ctx: SuiteContext): void {
+/**
+ * acquire / tryAcquire / release / holder, and owner-checked release at the backend level.
+ * `timeLeft`: whether `holder()` tells the time left on another session's lease (see
+ * `DeclaredCapabilities.timeLeft`).
+ */
+export function basicGroup(ctx: SuiteContext, timeLeft?: boolean): void {
   describe("acquire, try, release", () => {
     it("grants a free lock with a token (or, on a backend without fencing, none) and publishes the holder", async () => {
       const a = ctx.coordinator({ ownerId: "owner-a" });
@@ -25,6 +29,24 @@ export function basicGroup(ctx: SuiteContext): void {
         // A store that tells the time left on the lease adds it.
         ...(holder?.remainingMs === undefined ? {} : { remainingMs: expect.any(Number) }),
       });
+    });
+
+    it(`holder() of a lock another coordinator holds ${timeLeft === false ? "gives no time left" : "tells the time left, within the lease"}`, async () => {
+      const ttl = ctx.target.ttlMs;
+      const a = ctx.coordinator();
+      const b = ctx.coordinator();
+      const name = ctx.name("time-left");
+      const lock = await a.acquire(name);
+      const seen = await b.holder(name);
+      expect(seen).toMatchObject({ ownerId: a.ownerId });
+      const remainingMs = seen?.remainingMs;
+      if (timeLeft === false) expect(remainingMs).toBeUndefined();
+      else if (timeLeft === true || remainingMs !== undefined) {
+        expect(remainingMs).toBeGreaterThan(0);
+        expect(remainingMs).toBeLessThanOrEqual(ttl);
+      }
+      await lock.release();
+      expect(await b.holder(name)).toBeNull();
     });
 
     it("excludes a second owner while held: tryAcquire gives null, waitMs 0 gives LockHeldError", async () => {
