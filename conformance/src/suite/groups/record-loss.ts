@@ -21,8 +21,15 @@ export interface RecordLossTarget extends ConformanceTarget {
 }
 
 /**
- * Registers the record-loss tests for `target` with vitest (call it at the top level of a
- * test file): see {@link recordLossGroup}.
+ * Registers, with vitest, the tests of records a store lost (call it at the top level of a
+ * test file): a record deleted with `target.deleteRecord` and written again by a newer writer
+ * never takes a write that expects a version from before the deletion, from a raw session or
+ * from a `runOnce` attempt that started before it, and the newer attempt records its outcome.
+ * For a backend whose guarantees declare `records`; the tests skip, saying why, on one
+ * without.
+ *
+ * @example
+ * runRecordLoss({ name: "etcd", ttlMs: 2_000, createBackend, deleteRecord: (key) => ... });
  */
 export function runRecordLoss(target: RecordLossTarget): void {
   const ctx = new SuiteContext(target);
