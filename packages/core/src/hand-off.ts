@@ -7,6 +7,11 @@ const MAX_NAMES = 1_000;
  * this many ms anyway: a waiter of another process may be polling unseen.
  */
 export const PROBE_EVERY_MS = 2_000;
+/**
+ * The first such hand-off comes this many ms into a run of taking the name again at once:
+ * processes that asked at the same moment as this one wait unseen from the start.
+ */
+export const FIRST_PROBE_AFTER_MS = 500;
 
 /** How a lock of a name held here ended. */
 interface Ended {
@@ -25,10 +30,18 @@ interface Ended {
  * every time while the others wait out their `waitMs`. So a waiting acquire of a name whose
  * lock ended here less than a hand-off window ago first waits out the rest of the window, long
  * enough for a waiter that saw the lock change hands to look again: an eighth of the lock's
- * TTL, between 50 and 250 ms (such a waiter looks again within 25 to 50 ms, then backs off). It does so when an acquire here found the name held within the
- * last four windows (others want it), and once every {@link PROBE_EVERY_MS} while it keeps
- * taking the name at once (others may be waiting unseen); otherwise it asks at once, so a lock
- * nobody else wants costs no wait. Tries (`tryAcquire`, `waitMs: 0`) never hold off.
+ * TTL, between 50 and 250 ms (such a waiter looks again within 25 to 50 ms, then backs off).
+ * It does so when an acquire here found the name held within the last four windows (others
+ * want it), and, while it keeps taking the name at once (others may be waiting unseen), once
+ * {@link FIRST_PROBE_AFTER_MS} into that run and then once every {@link PROBE_EVERY_MS};
+ * otherwise it asks at once, so a lock nobody else wants costs no wait. Tries (`tryAcquire`,
+ * `waitMs: 0`) never hold off.
+ *
+ * The first hand-off of such a run comes early because processes that asked at the same moment
+ * as this one (replicas starting together) are never seen: the acquire here found the name
+ * free, and theirs wait in their poll. The window stays short even when the store answers
+ * slowly: a coordinator sitting out its window does not ask, so a long window leaves fewer
+ * waiters to take the lock, and more windows end with nobody else asking.
  *
  * @internal
  */
@@ -38,7 +51,10 @@ export class HandOffs {
   readonly #contended = new Map<string, number>();
   /** How the last lock of the name held here ended. */
   readonly #ended = new Map<string, Ended>();
-  /** Since when the name has been taken again at once after each release, uncontended. */
+  /**
+   * While the name is taken again at once after each release, uncontended: when its next
+   * hand-off is due (monotonic ms).
+   */
   readonly #streak = new Map<string, number>();
   /** The token of the last grant of the name here. */
   readonly #tokens = new Map<string, bigint>();
@@ -91,13 +107,13 @@ export class HandOffs {
       return 0;
     }
     if (ended.contended) return leftMs;
-    const since = this.#streak.get(name);
-    if (since === undefined) {
-      this.#streak.set(name, now);
+    const probeAt = this.#streak.get(name);
+    if (probeAt === undefined) {
+      this.#streak.set(name, now + FIRST_PROBE_AFTER_MS);
       return 0;
     }
-    if (now - since < PROBE_EVERY_MS) return 0;
-    this.#streak.set(name, now);
+    if (now < probeAt) return 0;
+    this.#streak.set(name, now + PROBE_EVERY_MS);
     return leftMs;
   }
 

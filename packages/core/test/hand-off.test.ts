@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HandOffs, PROBE_EVERY_MS } from "../src/hand-off.js";
+import { FIRST_PROBE_AFTER_MS, HandOffs, PROBE_EVERY_MS } from "../src/hand-off.js";
 import { ManualClock } from "../src/manual-clock.js";
 
 const TTL = 2_000;
@@ -43,6 +43,27 @@ describe("hand-offs on a backend without a queue", () => {
     expect(probes).toBeGreaterThan(0);
     expect(probes).toBeLessThanOrEqual(Math.ceil((60 * (50 + WINDOW)) / PROBE_EVERY_MS));
     expect(probes).toBeLessThan(6);
+  });
+
+  it("a name taken again at once from the start is handed off soon, then once per probe period", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock);
+    const probedAt: number[] = [];
+    let token = 1n;
+    // Replicas that asked at the same moment wait unseen: this one never finds the name held.
+    for (let i = 0; i < 60; i++) {
+      const holdOff = hand.holdOffMs("job", TTL);
+      if (holdOff > 0) probedAt.push(clock.now() - 1_000);
+      await clock.advance(holdOff);
+      hand.granted("job", token++, false, holdOff > 0);
+      await clock.advance(50);
+      hand.ended("job", TTL);
+    }
+    // The first hand-off comes within the first FIRST_PROBE_AFTER_MS and a few grants, not after
+    // PROBE_EVERY_MS of grants all kept here.
+    expect(probedAt[0]).toBeGreaterThanOrEqual(FIRST_PROBE_AFTER_MS);
+    expect(probedAt[0]).toBeLessThan(FIRST_PROBE_AFTER_MS + 100);
+    expect(probedAt[1]).toBeGreaterThanOrEqual((probedAt[0] ?? 0) + PROBE_EVERY_MS);
   });
 
   it("a grant after a hold-off with a token that skipped others keeps the hand-offs going", async () => {
