@@ -7,7 +7,7 @@
  * @module @baton/nestjs
  */
 export { BatonModule } from "./baton-module.js";
-export { Leader, type LeaderOptions } from "./leader.js";
+export { Leader, type LeaderOptions, type LeaderProvider } from "./leader.js";
 export { currentLock, currentRun } from "./lock-context.js";
 export type { BatonModuleAsyncOptions, BatonModuleOptions } from "./module-options.js";
 export { RunOnce, type RunOnceDecoratorOptions } from "./run-once.js";

@@ -1,5 +1,5 @@
 import "reflect-metadata";
-import { ConfigError } from "@baton/core";
+import { ConfigError, type TermContext } from "@baton/core";
 
 /** Where `@Leader` records what it campaigns for. */
 export const LEADER_METADATA = "baton:leader";
@@ -16,8 +16,15 @@ export interface LeaderMetadata {
   readonly options: LeaderOptions;
 }
 
+/** A provider decorated with `@Leader` as a whole: its `lead` method runs while it leads. */
+export interface LeaderProvider {
+  /** Called with each term this instance leads; see {@link Leader}. */
+  lead(term: TermContext): unknown;
+}
+
 /**
- * Runs the method only while this instance leads election `name`: once the application has
+ * Runs the method only while this instance leads election `name` (on a provider class: its
+ * `lead(term)` method, see {@link LeaderProvider}): once the application has
  * started, every instance campaigns; the one elected calls the method with its term (`signal`,
  * `term`, `token`), and the `signal` aborts when the term ends (the lease was lost, the
  * application is closing). The method may return at once after starting work tied to the
@@ -37,15 +44,28 @@ export interface LeaderMetadata {
  * }
  * ```
  */
-export function Leader(name: string, options: LeaderOptions = {}): MethodDecorator {
+export function Leader(
+  name: string,
+  options: LeaderOptions = {},
+): MethodDecorator &
+  (<T extends abstract new (...args: never[]) => LeaderProvider>(target: T) => void) {
   if (typeof name !== "string" || name === "") {
     throw new ConfigError("@Leader", "takes the election's name, a non-empty string");
   }
-  return (_target, key, descriptor) => {
-    if (typeof descriptor.value !== "function") {
+  const metadata: LeaderMetadata = { name, options };
+  return ((target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    if (key === undefined) {
+      const lead = (target as { prototype?: { lead?: unknown } }).prototype?.lead;
+      if (typeof lead !== "function") {
+        throw new ConfigError("@Leader", "on a class, the class needs a lead(term) method");
+      }
+      Reflect.defineMetadata(LEADER_METADATA, metadata, target);
+      return;
+    }
+    if (typeof descriptor?.value !== "function") {
       throw new ConfigError("@Leader", `decorates a method; ${String(key)} is not one`);
     }
-    const metadata: LeaderMetadata = { name, options };
     Reflect.defineMetadata(LEADER_METADATA, metadata, descriptor.value);
-  };
+  }) as MethodDecorator &
+    (<T extends abstract new (...args: never[]) => LeaderProvider>(target: T) => void);
 }

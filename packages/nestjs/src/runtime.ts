@@ -99,6 +99,12 @@ export class BatonRuntime
       if (typeof instance !== "object" || instance === null) continue;
       const prototype: unknown = Object.getPrototypeOf(instance);
       if (typeof prototype !== "object" || prototype === null) continue;
+      const provider = Reflect.getMetadata(LEADER_METADATA, instance.constructor) as
+        | LeaderMetadata
+        | undefined;
+      if (provider !== undefined && wrapper.isDependencyTreeStatic()) {
+        this.#leaders.push({ instance, method: "lead", metadata: provider });
+      }
       for (const method of this.#scanner.getAllMethodNames(prototype)) {
         const fn = (instance as Record<string, unknown>)[method];
         if (typeof fn !== "function") continue;

@@ -2,7 +2,7 @@ import "reflect-metadata";
 import { randomUUID } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { describeBackend } from "@baton/conformance/harness";
-import { type Coordinator, CoordinatorClosedError } from "@baton/core";
+import { type Coordinator, CoordinatorClosedError, type TermContext } from "@baton/core";
 import { type INestApplicationContext, Injectable, Module } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import { Cron, ScheduleModule } from "@nestjs/schedule";
@@ -120,6 +120,27 @@ describe("BatonModule", () => {
     );
     expect(lines.find((l) => l.includes("leader boom"))).toContain('@Leader("failing")');
     expect(lines.find((l) => l.includes("tick boom"))).toContain('@RunOnce("failing")');
+  });
+
+  it("@Leader on a provider runs its lead() while it leads, and stops it when the app closes", async () => {
+    const terms: string[] = [];
+    @Leader("provider-leader")
+    @Injectable()
+    class Scheduler {
+      async lead({ term, signal }: TermContext): Promise<void> {
+        terms.push(`started ${term}`);
+        await new Promise((resolve) => signal.addEventListener("abort", resolve));
+        terms.push(`stopped ${term}`);
+      }
+    }
+    @Module({ imports: [BatonModule.forRoot({ url: "memory://" })], providers: [Scheduler] })
+    class LeaderModule {}
+    const app = await NestFactory.createApplicationContext(LeaderModule, { logger: false });
+    await app.init();
+    await waitFor("the term", () => terms.length > 0);
+    await app.close();
+    expect(terms).toEqual(["started 1", "stopped 1"]);
+    expect(() => Leader("x")(class NoLead {} as never)).toThrow(/lead\(term\)/);
   });
 
   it("@WithLock outside an application says what it needs", async () => {
