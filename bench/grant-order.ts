@@ -6,6 +6,9 @@
  *
  *   npx tsx --conditions=@baton/source bench/grant-order.ts dynamodb azure-blob postgres-lease
  *
+ * With `--in-process`, the three coordinators share one process instead (as the grant-order
+ * test runs them): one busy event loop for all three, which shows a loaded machine sooner.
+ *
  * Starts the servers of the backends named (as the tests do) and stops them after. A FIFO
  * backend gives a share near 0; polling backends without a hand-off give the releaser the
  * next grant whenever no waiter looks in the gap between its release and its next acquire.
@@ -14,7 +17,13 @@ import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { BackendKind } from "@baton/conformance/harness";
 import { startServers } from "@baton/conformance/harness";
-import { type GrantOrder, grantOrder, type WorkerGrants } from "./lib/grant-order.js";
+import {
+  contendInProcess,
+  type GrantOrder,
+  grantOrder,
+  openSession,
+  type WorkerGrants,
+} from "./lib/grant-order.js";
 
 const SECONDS = Number(process.env.GRANT_ORDER_SECONDS ?? 20);
 const HOLD_MS = 50;
@@ -24,10 +33,12 @@ const TTL_MS = 2_000;
 if (process.argv[2] === "--worker") {
   await worker(process.argv[3] as string, process.argv[4] as string, Number(process.argv[5]));
 } else {
-  await main(process.argv.slice(2).filter((a) => a !== "--") as BackendKind[]);
+  const args = process.argv.slice(2).filter((a) => a !== "--");
+  const inProcess = args.includes("--in-process");
+  await main(args.filter((a) => a !== "--in-process") as BackendKind[], inProcess);
 }
 
-async function main(kinds: readonly BackendKind[]): Promise<void> {
+async function main(kinds: readonly BackendKind[], inProcess: boolean): Promise<void> {
   // Row leases live on the postgres server.
   const backends = kinds.includes("postgres-lease") ? [...kinds, "postgres" as const] : kinds;
   const started = await startServers({ backends });
@@ -36,8 +47,10 @@ async function main(kinds: readonly BackendKind[]): Promise<void> {
       const url = (started.servers as unknown as Record<string, string | undefined>)[kind];
       if (url === undefined) throw new Error(`no server for ${kind}`);
       const name = `grant-order-${Date.now()}`;
-      const runs = await Promise.all(["a", "b", "c"].map((id) => runWorker(url, name, id)));
-      report(kind, grantOrder(runs));
+      const runs = inProcess
+        ? await contendInProcess(url, name, SECONDS * 1000, WAIT_MS)
+        : await Promise.all(["a", "b", "c"].map((id) => runWorker(url, name, id)));
+      report(inProcess ? `${kind} (in one process)` : kind, grantOrder(runs));
     }
   } finally {
     await started.stop();
@@ -68,7 +81,7 @@ async function worker(url: string, name: string, forMs: number): Promise<void> {
   await import("@baton/azure-blob");
   await import("@baton/postgres");
   const coordinator = core.createCoordinator({ url, ttlMs: TTL_MS });
-  await coordinator.holder(name); // the session is open before the clock starts
+  await openSession(coordinator, name); // the session is open before the clock starts
   const grants: bigint[] = [];
   const waits: number[] = [];
   let timeouts = 0;

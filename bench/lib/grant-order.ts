@@ -1,4 +1,9 @@
-import { createCoordinator, LockTimeoutError } from "@baton/core";
+import {
+  BackendUnavailableError,
+  type Coordinator,
+  createCoordinator,
+  LockTimeoutError,
+} from "@baton/core";
 
 /** What one process of a grant-order run saw: its grants' tokens, every wait, the timeouts. */
 export interface WorkerGrants {
@@ -56,7 +61,7 @@ export async function contendInProcess(
 ): Promise<WorkerGrants[]> {
   const coordinators = ["a", "b", "c"].map(() => createCoordinator({ url, ttlMs: 2_000 }));
   try {
-    await Promise.all(coordinators.map((c) => c.holder(name)));
+    await Promise.all(coordinators.map((c) => openSession(c, name)));
     const end = performance.now() + forMs;
     return await Promise.all(
       coordinators.map(async (c, i) => {
@@ -82,5 +87,21 @@ export async function contendInProcess(
     );
   } finally {
     await Promise.all(coordinators.map((c) => c.close()));
+  }
+}
+
+/**
+ * Opens the coordinator's session before the clock starts (a read of `name`'s holder), trying
+ * again while the store is slow to answer: a busy machine can take longer than one TTL to
+ * open the first session.
+ */
+export async function openSession(coordinator: Coordinator, name: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await coordinator.holder(name);
+      return;
+    } catch (error) {
+      if (!(error instanceof BackendUnavailableError) || attempt === 5) throw error;
+    }
   }
 }
