@@ -1,13 +1,8 @@
-import {
-  describeBackend,
-  etcdIsLeader,
-  type ServerGroup,
-  type StartedServers,
-  startServers,
-} from "@baton/conformance/harness";
+import type { ServerGroup } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator, type Lock } from "@baton/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { EtcdBackend } from "../src/index.js";
+import { describePrivateCluster, leaderIndex } from "./support/private-cluster.js";
 import { hostsOf } from "./support/recording-client.js";
 
 /** Clients, each holding {@link LOCKS_PER_CLIENT} locks on its one session. */
@@ -36,20 +31,6 @@ interface KillReport {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function leaderIndex(group: ServerGroup, timeoutMs: number): Promise<number> {
-  const until = performance.now() + timeoutMs;
-  for (;;) {
-    const running = group.members.filter((m) => m.running);
-    const leading = await Promise.all(
-      running.map((m) => etcdIsLeader("127.0.0.1", m.ports.client as number).catch(() => false)),
-    );
-    const at = leading.indexOf(true);
-    if (at >= 0) return (running[at] as { index: number }).index;
-    if (performance.now() > until) throw new Error("etcd: no leader elected");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /**
  * Clients holding locks while members are SIGKILLed one at a time (each restarted before the
@@ -188,21 +169,11 @@ async function killMembers(
   return report;
 }
 
-describeBackend("etcd", () => {
-  describe("etcd members killed while locks are held (private 3-member cluster)", () => {
-    let servers: StartedServers;
-    let group: ServerGroup;
-    beforeAll(async () => {
-      servers = await startServers({ backends: ["etcd"] });
-      const etcd = servers.groups.etcd;
-      if (etcd === undefined) throw new Error("no etcd group");
-      group = etcd;
-    });
-    afterAll(async () => {
-      await servers?.stop();
-    });
-
+describePrivateCluster(
+  "etcd members killed while locks are held (private 3-member cluster)",
+  (cluster) => {
     it("clients that list every member lose no lock when each member in turn is SIGKILLed", async () => {
+      const group = cluster();
       const hosts = hostsOf(group.url);
       const report = await killMembers(group, {
         // Each client lists the members starting from a different one.
@@ -215,6 +186,7 @@ describeBackend("etcd", () => {
     }, 180_000);
 
     it("a leader SIGKILL costs no lock to clients that know only a member that lives on", async () => {
+      const group = cluster();
       const hosts = hostsOf(group.url);
       const report = await killMembers(group, {
         // Two clients per member, each knowing only that member.
@@ -224,5 +196,5 @@ describeBackend("etcd", () => {
       });
       expect(report).toMatchObject({ lost: [], stale: [], stalled: [] });
     }, 120_000);
-  });
-});
+  },
+);
