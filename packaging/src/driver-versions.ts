@@ -20,7 +20,8 @@ export interface DriverVersions extends DeclaredDriver {
 }
 
 /**
- * Every non-Baton dependency of the adapters under `root`, as each `package.json` declares it:
+ * Every non-Baton dependency of the adapters under `root`, as each `package.json` declares it,
+ * and every optional peer (a driver the app brings, such as node-redis for `@baton/redis`):
  * the drivers whose oldest and newest versions a consumer may end up with.
  */
 export function declaredDrivers(root: string, adapters: readonly string[]): DeclaredDriver[] {
@@ -29,8 +30,16 @@ export function declaredDrivers(root: string, adapters: readonly string[]): Decl
     const manifest = JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8")) as {
       name: string;
       dependencies?: Record<string, string>;
+      peerDependencies?: Record<string, string>;
+      peerDependenciesMeta?: Record<string, { optional?: boolean }>;
     };
-    for (const [name, range] of Object.entries(manifest.dependencies ?? {})) {
+    const optionalPeers = Object.entries(manifest.peerDependencies ?? {}).filter(
+      ([name]) => manifest.peerDependenciesMeta?.[name]?.optional === true,
+    );
+    for (const [name, range] of [
+      ...Object.entries(manifest.dependencies ?? {}),
+      ...optionalPeers,
+    ]) {
       if (!name.startsWith("@baton/")) drivers.push({ adapter: manifest.name, name, range });
     }
   }
