@@ -40,8 +40,8 @@ export interface RedisClientLike {
  * naming node-redis' own types. Pass your own connected client as
  * {@link RedisBackendOptions.client}; Baton tells it from an ioredis one by this shape.
  *
- * Baton runs its Lua scripts on it (`evalSha`, `eval`; script arguments as strings), reads
- * records with `hmGet`, leaves a wait line with `zRem`, connects it if it is not open yet
+ * Baton runs its Lua scripts on it (`sendCommand` with `EVALSHA` or `EVAL`, every argument a
+ * string; a cluster's by the script's first key), reads records with `hmGet`, leaves a wait line with `zRem`, connects it if it is not open yet
  * (`isOpen`, `connect`, the `ready` and `error` events while it waits), and makes one
  * `duplicate()` of it for its release subscriber (`subscribe`, `unsubscribe`), which it
  * connects and closes itself. Replies are read in node-redis' default types, whatever type
@@ -58,10 +58,14 @@ export interface NodeRedisClientLike {
   on(event: string, listener: (...args: unknown[]) => void): unknown;
   /** Stops listening. */
   off(event: string, listener: (...args: unknown[]) => void): unknown;
-  /** Runs a loaded Lua script by its SHA1. */
+  /** node-redis' EVALSHA: how Baton tells a node-redis client from an ioredis one. */
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  /** Runs (and loads) a Lua script. */
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /**
+   * Sends a raw command: `sendCommand(args)` on a client, `sendCommand(firstKey, isReadonly,
+   * args)` on a cluster. Baton runs its Lua scripts with it (`EVALSHA`, then `EVAL` for a
+   * script the server does not know yet), every argument a string.
+   */
+  sendCommand(...args: never[]): Promise<unknown>;
   /** Reads fields of a hash (a `runOnce` record). */
   hmGet(key: string, fields: string[]): Promise<unknown>;
   /** Removes a member of a sorted set (a waiter leaving a lock's line). */
