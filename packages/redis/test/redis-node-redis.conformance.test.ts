@@ -22,6 +22,13 @@ describeBackend("redis", (url) => {
         );
       },
     },
-    { fencing: "single-node", fifo: true, watch: true, crossProcess: true, semaphores: true },
+    {
+      fencing: "single-node",
+      fifo: true,
+      watch: true,
+      crossProcess: true,
+      semaphores: true,
+      timeLeft: true,
+    },
   );
 });

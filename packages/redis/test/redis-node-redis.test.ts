@@ -127,6 +127,9 @@ describeBackend("redis", (url) => {
       c.on("error", () => undefined);
       cleanups.push(() => closeNodeRedis(c));
       const count = () => connections(address, clientName);
+      const events = c as unknown as { listenerCount(event: string): number };
+      const listeners = () => ["ready", "error", "end"].map((e) => events.listenerCount(e));
+      const before = listeners();
       const backend = new RedisBackend({ client: c });
       const coordinator = createCoordinator({ backend, ttlMs: 3_000 });
       const other = createCoordinator({ backend, ttlMs: 3_000 });
@@ -135,6 +138,8 @@ describeBackend("redis", (url) => {
       // A waiter makes the backend open its subscriber.
       const waiting = other.acquire(name, { waitMs: 10_000 });
       expect(c.isOpen).toBe(true);
+      // Baton listened on the app's client only while it waited for it to be ready.
+      expect(listeners()).toEqual(before);
       await expect.poll(count, { timeout: 10_000 }).toBe(2);
       await held.release();
       await (await waiting).release();
@@ -204,5 +209,15 @@ describeBackend("redis", (url) => {
         expect(performance.now() - start).toBeLessThan(4_500);
       },
     );
+  });
+
+  it("tells a node-redis client from an ioredis one by shape, and refuses anything else naming `client`", () => {
+    const c = NODE_REDIS["node-redis 6"].createClient({ url: `redis://${address}` });
+    expect(new RedisBackend({ client: c }).client).toBe(c);
+    for (const bad of [{}, { evalSha: () => undefined }, { isOpen: false }]) {
+      expect(() => new RedisBackend({ client: bad as never })).toThrow(
+        expect.objectContaining({ field: "client", code: "BATON_CONFIG" }),
+      );
+    }
   });
 });
