@@ -13,8 +13,9 @@ import {
 } from "@baton/core";
 import { Redis } from "ioredis";
 import { clientAddress } from "./client-address.js";
+import { asRedisClient, isNodeRedis, NodeRedisClient } from "./node-redis-client.js";
 import { ownedClientOptions } from "./redis-client.js";
-import type { RedisClientLike } from "./redis-client-like.js";
+import type { NodeRedisClientLike, RedisClientLike } from "./redis-client-like.js";
 import {
   defaultNodeTimeoutMs,
   type RedlockBackendOptions,
@@ -67,18 +68,23 @@ const CONNECT_MIN_MS = 2_000;
  * `ConfigError`; `holder()` reports `0n`). Use it for efficiency locks only; correctness mode
  * refuses it.
  */
-export class RedlockBackend implements LockBackend {
+export class RedlockBackend<C extends RedisClientLike | NodeRedisClientLike = RedisClientLike>
+  implements LockBackend
+{
   readonly kind = "redlock";
   readonly guarantees = REDLOCK_GUARANTEES;
   /** One client per node (yours, or the ones it made). */
-  readonly nodes: readonly RedisClientLike[];
+  readonly nodes: readonly C[];
   /**
    * Where the backend connects: every node's `host:port` (or socket path), separated by
    * `", "`, e.g. `10.0.0.1:6379, 10.0.0.2:6379, 10.0.0.3:6379`; never the user nor the
    * password. Named in core's messages about it; undefined when no node says.
    */
   readonly endpoint: string | undefined;
-  /** {@link nodes} as ioredis' own type, for the calls the backend makes. */
+  /**
+   * {@link nodes} as ioredis' own type, for the calls the backend makes: each client itself,
+   * or a node-redis client behind the wrapper that answers the same calls.
+   */
   readonly #nodes: readonly Redis[];
   /** Prefix of every key. */
   readonly keyPrefix: string;
@@ -90,15 +96,18 @@ export class RedlockBackend implements LockBackend {
   #closed = false;
 
   /** Checks `options` (a `ConfigError` naming the field) without any I/O. */
-  constructor(options: RedlockBackendOptions) {
+  constructor(options: RedlockBackendOptions<C>) {
     const resolved = resolveRedlockOptions(options, parseBackendUrl);
     this.keyPrefix = resolved.keyPrefix;
     this.#nodeTimeoutMs = resolved.nodeTimeoutMs;
     this.#retryMinMs = resolved.retryMinMs;
     this.#retryMaxMs = resolved.retryMaxMs;
     if (resolved.clients !== undefined) {
-      // Checked by shape in resolveRedlockOptions: ioredis instances, whichever copy.
-      this.#nodes = [...resolved.clients] as unknown as Redis[];
+      // Checked by shape in resolveRedlockOptions: ioredis instances, whichever copy, or
+      // node-redis clients, which the wrapper makes answer ioredis' calls.
+      this.#nodes = resolved.clients.map((c) =>
+        isNodeRedis(c) ? (asRedisClient(new NodeRedisClient(c)) as Redis) : (c as unknown as Redis),
+      );
       this.#owned = false;
     } else {
       const url = resolved.url as BackendUrl;
@@ -110,7 +119,7 @@ export class RedlockBackend implements LockBackend {
       });
       this.#owned = true;
     }
-    this.nodes = this.#nodes;
+    this.nodes = (resolved.clients ?? this.#nodes) as readonly C[];
     const addresses = this.#nodes.map(clientAddress).filter((a) => a !== undefined);
     this.endpoint = addresses.length === 0 ? undefined : addresses.join(", ");
   }

@@ -1,10 +1,16 @@
 import type { BackendUrl } from "@baton/core";
 import { ConfigError } from "@baton/core";
-import type { RedisClientLike } from "./redis-client-like.js";
+import { isNodeRedis } from "./node-redis-client.js";
+import type { NodeRedisClientLike, RedisClientLike } from "./redis-client-like.js";
 import { checkPrefix, checkQuery, checkTimeout, DEFAULT_KEY_PREFIX } from "./redis-options.js";
 
-/** Options of {@link RedlockBackend}. Exactly one of `url` and `clients`. */
-export interface RedlockBackendOptions {
+/**
+ * Options of {@link RedlockBackend}. Exactly one of `url` and `clients`. `C` is the type of
+ * your own clients, when you pass them.
+ */
+export interface RedlockBackendOptions<
+  C extends RedisClientLike | NodeRedisClientLike = RedisClientLike | NodeRedisClientLike,
+> {
   /**
    * `redlock://[user:pass@]h1:p1,h2:p2,h3:p3` with an odd number (3 or more) of independent
    * Redis nodes (not replicas of each other, not a Cluster). Query parameters `prefix`,
@@ -12,10 +18,11 @@ export interface RedlockBackendOptions {
    */
   readonly url?: string;
   /**
-   * Your own ioredis `Redis` instances (see {@link RedisClientLike}), one per independent node
-   * (odd, 3 or more). Never closed by the backend.
+   * Your own clients, one per independent node (odd, 3 or more): ioredis `Redis` instances
+   * (see {@link RedisClientLike}) or node-redis clients (see {@link NodeRedisClientLike}).
+   * Never closed by the backend.
    */
-  readonly clients?: readonly RedisClientLike[];
+  readonly clients?: readonly C[];
   /** Prefix of every key. Default `"baton:"`. */
   readonly keyPrefix?: string;
   /**
@@ -45,7 +52,7 @@ export const DEFAULT_RETRY_MAX_MS = 60;
 /** Validated {@link RedlockBackendOptions}. */
 export interface ResolvedRedlockOptions {
   readonly url: BackendUrl | undefined;
-  readonly clients: readonly RedisClientLike[] | undefined;
+  readonly clients: readonly (RedisClientLike | NodeRedisClientLike)[] | undefined;
   readonly nodeCount: number;
   readonly keyPrefix: string;
   readonly nodeTimeoutMs: number | undefined;
@@ -111,7 +118,10 @@ export function resolveRedlockOptions(
     }
   }
   if ((input.url === undefined) === (input.clients === undefined)) {
-    throw new ConfigError("url", "pass exactly one of `url` and `clients` (ioredis instances)");
+    throw new ConfigError(
+      "url",
+      "pass exactly one of `url` and `clients` (ioredis or node-redis clients)",
+    );
   }
   let url: BackendUrl | undefined;
   let nodeCount: number;
@@ -129,16 +139,16 @@ export function resolveRedlockOptions(
     retryMaxMs ??= fromUrl.retryMaxMs;
     nodeCount = url.hosts.length;
   } else {
-    if (!Array.isArray(input.clients)) {
-      throw new ConfigError("clients", "must be an array of ioredis Redis instances");
-    }
+    const what = "must be an array of ioredis Redis instances or node-redis clients";
+    if (!Array.isArray(input.clients)) throw new ConfigError("clients", what);
     for (const c of input.clients) {
+      if (isNodeRedis(c)) continue;
       if (
         c === null ||
         typeof c !== "object" ||
         typeof (c as Partial<RedisClientLike>).evalsha !== "function"
       ) {
-        throw new ConfigError("clients", "must be an array of ioredis Redis instances");
+        throw new ConfigError("clients", what);
       }
     }
     nodeCount = input.clients.length;

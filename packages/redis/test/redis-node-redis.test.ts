@@ -15,7 +15,7 @@ import {
 } from "@baton/core";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { RedisBackend } from "../src/index.js";
+import { RedisBackend, RedlockBackend } from "../src/index.js";
 import {
   closeNodeRedis,
   NODE_REDIS,
@@ -219,5 +219,36 @@ describeBackend("redis", (url) => {
         expect.objectContaining({ field: "client", code: "BATON_CONFIG" }),
       );
     }
+  });
+});
+
+describeBackend("redlock", (url) => {
+  it("Redlock over an app's own node-redis clients, one per node (node-redis 4, 5 and 6), excludes a URL-built Redlock and releases on every node", async () => {
+    const hosts = (url.replace(/^redlock:\/\//, "").split("?")[0] as string).split(",");
+    const clients = await Promise.all(
+      hosts.map((h, i) => nodeRedisClient(MAJORS[i % MAJORS.length] as NodeRedisMajor, h)),
+    );
+    for (const c of clients) cleanups.push(() => closeNodeRedis(c));
+    const own = new RedlockBackend({ clients, keyPrefix: "nr-redlock:" });
+    expect(own.nodes).toEqual(clients);
+    expect(own.endpoint).toBe(hosts.join(", "));
+    const byUrl = new RedlockBackend({ url, keyPrefix: "nr-redlock:" });
+    cleanups.push(() => own.close());
+    cleanups.push(() => byUrl.close());
+    const a = createCoordinator({ backend: own, ttlMs: 3_000 });
+    const b = createCoordinator({ backend: byUrl, ttlMs: 3_000 });
+    cleanups.push(() => a.close());
+    cleanups.push(() => b.close());
+    const name = `${prefix}redlock`;
+    const lock = await a.acquire(name);
+    expect(await b.tryAcquire(name)).toBeNull();
+    expect(await b.holder(name)).toMatchObject({ ownerId: a.ownerId });
+    await new Promise((r) => setTimeout(r, 1_500)); // a renewal on every node
+    expect(lock.held).toBe(true);
+    expect(await lock.release()).toBe(true);
+    const next = await b.tryAcquire(name);
+    expect(next).not.toBeNull();
+    expect(await a.tryAcquire(name)).toBeNull();
+    await next?.release();
   });
 });
