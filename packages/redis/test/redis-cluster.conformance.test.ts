@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { runConformance } from "@baton/conformance";
 import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend, type ServerGroup, startRedisCluster } from "@baton/conformance/harness";
-import { createCoordinator, type Lock } from "@baton/core";
-import { Cluster } from "ioredis";
+import { AuthenticationError, createCoordinator, type Lock } from "@baton/core";
+import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lockKeys, RedisBackend, recordKey } from "../src/index.js";
 import {
@@ -13,6 +13,7 @@ import {
   NODE_REDIS,
   type NodeRedisMajor,
   nodeRedisCluster,
+  type TestNodeRedis,
 } from "./node-redis-clients.js";
 
 // A private 3-master Redis Cluster (redis-server --cluster-enabled yes + redis-cli --cluster
@@ -254,6 +255,36 @@ describeBackend("redis", () => {
           expect(client.isOpen).toBe(true);
           await closeNodeRedis(client);
           raw.disconnect();
+        }
+      });
+
+      it("a cluster client whose password the nodes refuse fails with AuthenticationError naming `client`", async () => {
+        const hosts = announced().map((n) => `${n.host}:${n.port}`);
+        const user = `baton-nr-${major.replace(/\D/g, "")}`;
+        for (const node of announced()) {
+          const admin = new Redis({ ...node });
+          await admin.call("ACL", "SETUSER", user, "reset", "on", ">right-Pa55", "~*", "+@all");
+          admin.disconnect();
+        }
+        const create = NODE_REDIS[major].createCluster as (o: object) => TestNodeRedis;
+        const client = create({
+          rootNodes: hosts.map((h) => ({ url: `redis://${h}` })),
+          defaults: { username: user, password: "wrong-Pa55" },
+        });
+        client.on("error", () => undefined);
+        const backend = new RedisBackend({ client, commandTimeoutMs: 5_000 });
+        const c = createCoordinator({ backend, ttlMs: 3_000 });
+        try {
+          const start = performance.now();
+          const error = await c.acquire("auth", { waitMs: 20_000 }).catch((e: unknown) => e);
+          expect(error).toBeInstanceOf(AuthenticationError);
+          expect((error as AuthenticationError).field).toBe("client");
+          expect((error as Error).message).not.toContain("wrong-Pa55");
+          expect(performance.now() - start).toBeLessThan(4_500);
+        } finally {
+          await c.close();
+          await backend.close();
+          await closeNodeRedis(client);
         }
       });
     },
