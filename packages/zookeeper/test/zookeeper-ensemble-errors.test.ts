@@ -55,9 +55,10 @@ describeBackend("zookeeper", (url) => {
       "state",
       zookeeper.State.EXPIRED,
     );
-    expect(session.lost?.aborted).toBe(true);
-    expect(session.lost?.reason).toBeInstanceOf(SessionLostError);
-    expect((session.lost?.reason as Error).message).toBe(
+    const lost = session.lost;
+    expect(lost?.aborted).toBe(true);
+    expect(lost?.reason).toBeInstanceOf(SessionLostError);
+    expect((lost?.reason as Error | undefined)?.message).toBe(
       `the ZooKeeper session expired (ensemble ${backend.endpoint})`,
     );
     expect(backend.endpoint).toMatch(/^127\.0\.0\.1:\d+(, 127\.0\.0\.1:\d+)*$/);
