@@ -55,6 +55,25 @@ export function isNodeRedis(client: unknown): client is NodeRedisClientLike {
   );
 }
 
+/**
+ * Whether `client` is a node-redis 4 client created with `legacyMode: true` (its `options`
+ * say so, as its `v4` getter reads them): its commands answer through callbacks, not promises,
+ * and it also has ioredis' lowercase names (`evalsha`), so it looks like neither client.
+ */
+export function isLegacyNodeRedis(client: unknown): boolean {
+  const c = client as { isOpen?: unknown; options?: { legacyMode?: unknown } } | null;
+  return (
+    c !== null &&
+    typeof c === "object" &&
+    typeof c.isOpen === "boolean" &&
+    c.options?.legacyMode === true
+  );
+}
+
+/** Why a legacy-mode client is refused, and what to pass instead. */
+export const LEGACY_MODE_REFUSED =
+  "is a node-redis client created with legacyMode: true, whose commands answer through callbacks; pass one created without legacyMode, such as client.duplicate({ legacyMode: false })";
+
 /** The events {@link NodeRedisClient} reports, by the name ioredis gives them. */
 type Event = "ready" | "error" | "end" | "node error" | "message";
 

@@ -1,7 +1,7 @@
 import type { BackendUrl } from "@baton/core";
 import { ConfigError } from "@baton/core";
 import { checkNatMap, type RedisNatMap } from "./nat-map.js";
-import { isNodeRedis } from "./node-redis-client.js";
+import { isLegacyNodeRedis, isNodeRedis, LEGACY_MODE_REFUSED } from "./node-redis-client.js";
 import type { NodeRedisClientLike, RedisClientLike } from "./redis-client-like.js";
 
 /**
@@ -131,6 +131,7 @@ export function resolveRedisOptions(
     cluster = isClusterUrl(url);
   } else {
     const c = input.client as Partial<RedisClientLike> | null;
+    if (isLegacyNodeRedis(c)) throw new ConfigError("client", LEGACY_MODE_REFUSED);
     const nodeRedis = isNodeRedis(c);
     if (!nodeRedis && (c === null || typeof c !== "object" || typeof c.evalsha !== "function")) {
       throw new ConfigError(

@@ -1,6 +1,6 @@
 import type { BackendUrl } from "@baton/core";
 import { ConfigError } from "@baton/core";
-import { isNodeRedis } from "./node-redis-client.js";
+import { isLegacyNodeRedis, isNodeRedis, LEGACY_MODE_REFUSED } from "./node-redis-client.js";
 import type { NodeRedisClientLike, RedisClientLike } from "./redis-client-like.js";
 import { checkPrefix, checkQuery, checkTimeout, DEFAULT_KEY_PREFIX } from "./redis-options.js";
 
@@ -142,6 +142,7 @@ export function resolveRedlockOptions(
     const what = "must be an array of ioredis Redis instances or node-redis clients";
     if (!Array.isArray(input.clients)) throw new ConfigError("clients", what);
     for (const c of input.clients) {
+      if (isLegacyNodeRedis(c)) throw new ConfigError("clients", `one ${LEGACY_MODE_REFUSED}`);
       if (isNodeRedis(c)) continue;
       if (
         c === null ||

@@ -10,6 +10,7 @@ import {
 import {
   AuthenticationError,
   BackendUnavailableError,
+  ConfigError,
   type Coordinator,
   createCoordinator,
 } from "@baton/core";
@@ -209,6 +210,65 @@ describeBackend("redis", (url) => {
         expect(performance.now() - start).toBeLessThan(4_500);
       },
     );
+  });
+
+  it("refuses a node-redis 4 client in legacy mode naming `client` before any I/O, and works with one duplicated without legacy mode", async () => {
+    const create = NODE_REDIS["node-redis 4"].createClient as (o: object) => TestNodeRedis & {
+      v4: unknown;
+      duplicate(overrides: object): TestNodeRedis;
+    };
+    // Not connected: the refusal needs no server.
+    const legacy = create({ url: `redis://${address}`, legacyMode: true });
+    const refused = (make: () => unknown) => {
+      let error: unknown;
+      let built: unknown;
+      try {
+        built = make();
+      } catch (e) {
+        error = e;
+      }
+      // A backend built on the legacy client is closed, so nothing is left behind.
+      if (built instanceof RedisBackend || built instanceof RedlockBackend) {
+        const backend = built;
+        cleanups.push(() => backend.close());
+      }
+      return error;
+    };
+    const single = refused(() => new RedisBackend({ client: legacy }));
+    expect(single).toBeInstanceOf(ConfigError);
+    expect((single as ConfigError).field).toBe("client");
+    expect((single as Error).message).toContain("legacyMode");
+    expect((single as Error).message).toContain("duplicate({ legacyMode: false })");
+    const redlock = refused(() => new RedlockBackend({ clients: [legacy, legacy, legacy] }));
+    expect(redlock).toBeInstanceOf(ConfigError);
+    expect((redlock as ConfigError).field).toBe("clients");
+    expect((redlock as Error).message).toContain("legacyMode");
+    // Its `v4` commands alone are no client: nothing to connect or listen on.
+    expect(refused(() => new RedisBackend({ client: legacy.v4 as never }))).toMatchObject({
+      field: "client",
+      code: "BATON_CONFIG",
+    });
+
+    // What the message says to pass: a client duplicated without legacy mode, which Baton
+    // connects itself.
+    const plain = legacy.duplicate({ legacyMode: false });
+    plain.on("error", () => undefined);
+    cleanups.push(() => closeNodeRedis(plain));
+    const a = coordinatorOn(plain, 30_000);
+    const b = coordinatorOn(plain, 30_000);
+    const name = `${prefix}legacy-duplicate`;
+    const first = await a.acquire(name, { waitMs: 10_000 });
+    const waiting = b.acquire(name, { waitMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await first.release()).toBe(true);
+    const second = await waiting;
+    expect(second.token).toBeGreaterThan(first.token as bigint);
+    expect(await second.release()).toBe(true);
+    let runs = 0;
+    const job = `${prefix}legacy-duplicate-job-${Date.now()}`;
+    expect((await a.runOnce(job, "slot-1", () => ++runs)).outcome).toBe("ran");
+    expect((await b.runOnce(job, "slot-1", () => ++runs)).outcome).toBe("already-done");
+    expect(runs).toBe(1);
   });
 
   it("tells a node-redis client from an ioredis one by shape, and refuses anything else naming `client`", () => {
