@@ -1,5 +1,3 @@
-import { type Abortable, AbortScope } from "./abort-scope.js";
-import { AcquireCall } from "./acquire-call.js";
 import type {
   BackendAcquireOptions,
   BackendPermitOptions,
@@ -8,11 +6,40 @@ import type {
   Holder,
   LockBackend,
   PermitMode,
-} from "./backend.js";
-import type { BackendUrl } from "./backend-url.js";
-import { type BackoffOptions, backoffMs } from "./backoff.js";
-import { boundedCall, pausedWithin, pauseNote, raceAbortable } from "./bounded-call.js";
-import { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./clock.js";
+} from "./contract/backend.js";
+import type { BackendUrl } from "./contract/backend-url.js";
+import {
+  asUnavailable,
+  BackendUnavailableError,
+  ConfigError,
+  CoordinatorClosedError,
+  isAbortError,
+  LockHeldError,
+  SessionLostError,
+  StaleTokenError,
+} from "./contract/errors.js";
+import type { Fence } from "./contract/fence.js";
+import type { Guarantees } from "./contract/guarantees.js";
+import { isTransient } from "./contract/transient.js";
+import { type Abortable, AbortScope } from "./helpers/abort-scope.js";
+import { type BackoffOptions, backoffMs } from "./helpers/backoff.js";
+import { boundedCall, pausedWithin, pauseNote, raceAbortable } from "./helpers/bounded-call.js";
+import { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./helpers/clock.js";
+import { KeyedMutex } from "./helpers/keyed-mutex.js";
+import { linkSignals } from "./helpers/link-signals.js";
+import { LinkedList } from "./helpers/linked-list.js";
+import { checkFunction, checkName, checkOptions, checkSignal } from "./helpers/validate.js";
+import { AcquireCall } from "./kernel/acquire-call.js";
+import type {
+  CoordinatorEventName,
+  CoordinatorEvents,
+  CoordinatorListener,
+} from "./kernel/events.js";
+import { HandOffs } from "./kernel/hand-off.js";
+import { HeldLock, type LockHost } from "./kernel/held-lock.js";
+import { noPermitsError, noRecordsError } from "./kernel/kernel-errors.js";
+import type { Lock } from "./kernel/lock.js";
+import { ManagedSession, unreachableBoundMs } from "./kernel/managed-session.js";
 import {
   type AcquireOptions,
   type CoordinatorOptions,
@@ -23,69 +50,27 @@ import {
   resolveAcquireOptions,
   resolveCoordinatorOptions,
   type TryAcquireOptions,
-} from "./coordinator-options.js";
+} from "./kernel/options.js";
+import type { Permit, PermitRequest } from "./kernel/permit.js";
+import type { RecipeHost, RecordAccess } from "./kernel/recipe-host.js";
+import { createBackend, knownGuarantees } from "./kernel/registry.js";
+import { EventHub } from "./observability/event-hub.js";
+import { safeLog } from "./observability/logger.js";
+import { type Election, type ElectionOptions, elect } from "./recipes/election.js";
+import { type PartitionOptions, type Partitions, partitions } from "./recipes/partitions.js";
+import { type ReadWriteLock, ReadWriteLockHandle } from "./recipes/read-write-lock.js";
 import {
-  CampaignLoop,
-  type Election,
-  type ElectionOptions,
-  resolveElectionOptions,
-} from "./election.js";
-import {
-  asUnavailable,
-  BackendUnavailableError,
-  ConfigError,
-  CoordinatorClosedError,
-  isAbortError,
-  LockHeldError,
-  SessionLostError,
-  StaleTokenError,
-} from "./errors.js";
-import {
-  type CoordinatorEventName,
-  type CoordinatorEvents,
-  type CoordinatorListener,
-  EventHub,
-  safeLog,
-} from "./events.js";
-import type { Fence } from "./fence.js";
-import type { Guarantees } from "./guarantees.js";
-import { HandOffs } from "./hand-off.js";
-import { HeldLock, type LockHost } from "./held-lock.js";
-import { KeyedMutex } from "./keyed-mutex.js";
-import { linkSignals } from "./link-signals.js";
-import { LinkedList } from "./linked-list.js";
-import type { Lock } from "./lock.js";
-import { ManagedSession, unreachableBoundMs } from "./managed-session.js";
-import {
-  PartitionBalancer,
-  type PartitionOptions,
-  type Partitions,
-  resolvePartitionOptions,
-} from "./partitions.js";
-import type { Permit, PermitRequest } from "./permit.js";
-import { type ReadWriteLock, ReadWriteLockHandle } from "./read-write-lock.js";
-import { createBackend, knownGuarantees } from "./registry.js";
-import {
-  type RecordAccess,
   type RunContext,
-  type RunOnceHost,
   type RunOnceOptions,
   type RunOnceResult,
   runOnce,
-} from "./run-once.js";
-import { CronSchedule, type Schedule, type ScheduleOptions } from "./schedule.js";
-import {
-  type PermitHost,
-  type Semaphore,
-  SemaphoreHandle,
-  type SemaphoreOptions,
-} from "./semaphore.js";
+} from "./recipes/run-once.js";
+import { type Schedule, type ScheduleOptions, schedule } from "./recipes/schedule.js";
+import { type Semaphore, SemaphoreHandle, type SemaphoreOptions } from "./recipes/semaphore.js";
+import { type LockContext, runUnder } from "./recipes/with-lock.js";
 import { liveCoordinators } from "./step-down.js";
-import { isTransient } from "./transient.js";
-import { checkName, checkOptions, checkSignal } from "./validate.js";
-import { type LockContext, runUnder } from "./with-held.js";
 
-export type { LockContext } from "./with-held.js";
+export type { LockContext } from "./recipes/with-lock.js";
 
 /** A backend session that keeps durable records. */
 type RecordSession = BackendSession & Required<Pick<BackendSession, "readRecord" | "writeRecord">>;
@@ -311,7 +296,7 @@ class CoordinatorImpl implements Coordinator {
   readonly ttlMs: number;
   readonly #options: ResolvedOptions;
   readonly #clock: Clock;
-  readonly #events: EventHub;
+  readonly #events: EventHub<CoordinatorEvents>;
   /** The fence every grant raises before the hand-over: correctness mode's, if it has one. */
   readonly #fence: Fence | undefined;
   readonly #local = new KeyedMutex();
@@ -323,10 +308,10 @@ class CoordinatorImpl implements Coordinator {
   readonly #calls = new LinkedList<AcquireCall>();
   /** In-flight holder calls and fence raises, ended by close(). */
   readonly #pending = new Set<AbortScope>();
-  readonly #elections = new Set<Election>();
-  readonly #partitionSets = new Set<Partitions>();
-  readonly #schedules = new Set<Schedule>();
-  #permits: PermitHost | undefined;
+  /** The closes of running recipes (elections, partitions, schedules), called first on close. */
+  readonly #recipeCloses = new Set<() => Promise<void>>();
+  /** What every recipe of this coordinator is given. */
+  readonly #recipes: RecipeHost;
   #backend: Promise<LockBackend> | undefined;
   #session: ManagedSession | undefined;
   #opening: Promise<ManagedSession> | undefined;
@@ -377,6 +362,7 @@ class CoordinatorImpl implements Coordinator {
       events: this.#events,
       fencing: options.backend?.guarantees.fencing,
     };
+    this.#recipes = this.#recipeHost();
     if (options.backend !== undefined) {
       this.#backend = Promise.resolve(options.backend);
       backendUsers.set(options.backend, (backendUsers.get(options.backend) ?? 0) + 1);
@@ -448,44 +434,52 @@ class CoordinatorImpl implements Coordinator {
     options?: AcquireOptions,
   ): Promise<T> {
     checkName(name);
-    if (typeof fn !== "function") throw new ConfigError("fn", "must be a function");
-    return await runUnder(await this.acquire(name, options), fn, this.#events);
+    checkFunction(fn, "fn");
+    return await runUnder(await this.acquire(name, options), fn, this.#recipes.report);
   }
 
   semaphore(name: string, options: SemaphoreOptions): Semaphore {
-    this.#assertOpen();
-    return new SemaphoreHandle(this.#permitHost(), name, options);
+    return new SemaphoreHandle(this.#recipes, name, options);
   }
 
   readWriteLock(name: string): ReadWriteLock {
-    this.#assertOpen();
-    return new ReadWriteLockHandle(this.#permitHost(), name);
+    return new ReadWriteLockHandle(this.#recipes, name);
   }
 
-  #permitHost(): PermitHost {
-    this.#permits ??= {
-      acquire: (name, options, request, orNull) =>
+  /** What every recipe of this coordinator is given: see {@link RecipeHost}. */
+  #recipeHost(): RecipeHost {
+    const events = this.#events;
+    const report = (error: unknown, during: string) =>
+      events.emit("backgroundError", { error, during });
+    return {
+      locks: this,
+      clock: this.#clock,
+      events,
+      report,
+      assertOpen: () => this.#assertOpen(),
+      track: (close) => {
+        this.#recipeCloses.add(close);
+        return () => {
+          this.#recipeCloses.delete(close);
+        };
+      },
+      knownGuarantees: () => this.#knownGuarantees(),
+      backendKind: () => this.#backendKind(),
+      acquirePermits: (name, options, request, orNull) =>
         this.#acquire(
           name,
           options,
           orNull ? nullWhenHeld : rejectHeld,
           request,
         ) as Promise<Permit | null>,
-      holders: (name) =>
+      permitHolders: (name) =>
         this.#bounded(`the permit holders of "${name}"`, (session) => {
           const read = session.permitHolders;
           if (read === undefined) throw noPermitsError(this.#backendKind());
           return read.call(session, name);
         }),
-      runUnder: (permit, fn) => runUnder(permit, fn, this.#events),
-      assertSupported: () => {
-        const guarantees = this.#knownGuarantees();
-        if (guarantees !== undefined && !guarantees.semaphores) {
-          throw noPermitsError(this.#backendKind());
-        }
-      },
+      records: (signal) => this.#records(signal),
     };
-    return this.#permits;
   }
 
   #backendKind(): string {
@@ -529,46 +523,11 @@ class CoordinatorImpl implements Coordinator {
   }
 
   elect(name: string, options: ElectionOptions): Election {
-    checkName(name);
-    const resolved = resolveElectionOptions(options);
-    this.#assertOpen();
-    const election: Election = new CampaignLoop(
-      {
-        coordinator: this,
-        clock: this.#options.clock,
-        report: (error, during) => this.#events.emit("backgroundError", { error, during }),
-        closed: (e) => this.#elections.delete(e),
-        termChanged: ({ term, started, reason }) => {
-          if (started) this.#events.emit("elected", { name, term });
-          else this.#events.emit("revoked", { name, term, reason: reason ?? "released" });
-        },
-      },
-      name,
-      resolved,
-    );
-    this.#elections.add(election);
-    this.#events.emit("campaignStarted", { name });
-    return election;
+    return elect(this.#recipes, name, options);
   }
 
   partitions(name: string, options: PartitionOptions): Partitions {
-    checkName(name);
-    const resolved = resolvePartitionOptions(options);
-    checkName(`${name}/partition/${resolved.count - 1}`, "name");
-    this.#assertOpen();
-    const set: Partitions = new PartitionBalancer(
-      {
-        coordinator: this,
-        clock: this.#options.clock,
-        ttlMs: this.ttlMs,
-        report: (error, during) => this.#events.emit("backgroundError", { error, during }),
-        closed: (p) => this.#partitionSets.delete(p),
-      },
-      name,
-      resolved,
-    );
-    this.#partitionSets.add(set);
-    return set;
+    return partitions(this.#recipes, name, options);
   }
 
   runOnce<T>(
@@ -577,7 +536,7 @@ class CoordinatorImpl implements Coordinator {
     fn: (context: RunContext) => T | Promise<T>,
     options?: RunOnceOptions,
   ): Promise<RunOnceResult<T>> {
-    return runOnce(this.#runOnceHost(), job, slot, fn, options);
+    return runOnce(this.#recipes, job, slot, fn, options);
   }
 
   schedule<T>(
@@ -586,36 +545,7 @@ class CoordinatorImpl implements Coordinator {
     fn: (context: RunContext) => T | Promise<T>,
     options?: ScheduleOptions<T>,
   ): Schedule {
-    this.#assertOpen();
-    const guarantees = this.#knownGuarantees();
-    if (guarantees !== undefined && !guarantees.records) {
-      throw noRecordsError(this.#options.backend?.kind ?? this.#options.url?.scheme ?? "?");
-    }
-    const schedule = new CronSchedule(
-      {
-        clock: this.#clock,
-        ttlMs: this.ttlMs,
-        runOnce: (j, s, f, o) => this.runOnce(j, s, f, o),
-        report: (error, during) => this.#events.emit("backgroundError", { error, during }),
-        closed: (done) => this.#schedules.delete(done),
-      },
-      cron,
-      job,
-      fn,
-      options,
-    );
-    this.#schedules.add(schedule);
-    return schedule;
-  }
-
-  #runOnceHost(): RunOnceHost {
-    return {
-      coordinator: this,
-      clock: this.#clock,
-      records: (signal) => this.#records(signal),
-      ran: (report) => this.#events.emit("jobRun", report),
-      report: (error, during) => this.#events.emit("backgroundError", { error, during }),
-    };
+    return schedule(this.#recipes, cron, job, fn, options);
   }
 
   /** The store's durable records, through the live session, each call bounded by one TTL. */
@@ -760,11 +690,7 @@ class CoordinatorImpl implements Coordinator {
   async #closeSteps(progress: CloseProgress): Promise<void> {
     progress.closeBackend = this.#owedBackendClose();
     // Elections first: they give up leadership and run their onRevoked before the locks go.
-    await Promise.allSettled([
-      ...[...this.#elections].map((election) => election.close()),
-      ...[...this.#partitionSets].map((set) => set.close()),
-      ...[...this.#schedules].map((schedule) => schedule.stop()),
-    ]);
+    await Promise.allSettled([...this.#recipeCloses].map((close) => close()));
     this.#closing.abort(closedError());
     for (const call of this.#calls.toArray()) call.scope.abort(closedError());
     for (const scope of this.#pending) scope.abort(closedError());
@@ -1378,14 +1304,6 @@ function sendAcquire(session: BackendSession, call: AcquireCall): Promise<Grant 
   );
 }
 
-/** The error of a semaphore or read-write lock on a backend without them. */
-function noPermitsError(kind?: string): ConfigError {
-  return new ConfigError(
-    "backend",
-    `${kind === undefined ? "this backend's sessions have" : `the ${kind} backend has`} no semaphores or read-write locks (its guarantees declare semaphores: false); use memory, redis, etcd, zookeeper or postgres (advisory locks, not ?locks=lease)`,
-  );
-}
-
 /**
  * The error of a fence raise that did not answer within the lock's TTL. When this process was
  * itself paused through much of that time, it says so rather than blaming the fence's store.
@@ -1413,13 +1331,6 @@ const rejectHeld: WhenHeld<never> = (name) => {
 };
 
 const nullWhenHeld: WhenHeld<null> = () => null;
-
-function noRecordsError(kind: string): ConfigError {
-  return new ConfigError(
-    "backend",
-    `the ${kind} backend keeps no durable records, which runOnce and schedule need to remember a slot is done; use memory, redis, etcd, zookeeper or postgres`,
-  );
-}
 
 /** The log line of locks lost together: their count, the first few names, and why. */
 function lostLine(events: readonly CoordinatorEvents["lost"][]): string {

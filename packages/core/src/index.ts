@@ -6,6 +6,12 @@
  * @packageDocumentation
  * @module @baton/core
  */
+
+// What adapters use from core: a session's end, leftover cleanup, sibling modules.
+export { LeftoverCleanup } from "./adapter-support/leftover-cleanup.js";
+export { SessionEnd } from "./adapter-support/session-end.js";
+export { siblingModuleArgs } from "./adapter-support/sibling-module.js";
+// The backend contract every adapter implements, with its guarantees and the fence.
 export {
   type BackendAcquireOptions,
   type BackendPermitOptions,
@@ -20,29 +26,10 @@ export {
   type PermitMode,
   READ_WRITE_LIMIT,
   type StoredRecord,
-} from "./backend.js";
-export type { BackendUrl, HostPort } from "./backend-url.js";
-export { redactUrl } from "./backend-url.js";
-export { type BackoffOptions, backoffMs } from "./backoff.js";
-export { type BoundedCallOptions, boundedCall } from "./bounded-call.js";
-export { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./clock.js";
-export { type Coordinator, createCoordinator, type LockContext } from "./coordinator.js";
-export {
-  type AcquireOptions,
-  type CoordinatorOptions,
-  checkCorrectness,
-  DEFAULT_TTL_MS,
-  DEFAULT_WAIT_MS,
-  type Mode,
-  type TryAcquireOptions,
-} from "./coordinator-options.js";
-export type {
-  Election,
-  ElectionOptions,
-  Leader,
-  RevokedReason,
-  TermContext,
-} from "./election.js";
+} from "./contract/backend.js";
+export type { BackendUrl, HostPort } from "./contract/backend-url.js";
+export { redactUrl } from "./contract/backend-url.js";
+// Errors: every error Baton throws is a BatonError with a code.
 export {
   AuthenticationError,
   asUnavailable,
@@ -61,44 +48,39 @@ export {
   ScheduleStoppedError,
   SessionLostError,
   StaleTokenError,
-} from "./errors.js";
+} from "./contract/errors.js";
+export type { Fence, FenceRaiseOptions } from "./contract/fence.js";
+export type { Guarantees } from "./contract/guarantees.js";
+export { isTransient } from "./contract/transient.js";
+// The coordinator: the user-facing API, its options and its lock objects.
+export { type Coordinator, createCoordinator } from "./coordinator.js";
+export { type BackoffOptions, backoffMs } from "./helpers/backoff.js";
+// Helpers for adapters and applications: bounded calls, backoff, clocks, signals, limits.
+export { type BoundedCallOptions, boundedCall } from "./helpers/bounded-call.js";
+export { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./helpers/clock.js";
+export { linkSignals } from "./helpers/link-signals.js";
+export { ManualClock } from "./helpers/manual-clock.js";
+export { onceAborted } from "./helpers/once-aborted.js";
+export { LIMITS } from "./helpers/validate.js";
+// Events, logging and metrics.
 export type {
   CoordinatorEventName,
   CoordinatorEvents,
   CoordinatorListener,
-  Logger,
-} from "./events.js";
-export type { Fence, FenceRaiseOptions } from "./fence.js";
-export type { Guarantees } from "./guarantees.js";
+} from "./kernel/events.js";
+export { Lock, type LockJson } from "./kernel/lock.js";
+export { defaultDriftMs } from "./kernel/managed-session.js";
 export {
-  decodeJobRecord,
-  encodeJobRecord,
-  type JobRecord,
-  type JobRecordJson,
-} from "./job-record.js";
-export { LeftoverCleanup } from "./leftover-cleanup.js";
-export { linkSignals } from "./link-signals.js";
-export { Lock, type LockJson } from "./lock.js";
-export { defaultDriftMs } from "./managed-session.js";
-export { ManualClock } from "./manual-clock.js";
-export { MEMORY_GUARANTEES, MemoryBackend } from "./memory-backend.js";
-export { type FenceStats, MemoryFence } from "./memory-fence.js";
-export { type MemoryBackendOptions, memoryOptionsFromUrl } from "./memory-options.js";
-export { MemoryStore } from "./memory-store.js";
-export {
-  fairShare,
-  type PartitionContext,
-  type PartitionOptions,
-  type Partitions,
-} from "./partitions.js";
-export { Permit } from "./permit.js";
-export {
-  enablePrometheus,
-  type PrometheusHandle,
-  type PrometheusOptions,
-  type PrometheusRegistry,
-} from "./prometheus.js";
-export type { ReadWriteLock } from "./read-write-lock.js";
+  type AcquireOptions,
+  type CoordinatorOptions,
+  checkCorrectness,
+  DEFAULT_TTL_MS,
+  DEFAULT_WAIT_MS,
+  type Mode,
+  type TryAcquireOptions,
+} from "./kernel/options.js";
+export { Permit } from "./kernel/permit.js";
+// Backends by URL: the registry adapters register with.
 export {
   type BackendFactory,
   type BackendUrlCheck,
@@ -108,24 +90,55 @@ export {
   parseBackendUrl,
   type RegisterBackendOptions,
   registerBackend,
-} from "./registry.js";
+} from "./kernel/registry.js";
+// The embedded memory backend and its fence.
+export { MEMORY_GUARANTEES, MemoryBackend } from "./memory/memory-backend.js";
+export { type FenceStats, MemoryFence } from "./memory/memory-fence.js";
+export { type MemoryBackendOptions, memoryOptionsFromUrl } from "./memory/memory-options.js";
+export { MemoryStore } from "./memory/memory-store.js";
+export type { Logger } from "./observability/logger.js";
+export {
+  enablePrometheus,
+  type PrometheusHandle,
+  type PrometheusOptions,
+  type PrometheusRegistry,
+} from "./prometheus.js";
+// Recipes built on the lock API: withLock, elections, partitions, semaphores, read-write
+// locks, runOnce and schedules.
+export type {
+  Election,
+  ElectionOptions,
+  Leader,
+  RevokedReason,
+  TermContext,
+} from "./recipes/election.js";
+export {
+  decodeJobRecord,
+  encodeJobRecord,
+  type JobRecord,
+  type JobRecordJson,
+} from "./recipes/job-record.js";
+export {
+  fairShare,
+  type PartitionContext,
+  type PartitionOptions,
+  type Partitions,
+} from "./recipes/partitions.js";
+export type { ReadWriteLock } from "./recipes/read-write-lock.js";
 export type {
   RunContext,
   RunOnceOptions,
   RunOnceResult,
   RunOnceResultJson,
   RunOutcome,
-} from "./run-once.js";
-export type { Schedule, ScheduleOptions } from "./schedule.js";
+} from "./recipes/run-once.js";
+export type { Schedule, ScheduleOptions } from "./recipes/schedule.js";
 export type {
   PermitAcquireOptions,
   PermitTryOptions,
   Semaphore,
   SemaphoreOptions,
-} from "./semaphore.js";
-export { SessionEnd } from "./session-end.js";
-export { onceAborted } from "./shared-abort.js";
-export { siblingModuleArgs } from "./sibling-module.js";
+} from "./recipes/semaphore.js";
+export type { LockContext } from "./recipes/with-lock.js";
+// Process shutdown: every coordinator steps down on a signal.
 export { installStepDown, type StepDownOptions, stepDown } from "./step-down.js";
-export { isTransient } from "./transient.js";
-export { LIMITS } from "./validate.js";

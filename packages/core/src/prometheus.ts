@@ -1,6 +1,6 @@
+import { ConfigError } from "./contract/errors.js";
 import type { Coordinator } from "./coordinator.js";
-import { ConfigError } from "./errors.js";
-import type { Lock } from "./lock.js";
+import type { Lock } from "./kernel/lock.js";
 
 /**
  * Where the metrics are registered: a prom-client `Registry` (or anything with its

@@ -1,7 +1,5 @@
-import type { Coordinator } from "./coordinator.js";
-
 /** @internal Every coordinator not yet closed, for step-down. */
-export const liveCoordinators = new Set<Coordinator>();
+export const liveCoordinators = new Set<{ close(): Promise<void> }>();
 
 /**
  * Steps down everywhere in this process: every election resigns (its `onRevoked` runs),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { AbortScope } from "../src/abort-scope.js";
+import { AbortScope } from "../src/helpers/abort-scope.js";
+import { KeyedMutex } from "../src/helpers/keyed-mutex.js";
 import { createCoordinator, LockLostError, MemoryBackend } from "../src/index.js";
-import { KeyedMutex } from "../src/keyed-mutex.js";
 
 describe("AbortScope", () => {
   it("a signal built after the scope ended is already aborted with the same reason", () => {
@@ -124,7 +124,7 @@ describe("Lock signal (built on demand)", () => {
 
 describe("linkSignals (a scope following several signals)", () => {
   it("aborts with the first source's reason and unhooks every source", async () => {
-    const { linkSignals } = await import("../src/link-signals.js");
+    const { linkSignals } = await import("../src/helpers/link-signals.js");
     const a = new AbortController();
     const b = new AbortController();
     const link = linkSignals([a.signal, undefined, b.signal]);

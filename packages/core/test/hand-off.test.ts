@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { FIRST_PROBE_AFTER_MS, HandOffs, PROBE_EVERY_MS } from "../src/hand-off.js";
-import { ManualClock } from "../src/manual-clock.js";
+import { ManualClock } from "../src/helpers/manual-clock.js";
+import { FIRST_PROBE_AFTER_MS, HandOffs, PROBE_EVERY_MS } from "../src/kernel/hand-off.js";
 
 const TTL = 2_000;
 const WINDOW = HandOffs.windowMs(TTL);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KeyedMutex } from "../src/keyed-mutex.js";
+import { KeyedMutex } from "../src/helpers/keyed-mutex.js";
 import { flush, track } from "./fakes/helpers.js";
 
 describe("KeyedMutex", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { SessionLostError } from "../src/errors.js";
-import { LeftoverCleanup } from "../src/leftover-cleanup.js";
-import { SessionEnd } from "../src/session-end.js";
+import { LeftoverCleanup } from "../src/adapter-support/leftover-cleanup.js";
+import { SessionEnd } from "../src/adapter-support/session-end.js";
+import { SessionLostError } from "../src/contract/errors.js";
 
 /** A cleanup whose every run is held until the test settles it. */
 function heldCleanups() {

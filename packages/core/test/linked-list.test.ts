@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type Linked, LinkedList } from "../src/linked-list.js";
+import { type Linked, LinkedList } from "../src/helpers/linked-list.js";
 
 class Entry implements Linked<Entry> {
   prevLinked: Entry | undefined;

@@ -10,9 +10,10 @@ import {
   MemoryBackend,
   RunTimeoutError,
   type StoredRecord,
-  systemClock,
 } from "../src/index.js";
-import { type RecordAccess, type RunOnceHost, runOnce, slotKey } from "../src/run-once.js";
+import type { RecordAccess } from "../src/kernel/index.js";
+import { runOnce, slotKey } from "../src/recipes/run-once.js";
+import { fakeRecipeHost } from "./fakes/recipe-host.js";
 
 /** Records in a map, with a hook that runs before each write (to race another writer in). */
 class MapRecords implements RecordAccess {
@@ -57,15 +58,8 @@ afterEach(async () => {
 function hostWith(records: RecordAccess) {
   const coordinator = createCoordinator({ backend: new MemoryBackend(), ttlMs: 1_000 });
   open.push(coordinator);
-  const reports: unknown[] = [];
-  const host: RunOnceHost = {
-    coordinator,
-    clock: systemClock,
-    records: async () => records,
-    ran: () => undefined,
-    report: (error) => reports.push(error),
-  };
-  return { host, coordinator, reports };
+  const host = fakeRecipeHost(coordinator, { records: async () => records });
+  return { host, coordinator, reports: host.reports };
 }
 
 const KEY = slotKey("invoices", "2026-12-01");

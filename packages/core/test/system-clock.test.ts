@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { systemClock } from "../src/clock.js";
+import { systemClock } from "../src/helpers/clock.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { systemClock } from "../src/clock.js";
-import { ManualClock } from "../src/manual-clock.js";
-import { setBound, TimerLists } from "../src/timer-lists.js";
+import { systemClock } from "../src/helpers/clock.js";
+import { ManualClock } from "../src/helpers/manual-clock.js";
+import { setBound, TimerLists } from "../src/helpers/timer-lists.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

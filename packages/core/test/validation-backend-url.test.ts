@@ -1,6 +1,6 @@
 import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
-import { parseUrlParts, redactUrl } from "../src/backend-url.js";
+import { parseUrlParts, redactUrl } from "../src/contract/backend-url.js";
 import { ConfigError, createCoordinator, declareBackendPackage } from "../src/index.js";
 import { configErrorOf, rejectionOf } from "./fakes/helpers.js";
 import { ScriptedBackend } from "./fakes/scripted-backend.js";

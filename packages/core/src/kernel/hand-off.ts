@@ -1,0 +1,130 @@
+import type { Clock } from "../helpers/clock.js";
+
+/** Names remembered at most; past this, entries older than a few windows are dropped. */
+const MAX_NAMES = 1_000;
+/**
+ * A name taken again right after each release, and never found held, is handed off once per
+ * this many ms anyway: a waiter of another process may be polling unseen.
+ */
+export const PROBE_EVERY_MS = 2_000;
+/**
+ * The first such hand-off comes this many ms into a run of taking the name again at once:
+ * processes that asked at the same moment as this one wait unseen from the start.
+ */
+export const FIRST_PROBE_AFTER_MS = 500;
+
+/** How a lock of a name held here ended. */
+interface Ended {
+  /** When (monotonic ms). */
+  readonly at: number;
+  /** Whether an acquire here had found the name held shortly before. */
+  readonly contended: boolean;
+}
+
+/**
+ * Gives the waiters of a backend without a queue (its guarantees say `fifo: false`: waiters
+ * poll) a turn at a lock this coordinator keeps taking.
+ *
+ * On such a backend, a process that releases a lock and asks for it again at once finds it
+ * free before a waiter of another process looks again, so it would win the next grant nearly
+ * every time while the others wait out their `waitMs`. So a waiting acquire of a name whose
+ * lock ended here less than a hand-off window ago first waits out the rest of the window, long
+ * enough for a waiter that saw the lock change hands to look again: an eighth of the lock's
+ * TTL, between 50 and 250 ms (such a waiter looks again within 25 to 50 ms, then backs off).
+ * It does so when an acquire here found the name held within the last four windows (others
+ * want it), and, while it keeps taking the name at once (others may be waiting unseen), once
+ * {@link FIRST_PROBE_AFTER_MS} into that run and then once every {@link PROBE_EVERY_MS};
+ * otherwise it asks at once, so a lock nobody else wants costs no wait. Tries (`tryAcquire`,
+ * `waitMs: 0`) never hold off.
+ *
+ * The first hand-off of such a run comes early because processes that asked at the same moment
+ * as this one (replicas starting together) are never seen: the acquire here found the name
+ * free, and theirs wait in their poll. The window stays short even when the store answers
+ * slowly: a coordinator sitting out its window does not ask, so a long window leaves fewer
+ * waiters to take the lock, and more windows end with nobody else asking.
+ *
+ * @internal
+ */
+export class HandOffs {
+  readonly #clock: Clock;
+  /** When an acquire here last found the name held (monotonic ms). */
+  readonly #contended = new Map<string, number>();
+  /** How the last lock of the name held here ended. */
+  readonly #ended = new Map<string, Ended>();
+  /**
+   * While the name is taken again at once after each release, uncontended: when its next
+   * hand-off is due (monotonic ms).
+   */
+  readonly #streak = new Map<string, number>();
+  /** The token of the last grant of the name here. */
+  readonly #tokens = new Map<string, bigint>();
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  /** The hand-off window of a lock of `ttlMs`, in ms. */
+  static windowMs(ttlMs: number): number {
+    return Math.max(50, Math.min(250, Math.floor(ttlMs / 8)));
+  }
+
+  /**
+   * A lock of `name` was granted here with `token`. `foundHeld`: its acquire found the name
+   * held (the backend was about to wait); `heldOff`: it held off first, and then a token more
+   * than one above the last grant here shows the name was granted elsewhere meanwhile. Either
+   * way other processes want it too.
+   */
+  granted(name: string, token: bigint, foundHeld: boolean, heldOff: boolean): void {
+    const last = this.#tokens.get(name);
+    this.#tokens.set(name, token);
+    const elsewhere = heldOff && (last === undefined || token > last + 1n);
+    if (!foundHeld && !elsewhere) return;
+    this.#contended.set(name, this.#clock.now());
+    this.#streak.delete(name);
+    this.#prune();
+  }
+
+  /** A lock of `name` held here ended (released or lost); `ttlMs` is its TTL. */
+  ended(name: string, ttlMs: number): void {
+    const at = this.#clock.now();
+    const seen = this.#contended.get(name);
+    const contended = seen !== undefined && at - seen <= 4 * HandOffs.windowMs(ttlMs);
+    if (!contended) this.#contended.delete(name);
+    this.#ended.set(name, { at, contended });
+    this.#prune();
+  }
+
+  /** How long a waiting acquire of `name` (locks of `ttlMs`) holds off before it asks, in ms. */
+  holdOffMs(name: string, ttlMs: number): number {
+    const ended = this.#ended.get(name);
+    if (ended === undefined) return 0;
+    const now = this.#clock.now();
+    const leftMs = ended.at + HandOffs.windowMs(ttlMs) - now;
+    if (leftMs <= 0) {
+      // Not taken again at once: nothing to hand off.
+      this.#ended.delete(name);
+      this.#streak.delete(name);
+      return 0;
+    }
+    if (ended.contended) return leftMs;
+    const probeAt = this.#streak.get(name);
+    if (probeAt === undefined) {
+      this.#streak.set(name, now + FIRST_PROBE_AFTER_MS);
+      return 0;
+    }
+    if (now < probeAt) return 0;
+    this.#streak.set(name, now + PROBE_EVERY_MS);
+    return leftMs;
+  }
+
+  /** Keeps the maps small: past {@link MAX_NAMES} names, drops entries of a few seconds ago. */
+  #prune(): void {
+    if (this.#tokens.size + this.#contended.size + this.#streak.size <= MAX_NAMES) return;
+    const before = this.#clock.now() - 2 * PROBE_EVERY_MS;
+    for (const [name, at] of this.#contended) if (at < before) this.#contended.delete(name);
+    for (const [name, ended] of this.#ended) if (ended.at < before) this.#ended.delete(name);
+    for (const [name, at] of this.#streak) if (at < before) this.#streak.delete(name);
+    // A name held now has no end yet: its token is kept for the grant after its release.
+    for (const name of this.#tokens.keys()) if (!this.#ended.has(name)) this.#tokens.delete(name);
+  }
+}

@@ -1,0 +1,318 @@
+import type { Grant } from "../contract/backend.js";
+import {
+  asUnavailable,
+  BackendUnavailableError,
+  ConfigError,
+  LockLostError,
+  type LockLostReason,
+} from "../contract/errors.js";
+import type { Guarantees } from "../contract/guarantees.js";
+import { AbortScope } from "../helpers/abort-scope.js";
+import { boundedCall } from "../helpers/bounded-call.js";
+import type { Clock } from "../helpers/clock.js";
+import { setBound } from "../helpers/timer-lists.js";
+import type { CoordinatorEventHub } from "./events.js";
+import { Lock, type LockInit } from "./lock.js";
+import type { ManagedSession, SessionLock } from "./managed-session.js";
+import { Permit, type PermitRequest } from "./permit.js";
+
+/** What a held lock needs from its coordinator. @internal */
+export interface LockHost {
+  readonly clock: Clock;
+  readonly events: CoordinatorEventHub;
+  /** The backend's declared fencing, once it is known (before its first session opens). */
+  fencing: Guarantees["fencing"] | undefined;
+}
+
+/**
+ * A lock the coordinator granted, as core keeps it: the session's entry (told when the lock
+ * can no longer be trusted), what backs the user's {@link Lock} (release, deadline, checks)
+ * and the coordinator's record of it, in one object with no closures.
+ *
+ * @internal
+ */
+export class HeldLock implements SessionLock, LockInit {
+  // Hot path: see docs/hot-path.md, "Core".
+  readonly name: string;
+  readonly token: bigint;
+  readonly value: string | undefined;
+  readonly permit: boolean;
+  /**
+   * Ends (with a `LockLostError` reason) when the lock is lost or released. Its signal checks
+   * the local deadline before it answers (see `check()`).
+   */
+  readonly ended = new AbortScope(this);
+  /** The user's handle. */
+  readonly lock: Lock;
+  readonly #grant: Grant;
+  readonly #session: ManagedSession;
+  /** Frees the name in this process (KeyedMutex), once. */
+  readonly #unlockLocal: () => void;
+  readonly #host: LockHost;
+  /** Links in its session's locks (see `ManagedSession.register`). */
+  prevLinked: SessionLock | undefined;
+  nextLinked: SessionLock | undefined;
+
+  constructor(
+    name: string,
+    grant: Grant,
+    value: string | undefined,
+    session: ManagedSession,
+    unlockLocal: () => void,
+    host: LockHost,
+    permit?: PermitRequest,
+  ) {
+    this.name = name;
+    this.token = grant.token;
+    this.value = value;
+    this.permit = permit !== undefined;
+    this.#grant = grant;
+    this.#session = session;
+    this.#unlockLocal = unlockLocal;
+    this.#host = host;
+    this.lock =
+      permit === undefined ? new Lock(this) : new Permit(this, permit.permits, permit.mode);
+    session.register(this);
+  }
+
+  /**
+   * A write of a read-write lock becomes a read with the same token (see `Permit.downgrade`):
+   * this lock ends as released before the store is asked, and the read is a new held lock on
+   * the same session.
+   */
+  async downgrade(): Promise<Permit> {
+    this.check();
+    if (this.ended.aborted) throw this.ended.reason;
+    const session = this.#session;
+    const backendSession = session.backendSession;
+    if (backendSession.downgrade === undefined) {
+      throw new ConfigError("downgrade", "this backend's sessions cannot downgrade a write lock");
+    }
+    // Writes under the write lock stop before readers may start.
+    this.ended.abort(releasedReason(this.name, this.token));
+    let grant: Grant | null;
+    try {
+      grant = await boundedCall(backendSession.downgrade(this.#grant), {
+        timeoutMs: session.ttlMs,
+        what: "the downgrade",
+        name: this.name,
+      });
+    } catch (error) {
+      await this.release().catch(() => undefined);
+      throw asUnavailable(error, `could not downgrade "${this.name}"; the write lock was released`);
+    }
+    if (grant === null || !session.isValid()) {
+      this.#released(false, false);
+      throw new LockLostError(this.name, this.token, "key-lost");
+    }
+    const read = new HeldLock(this.name, grant, this.value, session, noop, this.#host, {
+      limit: 0,
+      permits: 1,
+      mode: "read",
+    });
+    this.#released(false, true);
+    return read.lock as Permit;
+  }
+
+  deadline(): number {
+    return this.#session.deadline;
+  }
+
+  get fencing(): Guarantees["fencing"] | undefined {
+    return this.#host.fencing;
+  }
+
+  get ttlMs(): number {
+    return this.#session.ttlMs;
+  }
+
+  /**
+   * Renews the lock's session now, unless `ms` is given and at least that much is already
+   * left; resolves with the milliseconds left. See `Lock.extend` for what it promises.
+   */
+  async extend(ms: number | undefined): Promise<number> {
+    const session = this.#session;
+    const clock = this.#host.clock;
+    const longestMs = session.ttlMs - session.driftMs;
+    if (ms !== undefined && (!Number.isInteger(ms) || ms < 1 || ms > longestMs)) {
+      throw new ConfigError(
+        "ms",
+        `must be an integer between 1 and ${longestMs} (this lock's ${session.ttlMs} ms TTL less the ${session.driftMs} ms drift allowance), got ${String(ms)}: a renewal extends a lease by its TTL, no further. For a longer lease acquire with a larger ttlMs; the keepalive renews it for as long as the process lives`,
+      );
+    }
+    this.check();
+    if (this.ended.aborted) throw this.ended.reason;
+    if (ms !== undefined && session.deadline - clock.now() >= ms) {
+      return session.deadline - clock.now();
+    }
+    try {
+      await session.renewNow();
+    } catch (error) {
+      this.check();
+      if (this.ended.aborted) throw this.ended.reason;
+      const leftMs = Math.max(0, Math.round(session.deadline - clock.now()));
+      throw asUnavailable(
+        error,
+        `could not extend "${this.name}": the store did not confirm a renewal; ${leftMs} ms are left before its deadline, and the keepalive keeps trying`,
+      );
+    }
+    this.check();
+    if (this.ended.aborted) throw this.ended.reason;
+    return session.deadline - clock.now();
+  }
+
+  now(): number {
+    return this.#host.clock.now();
+  }
+
+  /**
+   * Checks the local deadline now: past it, the session and its locks are lost on the spot,
+   * with reason `deadline`, as the deadline timer would have done. Run by `held`,
+   * `throwIfLost()` and the signal's `aborted`, `reason` and `throwIfAborted()`, so code that
+   * resumes after a pause (SIGSTOP, a long GC) sees the loss at its first check, even when
+   * its own overdue timers and I/O callbacks run before the deadline timer. A comparison with
+   * the monotonic clock: no timer, no allocation.
+   */
+  check(): void {
+    if (!this.ended.aborted) this.#session.isValid();
+  }
+
+  /** The session is gone or no longer holds the key: the name is free for a new grant here. */
+  lose(reason: LockLostReason, cause?: unknown): void {
+    this.markLost(reason, cause);
+    this.#unlockLocal();
+  }
+
+  /** Ends the lock as lost for `reason`: its signal aborts and `lost` is emitted, once. */
+  markLost(reason: LockLostReason, cause: unknown): void {
+    if (this.ended.aborted) return;
+    const error = new LockLostError(this.name, this.token, reason, { cause });
+    this.ended.abort(error);
+    this.#host.events.emit("lost", {
+      name: this.name,
+      token: this.token,
+      reason,
+      error,
+      lock: this.lock,
+    });
+  }
+
+  releaseOnClose(): Promise<boolean> {
+    this.markLost("closed", undefined);
+    return this.lock.release();
+  }
+
+  /**
+   * Owner-checked release through the backend, bounded by one TTL; true when still ours:
+   * whichever of the answer and the timeout comes first settles it.
+   */
+  release(): Promise<boolean> {
+    const session = this.#session;
+    if (!session.holds(this) || !session.isValid()) {
+      this.#released(false, false);
+      return Promise.resolve(false);
+    }
+    // The signal ends before the release is sent: once the store frees the key another
+    // holder may start, and this one's work must already see that it no longer holds it.
+    this.ended.abort(releasedReason(this.name, this.token));
+    let call: Promise<boolean>;
+    try {
+      call = session.backendSession.release(this.#grant);
+    } catch (error) {
+      this.#released(true, false);
+      return Promise.reject(this.#releaseError(error));
+    }
+    return new Promise<boolean>((resolve, reject) => {
+      let settled = false;
+      const timer = setBound(
+        this.#host.clock,
+        () => {
+          if (settled) return;
+          settled = true;
+          this.#released(true, false);
+          reject(
+            new BackendUnavailableError(
+              `the store did not answer a release of "${this.name}" within ${session.ttlMs} ms`,
+            ),
+          );
+        },
+        session.ttlMs,
+        true,
+      );
+      // Whichever of the answer and the timeout comes first settles the release.
+      call.then(
+        (wasHeld) => {
+          if (settled) return;
+          settled = true;
+          timer.cancel();
+          this.#released(false, wasHeld);
+          resolve(wasHeld);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          timer.cancel();
+          this.#released(true, false);
+          reject(this.#releaseError(error));
+        },
+      );
+    });
+  }
+
+  #releaseError(error: unknown): unknown {
+    return asUnavailable(
+      error,
+      `could not release "${this.name}"; it is no longer renewed and expires within ${this.#session.ttlMs} ms`,
+    );
+  }
+
+  /**
+   * After a release: untie the lock, end its signal (already ended when the release was
+   * sent), free the name here, tell listeners.
+   */
+  #released(failed: boolean, wasHeld: boolean): void {
+    const session = this.#session;
+    const host = this.#host;
+    session.unregister(this);
+    this.ended.abort(releasedReason(this.name, this.token));
+    // After a failed release the session may still hold the key until it expires: keep the
+    // name locked here until then, so this session never acquires it twice.
+    if (failed) host.clock.setTimer(this.#unlockLocal, session.ttlMs + session.driftMs);
+    else this.#unlockLocal();
+    if (host.events.listens("released")) {
+      host.events.emit("released", {
+        name: this.name,
+        token: this.token,
+        wasHeld,
+        lock: this.lock,
+      });
+    }
+  }
+}
+
+/**
+ * The reason a released lock's signal carries. Built without running the Error constructor
+ * (a release is no failure, and needs no stack). It is still a `LockLostError` (`instanceof`,
+ * `constructor`, `code`, `reason` and `message` as usual): a plain constructor sharing
+ * `LockLostError.prototype`.
+ */
+// Hot path: see docs/hot-path.md, "Core".
+const ReleasedReason = function ReleasedReason(
+  this: { -readonly [K in keyof LockLostError]: LockLostError[K] },
+  name: string,
+  token: bigint,
+) {
+  this.name = "LockLostError";
+  this.code = "BATON_LOCK_LOST";
+  this.message = `lock "${name}" (token ${token}) was released`;
+  this.lockName = name;
+  this.token = token;
+  this.reason = "released";
+} as unknown as { new (name: string, token: bigint): LockLostError; prototype: object };
+ReleasedReason.prototype = LockLostError.prototype;
+
+function noop(): void {}
+
+function releasedReason(name: string, token: bigint): LockLostError {
+  return new ReleasedReason(name, token);
+}
