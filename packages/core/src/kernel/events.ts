@@ -1,5 +1,6 @@
 import type { LockLostError, LockLostReason } from "../contract/errors.js";
-import type { EventHub } from "../observability/event-hub.js";
+import { EventHub } from "../observability/event-hub.js";
+import { type Logger, safeLog } from "../observability/logger.js";
 import type { Lock } from "./lock.js";
 
 /** Every event a coordinator emits, with its payload. Metrics are built on these. */
@@ -39,3 +40,50 @@ export type CoordinatorListener<E extends CoordinatorEventName> = (
 
 /** The coordinator's event hub: the kernel and every recipe emit on it. */
 export type CoordinatorEventHub = EventHub<CoordinatorEvents>;
+
+/**
+ * The coordinator's event hub. With a logger, every background failure reaches it too,
+ * listened to or not, and a lost lock is logged once, as an error.
+ */
+export function createEventHub(logger: Logger | undefined): CoordinatorEventHub {
+  const events: CoordinatorEventHub = new EventHub(logger);
+  if (logger === undefined) return events;
+  // Every background failure reaches the logger too, listened to or not: an elect()-only
+  // service whose campaign keeps failing (a bad URL option, an unreachable store) must
+  // not fail in silence.
+  events.on("backgroundError", ({ error, during }) => {
+    const detail = error instanceof Error ? error.message : String(error);
+    safeLog(logger, "warn", `baton: ${during} failed: ${detail}`, error);
+  });
+  // A lost lock is logged once, as an error: the locks a session takes down together
+  // (those lost in the same turn, for the same reason) on one line.
+  const lost = new Map<string, CoordinatorEvents["lost"][]>();
+  events.on("lost", (event) => {
+    if (event.reason === "closed") return;
+    const batch = lost.get(event.reason);
+    if (batch !== undefined) {
+      batch.push(event);
+      return;
+    }
+    lost.set(event.reason, [event]);
+    queueMicrotask(() => {
+      const batched = lost.get(event.reason) ?? [];
+      lost.delete(event.reason);
+      safeLog(logger, "error", lostLine(batched), event.error);
+    });
+  });
+  return events;
+}
+
+/** The log line of locks lost together: their count, the first few names, and why. */
+function lostLine(events: readonly CoordinatorEvents["lost"][]): string {
+  const first = events[0];
+  if (first === undefined) return "baton: a lock was lost";
+  const shown = events.slice(0, 5).map((e) => `"${e.name}"`);
+  if (events.length > 5) shown.push(`and ${events.length - 5} more`);
+  const what =
+    events.length === 1
+      ? `lock ${shown[0]} was`
+      : `${events.length} locks (${shown.join(", ")}) were`;
+  return `baton: ${what} lost (${first.reason}): ${first.error.message}`;
+}

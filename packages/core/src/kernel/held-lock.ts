@@ -10,6 +10,7 @@ import type { Guarantees } from "../contract/guarantees.js";
 import { AbortScope } from "../helpers/abort-scope.js";
 import { boundedCall } from "../helpers/bounded-call.js";
 import type { Clock } from "../helpers/clock.js";
+import { noop } from "../helpers/noop.js";
 import { setBound } from "../helpers/timer-lists.js";
 import type { CoordinatorEventHub } from "./events.js";
 import { Lock, type LockInit } from "./lock.js";
@@ -310,8 +311,6 @@ const ReleasedReason = function ReleasedReason(
   this.reason = "released";
 } as unknown as { new (name: string, token: bigint): LockLostError; prototype: object };
 ReleasedReason.prototype = LockLostError.prototype;
-
-function noop(): void {}
 
 function releasedReason(name: string, token: bigint): LockLostError {
   return new ReleasedReason(name, token);

@@ -1,4 +1,5 @@
-import type { Lock, LockJson } from "../kernel/index.js";
+import { checkFunction, checkName } from "../helpers/validate.js";
+import type { AcquireOptions, Lock, LockJson, RecipeHost } from "../kernel/index.js";
 
 /**
  * What `withLock` hands the critical section. `JSON.stringify(context)` writes the token in
@@ -63,4 +64,19 @@ export async function runUnder<T>(
   await lock.release();
   if (lost !== undefined) throw lost;
   return result;
+}
+
+/**
+ * Runs `fn` under the lock `name` and returns its result (see `Coordinator.withLock`).
+ * Throws `ConfigError` for bad input before any I/O.
+ */
+export async function withLock<T>(
+  host: RecipeHost,
+  name: string,
+  fn: (context: LockContext) => T | Promise<T>,
+  options: AcquireOptions | undefined,
+): Promise<T> {
+  checkName(name);
+  checkFunction(fn, "fn");
+  return await runUnder(await host.locks.acquire(name, options), fn, host.report);
 }
