@@ -6,7 +6,7 @@ import { setBound } from "../helpers/timer-lists.js";
 import type { HandOffs } from "./hand-off.js";
 import { unreachableBoundMs } from "./managed-session.js";
 import type { ResolvedAcquire } from "./options.js";
-import type { PermitRequest } from "./permit.js";
+import type { GrantRequest } from "./requests.js";
 
 /**
  * One acquire call's bounds and the errors it ends with: its wait (one TTL for a try, so
@@ -18,12 +18,8 @@ import type { PermitRequest } from "./permit.js";
 export class AcquireCall implements Linked<AcquireCall> {
   readonly name: string;
   readonly options: ResolvedAcquire;
-  /**
-   * Set for permits of a semaphore or a read-write lock: what the backend's `acquirePermits`
-   * is asked. Permits of one name are held many at once here, so they skip the in-process
-   * queue that plain locks wait in.
-   */
-  readonly permit: PermitRequest | undefined;
+  /** A lock, or permits of a semaphore or a read-write lock: see {@link GrantRequest}. */
+  readonly request: GrantRequest;
   /** False for a try (`tryAcquire`, `waitMs: 0`): it answers at once when the lock is held. */
   readonly waiting: boolean;
   /** The bound of the whole call: `waitMs`, or one TTL for a try. */
@@ -63,12 +59,12 @@ export class AcquireCall implements Linked<AcquireCall> {
     options: ResolvedAcquire,
     ttlMs: number,
     clock: Clock,
-    permit?: PermitRequest,
+    request: GrantRequest,
     handOffs?: HandOffs,
   ) {
     this.name = name;
     this.options = options;
-    this.permit = permit;
+    this.request = request;
     this.waiting = options.waitMs > 0;
     this.budgetMs = this.waiting ? options.waitMs : ttlMs;
     this.#clock = clock;
@@ -76,7 +72,7 @@ export class AcquireCall implements Linked<AcquireCall> {
     this.#lockTtlMs = options.ttlMs ?? ttlMs;
     this.#unreachableMs = Math.min(this.budgetMs, unreachableBoundMs(this.#lockTtlMs));
     // Plain locks only: permits of one name are held many at once, and a try answers at once.
-    this.#handOffs = permit === undefined ? handOffs : undefined;
+    this.#handOffs = request.exclusive ? handOffs : undefined;
     const holdOffMs =
       this.#handOffs !== undefined && this.waiting
         ? this.#handOffs.holdOffMs(name, this.#lockTtlMs)

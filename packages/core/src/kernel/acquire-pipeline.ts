@@ -1,11 +1,4 @@
-import type {
-  BackendAcquireOptions,
-  BackendPermitOptions,
-  BackendSession,
-  Grant,
-  LockBackend,
-  PermitMode,
-} from "../contract/backend.js";
+import type { Grant, LockBackend } from "../contract/backend.js";
 import {
   asUnavailable,
   BackendUnavailableError,
@@ -27,12 +20,11 @@ import { AcquireCall } from "./acquire-call.js";
 import type { CoordinatorEventHub } from "./events.js";
 import { HandOffs } from "./hand-off.js";
 import { HeldLock, type LockHost } from "./held-lock.js";
-import { noPermitsError } from "./kernel-errors.js";
 import { closedError, type Lifecycle } from "./lifecycle.js";
 import type { Lock } from "./lock.js";
 import type { ManagedSession } from "./managed-session.js";
 import type { ResolvedAcquire } from "./options.js";
-import type { PermitRequest } from "./permit.js";
+import { type GrantRequest, LOCK_REQUEST } from "./requests.js";
 import type { SessionPool } from "./session-pool.js";
 
 const RETRY: BackoffOptions = { minMs: 20, maxMs: 1_000 };
@@ -107,22 +99,22 @@ export class AcquirePipeline {
     name: string,
     opts: ResolvedAcquire,
     whenHeld: WhenHeld<H>,
-    permit?: PermitRequest,
+    request: GrantRequest = LOCK_REQUEST,
   ): Promise<Lock | H> {
     let call: AcquireCall;
     try {
       this.#lifecycle.assertOpen();
-      call = new AcquireCall(name, opts, this.#ttlMs, this.#clock, permit, this.#handOffs);
+      call = new AcquireCall(name, opts, this.#ttlMs, this.#clock, request, this.#handOffs);
     } catch (error) {
       return Promise.reject(error);
     }
     this.#calls.add(call);
     // Hot path: see docs/hot-path.md, "Core".
     try {
-      if (permit !== undefined) {
+      if (!request.exclusive) {
         // Permits of one name are held many at once: no in-process queue.
         call.unlockLocal = noop;
-        if (!call.scope.aborted && this.#fenceFor(call) === undefined) {
+        if (!call.scope.aborted && request.fence(this.#fence) === undefined) {
           const session = this.#sessions.live(opts.ttlMs);
           if (session !== undefined) return this.#firstAttempt(call, session, whenHeld);
         }
@@ -156,8 +148,8 @@ export class AcquirePipeline {
     const scope = call.scope;
     let pending: Promise<Grant | null>;
     try {
-      pending = sendAcquire(backendSession, call);
-      if (call.permit !== undefined && call.waiting) call.inFlight = pending;
+      pending = call.request.send(backendSession, call);
+      if (!call.request.exclusive && call.waiting) call.inFlight = pending;
     } catch (error) {
       return this.#attempts(call, whenHeld, 1, { session, error });
     }
@@ -237,7 +229,7 @@ export class AcquirePipeline {
         if (!session.isValid()) continue; // the session died under us: that grant is void
         const held = this.#hold(call, grant, session);
         // Without a fence the grant is handed over as it is: the session was checked just now.
-        const fence = this.#fenceFor(call);
+        const fence = call.request.fence(this.#fence);
         if (fence === undefined) return this.#handOver(call, held);
         await this.#raiseFence(fence, held, call);
         if (held.lock.held) return this.#handOver(call, held);
@@ -369,7 +361,7 @@ export class AcquirePipeline {
       session,
       unlockLocal,
       this.#host,
-      call.permit,
+      call.request.permit,
     );
   }
 
@@ -398,10 +390,9 @@ export class AcquirePipeline {
     if (call.scope.aborted) throw this.#cutShort(call, () => call.timeout(lost));
     if (!call.waiting && attempt > 0) throw lost;
     if (!call.resumeBudget()) throw call.waiting ? call.timeout(lost) : lost;
-    call.unlockLocal =
-      call.permit !== undefined
-        ? noop
-        : (this.#local.tryLock(call.name) ?? (await this.#waitLocal(call)));
+    call.unlockLocal = call.request.exclusive
+      ? (this.#local.tryLock(call.name) ?? (await this.#waitLocal(call)))
+      : noop;
   }
 
   /**
@@ -425,24 +416,14 @@ export class AcquirePipeline {
   }
 
   /**
-   * The fence a grant of `call` raises: the coordinator's (correctness mode) for a lock or a
-   * write; none for a semaphore's permits and reads, which are held many at once and share
-   * their order with the writes.
-   */
-  #fenceFor(call: AcquireCall): Fence | undefined {
-    const permit = call.permit;
-    return permit === undefined || permit.mode === "write" ? this.#fence : undefined;
-  }
-
-  /**
    * The backend's acquire, bounded by `signal` even if the backend ignores it. A grant that
    * arrives after we gave up is released in the background, so nothing is left behind.
    */
   #backendAcquire(session: ManagedSession, call: AcquireCall): Promise<Grant | null> {
     const { name, scope } = call;
     const backendSession = session.backendSession;
-    const pending = sendAcquire(backendSession, call);
-    if (call.permit !== undefined && call.waiting) call.inFlight = pending;
+    const pending = call.request.send(backendSession, call);
+    if (!call.request.exclusive && call.waiting) call.inFlight = pending;
     return raceAbortable(pending, scope, {
       onAbandoned: (late) => this.#releaseLate(late, backendSession, name, scope),
     });
@@ -504,60 +485,6 @@ export class AcquirePipeline {
       this.#lifecycle.pending.delete(raise);
     }
   }
-}
-
-/**
- * A backend's acquire options whose `signal` is built only when the backend reads it: a class
- * with a prototype getter, not an object literal with a getter.
- */
-class ScopedAcquireOptions implements BackendAcquireOptions {
-  // Hot path: see docs/hot-path.md, "Core".
-  readonly wait: boolean;
-  readonly value: string | undefined;
-  readonly #scope: AbortScope;
-
-  constructor(wait: boolean, value: string | undefined, scope: AbortScope) {
-    this.wait = wait;
-    this.value = value;
-    this.#scope = scope;
-  }
-
-  get signal(): AbortSignal {
-    return this.#scope.signal;
-  }
-}
-
-/**
- * A backend's permit options: a lock's, with the key's limit, the grant's share and its
- * token rule.
- */
-class ScopedPermitOptions extends ScopedAcquireOptions implements BackendPermitOptions {
-  readonly limit: number;
-  readonly permits: number;
-  readonly mode: PermitMode;
-
-  constructor(wait: boolean, value: string | undefined, scope: AbortScope, permit: PermitRequest) {
-    super(wait, value, scope);
-    this.limit = permit.limit;
-    this.permits = permit.permits;
-    this.mode = permit.mode;
-  }
-}
-
-/** The backend call of one attempt of `call`: `acquire`, or `acquirePermits` for permits. */
-function sendAcquire(session: BackendSession, call: AcquireCall): Promise<Grant | null> {
-  const permit = call.permit;
-  if (permit === undefined) {
-    return session.acquire(
-      call.name,
-      new ScopedAcquireOptions(call.waiting, call.options.value, call.scope),
-    );
-  }
-  if (session.acquirePermits === undefined) throw noPermitsError();
-  return session.acquirePermits(
-    call.name,
-    new ScopedPermitOptions(call.waiting, call.options.value, call.scope, permit),
-  );
 }
 
 /**

@@ -17,6 +17,7 @@ import {
 } from "./options.js";
 import type { Permit } from "./permit.js";
 import type { LockClient, RecipeHost } from "./recipe-host.js";
+import { PermitsRequest } from "./requests.js";
 import { SessionPool } from "./session-pool.js";
 import { StoreReads } from "./store-reads.js";
 
@@ -138,7 +139,7 @@ export class Kernel implements LockClient {
           name,
           options,
           orNull ? nullWhenHeld : rejectHeld,
-          request,
+          new PermitsRequest(request),
         ) as Promise<Permit | null>,
       permitHolders: (name) => this.#reads.permitHolders(name),
       records: (signal) => this.#reads.records(signal),
