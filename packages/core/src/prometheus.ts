@@ -1,5 +1,6 @@
 import { ConfigError } from "./contract/errors.js";
 import type { Coordinator } from "./coordinator.js";
+import { checkFunction } from "./helpers/validate.js";
 import type { Lock } from "./kernel/lock.js";
 
 /**
@@ -95,8 +96,8 @@ export async function enablePrometheus(
   options: PrometheusOptions = {},
 ): Promise<PrometheusHandle> {
   const labelName = options.labelName;
-  if (labelName !== undefined && typeof labelName !== "function") {
-    throw new ConfigError("labelName", "must be a function (name) => string | undefined");
+  if (labelName !== undefined) {
+    checkFunction(labelName, "labelName", "must be a function (name) => string | undefined");
   }
   const maxNames = options.maxNames ?? DEFAULT_MAX_METRIC_NAMES;
   if (!Number.isInteger(maxNames) || maxNames < 1) {

@@ -1,8 +1,13 @@
 import type { LockBackend } from "../contract/backend.js";
 import type { BackendUrl } from "../contract/backend-url.js";
 import type { Guarantees } from "../contract/guarantees.js";
-import { checkCorrectness, type ResolvedOptions } from "./options.js";
-import { createBackend, knownGuarantees } from "./registry.js";
+import {
+  backendKindOf,
+  checkCorrectness,
+  knownGuaranteesOf,
+  type ResolvedOptions,
+} from "./options.js";
+import { createBackend } from "./registry.js";
 
 /** Open coordinators by the backend instance they were given: the last to close closes it. */
 const backendUsers = new WeakMap<LockBackend, number>();
@@ -32,13 +37,12 @@ export class BackendLoader {
 
   /** What the backend guarantees, when known without I/O (an instance, or an imported adapter). */
   knownGuarantees(): Guarantees | undefined {
-    const { backend, url } = this.#options;
-    return backend?.guarantees ?? (url === undefined ? undefined : knownGuarantees(url));
+    return knownGuaranteesOf(this.#options.backend, this.#options.url);
   }
 
   /** The backend's kind, or the URL's scheme while it is not loaded, for error messages. */
   kind(): string {
-    return this.#options.backend?.kind ?? this.#options.url?.scheme ?? "?";
+    return backendKindOf(this.#options.backend, this.#options.url);
   }
 
   /**

@@ -121,6 +121,22 @@ export interface ResolvedOptions {
   readonly clock: Clock | undefined;
 }
 
+/** The backend's kind, or the URL's scheme before it is loaded: for messages, without I/O. */
+export function backendKindOf(
+  backend: LockBackend | undefined,
+  url: BackendUrl | undefined,
+): string {
+  return backend?.kind ?? url?.scheme ?? "?";
+}
+
+/** What the backend guarantees, when known without I/O (an instance, or an imported adapter). */
+export function knownGuaranteesOf(
+  backend: LockBackend | undefined,
+  url: BackendUrl | undefined,
+): Guarantees | undefined {
+  return backend?.guarantees ?? (url === undefined ? undefined : knownGuarantees(url));
+}
+
 /** Validates coordinator options; throws `ConfigError` naming the field, before any I/O. */
 export function resolveCoordinatorOptions(input: unknown): ResolvedOptions {
   if (input === undefined) throw new ConfigError("options", "pass { backend } or { url }");
@@ -137,9 +153,8 @@ export function resolveCoordinatorOptions(input: unknown): ResolvedOptions {
       ? DEFAULT_TTL_MS
       : checkInt(o.ttlMs, "ttlMs", LIMITS.ttlMinMs, LIMITS.maxMs);
   // A lease length the store cannot grant fails here, not at the first acquire.
-  const guarantees = backend?.guarantees ?? (url ? knownGuarantees(url) : undefined);
-  if (guarantees !== undefined)
-    checkTtlSteps(ttlMs, guarantees, backend?.kind ?? url?.scheme ?? "?");
+  const guarantees = knownGuaranteesOf(backend, url);
+  if (guarantees !== undefined) checkTtlSteps(ttlMs, guarantees, backendKindOf(backend, url));
   const renewEveryMs =
     o.renewEveryMs === undefined
       ? undefined
@@ -157,7 +172,7 @@ export function resolveCoordinatorOptions(input: unknown): ResolvedOptions {
       );
     }
     const fencing = backend?.guarantees.fencing ?? (url ? knownFencing(url) : undefined);
-    if (fencing !== undefined) checkCorrectness(backend?.kind ?? url?.scheme ?? "?", fencing);
+    if (fencing !== undefined) checkCorrectness(backendKindOf(backend, url), fencing);
   } else if (fence !== undefined) {
     throw new ConfigError(
       "fence",

@@ -2,6 +2,7 @@ import type { LockBackend } from "../contract/backend.js";
 import { type BackendUrl, parseUrlParts } from "../contract/backend-url.js";
 import { ConfigError } from "../contract/errors.js";
 import type { Guarantees } from "../contract/guarantees.js";
+import { checkFunction } from "../helpers/validate.js";
 import { MEMORY_GUARANTEES, MemoryBackend } from "../memory/memory-backend.js";
 import { memoryOptionsFromUrl } from "../memory/memory-options.js";
 
@@ -69,13 +70,10 @@ export function registerBackend(
   options: RegisterBackendOptions = {},
 ): void {
   checkScheme(scheme);
-  if (typeof factory !== "function") {
-    throw new ConfigError("factory", "must be a function (url) => LockBackend");
-  }
+  checkFunction(factory, "factory", "must be a function (url) => LockBackend");
   const { checkUrl, guarantees } = options;
-  if (checkUrl !== undefined && typeof checkUrl !== "function") {
-    throw new ConfigError("checkUrl", "must be a function (url) => void");
-  }
+  if (checkUrl !== undefined)
+    checkFunction(checkUrl, "checkUrl", "must be a function (url) => void");
   factories.set(scheme, factory);
   if (checkUrl === undefined) urlChecks.delete(scheme);
   else urlChecks.set(scheme, checkUrl);

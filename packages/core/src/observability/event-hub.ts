@@ -1,5 +1,5 @@
-import { ConfigError } from "../contract/errors.js";
 import { onceAborted } from "../helpers/once-aborted.js";
+import { checkFunction } from "../helpers/validate.js";
 import { type Logger, safeLog } from "./logger.js";
 
 /** A listener of event `E` of the event map `M`. */
@@ -144,7 +144,5 @@ export class EventHub<M extends object> {
 type OnceListener = ((payload: never) => void) & { listener?: (payload: never) => void };
 
 function checkListener(listener: unknown): void {
-  if (typeof listener !== "function") {
-    throw new ConfigError("listener", "must be a function taking the event's payload");
-  }
+  checkFunction(listener, "listener", "must be a function taking the event's payload");
 }
