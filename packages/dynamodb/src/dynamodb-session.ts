@@ -69,10 +69,17 @@ export interface DynamoDBSessionContext {
 interface Held {
   readonly session: string;
   readonly expiresAt: number;
+  /** The token of the grant seen, when the read showed it: a new one means the lock moved. */
+  readonly token?: bigint;
 }
 
 /** The outcome of one attempt at a lock: the grant's token, or who holds it. */
 type Attempt = { readonly token: bigint } | { readonly held: Held };
+
+/** True when `next` shows a later grant of the lock than `seen` did. */
+function movedOn(seen: Held, next: Held): boolean {
+  return seen.token !== undefined && next.token !== undefined && next.token !== seen.token;
+}
 
 /** Attempts in a row that find the lock changing under them before one is called "held". */
 const MAX_RACES = 4;
@@ -264,7 +271,10 @@ export class DynamoDBItemSession implements DynamoDBSession {
         from = { session: lock.session };
         continue;
       }
-      held = { session: lock.session, expiresAt: judged.expiresAt };
+      held =
+        lock.token === undefined
+          ? { session: lock.session, expiresAt: judged.expiresAt }
+          : { session: lock.session, expiresAt: judged.expiresAt, token: lock.token };
       if (judged.expiresAt > this.#context.observer.now()) return { held };
       // No renewal seen for a whole TTL of that session: end it, unless it renewed meanwhile.
       if (await this.#expire(lock.session, judged.state.beat, name)) {
@@ -351,6 +361,9 @@ export class DynamoDBItemSession implements DynamoDBSession {
         try {
           const look = await this.#look(key, held.session, name, waitSignal);
           if (look !== undefined) {
+            // Granted again, even to the same session: the lock is being passed around, and
+            // its holder may hold off to let a waiter in, so look again soon.
+            if (movedOn(held, look)) round = 0;
             held = look;
             if (look.expiresAt > this.#context.observer.now()) continue;
           }
@@ -363,10 +376,16 @@ export class DynamoDBItemSession implements DynamoDBSession {
             }
             return this.#grant(name, attempt.token);
           }
+          // The lock changed hands or was granted again: it is being passed around, and the
+          // next release may come soon (its holder may even hold off to let waiters in), so
+          // look again soon.
+          if (
+            (attempt.held.session !== before && attempt.held.session !== "") ||
+            movedOn(held, attempt.held)
+          ) {
+            round = 0;
+          }
           held = attempt.held;
-          // The lock changed hands: it is being passed around, and the next release may come
-          // soon (its holder may even hold off to let waiters in), so look again soon.
-          if (held.session !== before && held.session !== "") round = 0;
         } catch (error) {
           if (waitSignal.aborted) throw waitSignal.reason;
           if (!(error instanceof BackendUnavailableError)) throw error;
@@ -423,7 +442,10 @@ export class DynamoDBItemSession implements DynamoDBSession {
     if (lock.session !== session) return undefined;
     const state = decodeSession(byKey(holderKey));
     if (state === undefined) return undefined;
-    return { session, expiresAt: this.#context.observer.observe(session, state, readAt) };
+    const expiresAt = this.#context.observer.observe(session, state, readAt);
+    return lock.token === undefined
+      ? { session, expiresAt }
+      : { session, expiresAt, token: lock.token };
   }
 
   /** Reads another session's item: `"gone"`, or its state and when it expires unless renewed. */
