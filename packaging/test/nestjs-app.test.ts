@@ -7,20 +7,19 @@
  * emitDecoratorMetadata as Nest projects have them); the application is compiled with tsc and run: its cron runs, its leader leads,
  * its locked endpoint serialises requests, and SIGTERM closes it with the leader stepping down.
  */
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { describeBackend } from "@baton/conformance/harness";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cleanEnv, sh } from "../src/consumer-shell.js";
 import { packWorkspace } from "../src/pack-workspace.js";
+import { readmeExamples } from "../src/readme-examples.js";
 import { type ScopedRegistry, startScopedRegistry } from "../src/scoped-registry.js";
 
-const run = promisify(execFile);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
-const NODE_BIN = dirname(process.execPath);
 const TSC = join(ROOT, "node_modules/typescript/bin/tsc");
 const MINUTES = 60_000;
 const PACKAGES = ["packages/core", "packages/redis", "packages/postgres", "packages/nestjs"];
@@ -30,54 +29,6 @@ const NEST_LINES = [
   { nest: "12", schedule: "12", config: "12" },
   { nest: "11", schedule: "6", config: "4" },
 ] as const;
-
-/** A consumer's shell: no npm script variables, export conditions or workspace binaries. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (/^(npm_|INIT_CWD$|NODE_OPTIONS$|NODE_PATH$|VITEST|TSX_)/i.test(key)) continue;
-    env[key] = value;
-  }
-  env.PATH = `${NODE_BIN}:/usr/local/bin:/usr/bin:/bin`;
-  env.npm_config_update_notifier = "false";
-  env.npm_config_fund = "false";
-  env.npm_config_audit = "false";
-  return env;
-}
-
-/** Runs a command; resolves with stdout + stderr, rejects with them in the message. */
-async function sh(cwd: string, file: string, args: string[]): Promise<string> {
-  try {
-    const { stdout, stderr } = await run(file, args, {
-      cwd,
-      env: cleanEnv(),
-      maxBuffer: 64 << 20,
-      timeout: 4 * MINUTES,
-    });
-    return `${stdout}${stderr}`;
-  } catch (error) {
-    const e = error as { stdout?: string; stderr?: string; message: string };
-    throw new Error(
-      `${file} ${args.join(" ")} failed in ${cwd}:\n${e.stdout ?? ""}${e.stderr ?? e.message}`,
-    );
-  }
-}
-
-/** Every ```ts block of the package's README, each a module of its own. */
-function readmeBlocks(): { name: string; code: string }[] {
-  const lines = readFileSync(join(ROOT, "packages/nestjs/README.md"), "utf8").split("\n");
-  const blocks: { name: string; code: string }[] = [];
-  let start = -1;
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] ?? "";
-    if (start < 0 && /^```(ts|typescript)\s*$/.test(line)) start = i + 1;
-    else if (start >= 0 && /^```\s*$/.test(line)) {
-      blocks.push({ name: `readme-${start}.ts`, code: `${lines.slice(start, i).join("\n")}\n` });
-      start = -1;
-    }
-  }
-  return blocks;
-}
 
 /** Compiler options of a strict Nest project; `emit` writes JavaScript into `dist`. */
 function tsconfig(include: string[], emit: boolean) {
@@ -204,10 +155,11 @@ describeBackend("redis", (redisUrl) =>
       describe(`NestJS ${line.nest}, @nestjs/schedule ${line.schedule}`, () => {
         it("the README's examples type-check strict, without skipLibCheck", async () => {
           const dir = apps.get(line.nest) as string;
-          const blocks = readmeBlocks();
+          const blocks = readmeExamples(ROOT, ["packages/nestjs/README.md"]);
           expect(blocks.length).toBeGreaterThanOrEqual(5);
           mkdirSync(join(dir, "readme"), { recursive: true });
-          for (const block of blocks) writeFileSync(join(dir, "readme", block.name), block.code);
+          for (const block of blocks)
+            writeFileSync(join(dir, "readme", block.fileName), block.code);
           writeFileSync(
             join(dir, "tsconfig.readme.json"),
             JSON.stringify(tsconfig(["readme/*.ts"], false)),

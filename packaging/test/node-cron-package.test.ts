@@ -1,13 +1,3 @@
-/**
- * `@baton/node-cron` as published: packed with `npm pack` (with `@baton/core` and
- * `@baton/redis`, which its README imports), served by a registry on loopback, installed by
- * name into fresh projects outside the repository. In an app with node-cron 4 from the npm
- * registry, the README examples type-check strict (NodeNext and Bundler, no skipLibCheck) and
- * an app runs two replicas of a per-second task on one memory store, each fire once. In an app
- * without node-cron, the package's declarations type-check too: they describe node-cron's
- * interface by its shape and never import node-cron.
- */
-import { execFile } from "node:child_process";
 import {
   cpSync,
   mkdirSync,
@@ -20,51 +10,19 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { shResult } from "../src/consumer-shell.js";
 import { type PackedPackage, packWorkspace } from "../src/pack-workspace.js";
 import { readmeExamples } from "../src/readme-examples.js";
 import { type ScopedRegistry, startScopedRegistry } from "../src/scoped-registry.js";
 
-const run = promisify(execFile);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const FIXTURES = join(ROOT, "packaging/fixtures");
-const NODE_BIN = dirname(process.execPath);
 const TSC = join(ROOT, "node_modules/typescript/bin/tsc");
 const MINUTES = 60_000;
 const PACKAGES = ["packages/core", "packages/redis", "packages/node-cron"];
 /** The node-cron releases the package is tested with. */
 const NODE_CRON = "node-cron@4.6.0";
-
-/** A consumer's shell: no npm script variables, export conditions or workspace binaries. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (/^(npm_|INIT_CWD$|NODE_OPTIONS$|NODE_PATH$|VITEST|TSX_)/i.test(key)) continue;
-    env[key] = value;
-  }
-  env.PATH = `${NODE_BIN}:/usr/local/bin:/usr/bin:/bin`;
-  env.npm_config_update_notifier = "false";
-  env.npm_config_fund = "false";
-  env.npm_config_audit = "false";
-  return env;
-}
-
-/** Runs a command; resolves with its exit code and stdout + stderr. */
-async function sh(cwd: string, file: string, args: string[]) {
-  try {
-    const { stdout, stderr } = await run(file, args, {
-      cwd,
-      env: cleanEnv(),
-      maxBuffer: 64 << 20,
-      timeout: 4 * MINUTES,
-    });
-    return { code: 0, output: `${stdout}${stderr}` };
-  } catch (error) {
-    const e = error as { stdout?: string; stderr?: string; message: string };
-    return { code: 1, output: `${e.stdout ?? ""}${e.stderr ?? e.message}` };
-  }
-}
 
 async function installProject(dir: string, registry: ScopedRegistry, specs: string[]) {
   mkdirSync(dir, { recursive: true });
@@ -72,7 +30,7 @@ async function installProject(dir: string, registry: ScopedRegistry, specs: stri
     join(dir, "package.json"),
     JSON.stringify({ name: "node-cron-consumer", private: true, type: "module" }),
   );
-  const out = await sh(dir, "npm", [
+  const out = await shResult(dir, "npm", [
     "install",
     "--no-audit",
     "--no-fund",
@@ -98,7 +56,7 @@ async function typeCheck(dir: string, resolution: "NodeNext" | "Bundler") {
   };
   const config = `tsconfig.${resolution.toLowerCase()}.json`;
   writeFileSync(join(dir, config), JSON.stringify({ compilerOptions, include: ["*.ts"] }));
-  return { resolution, ...(await sh(dir, "node", [TSC, "-p", config])) };
+  return { resolution, ...(await shResult(dir, "node", [TSC, "-p", config])) };
 }
 
 describe.sequential("@baton/node-cron, installed from a registry into fresh projects", {
@@ -133,7 +91,7 @@ describe.sequential("@baton/node-cron, installed from a registry into fresh proj
 
   it("packs dist, declarations and README, and declares no dependency on node-cron", async () => {
     const pkg = packed.find((p) => p.name === "@baton/node-cron") as PackedPackage;
-    const listing = (await sh(work, "tar", ["-tzf", pkg.tarball])).output.trim().split("\n");
+    const listing = (await shResult(work, "tar", ["-tzf", pkg.tarball])).output.trim().split("\n");
     for (const file of ["LICENSE", "README.md", "dist/index.js", "dist/index.d.ts"]) {
       expect(listing).toContain(`package/${file}`);
     }
@@ -182,7 +140,7 @@ describe.sequential("@baton/node-cron, installed from a registry into fresh proj
 
   it("runs two replicas of a per-second node-cron task on one store: each fire once", async () => {
     cpSync(join(FIXTURES, "node-cron-app.mjs"), join(app, "node-cron-app.mjs"));
-    const { code, output } = await sh(app, "node", ["node-cron-app.mjs"]);
+    const { code, output } = await shResult(app, "node", ["node-cron-app.mjs"]);
     console.log(output.trim());
     expect(output).toMatch(/^node-cron fires [2-9], each once$/m);
     expect(code).toBe(0);

@@ -8,7 +8,7 @@
  * oldest and the newest version of every driver range the adapters declare, the `baton` CLI
  * (local and `npm install -g`), and the README's esbuild recipe for a bundled service.
  */
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import {
   cpSync,
   lstatSync,
@@ -22,9 +22,9 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { describeBackend } from "@baton/conformance/harness";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cleanEnv, sh as shellCommand } from "../src/consumer-shell.js";
 import {
   type DriverVersions,
   declaredDrivers,
@@ -34,52 +34,17 @@ import { type PackedPackage, PUBLISHED, packWorkspace } from "../src/pack-worksp
 import { readmeExamples } from "../src/readme-examples.js";
 import { type ScopedRegistry, startScopedRegistry } from "../src/scoped-registry.js";
 
-const run = promisify(execFile);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const FIXTURES = join(ROOT, "packaging/fixtures");
-const NODE_BIN = dirname(process.execPath);
 const TSC = join(ROOT, "node_modules/typescript/bin/tsc");
 const ESBUILD = join(ROOT, "node_modules/esbuild/bin/esbuild");
 const MINUTES = 60_000;
 
-/** Runs a command; resolves with stdout + stderr, rejects with them in the message. */
+/** Runs a command in a consumer's shell and prints the tail of its output. */
 async function sh(cwd: string, file: string, args: string[], env: NodeJS.ProcessEnv = {}) {
-  try {
-    const { stdout, stderr } = await run(file, args, {
-      cwd,
-      env: { ...cleanEnv(), ...env },
-      maxBuffer: 64 << 20,
-      timeout: 4 * MINUTES,
-    });
-    const output = `${stdout}${stderr}`;
-    console.log(
-      `$ ${[file, ...args].join(" ").replace(ROOT, ".")}\n${output.trim().slice(-2_000)}`,
-    );
-    return output;
-  } catch (error) {
-    const e = error as { stdout?: string; stderr?: string; message: string };
-    throw new Error(
-      `${file} ${args.join(" ")} failed in ${cwd}:\n${e.stdout ?? ""}${e.stderr ?? e.message}`,
-    );
-  }
-}
-
-/**
- * The environment of a consumer's shell: the machine's settings (certificates, proxies, npm's
- * user config) without what the workspace adds (npm's script variables, export conditions,
- * the workspace's node_modules/.bin on PATH).
- */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (/^(npm_|INIT_CWD$|NODE_OPTIONS$|NODE_PATH$|VITEST|TSX_)/i.test(key)) continue;
-    env[key] = value;
-  }
-  env.PATH = `${NODE_BIN}:/usr/local/bin:/usr/bin:/bin`;
-  env.npm_config_update_notifier = "false";
-  env.npm_config_fund = "false";
-  env.npm_config_audit = "false";
-  return env;
+  const output = await shellCommand(cwd, file, args, env);
+  console.log(`$ ${[file, ...args].join(" ").replace(ROOT, ".")}\n${output.trim().slice(-2_000)}`);
+  return output;
 }
 
 /** A command's exit code and its stdout + stderr, whether it failed or not. */
