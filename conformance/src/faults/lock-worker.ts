@@ -233,6 +233,7 @@ async function handle(command: WorkerCommand): Promise<void> {
       let seq = 0;
       const step = () => {
         // The loop's first look at the lock on waking is its own check, nothing else.
+        const checkedAt = process.hrtime.bigint();
         const refusal = command.unchecked
           ? guard(command.name) === undefined
             ? ""
@@ -243,7 +244,13 @@ async function handle(command: WorkerCommand): Promise<void> {
           tickers.delete(command.name);
           return;
         }
-        emit({ event: "wrote", name: command.name, token: `${tokenOf(command.name)}`, seq: seq++ });
+        emit({
+          event: "wrote",
+          name: command.name,
+          token: `${tokenOf(command.name)}`,
+          seq: seq++,
+          checkedAt: `${checkedAt}`,
+        });
         tickers.set(command.name, setTimeout(step, command.everyMs));
       };
       step();

@@ -83,7 +83,12 @@ export type WorkerEvent =
   | { event: "acquired"; name: string; token: string }
   | { event: "released"; name: string; wasHeld: boolean }
   | { event: "held"; name: string; held: boolean }
-  | { event: "wrote"; name: string; token: string; seq: number }
+  /**
+   * A write made. `checkedAt`: when the loop's check passed, from the system-wide monotonic
+   * clock (`process.hrtime.bigint()`, ns, decimal), so a test can tell a write whose check
+   * passed after a pause from one whose check passed before the pause struck.
+   */
+  | { event: "wrote"; name: string; token: string; seq: number; checkedAt?: string }
   /** A write not made: the lock was not held (`reason`: the loss reason, when the check told it). */
   | { event: "refused"; name: string; reason?: string }
   | { event: "lost"; name: string; token: string; reason: string }
