@@ -48,6 +48,95 @@ export interface KeepAliveResult {
    * session's permits gone throws `SessionLostError` instead.
    */
   readonly lostKeys?: readonly string[];
+  /**
+   * Grants of this session that were force-released at the store (see
+   * {@link BackendSession.forceRelease}) since the last renewal, with the reason given there.
+   * A lock named here needs no entry in `lostKeys`; a permit grant named here ends that grant
+   * alone (the session and its other permits live on). Report each revocation the renewal
+   * after it happened, within one renewal interval.
+   */
+  readonly revoked?: readonly RevokedGrant[];
+}
+
+/** A grant an operator force-released, as {@link KeepAliveResult.revoked} reports it. */
+export interface RevokedGrant {
+  /** `"lock"`: a plain lock's key; `"permit"`: a permit key (one grant of it, by `token`). */
+  readonly space: "lock" | "permit";
+  /** The key as the coordinator passed it. */
+  readonly key: string;
+  /** The revoked grant's token. */
+  readonly token: bigint;
+  /** The reason given to `forceRelease`. */
+  readonly reason: string;
+}
+
+/**
+ * The key spaces of a store that inspection lists: plain locks, permit keys (semaphores and
+ * read-write locks) and durable records (runOnce's jobs and slots).
+ */
+export type KeySpace = "lock" | "permit" | "record";
+
+/** Options of {@link BackendSession.listKeys}. */
+export interface ListKeysOptions {
+  /** Which key space to list. */
+  readonly space: KeySpace;
+  /** Only keys (as the coordinator names them) that start with this; `""` for all. */
+  readonly prefix: string;
+  /** Where the previous page ended (its {@link KeyPage.cursor}); absent for the first page. */
+  readonly cursor?: string;
+  /**
+   * At most this many keys in the page (1 to 1000). A page may hold fewer, even none while
+   * more follow (a store that filters after reading); only an absent `cursor` ends the list.
+   */
+  readonly limit: number;
+  /** Cancels the read: reject with its reason. */
+  readonly signal: AbortSignal;
+}
+
+/** One page of {@link BackendSession.listKeys}. */
+export interface KeyPage {
+  /** Keys as the coordinator names them, each once per list (in any order). */
+  readonly keys: readonly string[];
+  /** Pass it back for the next page; absent when this was the last page. */
+  readonly cursor?: string;
+}
+
+/** A holder as {@link BackendSession.inspectKey} reports it. */
+export interface InspectedHolder extends Holder {
+  /** Milliseconds since this grant began, when the store tells (by the store's clock). */
+  readonly heldMs?: number;
+  /** Permit keys: the permits this grant holds. */
+  readonly permits?: number;
+  /** Permit keys: how it was granted. */
+  readonly mode?: PermitMode;
+}
+
+/** Who waits for a key, as far as the store knows. */
+export interface KeyWaiters {
+  /** How many acquirers wait. */
+  readonly count: number;
+  /** Their owner ids in queue order, where the store keeps a queue. */
+  readonly ownerIds?: readonly string[];
+}
+
+/** What {@link BackendSession.inspectKey} reads of one key. */
+export interface KeyState {
+  /** Current holders: at most one for a lock; the granted entries, in grant order, for a permit key. */
+  readonly holders: readonly InspectedHolder[];
+  /** Waiters, when the store can tell (a queue, or waiters registered at the store). */
+  readonly waiters?: KeyWaiters;
+  /** Permit keys: the stored limit. */
+  readonly limit?: number;
+}
+
+/** Options of {@link BackendSession.forceRelease}. */
+export interface ForceReleaseOptions {
+  /** The grant to free: only the grant with this token is released. */
+  readonly token: bigint;
+  /** Why, as an operator wrote it: reported to the holder's session with the revocation. */
+  readonly reason: string;
+  /** Cancels the call. */
+  readonly signal: AbortSignal;
 }
 
 /** Options of {@link BackendSession.acquire}. */
@@ -162,6 +251,31 @@ export interface BackendSession {
    * grant (which `release` then takes), or `null` when `grant` was no longer this session's.
    */
   downgrade?(grant: Grant): Promise<Grant | null>;
+  /**
+   * Lists the keys of one key space, a page at a time, bounded in cost per page (a store scan
+   * with a limit, not a read of everything). Optional, with {@link BackendSession.inspectKey}:
+   * implement both and declare `inspection: true`, or neither.
+   */
+  listKeys?(options: ListKeysOptions): Promise<KeyPage>;
+  /**
+   * Reads one lock or permit key's holders and waiters, or `null` when it has neither (a
+   * held key whose lease ran out at the store counts as free).
+   */
+  inspectKey?(space: "lock" | "permit", key: string): Promise<KeyState | null>;
+  /**
+   * Frees the grant of `key` whose token is `options.token`, held by any session, so the next
+   * waiter can take it; resolves `false` when no such grant is held (already released, expired,
+   * or a later grant holds the key). The holder's session learns it at its next renewal, as
+   * {@link KeepAliveResult.revoked} with the reason. Where the store cannot free one grant of a
+   * live session without its others, the backend declares `forceRelease: "session"` and ends
+   * the holder's session (every grant of it is then revoked with the reason). Optional: declare
+   * `forceRelease` in the guarantees when implemented.
+   */
+  forceRelease?(
+    space: "lock" | "permit",
+    key: string,
+    options: ForceReleaseOptions,
+  ): Promise<boolean>;
   /** Ends the session and frees every lock it holds. Idempotent; never throws for "already gone". */
   close(): Promise<void>;
 }

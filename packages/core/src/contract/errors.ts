@@ -65,6 +65,8 @@ export class LockHeldError extends BatonError {
  * - `session-lost`: the backend reported the session gone (lease expired, connection closed).
  * - `key-lost`: the backend reported this one lock gone while the session lives on.
  * - `fence-rejected`: correctness mode could not raise the fence with this lock's token.
+ * - `revoked`: an operator force-released it (`coordinator.forceRelease`); the error's
+ *   `detail` carries the reason they gave.
  * - `closed`: the coordinator was closed while the lock was held.
  */
 export type LockLostReason =
@@ -73,6 +75,7 @@ export type LockLostReason =
   | "session-lost"
   | "key-lost"
   | "fence-rejected"
+  | "revoked"
   | "closed";
 
 /** The reason a {@link Lock}'s `signal` aborts with: the lock can no longer be trusted. */
@@ -83,21 +86,29 @@ export class LockLostError extends BatonError {
   readonly token: bigint;
   /** Why it was lost. */
   readonly reason: LockLostReason;
+  /** For `revoked`: the reason the operator gave to `forceRelease`. */
+  readonly detail: string | undefined;
 
   constructor(
     lockName: string,
     token: bigint,
     reason: LockLostReason,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; detail?: string },
   ) {
-    super("BATON_LOCK_LOST", describeLoss(lockName, token, reason), options);
+    super("BATON_LOCK_LOST", describeLoss(lockName, token, reason, options?.detail), options);
     this.lockName = lockName;
     this.token = token;
     this.reason = reason;
+    this.detail = options?.detail;
   }
 }
 
-function describeLoss(name: string, token: bigint, reason: LockLostReason): string {
+function describeLoss(
+  name: string,
+  token: bigint,
+  reason: LockLostReason,
+  detail: string | undefined,
+): string {
   const what = `lock "${name}" (token ${token})`;
   switch (reason) {
     case "released":
@@ -110,6 +121,8 @@ function describeLoss(name: string, token: bigint, reason: LockLostReason): stri
       return `${what} was lost: the backend no longer holds it for this owner`;
     case "fence-rejected":
       return `${what} was rejected by the fence: a newer token was already seen`;
+    case "revoked":
+      return `${what} was revoked by a forced release${detail === undefined ? "" : `: ${JSON.stringify(detail)}`}`;
     case "closed":
       return `${what} was given up because the coordinator closed`;
   }

@@ -35,6 +35,19 @@ export interface Guarantees {
    */
   readonly semaphores: boolean;
   /**
+   * Sessions can list and read every key under the backend's prefix (`listKeys`,
+   * `inspectKey`): `coordinator.list()` and `coordinator.inspect()`. Without it both refuse
+   * the backend with a `ConfigError`. Absent: `false`.
+   */
+  readonly inspection?: boolean;
+  /**
+   * What `forceRelease` frees: `"grant"` exactly the grant named (the holder's other locks
+   * live on), `"session"` the holder's whole session (every grant of it is revoked; a store
+   * whose locks belong to a connection). Absent: force release is not supported and
+   * `coordinator.forceRelease()` refuses the backend with a `ConfigError`.
+   */
+  readonly forceRelease?: "grant" | "session";
+  /**
    * The lease lengths the store can grant, when it cannot grant any number of ms: a `ttlMs`
    * must be a multiple of `stepMs` and at least `minMs` (etcd: whole seconds, at least 2 s).
    * `createCoordinator` checks its `ttlMs` against it before any I/O, for a `backend` instance
