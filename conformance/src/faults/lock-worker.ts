@@ -175,9 +175,16 @@ async function handle(command: WorkerCommand): Promise<void> {
       });
       locks.set(command.name, lock);
       lock.signal.addEventListener("abort", () => {
-        const reason = (lock.signal.reason as { reason?: string }).reason ?? "unknown";
+        const why = lock.signal.reason as { reason?: string; detail?: string };
+        const reason = why.reason ?? "unknown";
         if (reason !== "released")
-          emit({ event: "lost", name: command.name, token: `${recordedToken(lock)}`, reason });
+          emit({
+            event: "lost",
+            name: command.name,
+            token: `${recordedToken(lock)}`,
+            reason,
+            ...(why.detail !== undefined ? { detail: why.detail } : {}),
+          });
       });
       emit({ event: "acquired", name: command.name, token: `${recordedToken(lock)}` });
       return;

@@ -91,7 +91,8 @@ export type WorkerEvent =
   | { event: "wrote"; name: string; token: string; seq: number; checkedAt?: string }
   /** A write not made: the lock was not held (`reason`: the loss reason, when the check told it). */
   | { event: "refused"; name: string; reason?: string }
-  | { event: "lost"; name: string; token: string; reason: string }
+  /** The lock ended other than by release; `detail`: a forced release's reason, when given. */
+  | { event: "lost"; name: string; token: string; reason: string; detail?: string }
   | { event: "renewFailed"; message: string; remainingMs: number }
   /** A command failed; `hold`: the permits it was about (for `acquire-permits`). */
   | { event: "error"; op: string; code: string; message: string; hold?: string }
