@@ -106,6 +106,24 @@ export { type MemoryBackendOptions, memoryOptionsFromUrl } from "./memory/memory
 export { MemoryStore } from "./memory/memory-store.js";
 export type { Logger } from "./observability/logger.js";
 export {
+  enableOpenTelemetry,
+  type OpenTelemetryHandle,
+  type OpenTelemetryOptions,
+  type TelemetryAttributes,
+  type TelemetryCounter,
+  type TelemetryHistogram,
+  type TelemetryInstrumentOptions,
+  type TelemetryMeter,
+  type TelemetryMeterProvider,
+  type TelemetryObservableGauge,
+  type TelemetryObservation,
+  type TelemetrySpan,
+  type TelemetrySpanContext,
+  type TelemetrySpanOptions,
+  type TelemetryTracer,
+  type TelemetryTracerProvider,
+} from "./opentelemetry.js";
+export {
   enablePrometheus,
   type PrometheusHandle,
   type PrometheusOptions,
