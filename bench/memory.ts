@@ -11,11 +11,12 @@
  * The lock figures are not measured here: the other backends' benches measure them against
  * their stores.
  */
-import { createCoordinator, MemoryBackend } from "@baton/core";
+import { MemoryBackend } from "@baton/core";
 import { BackendRun, runPermitSteps } from "./lib/backend-run.js";
 import { measureBackendHeldLocks } from "./lib/held-locks.js";
 import type { PermitBench } from "./lib/permits.js";
 import type { BackendResult } from "./lib/results.js";
+import { benchCoordinator } from "./lib/telemetry.js";
 
 const TTL_MS = 15_000;
 /** One named store, so the handoff's coordinators (each its own backend) share it. */
@@ -24,7 +25,7 @@ const URL = "memory://bench";
 const PERMITS: PermitBench = {
   noFloor: "an in-process store has no round trips, so no raw client to compare with",
   uncontended: async () => {
-    const coordinator = createCoordinator({ url: URL, ttlMs: TTL_MS, ownerId: "bench-lock" });
+    const coordinator = benchCoordinator({ url: URL, ttlMs: TTL_MS, ownerId: "bench-lock" });
     return {
       floor: [
         {

@@ -1,5 +1,4 @@
 import { type ServerGroup, startServers } from "@baton/conformance/harness";
-import { createCoordinator } from "@baton/core";
 import { cpuPlacement, pinSelf } from "./cpu-placement.js";
 import { formatHeld, formatSection } from "./format-table.js";
 import { type HeldItems, permitItems } from "./held-locks.js";
@@ -21,6 +20,7 @@ import {
 } from "./results.js";
 import { processCpuMeter, type ServerMeter } from "./server-meter.js";
 import { measureTakeover } from "./takeover.js";
+import { benchCoordinator } from "./telemetry.js";
 import { measureThroughput } from "./throughput.js";
 
 /**
@@ -178,7 +178,7 @@ export async function runBackendBench(bench: BackendBench): Promise<BackendResul
       if (takeover) out.add(takeover);
       const throughput = await out.step("throughput", () =>
         measureThroughput({
-          client: () => createCoordinator({ url: clientUrl, ttlMs: bench.throughputTtlMs }),
+          client: () => benchCoordinator({ url: clientUrl, ttlMs: bench.throughputTtlMs }),
           prefix: "bench-throughput",
           connections: bench.connections,
         }),

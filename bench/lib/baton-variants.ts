@@ -1,12 +1,8 @@
-import {
-  type BackendSession,
-  type Coordinator,
-  createCoordinator,
-  type LockBackend,
-} from "@baton/core";
+import type { BackendSession, Coordinator, LockBackend } from "@baton/core";
 import { measureCoreShare, recordingBackend } from "./core-share.js";
 import type { InterleaveOptions, Variant } from "./interleave.js";
 import type { CoreShare } from "./results.js";
+import { benchCoordinator } from "./telemetry.js";
 
 /** Options of {@link openBatonVariants}. */
 export interface BatonVariantsOptions {
@@ -45,7 +41,7 @@ export async function openBatonVariants(options: BatonVariantsOptions): Promise<
   const { backend } = options;
   const sessionBackend = options.sessionBackend ?? backend;
   const opened: BackendSession[] = [];
-  const coordinator = createCoordinator({
+  const coordinator = benchCoordinator({
     backend: recordingBackend(backend, opened),
     ttlMs: options.coordinatorTtlMs,
   });

@@ -1,4 +1,3 @@
-import { createCoordinator } from "@baton/core";
 import { type LatencySection, type Role, type Row, row } from "./results.js";
 import {
   addDelta,
@@ -11,6 +10,7 @@ import {
   subtractIdle,
 } from "./server-meter.js";
 import { summarise } from "./stats.js";
+import { benchCoordinator } from "./telemetry.js";
 
 /** Something that can take the contended lock and hands back its release. */
 export interface Contender {
@@ -188,7 +188,7 @@ export async function measureCoordinatorHandoffs(
   spec: CoordinatorHandoffs,
 ): Promise<LatencySection> {
   const coordinators = Array.from({ length: spec.waiters + 1 }, (_, i) =>
-    createCoordinator({ url: spec.url, ttlMs: spec.ttlMs, ownerId: `handoff-${i}` }),
+    benchCoordinator({ url: spec.url, ttlMs: spec.ttlMs, ownerId: `handoff-${i}` }),
   );
   try {
     const rows = await measureHandoffs(

@@ -1,13 +1,7 @@
-import {
-  type BackendSession,
-  type Coordinator,
-  createCoordinator,
-  type Grant,
-  type Lock,
-  type LockBackend,
-} from "@baton/core";
+import type { BackendSession, Coordinator, Grant, Lock, LockBackend } from "@baton/core";
 import { CountingBackend } from "./counting-backend.js";
 import type { HeldLocksResult, RenewalCount } from "./results.js";
+import { benchCoordinator } from "./telemetry.js";
 
 /** A cumulative request counter read from the store (for renewal traffic, server side). */
 export interface ServerCounter {
@@ -161,7 +155,7 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
   const windowIntervals = options.windowIntervals ?? 5;
   const items = options.items ?? LOCKS;
   const counting = new CountingBackend(options.backend);
-  const coordinator = createCoordinator({
+  const coordinator = benchCoordinator({
     backend: counting,
     ttlMs: options.ttlMs,
     ownerId: "bench-held",

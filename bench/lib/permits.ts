@@ -3,12 +3,12 @@ import {
   type BackendSession,
   type Coordinator,
   createBackend,
-  createCoordinator,
   type LockBackend,
 } from "@baton/core";
 import { type Contender, type HandoffGroup, handoffSection, measureHandoffs } from "./handoff.js";
 import { type InterleaveOptions, interleave, latencySection, type Variant } from "./interleave.js";
 import type { LatencySection, Row } from "./results.js";
+import { benchCoordinator } from "./telemetry.js";
 
 /** Permits of the uncontended bench's semaphores (each acquire takes 1 of them). */
 export const UNCONTENDED_PERMITS = 4;
@@ -137,7 +137,7 @@ export async function measurePermitUncontended(
   server: PermitServer["options"],
 ): Promise<LatencySection> {
   const own = await bench.uncontended?.(url, group);
-  const coordinator = createCoordinator({ backend, ttlMs: bench.ttlMs });
+  const coordinator = benchCoordinator({ backend, ttlMs: bench.ttlMs });
   const session = await backend.openSession({ ttlMs: 60_000, ownerId: "bench-permit-session" });
   try {
     const variants = [
@@ -201,9 +201,9 @@ export async function measurePermitHandoffs(
 ): Promise<LatencySection> {
   const name = "bench-permit-handoff";
   const own = await bench.handoff?.(url, group);
-  const holder = createCoordinator({ url, ttlMs: bench.ttlMs, ownerId: "handoff-holder" });
+  const holder = benchCoordinator({ url, ttlMs: bench.ttlMs, ownerId: "handoff-holder" });
   const coordinators = Array.from({ length: PERMIT_WAITERS + 1 }, (_, i) =>
-    createCoordinator({ url, ttlMs: bench.ttlMs, ownerId: `handoff-${i}` }),
+    benchCoordinator({ url, ttlMs: bench.ttlMs, ownerId: `handoff-${i}` }),
   );
   try {
     const held = await holder

@@ -1,8 +1,9 @@
 import { type LockWorker, spawnLockWorker } from "@baton/conformance/faults";
-import { createCoordinator } from "@baton/core";
+import type { Coordinator } from "@baton/core";
 import { sleep } from "./handoff.js";
 import type { LatencySection } from "./results.js";
 import { quantile } from "./stats.js";
+import { benchCoordinator } from "./telemetry.js";
 
 /** Options of {@link measureTakeover}. */
 export interface TakeoverOptions {
@@ -30,7 +31,7 @@ const QUEUE_MS = 150;
  */
 export async function measureTakeover(options: TakeoverOptions): Promise<LatencySection> {
   const reps = options.repetitions ?? 3;
-  const waiter = createCoordinator({ url: options.url, ttlMs: options.ttlMs, ownerId: "waiter" });
+  const waiter = benchCoordinator({ url: options.url, ttlMs: options.ttlMs, ownerId: "waiter" });
   const workers: LockWorker[] = [];
   const start = async (ownerId: string) => {
     const w = await spawnLockWorker({ url: options.url, ttlMs: options.ttlMs, ownerId });
@@ -88,7 +89,7 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Latency
 
 /** The worker takes `name`, the waiter queues, `letGo()` runs; returns ms until the waiter holds. */
 async function once(
-  waiter: ReturnType<typeof createCoordinator>,
+  waiter: Coordinator,
   worker: LockWorker,
   name: string,
   letGo: () => void | Promise<void>,
