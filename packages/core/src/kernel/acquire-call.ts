@@ -1,12 +1,28 @@
-import { asUnavailable, BackendUnavailableError, LockTimeoutError } from "../contract/errors.js";
+import {
+  asUnavailable,
+  BackendUnavailableError,
+  CoordinatorClosedError,
+  LockTimeoutError,
+} from "../contract/errors.js";
 import { AbortScope } from "../helpers/abort-scope.js";
 import type { Clock, Timer } from "../helpers/clock.js";
 import type { Linked } from "../helpers/linked-list.js";
 import { setBound } from "../helpers/timer-lists.js";
+import type { CoordinatorEventHub, CoordinatorEvents } from "./events.js";
 import type { HandOffs } from "./hand-off.js";
 import { unreachableBoundMs } from "./managed-session.js";
 import type { ResolvedAcquire } from "./options.js";
 import type { GrantRequest } from "./requests.js";
+
+/** What every acquire call of a coordinator reports to: its events, its `warnWaitMs`. */
+export interface CallSignals {
+  readonly events: CoordinatorEventHub;
+  /** The coordinator's `warnWaitMs`, or undefined for none. */
+  readonly warnWaitMs: number | undefined;
+}
+
+/** How a wait that began ended (see the `waitEnded` event). */
+export type WaitOutcome = CoordinatorEvents["waitEnded"]["outcome"];
 
 /**
  * One acquire call's bounds and the errors it ends with: its wait (one TTL for a try, so
@@ -42,6 +58,12 @@ export class AcquireCall implements Linked<AcquireCall> {
   inFlight: Promise<unknown> | undefined;
   /** The error of the last failed attempt: the cause of a later give-up. */
   lastFailure: unknown;
+  /** How many times the store was asked (each backend acquire sent). */
+  attempts = 0;
+  /** Whether the call found the lock taken (see {@link foundTaken}). */
+  contended = false;
+  /** Whether a wait began and has not ended yet: `waitEnded` is owed. */
+  inWait = false;
   /** Links in the coordinator's in-flight calls. */
   prevLinked: AcquireCall | undefined;
   nextLinked: AcquireCall | undefined;
@@ -53,6 +75,9 @@ export class AcquireCall implements Linked<AcquireCall> {
   readonly #unreachableMs: number;
   #unreachableSince: number | undefined;
   #budget: Timer | undefined;
+  readonly #signals: CallSignals;
+  /** The `warnWaitMs` timer, while a wait runs with a threshold set. */
+  #waitWarning: Timer | undefined;
 
   constructor(
     name: string,
@@ -60,6 +85,7 @@ export class AcquireCall implements Linked<AcquireCall> {
     ttlMs: number,
     clock: Clock,
     request: GrantRequest,
+    signals: CallSignals,
     handOffs?: HandOffs,
   ) {
     this.name = name;
@@ -68,6 +94,7 @@ export class AcquireCall implements Linked<AcquireCall> {
     this.waiting = options.waitMs > 0;
     this.budgetMs = this.waiting ? options.waitMs : ttlMs;
     this.#clock = clock;
+    this.#signals = signals;
     this.started = clock.now();
     this.#lockTtlMs = options.ttlMs ?? ttlMs;
     this.#unreachableMs = Math.min(this.budgetMs, unreachableBoundMs(this.#lockTtlMs));
@@ -79,7 +106,7 @@ export class AcquireCall implements Linked<AcquireCall> {
         : 0;
     // A short wait keeps its time for the lock itself.
     this.holdOffMs = holdOffMs * 2 < this.budgetMs ? holdOffMs : 0;
-    this.scope = new CallScope().follow(options.signal);
+    this.scope = new CallScope(this).follow(options.signal);
     this.#armBudget(this.budgetMs);
   }
 
@@ -128,6 +155,82 @@ export class AcquireCall implements Linked<AcquireCall> {
     };
   }
 
+  /**
+   * The call found the lock taken: a try's store answered "held", the backend is about to
+   * wait (it read the wait's signal), or another acquire of the name in this process is
+   * ahead of it. Emits `contended` once; a waiting call then begins its wait: `waitStarted`,
+   * and the `warnWaitMs` timer when a threshold is set.
+   */
+  foundTaken(): void {
+    if (this.contended) return;
+    this.contended = true;
+    const events = this.#signals.events;
+    const name = this.name;
+    if (events.listens("contended")) events.emit("contended", { name });
+    if (!this.waiting || this.scope.aborted) return;
+    this.inWait = true;
+    if (events.listens("waitStarted")) events.emit("waitStarted", { name });
+    const thresholdMs = this.options.warnWaitMs ?? this.#signals.warnWaitMs;
+    if (thresholdMs === undefined || thresholdMs === 0) return;
+    const clock = this.#clock;
+    this.#waitWarning = clock.setTimer(
+      () => {
+        this.#waitWarning = undefined;
+        if (!this.inWait) return;
+        events.emit("waitingTooLong", {
+          name,
+          waitedMs: clock.now() - this.started,
+          thresholdMs,
+        });
+      },
+      Math.max(0, thresholdMs - (clock.now() - this.started)),
+    );
+  }
+
+  /** The wait that began (if one did) ended with `outcome`: `waitEnded`, once. */
+  waitEnds(outcome: WaitOutcome): void {
+    if (!this.inWait) return;
+    this.inWait = false;
+    this.#waitWarning?.cancel();
+    this.#waitWarning = undefined;
+    const events = this.#signals.events;
+    if (events.listens("waitEnded")) {
+      events.emit("waitEnded", {
+        name: this.name,
+        waitedMs: this.#clock.now() - this.started,
+        outcome,
+      });
+    }
+  }
+
+  /**
+   * The call rejected with `error` (`closing`: the coordinator is closing): its wait ends,
+   * and `acquireFailed` is emitted.
+   */
+  failed(error: unknown, closing: boolean): void {
+    if (this.inWait) {
+      const signal = this.options.signal;
+      this.waitEnds(
+        error instanceof LockTimeoutError
+          ? "timeout"
+          : closing ||
+              error instanceof CoordinatorClosedError ||
+              (signal?.aborted === true && error === signal.reason)
+            ? "aborted"
+            : "error",
+      );
+    }
+    const events = this.#signals.events;
+    if (events.listens("acquireFailed")) {
+      events.emit("acquireFailed", {
+        name: this.name,
+        error,
+        waitedMs: this.#clock.now() - this.started,
+        attempts: this.attempts,
+      });
+    }
+  }
+
   /** A grant ends the wait: the fence raise that may follow has its own bound. */
   stopBudget(): void {
     this.#budget?.cancel();
@@ -144,6 +247,8 @@ export class AcquireCall implements Linked<AcquireCall> {
   /** Ends the call's bounds (the scope stops following the caller's signal). */
   end(): void {
     this.#budget?.cancel();
+    // A wait still owed an end here ended without a grant or an error of its own.
+    if (this.inWait) this.waitEnds("error");
     this.scope.dispose();
   }
 
@@ -203,13 +308,30 @@ export class AcquireCall implements Linked<AcquireCall> {
   }
 }
 
-/** An acquire call's scope, which tells whether its signal was asked for. */
+/**
+ * An acquire call's scope, which tells whether its signal was asked for: a backend reads it
+ * only when it is about to wait, so the first read means the lock was taken.
+ */
 class CallScope extends AbortScope {
   /** True once someone (the backend, about to wait) asked for the signal. */
   signalRead = false;
+  readonly #call: AcquireCall;
+
+  constructor(call: AcquireCall) {
+    super();
+    this.#call = call;
+  }
 
   override get signal(): AbortSignal {
-    this.signalRead = true;
+    if (!this.signalRead) {
+      this.signalRead = true;
+      this.#call.foundTaken();
+    }
+    return super.signal;
+  }
+
+  /** The signal, for core's own waits (a backoff): reading it says nothing about the lock. */
+  get ownSignal(): AbortSignal {
     return super.signal;
   }
 }

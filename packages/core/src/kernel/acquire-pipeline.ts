@@ -16,7 +16,7 @@ import { type Clock, sleep, type Timer, type TimerOptions } from "../helpers/clo
 import { KeyedMutex } from "../helpers/keyed-mutex.js";
 import { LinkedList } from "../helpers/linked-list.js";
 import { noop } from "../helpers/noop.js";
-import { AcquireCall } from "./acquire-call.js";
+import { AcquireCall, type CallSignals } from "./acquire-call.js";
 import type { CoordinatorEventHub } from "./events.js";
 import { HandOffs } from "./hand-off.js";
 import { HeldLock, type LockHost } from "./held-lock.js";
@@ -31,6 +31,14 @@ const RETRY: BackoffOptions = { minMs: 20, maxMs: 1_000 };
 /** How long a given-up permit wait waits for its backend to take its queue entry out. */
 const CLEANUP_GRACE_MS = 1_000;
 const KEEP_ALIVE: TimerOptions = { keepAlive: true };
+
+/** The coordinator's warning thresholds (ms); undefined: none. */
+export interface Thresholds {
+  readonly warnHeldMs: number | undefined;
+  readonly warnWaitMs: number | undefined;
+}
+
+const NO_THRESHOLDS: Thresholds = { warnHeldMs: undefined, warnWaitMs: undefined };
 
 /**
  * The acquire pipeline: one call from the in-process queue to a lock handed over. Each
@@ -56,6 +64,8 @@ export class AcquirePipeline {
   readonly #host: LockHost;
   /** In-flight acquire calls, ended by close(). */
   readonly #calls = new LinkedList<AcquireCall>();
+  /** What every call reports to. */
+  readonly #signals: CallSignals;
 
   constructor(
     ttlMs: number,
@@ -65,6 +75,7 @@ export class AcquirePipeline {
     lifecycle: Lifecycle,
     fence: Fence | undefined,
     backend: LockBackend | undefined,
+    thresholds: Thresholds = NO_THRESHOLDS,
   ) {
     this.#ttlMs = ttlMs;
     this.#clock = clock;
@@ -72,7 +83,13 @@ export class AcquirePipeline {
     this.#sessions = sessions;
     this.#lifecycle = lifecycle;
     this.#fence = fence;
-    this.#host = { clock, events, fencing: backend?.guarantees.fencing };
+    this.#host = {
+      clock,
+      events,
+      fencing: backend?.guarantees.fencing,
+      warnHeldMs: thresholds.warnHeldMs,
+    };
+    this.#signals = { events, warnWaitMs: thresholds.warnWaitMs };
   }
 
   /** Called before a session of `backend` opens: what the pipeline learns from it. */
@@ -104,8 +121,19 @@ export class AcquirePipeline {
     let call: AcquireCall;
     try {
       this.#lifecycle.assertOpen();
-      call = new AcquireCall(name, opts, this.#ttlMs, this.#clock, request, this.#handOffs);
+      call = new AcquireCall(
+        name,
+        opts,
+        this.#ttlMs,
+        this.#clock,
+        request,
+        this.#signals,
+        this.#handOffs,
+      );
     } catch (error) {
+      if (this.#events.listens("acquireFailed")) {
+        this.#events.emit("acquireFailed", { name, error, waitedMs: 0, attempts: 0 });
+      }
       return Promise.reject(error);
     }
     this.#calls.add(call);
@@ -126,6 +154,7 @@ export class AcquirePipeline {
         }
       }
     } catch (error) {
+      this.#failed(call, error);
       this.#endCall(call);
       return Promise.reject(error);
     }
@@ -148,6 +177,7 @@ export class AcquirePipeline {
     const scope = call.scope;
     let pending: Promise<Grant | null>;
     try {
+      call.attempts++;
       pending = call.request.send(backendSession, call);
       if (!call.request.exclusive && call.waiting) call.inFlight = pending;
     } catch (error) {
@@ -172,12 +202,12 @@ export class AcquirePipeline {
             return;
           }
           try {
-            resolve(
-              grant === null
-                ? whenHeld(call.name)
-                : this.#handOver(call, this.#hold(call, grant, session)),
-            );
+            if (grant === null) {
+              call.foundTaken();
+              resolve(whenHeld(call.name));
+            } else resolve(this.#handOver(call, this.#hold(call, grant, session)));
           } catch (error) {
+            this.#failed(call, error);
             reject(error);
           } finally {
             this.#endCall(call);
@@ -207,7 +237,11 @@ export class AcquirePipeline {
       if (from === 0) {
         if (call.scope.aborted) throw call.scope.reason; // an already-aborted signal: no round trip at all
         if (call.unlockLocal === undefined) {
-          if (!call.waiting && this.#local.isLocked(name)) return whenHeld(name);
+          // Another acquire of the name in this process is ahead: the lock is taken.
+          if (this.#local.isLocked(name)) {
+            call.foundTaken();
+            if (!call.waiting) return whenHeld(name);
+          }
           call.unlockLocal = await this.#waitLocal(call);
         }
         if (call.holdOffMs > 0) await this.#holdOff(call);
@@ -225,7 +259,10 @@ export class AcquirePipeline {
           await this.#afterAcquireFailed(call, attempt, error, session);
           continue;
         }
-        if (grant === null) return whenHeld(name);
+        if (grant === null) {
+          call.foundTaken();
+          return whenHeld(name);
+        }
         if (!session.isValid()) continue; // the session died under us: that grant is void
         const held = this.#hold(call, grant, session);
         // Without a fence the grant is handed over as it is: the session was checked just now.
@@ -235,9 +272,17 @@ export class AcquirePipeline {
         if (held.lock.held) return this.#handOver(call, held);
         await this.#afterLostGrant(call, held, attempt);
       }
+    } catch (error) {
+      this.#failed(call, error);
+      throw error;
     } finally {
       this.#endCall(call);
     }
+  }
+
+  /** The call rejects with `error`: its wait ends, and listeners hear of it. */
+  #failed(call: AcquireCall, error: unknown): void {
+    call.failed(error, this.#lifecycle.closing.signal.aborted);
   }
 
   /** The call is over: its name is freed here (unless a held lock took it over), its bounds end. */
@@ -323,7 +368,7 @@ export class AcquirePipeline {
     }
     if (!sessionLost) call.giveUpIfUnreachable(error, failingSince);
     try {
-      await sleep(this.#clock, backoffMs(attempt, RETRY), call.scope.signal);
+      await sleep(this.#clock, backoffMs(attempt, RETRY), call.scope.ownSignal);
     } catch {
       throw this.#cutShort(call, budgetError);
     }
@@ -362,16 +407,19 @@ export class AcquirePipeline {
       unlockLocal,
       this.#host,
       call.request.permit,
+      call.options.warnHeldMs,
     );
   }
 
   /** The lock goes to the caller. */
   #handOver(call: AcquireCall, held: HeldLock): Lock {
+    if (call.inWait) call.waitEnds("acquired");
     if (this.#events.listens("acquired")) {
       this.#events.emit("acquired", {
         name: held.name,
         token: held.token,
         waitedMs: this.#clock.now() - call.started,
+        attempts: call.attempts,
         lock: held.lock,
       });
     }
@@ -422,6 +470,7 @@ export class AcquirePipeline {
   #backendAcquire(session: ManagedSession, call: AcquireCall): Promise<Grant | null> {
     const { name, scope } = call;
     const backendSession = session.backendSession;
+    call.attempts++;
     const pending = call.request.send(backendSession, call);
     if (!call.request.exclusive && call.waiting) call.inFlight = pending;
     return raceAbortable(pending, scope, {

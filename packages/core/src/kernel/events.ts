@@ -10,7 +10,57 @@ export interface CoordinatorEvents {
    * the call to the grant. `lock` is the granted lock itself: the same object `lost` and
    * `released` carry, so listeners can tell apart several permits of one name.
    */
-  acquired: { name: string; token: bigint; waitedMs: number; lock: Lock };
+  acquired: { name: string; token: bigint; waitedMs: number; attempts: number; lock: Lock };
+  /**
+   * An acquire found the lock (or a semaphore's permits, a read or a write) taken at its
+   * first look: held by another process, or by another acquire of the same name in this
+   * one. At most once per acquire, before its `waitStarted`; a try (`tryAcquire`,
+   * `waitMs: 0`) that finds the lock held emits it too, and no `waitStarted`.
+   */
+  contended: { name: string };
+  /**
+   * A waiting acquire found the lock taken and began to wait for it. Exactly one `waitEnded`
+   * follows, when the acquire ends.
+   */
+  waitStarted: { name: string };
+  /**
+   * A wait that `waitStarted` began is over: the lock was `acquired` (the `acquired` event
+   * follows), the wait ran out (`timeout`: a `LockTimeoutError`), the caller's signal or
+   * `close()` ended it (`aborted`), or it failed otherwise (`error`, e.g. the store could not
+   * be reached). `waitedMs` counts from the call, as `acquired`'s does.
+   */
+  waitEnded: {
+    name: string;
+    waitedMs: number;
+    outcome: "acquired" | "timeout" | "aborted" | "error";
+  };
+  /**
+   * An acquire rejected: `error` is what the caller got (`LockHeldError`, `LockTimeoutError`,
+   * `BackendUnavailableError`, the signal's reason, `CoordinatorClosedError`, ...).
+   * `waitedMs` counts from the call; `attempts` is how many times the store was asked (0
+   * when the call ended before it asked). A try that finds the lock held and resolves
+   * `null` is no failure and emits none.
+   */
+  acquireFailed: { name: string; error: unknown; waitedMs: number; attempts: number };
+  /**
+   * A lock has been held for `warnHeldMs` (`thresholdMs`): once per grant, at the threshold,
+   * however often its session renews meanwhile. `heldMs` counts from the grant, on the
+   * coordinator's monotonic clock. With a logger, it is logged as a warning too.
+   */
+  heldTooLong: {
+    name: string;
+    token: bigint;
+    ownerId: string;
+    heldMs: number;
+    thresholdMs: number;
+    lock: Lock;
+  };
+  /**
+   * An acquire has waited for a held lock for `warnWaitMs` (`thresholdMs`) and still waits:
+   * once per acquire. `waitedMs` counts from the call. With a logger, it is logged as a
+   * warning too.
+   */
+  waitingTooLong: { name: string; waitedMs: number; thresholdMs: number };
   /** A session renewal was confirmed. `locks` is how many locks it kept. */
   renewed: { durationMs: number; locks: number };
   /**
@@ -54,6 +104,21 @@ export function createEventHub(logger: Logger | undefined): CoordinatorEventHub 
   events.on("backgroundError", ({ error, during }) => {
     const detail = error instanceof Error ? error.message : String(error);
     safeLog(logger, "warn", `baton: ${during} failed: ${detail}`, error);
+  });
+  // A threshold passed is a warning: the lock, who holds or wants it, and for how long.
+  events.on("heldTooLong", ({ name, token, ownerId, heldMs, thresholdMs }) => {
+    safeLog(
+      logger,
+      "warn",
+      `baton: lock "${name}" (token ${token}) has been held by "${ownerId}" for ${Math.round(heldMs)} ms, past warnHeldMs (${thresholdMs} ms)`,
+    );
+  });
+  events.on("waitingTooLong", ({ name, waitedMs, thresholdMs }) => {
+    safeLog(
+      logger,
+      "warn",
+      `baton: an acquire of "${name}" has waited ${Math.round(waitedMs)} ms for the lock, past warnWaitMs (${thresholdMs} ms), and still waits`,
+    );
   });
   // A lost lock is logged once, as an error: the locks a session takes down together
   // (those lost in the same turn, for the same reason) on one line.

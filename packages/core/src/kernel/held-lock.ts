@@ -9,7 +9,7 @@ import {
 import type { Guarantees } from "../contract/guarantees.js";
 import { AbortScope } from "../helpers/abort-scope.js";
 import { boundedCall } from "../helpers/bounded-call.js";
-import type { Clock } from "../helpers/clock.js";
+import type { Clock, Timer } from "../helpers/clock.js";
 import { noop } from "../helpers/noop.js";
 import { setBound } from "../helpers/timer-lists.js";
 import type { CoordinatorEventHub } from "./events.js";
@@ -23,6 +23,8 @@ export interface LockHost {
   readonly events: CoordinatorEventHub;
   /** The backend's declared fencing, once it is known (before its first session opens). */
   fencing: Guarantees["fencing"] | undefined;
+  /** The coordinator's `warnHeldMs`, or undefined for none. */
+  readonly warnHeldMs?: number | undefined;
 }
 
 /**
@@ -50,6 +52,10 @@ export class HeldLock implements SessionLock, LockInit {
   /** Frees the name in this process (KeyedMutex), once. */
   readonly #unlockLocal: () => void;
   readonly #host: LockHost;
+  /** The acquire's own `warnHeldMs` (0: never), or undefined for the coordinator's. */
+  readonly #warnHeldMs: number | undefined;
+  /** The `warnHeldMs` timer, while the lock is held with a threshold set. */
+  #heldWarning: Timer | undefined;
   /** Links in its session's locks (see `ManagedSession.register`). */
   prevLinked: SessionLock | undefined;
   nextLinked: SessionLock | undefined;
@@ -62,6 +68,7 @@ export class HeldLock implements SessionLock, LockInit {
     unlockLocal: () => void,
     host: LockHost,
     permit?: PermitRequest,
+    warnHeldMs?: number,
   ) {
     this.name = name;
     this.token = grant.token;
@@ -73,7 +80,31 @@ export class HeldLock implements SessionLock, LockInit {
     this.#host = host;
     this.lock =
       permit === undefined ? new Lock(this) : new Permit(this, permit.permits, permit.mode);
+    this.#warnHeldMs = warnHeldMs;
     session.register(this);
+    const thresholdMs = warnHeldMs ?? host.warnHeldMs;
+    if (thresholdMs !== undefined && thresholdMs > 0) this.#warnWhenHeld(thresholdMs);
+  }
+
+  /**
+   * Arms the `warnHeldMs` timer: one timer per lock, only while a threshold is set, on the
+   * coordinator's clock; renewals leave it alone, and the lock's end cancels it.
+   */
+  #warnWhenHeld(thresholdMs: number): void {
+    const clock = this.#host.clock;
+    const grantedAt = clock.now();
+    this.#heldWarning = clock.setTimer(() => {
+      this.#heldWarning = undefined;
+      if (this.ended.aborted) return;
+      this.#host.events.emit("heldTooLong", {
+        name: this.name,
+        token: this.token,
+        ownerId: this.#grant.ownerId,
+        heldMs: clock.now() - grantedAt,
+        thresholdMs,
+        lock: this.lock,
+      });
+    }, thresholdMs);
   }
 
   /**
@@ -106,11 +137,16 @@ export class HeldLock implements SessionLock, LockInit {
       this.#released(false, false);
       throw new LockLostError(this.name, this.token, "key-lost");
     }
-    const read = new HeldLock(this.name, grant, this.value, session, noop, this.#host, {
-      limit: 0,
-      permits: 1,
-      mode: "read",
-    });
+    const read = new HeldLock(
+      this.name,
+      grant,
+      this.value,
+      session,
+      noop,
+      this.#host,
+      { limit: 0, permits: 1, mode: "read" },
+      this.#warnHeldMs,
+    );
     this.#released(false, true);
     return read.lock as Permit;
   }
@@ -189,6 +225,7 @@ export class HeldLock implements SessionLock, LockInit {
     if (this.ended.aborted) return;
     const error = new LockLostError(this.name, this.token, reason, { cause });
     this.ended.abort(error);
+    if (this.#heldWarning !== undefined) this.#stopWarning();
     this.#host.events.emit("lost", {
       name: this.name,
       token: this.token,
@@ -260,6 +297,11 @@ export class HeldLock implements SessionLock, LockInit {
     });
   }
 
+  #stopWarning(): void {
+    this.#heldWarning?.cancel();
+    this.#heldWarning = undefined;
+  }
+
   #releaseError(error: unknown): unknown {
     return asUnavailable(
       error,
@@ -276,6 +318,7 @@ export class HeldLock implements SessionLock, LockInit {
     const host = this.#host;
     session.unregister(this);
     this.ended.abort(releasedReason(this.name, this.token));
+    if (this.#heldWarning !== undefined) this.#stopWarning();
     // After a failed release the session may still hold the key until it expires: keep the
     // name locked here until then, so this session never acquires it twice.
     if (failed) host.clock.setTimer(this.#unlockLocal, session.ttlMs + session.driftMs);

@@ -66,6 +66,7 @@ export class Kernel implements LockClient {
       lifecycle,
       fence,
       options.backend,
+      options,
     );
     this.#reads = new StoreReads(options.ttlMs, clock, events, sessions, backend, lifecycle);
     this.host = this.#recipeHost();

@@ -60,6 +60,19 @@ export interface CoordinatorOptions {
   readonly logger?: Logger;
   /** Clock for deadlines and timers; default `performance.now()`. Tests pass a `ManualClock`. */
   readonly clock?: Clock;
+  /**
+   * Warn about a lock held this many ms: a `heldTooLong` event (and a logger warning) once
+   * per grant, however often it is renewed. For every lock, semaphore permit and read or
+   * write of this coordinator; an acquire's own `warnHeldMs` overrides it. Default: no
+   * warning, and no timer per lock.
+   */
+  readonly warnHeldMs?: number;
+  /**
+   * Warn about an acquire that has waited this many ms for a held lock and still waits: a
+   * `waitingTooLong` event (and a logger warning) once per acquire. An acquire's own
+   * `warnWaitMs` overrides it. Default: no warning, and no timer per wait.
+   */
+  readonly warnWaitMs?: number;
 }
 
 /** Options of `acquire` and `withLock`. */
@@ -81,10 +94,22 @@ export interface AcquireOptions {
    * `lock.ttlMs` tells. Default: the coordinator's.
    */
   readonly ttlMs?: number;
+  /**
+   * Warn when this lock has been held this many ms: a `heldTooLong` event (and a logger
+   * warning) once, however often it is renewed; 0 never warns. Default: the coordinator's
+   * `warnHeldMs`.
+   */
+  readonly warnHeldMs?: number;
+  /**
+   * Warn when this acquire has waited this many ms for the lock and still waits: a
+   * `waitingTooLong` event (and a logger warning) once; 0 never warns. Default: the
+   * coordinator's `warnWaitMs`.
+   */
+  readonly warnWaitMs?: number;
 }
 
-/** Options of `tryAcquire`. */
-export type TryAcquireOptions = Omit<AcquireOptions, "waitMs">;
+/** Options of `tryAcquire`: a try does not wait, so it has no `waitMs` and no `warnWaitMs`. */
+export type TryAcquireOptions = Omit<AcquireOptions, "waitMs" | "warnWaitMs">;
 
 /** Default lease length. */
 export const DEFAULT_TTL_MS = 15_000;
@@ -102,9 +127,11 @@ const COORDINATOR_KEYS = [
   "renewEveryMs",
   "logger",
   "clock",
+  "warnHeldMs",
+  "warnWaitMs",
 ] as const;
-const ACQUIRE_KEYS = ["waitMs", "signal", "value", "ttlMs"] as const;
-const TRY_KEYS = ["signal", "value", "ttlMs"] as const;
+const ACQUIRE_KEYS = ["waitMs", "signal", "value", "ttlMs", "warnHeldMs", "warnWaitMs"] as const;
+const TRY_KEYS = ["signal", "value", "ttlMs", "warnHeldMs"] as const;
 
 /** Coordinator options after validation. */
 export interface ResolvedOptions {
@@ -119,6 +146,10 @@ export interface ResolvedOptions {
   readonly renewEveryMs: number | undefined;
   readonly logger: Logger | undefined;
   readonly clock: Clock | undefined;
+  /** Warn about a lock held this long (ms); undefined: never. */
+  readonly warnHeldMs: number | undefined;
+  /** Warn about an acquire waiting this long (ms); undefined: never. */
+  readonly warnWaitMs: number | undefined;
 }
 
 /** The backend's kind, or the URL's scheme before it is loaded: for messages, without I/O. */
@@ -195,7 +226,24 @@ export function resolveCoordinatorOptions(input: unknown): ResolvedOptions {
     );
   }
   const closeBackend = o.closeBackend !== false;
-  return { backend, closeBackend, url, ttlMs, mode, fence, ownerId, renewEveryMs, logger, clock };
+  const warnHeldMs =
+    o.warnHeldMs === undefined ? undefined : checkInt(o.warnHeldMs, "warnHeldMs", 1, LIMITS.maxMs);
+  const warnWaitMs =
+    o.warnWaitMs === undefined ? undefined : checkInt(o.warnWaitMs, "warnWaitMs", 1, LIMITS.maxMs);
+  return {
+    backend,
+    closeBackend,
+    url,
+    ttlMs,
+    mode,
+    fence,
+    ownerId,
+    renewEveryMs,
+    logger,
+    clock,
+    warnHeldMs,
+    warnWaitMs,
+  };
 }
 
 /**
@@ -221,6 +269,10 @@ export interface ResolvedAcquire {
   readonly value: string | undefined;
   /** The lock's own TTL, or undefined for the coordinator's. */
   readonly ttlMs: number | undefined;
+  /** This lock's `warnHeldMs` (0: never), or undefined for the coordinator's. */
+  readonly warnHeldMs: number | undefined;
+  /** This acquire's `warnWaitMs` (0: never), or undefined for the coordinator's. */
+  readonly warnWaitMs: number | undefined;
 }
 
 /** What no `acquire` options and no `tryAcquire` options resolve to: one shared object each. */
@@ -229,6 +281,8 @@ const ACQUIRE_DEFAULTS: ResolvedAcquire = Object.freeze({
   signal: undefined,
   value: undefined,
   ttlMs: undefined,
+  warnHeldMs: undefined,
+  warnWaitMs: undefined,
 });
 const TRY_DEFAULTS: ResolvedAcquire = Object.freeze({ ...ACQUIRE_DEFAULTS, waitMs: 0 });
 
@@ -247,7 +301,11 @@ export function resolveAcquireOptions(input: unknown, tryOnly: boolean): Resolve
     o.value === undefined ? undefined : checkString(o.value, "value", LIMITS.valueMaxLength);
   const ttlMs =
     o.ttlMs === undefined ? undefined : checkInt(o.ttlMs, "ttlMs", LIMITS.ttlMinMs, LIMITS.maxMs);
-  return { waitMs, signal, value, ttlMs };
+  const warnHeldMs =
+    o.warnHeldMs === undefined ? undefined : checkInt(o.warnHeldMs, "warnHeldMs", 0, LIMITS.maxMs);
+  const warnWaitMs =
+    o.warnWaitMs === undefined ? undefined : checkInt(o.warnWaitMs, "warnWaitMs", 0, LIMITS.maxMs);
+  return { waitMs, signal, value, ttlMs, warnHeldMs, warnWaitMs };
 }
 
 function checkBackend(value: unknown): LockBackend {

@@ -71,7 +71,13 @@ describe("acquire when someone else holds the lock", () => {
     expect(waiting.status).toBe("fulfilled");
     expect(waiting.value?.token).toBeGreaterThan(holder.token);
     expect(events.acquired).toEqual([
-      { name: "jobs", token: waiting.value?.token, waitedMs: 300, lock: waiting.value },
+      {
+        name: "jobs",
+        token: waiting.value?.token,
+        waitedMs: 300,
+        attempts: 1,
+        lock: waiting.value,
+      },
     ]);
   });
 

@@ -20,7 +20,9 @@ describe("coordinator events", () => {
     await clock.advance(50);
     const a = await coordinator.acquire("a", { waitMs: 0 });
     expect(events.sessionOpened).toEqual([{ ownerId: coordinator.ownerId, ttlMs: 1_000 }]);
-    expect(events.acquired).toEqual([{ name: "a", token: a.token, waitedMs: 0, lock: a }]);
+    expect(events.acquired).toEqual([
+      { name: "a", token: a.token, waitedMs: 0, attempts: 1, lock: a },
+    ]);
 
     await a.release();
     expect(events.released).toEqual([{ name: "a", token: a.token, wasHeld: true, lock: a }]);
