@@ -73,8 +73,16 @@ export interface Semaphore {
 }
 
 const SEMAPHORE_KEYS = ["permits"] as const;
-const PERMIT_KEYS = ["waitMs", "signal", "value", "ttlMs", "permits"] as const;
-const PERMIT_TRY_KEYS = ["signal", "value", "ttlMs", "permits"] as const;
+const PERMIT_KEYS = [
+  "waitMs",
+  "signal",
+  "value",
+  "ttlMs",
+  "warnHeldMs",
+  "warnWaitMs",
+  "permits",
+] as const;
+const PERMIT_TRY_KEYS = ["signal", "value", "ttlMs", "warnHeldMs", "permits"] as const;
 
 /** @internal The coordinator's {@link Semaphore}. */
 export class SemaphoreHandle implements Semaphore {
