@@ -25,8 +25,9 @@ import { openRequest } from "./lock-requests.js";
  * What the DynamoDB backend guarantees: fencing tokens that rise with every grant (a counter
  * in the lock item, raised by the same conditional write that grants), no FIFO (waiters poll;
  * whoever writes first after a release wins), consensus (DynamoDB's conditional writes and
- * strongly consistent reads are linearizable per item), exclusion across processes, and
- * durable records.
+ * strongly consistent reads are linearizable per item), exclusion across processes, durable
+ * records, inspection (a bounded `Scan` per page) and forced release of one grant (the lock
+ * item freed in place, the reason left in the holder's session item for its next renewal).
  */
 export const DYNAMODB_GUARANTEES: Guarantees = {
   fencing: "monotonic",
@@ -35,6 +36,8 @@ export const DYNAMODB_GUARANTEES: Guarantees = {
   crossProcess: true,
   records: true,
   semaphores: false,
+  inspection: true,
+  forceRelease: "grant",
 };
 
 /**

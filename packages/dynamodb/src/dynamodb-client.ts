@@ -12,7 +12,7 @@ import type { BackendSession } from "@baton/core";
 export interface DynamoDBClientLike {
   /**
    * Sends one command (`GetItemCommand`, `UpdateItemCommand`, `PutItemCommand`,
-   * `DeleteItemCommand`, `BatchGetItemCommand`, `CreateTableCommand`,
+   * `DeleteItemCommand`, `BatchGetItemCommand`, `ScanCommand`, `CreateTableCommand`,
    * `DescribeTableCommand`) and resolves its output. `options.abortSignal` aborts a request
    * the backend gave up on (its request timeout ran out).
    */

@@ -9,7 +9,8 @@ export type Item = Record<string, AttributeValue>;
  * Attribute names. A lock item: {@link PARTITION_KEY}, `token` (N, the fencing counter, raised
  * by every grant and never removed), and while held `session` (S, the holding session's id),
  * `owner` (S, its owner id) and, when the grant published one, `value` (S). A session item:
- * `owner`, `beat` (N, raised by every renewal) and `ttl` (N, the session's TTL in ms). A
+ * `owner`, `beat` (N, raised by every renewal), `ttl` (N, the session's TTL in ms) and, after a
+ * forced release of one of its locks, a revocation note ({@link REVOCATION}) per grant. A
  * record item: `value` and `version` (N, raised by every write).
  */
 export const ATTR = {
@@ -21,6 +22,67 @@ export const ATTR = {
   ttl: "ttlMs",
   version: "version",
 } as const;
+
+/**
+ * A forced release's note to the holding session, kept in the holder's session item under
+ * {@link revocationAttribute}: a map of `key` (S, the lock's name), `token` (N, the revoked
+ * grant's token) and `reason` (S, the operator's reason). The holder's next renewal reads it
+ * (the renewal returns the session item) and the renewal after removes it.
+ */
+export const REVOCATION = {
+  prefix: "revoked:",
+  key: "key",
+  token: "token",
+  reason: "reason",
+} as const;
+
+/** A revocation as the holder's renewal reads it. */
+export interface Revocation {
+  /** The session item's attribute that holds it. */
+  readonly attribute: string;
+  readonly key: string;
+  readonly token: bigint;
+  readonly reason: string;
+}
+
+/**
+ * The session item's attribute of the revocation of grant `token` of lock `name`:
+ * `revoked:<token>:<name>`, one per grant, so a later grant of the same name revoked before
+ * the holder removed the first note gets a note of its own.
+ */
+export function revocationAttribute(name: string, token: bigint): string {
+  return `${REVOCATION.prefix}${token}:${name}`;
+}
+
+/** The value of a revocation attribute. */
+export function encodeRevocation(name: string, token: bigint, reason: string): AttributeValue {
+  return {
+    M: {
+      [REVOCATION.key]: encodeString(name),
+      [REVOCATION.token]: encodeNumber(token),
+      [REVOCATION.reason]: encodeString(reason),
+    },
+  };
+}
+
+/**
+ * The revocations in a session item (as a renewal returns it, `ReturnValues: ALL_NEW`);
+ * attributes of that prefix that do not decode are skipped (nothing Baton wrote).
+ */
+export function decodeRevocations(item: Item | undefined): Revocation[] {
+  const found: Revocation[] = [];
+  for (const [attribute, value] of Object.entries(item ?? {})) {
+    if (!attribute.startsWith(REVOCATION.prefix)) continue;
+    const map = value.M;
+    const key = map?.[REVOCATION.key]?.S;
+    const token = map?.[REVOCATION.token]?.N;
+    const reason = map?.[REVOCATION.reason]?.S;
+    if (key === undefined || token === undefined || reason === undefined) continue;
+    if (!/^[0-9]+$/.test(token)) continue;
+    found.push({ attribute, key, token: BigInt(token), reason });
+  }
+  return found;
+}
 
 /** A DynamoDB number of a bigint (a token, a beat, a version). */
 export function encodeNumber(n: bigint | number): AttributeValue {

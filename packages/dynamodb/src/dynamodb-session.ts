@@ -9,10 +9,14 @@ import {
   type BackendAcquireOptions,
   BackendUnavailableError,
   backoffMs,
+  type ForceReleaseOptions,
   type Grant,
   type Holder,
   type KeepAliveResult,
+  type KeyPage,
+  type KeyState,
   LeftoverCleanup,
+  type ListKeysOptions,
   linkSignals,
   SessionEnd,
   SessionLostError,
@@ -31,6 +35,7 @@ import {
   type SessionState,
 } from "./dynamodb-codec.js";
 import { isConditionFailed, sessionGone } from "./dynamodb-errors.js";
+import { DynamoDBInspection, RevocationNotes } from "./dynamodb-inspection.js";
 import { lockKey, PARTITION_KEY, sessionKey } from "./dynamodb-keys.js";
 import { DynamoDBRecords } from "./dynamodb-records.js";
 import type { DynamoDBTable } from "./dynamodb-table.js";
@@ -116,6 +121,9 @@ export class DynamoDBItemSession implements DynamoDBSession {
     (name, token) => this.#cleanLeftover(name, token),
     this.#end.signal,
   );
+  readonly #inspection: DynamoDBInspection;
+  /** Revocation notes of forced releases, read by the renewals. */
+  readonly #notes = new RevocationNotes();
   #closing: Promise<void> | undefined;
 
   constructor(context: DynamoDBSessionContext) {
@@ -127,16 +135,19 @@ export class DynamoDBItemSession implements DynamoDBSession {
     this.#key = sessionKey(context.prefix, context.sessionId);
     this.lost = this.#end.lost;
     this.#records = new DynamoDBRecords(context.table, context.prefix);
+    this.#inspection = new DynamoDBInspection(context.table, context.prefix, context.observer);
   }
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
     this.#end.assertLive();
     const what = "could not renew the session";
+    const remove = this.#notes.toRemove();
+    let reply: UpdateItemCommandOutput;
     try {
-      await this.#table.call(
+      reply = await this.#table.call(
         (abortSignal) =>
           this.#table.client.send(
-            new UpdateItemCommand(renewRequest(this.#table.name, this.#key)),
+            new UpdateItemCommand(renewRequest(this.#table.name, this.#key, remove)),
             { abortSignal },
           ),
         what,
@@ -157,7 +168,8 @@ export class DynamoDBItemSession implements DynamoDBSession {
       throw error;
     }
     this.#leftovers.retry();
-    return undefined;
+    const revoked = this.#notes.settle(remove, reply.Attributes, this.#held);
+    return revoked.length === 0 ? undefined : { revoked };
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -192,21 +204,29 @@ export class DynamoDBItemSession implements DynamoDBSession {
   }
 
   async holder(name: string): Promise<Holder | null> {
-    const lock = decodeLock(await this.#getItem(lockKey(this.#context.prefix, name), name));
-    if (lock.session === undefined) return null;
-    const readAt = () => this.#context.observer.now();
-    const item = await this.#getItem(sessionKey(this.#context.prefix, lock.session), name);
-    const state = decodeSession(item);
-    if (state === undefined) return null;
-    // A holder no client has seen renew for a whole TTL is gone: the next acquire takes over.
-    const now = readAt();
-    const expiresAt = this.#context.observer.observe(lock.session, state, now);
-    if (expiresAt <= now) return null;
-    // Time left unless renewed, as this client sees it: from its first sight of the counter.
-    const remainingMs = Math.round(expiresAt - now);
-    return lock.value === undefined
-      ? { ownerId: lock.ownerId, token: lock.token, remainingMs }
-      : { ownerId: lock.ownerId, token: lock.token, value: lock.value, remainingMs };
+    return await this.#inspection.holder(name);
+  }
+
+  /** One page of lock or record keys (see dynamodb-inspection.ts). */
+  async listKeys(options: ListKeysOptions): Promise<KeyPage> {
+    this.#end.assertLive();
+    return await this.#inspection.listKeys(options);
+  }
+
+  /** The holder of a lock key, or `null` (see dynamodb-inspection.ts). */
+  async inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
+    this.#end.assertLive();
+    return await this.#inspection.inspectKey(space, key);
+  }
+
+  /** Frees one grant of any session, by token (see dynamodb-inspection.ts). */
+  async forceRelease(
+    space: "lock" | "permit",
+    key: string,
+    options: ForceReleaseOptions,
+  ): Promise<boolean> {
+    this.#end.assertLive();
+    return await this.#inspection.forceRelease(space, key, options);
   }
 
   /** The durable record `key` (see dynamodb-records.ts), or `null`. */

@@ -1,4 +1,5 @@
 import type {
+  AttributeValue,
   DeleteItemCommandInput,
   PutItemCommandInput,
   UpdateItemCommandInput,
@@ -110,16 +111,60 @@ export function openRequest(
 
 /**
  * The renewal of a session and every lock it holds: raises the session's renewal counter,
- * on condition that its item is still there.
+ * on condition that its item is still there, and returns the item (with any revocation note
+ * a forced release left there: read in the same request). `remove` are revocation notes an
+ * earlier renewal already returned: removed by this one.
  */
-export function renewRequest(table: string, key: string): UpdateItemCommandInput {
+export function renewRequest(
+  table: string,
+  key: string,
+  remove: readonly string[] = [],
+): UpdateItemCommandInput {
+  const removed = Object.fromEntries(remove.map((attribute, i) => [`#r${i}`, attribute]));
+  const names = Object.keys(removed);
   return {
     TableName: table,
     Key: encodeKey(key),
-    UpdateExpression: "ADD #beat :one",
+    UpdateExpression: `ADD #beat :one${names.length === 0 ? "" : ` REMOVE ${names.join(", ")}`}`,
     ConditionExpression: "attribute_exists(#pk)",
-    ExpressionAttributeNames: { "#pk": NAMES["#pk"], "#beat": NAMES["#beat"] },
+    ExpressionAttributeNames: { "#pk": NAMES["#pk"], "#beat": NAMES["#beat"], ...removed },
     ExpressionAttributeValues: { ":one": encodeNumber(1) },
+    ReturnValues: "ALL_NEW",
+  };
+}
+
+/**
+ * A forced release's note to the holding session: sets the revocation attribute on the
+ * session's item, on condition that the item is still there (a session gone holds nothing).
+ */
+export function revokeRequest(
+  table: string,
+  sessionItem: string,
+  attribute: string,
+  note: AttributeValue,
+): UpdateItemCommandInput {
+  return {
+    TableName: table,
+    Key: encodeKey(sessionItem),
+    UpdateExpression: "SET #note = :note",
+    ConditionExpression: "attribute_exists(#pk)",
+    ExpressionAttributeNames: { "#pk": NAMES["#pk"], "#note": attribute },
+    ExpressionAttributeValues: { ":note": note },
+  };
+}
+
+/** Takes a revocation note back (its forced release found the grant gone), if still there. */
+export function unrevokeRequest(
+  table: string,
+  sessionItem: string,
+  attribute: string,
+): UpdateItemCommandInput {
+  return {
+    TableName: table,
+    Key: encodeKey(sessionItem),
+    UpdateExpression: "REMOVE #note",
+    ConditionExpression: "attribute_exists(#note)",
+    ExpressionAttributeNames: { "#note": attribute },
   };
 }
 

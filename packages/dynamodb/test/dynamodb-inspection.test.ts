@@ -1,0 +1,212 @@
+import { randomUUID } from "node:crypto";
+import {
+  DeleteItemCommand,
+  GetItemCommand,
+  type GetItemCommandOutput,
+} from "@aws-sdk/client-dynamodb";
+import { describeBackend } from "@baton/conformance/harness";
+import { type BackendSession, type Grant, parseBackendUrl } from "@baton/core";
+import { afterAll, afterEach, expect, it } from "vitest";
+import { encodeKey } from "../src/dynamodb-codec.js";
+import { sessionKey } from "../src/dynamodb-keys.js";
+import { dynamodbOptionsFromUrl, resolveDynamoDBOptions } from "../src/dynamodb-options.js";
+import { DYNAMODB_GUARANTEES, DynamoDBBackend, type DynamoDBSession } from "../src/index.js";
+
+const TTL = 2_000;
+
+describeBackend("dynamodb", (url) => {
+  const admin = resolveDynamoDBOptions(dynamodbOptionsFromUrl(parseBackendUrl(url)));
+  afterAll(() => admin.destroyClient?.());
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const f of cleanups.splice(0).reverse()) await f().catch(() => undefined);
+  });
+
+  /** A backend on its own key prefix, closed after the test. */
+  function backendOn(prefix: string): DynamoDBBackend {
+    const backend = new DynamoDBBackend({
+      ...dynamodbOptionsFromUrl(parseBackendUrl(url)),
+      prefix,
+    });
+    cleanups.push(() => backend.close());
+    return backend;
+  }
+
+  async function open(backend: DynamoDBBackend, ownerId: string): Promise<DynamoDBSession> {
+    return (await backend.openSession({ ttlMs: TTL, ownerId })) as DynamoDBSession;
+  }
+
+  async function take(session: BackendSession, name: string, value?: string): Promise<Grant> {
+    const grant = await session.acquire(name, {
+      wait: false,
+      signal: new AbortController().signal,
+      ...(value === undefined ? {} : { value }),
+    });
+    if (grant === null) throw new Error(`"${name}" was not free`);
+    return grant;
+  }
+
+  /** Every key of a space under `prefix`, page by page; fails when a page is over `limit`. */
+  async function listAll(
+    session: BackendSession,
+    space: "lock" | "permit" | "record",
+    prefix: string,
+    limit: number,
+  ): Promise<{ keys: string[]; pages: number }> {
+    const keys: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await session.listKeys?.({
+        space,
+        prefix,
+        limit,
+        signal: new AbortController().signal,
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      if (page === undefined) throw new Error("listKeys is missing");
+      expect(page.keys.length).toBeLessThanOrEqual(limit);
+      keys.push(...page.keys);
+      cursor = page.cursor;
+      pages++;
+    } while (cursor !== undefined);
+    return { keys: keys.sort(), pages };
+  }
+
+  it("declares inspection and a forced release of one grant", () => {
+    expect(DYNAMODB_GUARANTEES.inspection).toBe(true);
+    expect(DYNAMODB_GUARANTEES.forceRelease).toBe("grant");
+  });
+
+  it("lists held lock keys and record keys under its own prefix, a bounded page at a time", async () => {
+    const prefix = `ins-${randomUUID()}/`;
+    const backend = backendOn(prefix);
+    const other = backendOn(`other-${randomUUID()}/`);
+    const a = await open(backend, "a");
+    const elsewhere = await open(other, "x");
+    for (const name of ["jobs/1", "jobs/2", "jobs/3", "jobs/4", "jobs/5", "mail"]) {
+      await take(a, name);
+    }
+    await a.release(await take(a, "jobs/6"));
+    await take(elsewhere, "jobs/9");
+    expect(await a.writeRecord?.("jobs/r", "v", null)).not.toBeNull();
+
+    const jobs = await listAll(a, "lock", "jobs/", 2);
+    // A released lock keeps its item (and its counter) but has no holder: not listed.
+    expect(jobs.keys).toEqual(["jobs/1", "jobs/2", "jobs/3", "jobs/4", "jobs/5"]);
+    expect(jobs.pages).toBeGreaterThan(2);
+    expect((await listAll(a, "lock", "", 1000)).keys).toEqual([
+      "jobs/1",
+      "jobs/2",
+      "jobs/3",
+      "jobs/4",
+      "jobs/5",
+      "mail",
+    ]);
+    expect((await listAll(a, "record", "", 3)).keys).toEqual(["jobs/r"]);
+    expect((await listAll(a, "permit", "", 10)).keys).toEqual([]);
+  });
+
+  it("inspects a held lock, one with a waiter, a free one, a permit key and an expired holder", async () => {
+    const backend = backendOn(`ins-${randomUUID()}/`);
+    const a = await open(backend, "owner-a");
+    const b = await open(backend, "owner-b");
+    const grant = await take(a, "held", "http://a");
+    const state = await b.inspectKey?.("lock", "held");
+    expect(state?.holders).toHaveLength(1);
+    const holder = state?.holders[0];
+    expect(holder).toMatchObject({ ownerId: "owner-a", token: grant.token, value: "http://a" });
+    expect(holder?.remainingMs).toBeGreaterThan(0);
+    expect(holder?.remainingMs).toBeLessThanOrEqual(TTL);
+    // Waiters poll without writing: the holder is shown, the waiters are not known.
+    const waiting = new AbortController();
+    const wait = b.acquire("held", { wait: true, signal: waiting.signal });
+    const whileWaited = await a.inspectKey?.("lock", "held");
+    expect(whileWaited?.holders.map((h) => h.ownerId)).toEqual(["owner-a"]);
+    expect(whileWaited?.waiters).toBeUndefined();
+    waiting.abort(new Error("stop waiting"));
+    await expect(wait).rejects.toThrow("stop waiting");
+
+    expect(await b.inspectKey?.("lock", "never-taken")).toBeNull();
+    expect(await b.inspectKey?.("permit", "held")).toBeNull();
+    await a.release(grant);
+    expect(await b.inspectKey?.("lock", "held")).toBeNull();
+
+    // A holder that stops renewing counts as free once its whole TTL has passed unseen.
+    const c = await open(backend, "owner-c");
+    await take(c, "stuck");
+    expect((await b.inspectKey?.("lock", "stuck"))?.holders[0]?.ownerId).toBe("owner-c");
+    await new Promise((resolve) => setTimeout(resolve, TTL + 300));
+    expect(await b.inspectKey?.("lock", "stuck")).toBeNull();
+  });
+
+  it("a forced release frees the grant in place: the waiter gets it promptly with a greater token, and the holder's renewal reports it revoked once", async () => {
+    const backend = backendOn(`ins-${randomUUID()}/`);
+    const holder = await open(backend, "holder");
+    const waiter = await open(backend, "waiter");
+    const operator = await open(backend, "operator");
+    const grant = await take(holder, "stuck");
+    const other = await take(holder, "kept");
+    const waited = waiter.acquire("stuck", { wait: true, signal: new AbortController().signal });
+    const options = { reason: "deploy 42 is stuck", signal: new AbortController().signal };
+
+    // A token that is not the holder's frees nothing.
+    expect(
+      await operator.forceRelease?.("lock", "stuck", { ...options, token: grant.token - 1n }),
+    ).toBe(false);
+    expect(await operator.forceRelease?.("lock", "stuck", { ...options, token: grant.token })).toBe(
+      true,
+    );
+    const started = performance.now();
+    const next = await waited;
+    // The waiter polls at most every quarter TTL: generous for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(TTL * 5);
+    expect(next?.token).toBeGreaterThan(grant.token);
+    // The same grant again, now that another holds the key: nothing to free.
+    expect(await operator.forceRelease?.("lock", "stuck", { ...options, token: grant.token })).toBe(
+      false,
+    );
+
+    expect(await holder.keepAlive()).toEqual({
+      revoked: [{ space: "lock", key: "stuck", token: grant.token, reason: "deploy 42 is stuck" }],
+    });
+    // Reported once; the holder's other lock lives on; its late release frees nothing.
+    expect(await holder.keepAlive()).toBeUndefined();
+    expect(await holder.release(grant)).toBe(false);
+    expect((await operator.inspectKey?.("lock", "stuck"))?.holders[0]?.ownerId).toBe("waiter");
+    expect((await operator.inspectKey?.("lock", "kept"))?.holders[0]?.token).toBe(other.token);
+
+    // The note was removed from the holder's session item by the renewal after the one that read it.
+    const item = (await admin.client.send(
+      new GetItemCommand({
+        TableName: admin.table,
+        Key: encodeKey(sessionKey(backend.prefix, holder.sessionId)),
+        ConsistentRead: true,
+      }),
+    )) as GetItemCommandOutput;
+    expect(Object.keys(item.Item ?? {}).filter((k) => k.startsWith("revoked:"))).toEqual([]);
+  });
+
+  it("a forced release of a grant whose holder is gone frees the lock and resolves false", async () => {
+    const backend = backendOn(`ins-${randomUUID()}/`);
+    const holder = await open(backend, "holder");
+    const operator = await open(backend, "operator");
+    const grant = await take(holder, "orphan");
+    // The session item gone (as after an expiry) while the lock item still names it.
+    await admin.client.send(
+      new DeleteItemCommand({
+        TableName: admin.table,
+        Key: encodeKey(sessionKey(backend.prefix, holder.sessionId)),
+      }),
+    );
+    expect(
+      await operator.forceRelease?.("lock", "orphan", {
+        token: grant.token,
+        reason: "cleanup",
+        signal: new AbortController().signal,
+      }),
+    ).toBe(false);
+    expect((await listAll(operator, "lock", "", 100)).keys).toEqual([]);
+    expect((await take(operator, "orphan")).token).toBeGreaterThan(grant.token);
+  });
+});
