@@ -15,7 +15,8 @@ import { leaseSeconds, MIN_LEASE_SECONDS } from "./lease-ttl.js";
 /**
  * What the etcd backend guarantees: fencing tokens that rise with every grant (revisions),
  * FIFO queues, consensus (Raft), exclusion across processes, records, semaphores and
- * read-write locks (entries on the session's lease, one queue per name), and leases of whole
+ * read-write locks (entries on the session's lease, one queue per name), inspection and the
+ * forced release of one grant (see etcd-inspection.ts), and leases of whole
  * seconds, at least {@link MIN_LEASE_SECONDS}, so `createCoordinator` refuses another `ttlMs`.
  */
 export const ETCD_GUARANTEES: Guarantees = {
@@ -25,6 +26,8 @@ export const ETCD_GUARANTEES: Guarantees = {
   crossProcess: true,
   records: true,
   semaphores: true,
+  inspection: true,
+  forceRelease: "grant",
   ttlSteps: { stepMs: 1_000, minMs: MIN_LEASE_SECONDS * 1_000 },
 };
 

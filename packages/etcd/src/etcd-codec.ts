@@ -212,3 +212,109 @@ export function decodePermitLimit(raw: Buffer): number | undefined {
 export function eventType(event: IWatchResponse["events"][number]): "put" | "delete" {
   return String(event.type).toUpperCase() === DELETE_EVENT ? "delete" : "put";
 }
+
+/**
+ * A queue key's value as inspection shows it: its owner (`etcd-lease:<lease hex>` for a key
+ * another client wrote), its published value, and whether it still waits in the queue.
+ */
+export function decodeQueueEntry(
+  raw: Buffer,
+  leaseHex: string,
+): { readonly ownerId: string; readonly value?: string; readonly waiting: boolean } {
+  const text = raw.toString();
+  if (text.startsWith(HOLDER_VALUE_START)) {
+    try {
+      const stored = JSON.parse(text) as Partial<StoredHolder>;
+      if (typeof stored.owner === "string") {
+        const waiting = stored.waiting === true;
+        return typeof stored.value === "string"
+          ? { ownerId: stored.owner, value: stored.value, waiting }
+          : { ownerId: stored.owner, waiting };
+      }
+    } catch {
+      // Not ours after all: shown as a foreign key below.
+    }
+  }
+  const ownerId = `${FOREIGN_OWNER_PREFIX}${leaseHex}`;
+  return text === "" ? { ownerId, waiting: false } : { ownerId, value: text, waiting: false };
+}
+
+/**
+ * What a forced release stores in a revocation entry, as JSON:
+ * `{"baton":1,"space":"lock","key":"<name>","token":"<decimal>","reason":"<text>"}`.
+ */
+interface StoredRevocation {
+  readonly baton: typeof HOLDER_VALUE_VERSION;
+  readonly space: "lock" | "permit";
+  readonly key: string;
+  readonly token: string;
+  readonly reason: string;
+}
+
+/** A revocation entry's value, decoded (see {@link encodeRevocation}). */
+export interface RevocationValue {
+  readonly space: "lock" | "permit";
+  readonly key: string;
+  readonly token: bigint;
+  readonly reason: string;
+}
+
+/** The stored value of a revocation entry. */
+export function encodeRevocation(revocation: RevocationValue): Buffer {
+  const stored: StoredRevocation = {
+    baton: HOLDER_VALUE_VERSION,
+    space: revocation.space,
+    key: revocation.key,
+    token: revocation.token.toString(),
+    reason: revocation.reason,
+  };
+  return Buffer.from(JSON.stringify(stored));
+}
+
+/** A revocation entry's value, or `undefined` for bytes Baton did not write. */
+export function decodeRevocation(raw: Buffer): RevocationValue | undefined {
+  const text = raw.toString();
+  if (!text.startsWith(HOLDER_VALUE_START)) return undefined;
+  try {
+    const { space, key, token, reason } = JSON.parse(text) as Partial<StoredRevocation>;
+    if (space !== "lock" && space !== "permit") return undefined;
+    if (typeof key !== "string" || typeof reason !== "string") return undefined;
+    if (typeof token !== "string" || !/^\d{1,19}$/.test(token)) return undefined;
+    return { space, key, token: BigInt(token), reason };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A listing's cursor: the last key a page read (the next page starts after it) and the last
+ * name it listed (not listed again when its keys go on in the next page), as base64url JSON.
+ */
+export function encodeListCursor(lastKey: Buffer, lastName: string | undefined): string {
+  const cursor = {
+    k: lastKey.toString("base64"),
+    ...(lastName === undefined ? {} : { n: lastName }),
+  };
+  return Buffer.from(JSON.stringify(cursor)).toString("base64url");
+}
+
+/** A cursor of {@link encodeListCursor}, or `undefined` for a string it did not make. */
+export function decodeListCursor(
+  cursor: string,
+): { readonly lastKey: Buffer; readonly lastName: string | undefined } | undefined {
+  try {
+    const { k, n } = JSON.parse(Buffer.from(cursor, "base64url").toString()) as {
+      k?: unknown;
+      n?: unknown;
+    };
+    if (typeof k !== "string" || (n !== undefined && typeof n !== "string")) return undefined;
+    return { lastKey: Buffer.from(k, "base64"), lastName: n };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A lease id (decimal, as etcd's API takes it) from the hex at the end of a key. */
+export function leaseIdOfHex(hex: string): string {
+  return BigInt(`0x${hex}`).toString();
+}

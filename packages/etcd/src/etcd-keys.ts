@@ -75,8 +75,7 @@ export const RECORD_KEY_START = "records:";
  * `%2F` (so two record keys never meet, and no `/` lies after the prefix).
  */
 export function recordKey(prefix: string, key: string): Buffer {
-  const escaped = key.replaceAll("%", "%25").replaceAll("/", "%2F");
-  return Buffer.from(`${prefix}${RECORD_KEY_START}${escaped}`);
+  return Buffer.from(`${prefix}${RECORD_KEY_START}${escapeRecordKey(key)}`);
 }
 
 /** A byte no name's UTF-8 holds: it starts the permit key space and ends a name in it. */
@@ -118,3 +117,92 @@ export function permitTokenKey(permitPrefixKey: Buffer): Buffer {
 const ENTRIES_INFIX = Buffer.from("e:");
 const LIMIT_SUFFIX = Buffer.from("limit");
 const TOKEN_SUFFIX = Buffer.from("token");
+
+/** What follows the first `PERMIT_MARK` after the prefix in a revocation entry's key. */
+const REVOCATION_KEY_START = Buffer.from("revoked:");
+
+/**
+ * The range of the revocation entries addressed to the session of lease `leaseHex`:
+ * `<prefix>\xffrevoked:<lease hex>/`. A forced release writes one entry there, on the holder's
+ * own lease (it lives as long as the session it tells, and goes with it); the session's
+ * renewal reads the range. No lock, permit or record key lies in it (see above).
+ */
+export function revocationPrefix(prefix: string, leaseHex: string): Buffer {
+  return Buffer.concat([
+    Buffer.from(prefix),
+    PERMIT_MARK,
+    REVOCATION_KEY_START,
+    Buffer.from(`${leaseHex}/`),
+  ]);
+}
+
+/** The revocation entry of one grant: `<revocation prefix><space>:<token>:<name>`. */
+export function revocationKey(
+  revocationPrefixKey: Buffer,
+  space: "lock" | "permit",
+  token: bigint,
+  name: string,
+): Buffer {
+  return Buffer.concat([revocationPrefixKey, Buffer.from(`${space}:${token}:${name}`)]);
+}
+
+/**
+ * Where the keys of one key space lie, for listing: every key of the space whose name starts
+ * with `namePrefix` is in `[start, end)`. Lock keys are `<prefix><name>/<lease hex>` (record
+ * keys lie among them, told apart by having no `/`; permit and revocation keys start with
+ * 0xff, past the end); permit keys `<prefix>\xffpermits:<name>\xff...`; record keys
+ * `<prefix>records:<escaped key>`.
+ */
+export function spaceRange(
+  prefix: string,
+  space: "lock" | "permit" | "record",
+  namePrefix: string,
+): { readonly start: Buffer; readonly end: Buffer; readonly base: Buffer } {
+  if (space === "permit") {
+    const base = Buffer.concat([Buffer.from(prefix), PERMIT_MARK, PERMIT_KEY_START]);
+    const start = Buffer.concat([base, Buffer.from(namePrefix)]);
+    return { start, end: rangeEnd(start), base };
+  }
+  if (space === "record") {
+    const base = Buffer.from(`${prefix}${RECORD_KEY_START}`);
+    const start = Buffer.concat([base, Buffer.from(escapeRecordKey(namePrefix))]);
+    return { start, end: rangeEnd(start), base };
+  }
+  const base = Buffer.from(prefix);
+  const start = Buffer.concat([base, Buffer.from(namePrefix)]);
+  // With no name prefix, stop before the 0xff keys (permits, revocations) after the prefix.
+  const end = namePrefix === "" ? Buffer.concat([base, PERMIT_MARK]) : rangeEnd(start);
+  return { start, end, base };
+}
+
+/**
+ * The name a listed key belongs to, in key space `space` whose keys start with `base` (see
+ * {@link spaceRange}), or `undefined` for a key that is not of that space (a record key
+ * among lock keys).
+ */
+export function nameOfKey(
+  space: "lock" | "permit" | "record",
+  base: Buffer,
+  key: Buffer,
+): string | undefined {
+  const rest = key.subarray(base.length);
+  if (space === "permit") {
+    const end = rest.indexOf(PERMIT_MARK);
+    return end < 0 ? undefined : rest.subarray(0, end).toString();
+  }
+  if (space === "record") return unescapeRecordKey(rest.toString());
+  const end = rest.lastIndexOf(NAME_SEPARATOR);
+  if (end < 0 || !LEASE_HEX.test(rest.subarray(end + 1).toString())) return undefined;
+  return rest.subarray(0, end).toString();
+}
+
+/** What ends a queue key: a lease id in lower-case hex. */
+const LEASE_HEX = /^[0-9a-f]{1,16}$/;
+
+function escapeRecordKey(key: string): string {
+  return key.replaceAll("%", "%25").replaceAll("/", "%2F");
+}
+
+function unescapeRecordKey(escaped: string): string {
+  return escaped.replace(/%2F|%25/g, (code) => (code === "%2F" ? "/" : "%"));
+}

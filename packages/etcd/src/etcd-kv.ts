@@ -48,14 +48,23 @@ export class EtcdKv {
     }
   }
 
-  /** One range read (linearizable). */
+  /**
+   * One range read (linearizable): the keys read, the read's revision, whether more keys lie
+   * in the range past a `limit`, and how many keys the whole range holds.
+   */
   async range(
     request: IRangeRequest,
     what: string,
-  ): Promise<{ kvs: IKeyValue[]; revision: bigint }> {
+  ): Promise<{ kvs: IKeyValue[]; revision: bigint; more: boolean; count: number }> {
     try {
       const response = await this.client.kv.range(request, { deadline: this.#deadline() });
-      return { kvs: response.kvs, revision: decodeRevision(response.header.revision) };
+      return {
+        kvs: response.kvs,
+        revision: decodeRevision(response.header.revision),
+        more: response.more === true,
+        // proto3 leaves a zero out.
+        count: Number(response.count || "0"),
+      };
     } catch (error) {
       throw this.fail(error, what);
     }

@@ -31,6 +31,7 @@ import {
   type PermitKeys,
   permitKeys,
   permitsOf,
+  type QueueEntry,
   type QueueSnapshot,
   readQueueReply,
   readQueueTxn,
@@ -242,30 +243,7 @@ export class EtcdPermits {
     const { snapshot, limit } = readQueueReply(
       await this.#kv.txn(readQueueTxn(keys), `could not read the holders of "${name}"`),
     );
-    const { entries, writeToken } = snapshot;
-    if (entries.length === 0) return [];
-    const stored = limit ?? Math.max(...entries.map((e) => e.permits ?? 1));
-    const holders: PermitHolder[] = [];
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i];
-      if (entry === undefined || !isAdmitted(entries, i, stored)) break;
-      // A write is granted by the step that rewrites its entry with the token key.
-      if (entry.mode === "write" && entry.modRevision !== writeToken) break;
-      // A permit's or a write's token is the revision of the step that granted it, the
-      // entry's last write; a read carries the newest write's.
-      const token = entry.mode === "read" ? writeToken : entry.modRevision;
-      const ownerId =
-        entry.ownerId ?? `${FOREIGN_OWNER_PREFIX}${entry.id.slice(keys.entries.length)}`;
-      holders.push({
-        ownerId,
-        token,
-        permits: permitsOf(entry, stored),
-        mode: entry.mode,
-        ...(entry.value === undefined ? {} : { value: entry.value }),
-      });
-    }
-    // In grant order: waiters admitted together take their grants in the order they claim.
-    return holders.sort((a, b) => (a.token < b.token ? -1 : a.token > b.token ? 1 : 0));
+    return splitQueue(keys, snapshot, limit).granted.map((g) => g.holder);
   }
 
   /**
@@ -580,4 +558,49 @@ export class EtcdPermits {
       this.#leftovers.remember(id, { keys, revision });
     }
   }
+}
+
+/**
+ * A permit queue read at one revision, split into its granted entries (in grant order, each
+ * with the holder it shows) and the entries still waiting (in queue order). An entry whose
+ * turn came but whose waiter has not yet taken it shows with its create revision as its token.
+ * `limit` is the stored one (absent: the largest permits of an entry).
+ */
+export function splitQueue(
+  keys: PermitKeys,
+  snapshot: QueueSnapshot,
+  limit: number | undefined,
+): {
+  readonly granted: { readonly entry: QueueEntry; readonly holder: PermitHolder }[];
+  readonly waiting: QueueEntry[];
+  readonly limit: number;
+} {
+  const { entries, writeToken } = snapshot;
+  const stored = limit ?? Math.max(0, ...entries.map((e) => e.permits ?? 1));
+  const granted: { entry: QueueEntry; holder: PermitHolder }[] = [];
+  let i = 0;
+  for (; i < entries.length; i++) {
+    const entry = entries[i];
+    if (entry === undefined || !isAdmitted(entries, i, stored)) break;
+    // A write is granted by the step that rewrites its entry with the token key.
+    if (entry.mode === "write" && entry.modRevision !== writeToken) break;
+    // A permit's or a write's token is the revision of the step that granted it, the
+    // entry's last write; a read carries the newest write's.
+    const token = entry.mode === "read" ? writeToken : entry.modRevision;
+    const ownerId =
+      entry.ownerId ?? `${FOREIGN_OWNER_PREFIX}${entry.id.slice(keys.entries.length)}`;
+    const holder: PermitHolder = {
+      ownerId,
+      token,
+      permits: permitsOf(entry, stored),
+      mode: entry.mode,
+      ...(entry.value === undefined ? {} : { value: entry.value }),
+    };
+    granted.push({ entry, holder });
+  }
+  // In grant order: waiters admitted together take their grants in the order they claim.
+  granted.sort((a, b) =>
+    a.holder.token < b.holder.token ? -1 : a.holder.token > b.holder.token ? 1 : 0,
+  );
+  return { granted, waiting: entries.slice(i), limit: stored };
 }

@@ -4,12 +4,17 @@ import {
   type BackendSession,
   BackendUnavailableError,
   backoffMs,
+  type ForceReleaseOptions,
   type Grant,
   type Holder,
   type KeepAliveResult,
+  type KeyPage,
+  type KeyState,
   LeftoverCleanup,
+  type ListKeysOptions,
   linkSignals,
   type PermitHolder,
+  type RevokedGrant,
   SessionEnd,
   SessionLostError,
   type StoredRecord,
@@ -17,6 +22,7 @@ import {
   systemClock,
 } from "@baton/core";
 import { decodeRevision, encodeHolderValue } from "./etcd-codec.js";
+import { EtcdInspection } from "./etcd-inspection.js";
 import { isQueueKey, lockPrefix, queueKey } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
 import { EtcdPermits, isPermitHandle } from "./etcd-permits.js";
@@ -112,6 +118,17 @@ export class EtcdSession implements BackendSession {
       ).then(() => true),
     this.#end.signal,
   );
+  /** Inspection and forced release, and the revocation entries addressed to this session. */
+  readonly #inspection: EtcdInspection;
+  /**
+   * The grants this session holds, by `lock:<name>` or `permit:<name>:<entry>`: a renewal
+   * reads the session's revocation entries only while one is held, and reports a revocation
+   * only of a grant it still holds.
+   */
+  readonly #held = new Map<
+    string,
+    { readonly space: "lock" | "permit"; readonly key: string; readonly token: bigint }
+  >();
   /** Releases in flight, by lock name: an acquire of the name waits for its outcome. */
   readonly #releasing = new Map<string, Promise<boolean>>();
   #closing: Promise<void> | undefined;
@@ -141,10 +158,23 @@ export class EtcdSession implements BackendSession {
       leaseHex: context.leaseHex,
       end: this.#end,
     });
+    this.#inspection = new EtcdInspection({
+      kv: context.kv,
+      prefix: context.prefix,
+      leaseHex: context.leaseHex,
+    });
   }
 
+  /**
+   * Renews the lease. While the session holds a grant, the same renewal reads the session's
+   * revocation entries (one range read, sent alongside the keepalive, not after it) and
+   * reports the grants an operator force-released as `revoked`, with the reason.
+   */
   async keepAlive(): Promise<KeepAliveResult | undefined> {
     this.#end.assertLive();
+    const reading = this.#held.size === 0 ? undefined : this.#inspection.revocations();
+    // A failed read is not the renewal's failure: the next renewal reads again.
+    reading?.catch(() => undefined);
     try {
       await this.#keeper.renew();
     } catch (error) {
@@ -153,7 +183,44 @@ export class EtcdSession implements BackendSession {
     }
     this.#leftovers.retry();
     this.#permits.retry();
-    return undefined;
+    if (reading === undefined) return undefined;
+    const entries = await reading.catch(() => []);
+    if (entries.length === 0) return undefined;
+    const revoked: RevokedGrant[] = [];
+    for (const { grant } of entries) {
+      if (grant === undefined) continue;
+      for (const [id, held] of this.#held) {
+        if (held.space !== grant.space || held.key !== grant.key || held.token !== grant.token)
+          continue;
+        this.#held.delete(id);
+        revoked.push(grant);
+        break;
+      }
+    }
+    this.#inspection.forget(entries.map((e) => e.key));
+    return revoked.length === 0 ? undefined : { revoked };
+  }
+
+  /** One page of a key space's names under the backend's prefix (see etcd-inspection.ts). */
+  listKeys(options: ListKeysOptions): Promise<KeyPage> {
+    this.#end.assertLive();
+    return this.#inspection.listKeys(options);
+  }
+
+  /** A lock or permit key's holders and waiters, or `null` (see etcd-inspection.ts). */
+  inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
+    this.#end.assertLive();
+    return this.#inspection.inspectKey(space, key);
+  }
+
+  /** Frees the grant with `options.token`, held by any session (see etcd-inspection.ts). */
+  forceRelease(
+    space: "lock" | "permit",
+    key: string,
+    options: ForceReleaseOptions,
+  ): Promise<boolean> {
+    this.#end.assertLive();
+    return this.#inspection.forceRelease(space, key, options);
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -179,6 +246,7 @@ export class EtcdSession implements BackendSession {
   release(grant: Grant): Promise<boolean> {
     if (isPermitHandle(grant.handle)) {
       if (grant.handle.leaseHex !== this.#context.leaseHex) return Promise.resolve(false);
+      this.#held.delete(`permit:${grant.key}:${grant.handle.entry}`);
       return this.#permits.release(grant, grant.handle);
     }
     const handle = grant.handle as EtcdGrantHandle | undefined;
@@ -187,6 +255,7 @@ export class EtcdSession implements BackendSession {
       return Promise.resolve(false);
     }
     const name = grant.key;
+    if (this.#held.get(`lock:${name}`)?.token === grant.token) this.#held.delete(`lock:${name}`);
     const mine = queueKey(lockPrefix(this.#context.prefix, name), this.#context.leaseHex);
     const releasing: Promise<boolean> = this.#kv
       .txn(guardedDelete(mine, handle.revision), `could not release "${name}"`)
@@ -220,8 +289,13 @@ export class EtcdSession implements BackendSession {
    * granted once the permits of every entry ahead and its own fit the limit (see
    * etcd-permits.ts). One round trip when granted at once.
    */
-  acquirePermits(name: string, options: BackendPermitOptions): Promise<Grant | null> {
-    return this.#permits.acquire(name, options);
+  async acquirePermits(name: string, options: BackendPermitOptions): Promise<Grant | null> {
+    const grant = await this.#permits.acquire(name, options);
+    if (grant !== null && isPermitHandle(grant.handle)) {
+      const { token } = grant;
+      this.#held.set(`permit:${name}:${grant.handle.entry}`, { space: "permit", key: name, token });
+    }
+    return grant;
   }
 
   /** The granted entries of permit key `name`, in grant order. */
@@ -515,6 +589,7 @@ export class EtcdSession implements BackendSession {
   #grant(name: string, revision: bigint, token: bigint): Grant {
     // Hot path: see docs/hot-path.md, "etcd".
     const handle: EtcdGrantHandle = { leaseHex: this.#context.leaseHex, revision };
+    this.#held.set(`lock:${name}`, { space: "lock", key: name, token });
     return { key: name, ownerId: this.ownerId, token, handle };
   }
 
