@@ -1,4 +1,4 @@
-import { ConfigError, type LockLostReason } from "./contract/errors.js";
+import { ConfigError, isAbortError, type LockLostReason } from "./contract/errors.js";
 import type { Coordinator } from "./coordinator.js";
 import { checkFunction } from "./helpers/validate.js";
 import type { Lock } from "./kernel/lock.js";
@@ -176,16 +176,18 @@ function nowMs(): number {
  * before the first `acquire()` or `elect()` whose activity should be recorded.
  *
  * Spans (attributes in the core README's OpenTelemetry table):
- * - `baton.acquire`: from the call to the grant; a child of the span active at the call.
+ * - `baton.acquire`: from the call to the grant, or to the error (status error, the
+ *   exception, `baton.lock.outcome`); a child of the span active at the call.
  * - `baton.hold`: from the grant to the release or the loss, linked to its `baton.acquire`;
  *   a loss sets the status to error with `baton.lock.lost_reason` (and the operator's text
  *   in `baton.lock.lost_detail` for `revoked`); a failed renewal is a `baton.renew_failed`
- *   event on every hold it puts at risk.
+ *   event on every hold it puts at risk, and `warnHeldMs` passed a `baton.held_too_long` one.
  * - `baton.election.term`: one term of this instance as leader, linked to the hold of its lock.
  * - `baton.job.run`: one `runOnce` call or scheduled slot, with its outcome.
  *
- * Metrics: `baton.lock.wait.duration` and `baton.lock.hold.duration` (histograms, seconds),
- * `baton.lock.held`, `baton.lock.renewal_failures`, `baton.lock.revocations`,
+ * Metrics: `baton.lock.wait.duration` (histogram, seconds, by `baton.lock.outcome`) and
+ * `baton.lock.hold.duration`, `baton.lock.held`, `baton.lock.waiters`,
+ * `baton.lock.contentions`, `baton.lock.renewal_failures`, `baton.lock.revocations`,
  * `baton.election.leader`, `baton.election.terms`, `baton.job.runs` and
  * `baton.job.last_success`; their name attributes go through `metricName`.
  *
@@ -261,6 +263,8 @@ async function loadApi(): Promise<OpenTelemetryApi> {
 interface Instruments {
   readonly wait: TelemetryHistogram;
   readonly hold: TelemetryHistogram;
+  readonly waiters: TelemetryCounter;
+  readonly contentions: TelemetryCounter;
   readonly renewalFailures: TelemetryCounter;
   readonly revocations: TelemetryCounter;
   readonly terms: TelemetryCounter;
@@ -279,6 +283,14 @@ function instruments(meter: TelemetryMeter): Instruments {
       description: "Time from the grant to the release or the loss",
       unit: "s",
       advice: { explicitBucketBoundaries: HOLD_BUCKETS },
+    }),
+    waiters: meter.createUpDownCounter("baton.lock.waiters", {
+      description: "Acquires of this instance waiting for a held lock",
+      unit: "{acquire}",
+    }),
+    contentions: meter.createCounter("baton.lock.contentions", {
+      description: "Acquires that found the lock taken at their first look",
+      unit: "{acquire}",
     }),
     renewalFailures: meter.createCounter("baton.lock.renewal_failures", {
       description: "Failed session renewals, per lock that depended on them",
@@ -467,12 +479,12 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
   }
 
   const unsubscribe = [
-    coordinator.on("acquired", ({ name, token, waitedMs, lock }) => {
+    coordinator.on("acquired", ({ name, token, waitedMs, attempts, lock }) => {
       const now = nowMs();
       const metricName = names(name);
       meter?.wait.record(
         waitedMs / 1_000,
-        named(metricName, "baton.lock.name", { "baton.lock.outcome": "granted" }),
+        named(metricName, "baton.lock.name", { "baton.lock.outcome": "acquired" }),
       );
       let span: TelemetrySpan | undefined;
       let linked: TelemetrySpanContext | undefined;
@@ -484,7 +496,11 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
         };
         const acquire = tracer.startSpan("baton.acquire", {
           startTime: now - waitedMs,
-          attributes: { ...attributes, "baton.lock.waited_ms": waitedMs },
+          attributes: {
+            ...attributes,
+            "baton.lock.waited_ms": waitedMs,
+            "baton.lock.attempts": attempts,
+          },
         });
         acquire.end(now);
         span = tracer.startSpan("baton.hold", {
@@ -504,6 +520,45 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
           if (oldest !== undefined) slotStarts.delete(oldest);
         }
       }
+    }),
+    coordinator.on("acquireFailed", ({ name, error, waitedMs, attempts }) => {
+      const now = nowMs();
+      const outcome = failedOutcome(error);
+      meter?.wait.record(
+        waitedMs / 1_000,
+        named(names(name), "baton.lock.name", { "baton.lock.outcome": outcome }),
+      );
+      if (tracer === undefined) return;
+      const span = tracer.startSpan("baton.acquire", {
+        startTime: now - waitedMs,
+        attributes: {
+          "baton.lock.name": name,
+          "baton.backend": backend,
+          "baton.lock.waited_ms": waitedMs,
+          "baton.lock.attempts": attempts,
+          "baton.lock.outcome": outcome,
+          ...errorCode(error),
+        },
+      });
+      const message = error instanceof Error ? error.message : String(error);
+      if (error instanceof Error) span.recordException(error, now);
+      span.setStatus({ code: STATUS_ERROR, message });
+      span.end(now);
+    }),
+    coordinator.on("contended", ({ name }) => {
+      meter?.contentions.add(1, named(names(name)));
+    }),
+    coordinator.on("waitStarted", ({ name }) => {
+      meter?.waiters.add(1, named(names(name)));
+    }),
+    coordinator.on("waitEnded", ({ name }) => {
+      meter?.waiters.add(-1, named(names(name)));
+    }),
+    coordinator.on("heldTooLong", ({ heldMs, thresholdMs, lock }) => {
+      holds.get(lock)?.span?.addEvent("baton.held_too_long", {
+        "baton.lock.held_ms": heldMs,
+        "baton.lock.threshold_ms": thresholdMs,
+      });
     }),
     coordinator.on("released", ({ lock }) => {
       const now = nowMs();
@@ -622,6 +677,15 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
       slotStarts.clear();
     },
   };
+}
+
+/** The `baton.lock.outcome` of an acquire that rejected with `error`. */
+function failedOutcome(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === "BATON_LOCK_TIMEOUT") return "timeout";
+  if (code === "BATON_LOCK_HELD") return "held";
+  if (code === "BATON_CLOSED" || isAbortError(error)) return "aborted";
+  return "error";
 }
 
 /** `baton.error.code` of a Baton error (its stable `code`), none for another error. */

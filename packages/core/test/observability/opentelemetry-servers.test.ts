@@ -93,7 +93,7 @@ for (const kind of ["redis", "postgres"] as const) {
       const [point] = await recorder.points("baton.lock.wait.duration");
       expect(point?.attributes).toEqual({
         "baton.lock.name": lockName,
-        "baton.lock.outcome": "granted",
+        "baton.lock.outcome": "acquired",
       });
       expect(histogram(point).count).toBe(1);
       expect(histogram(point).sum).toBeGreaterThanOrEqual(0.25);

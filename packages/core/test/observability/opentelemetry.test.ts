@@ -5,7 +5,9 @@ import {
   type Coordinator,
   createCoordinator,
   enableOpenTelemetry,
+  LockHeldError,
   type LockLostError,
+  LockTimeoutError,
   MemoryBackend,
   MemoryStore,
   type OpenTelemetryHandle,
@@ -108,11 +110,79 @@ describe("OpenTelemetry spans", () => {
     const [point] = await recorder.points("baton.lock.wait.duration");
     expect(point?.attributes).toEqual({
       "baton.lock.name": "reports",
-      "baton.lock.outcome": "granted",
+      "baton.lock.outcome": "acquired",
     });
     expect(histogram(point).count).toBe(1);
     expect(histogram(point).sum).toBeGreaterThanOrEqual(0.1);
     expect(await recorder.unit("baton.lock.wait.duration")).toBe("s");
+  });
+
+  it("a failed acquire is a baton.acquire span with an error status, its outcome and attempts", async () => {
+    const backend = new MemoryBackend();
+    const a = createCoordinator({ backend, ownerId: "a", closeBackend: false });
+    const b = createCoordinator({ backend, ownerId: "b" });
+    open.push(a);
+    const recorder = await instrumented(b);
+    const held = await a.acquire("reports");
+    const error = await b.acquire("reports", { waitMs: 100 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    await expect(b.acquire("reports", { waitMs: 0 })).rejects.toBeInstanceOf(LockHeldError);
+    await held.release();
+    const spans = recorder.spans("baton.acquire");
+    expect(spans.map((s) => [s.attributes["baton.lock.outcome"], s.status.code])).toEqual([
+      ["timeout", 2],
+      ["held", 2],
+    ]);
+    const [timeout] = spans;
+    expect(timeout?.attributes).toMatchObject({
+      "baton.lock.name": "reports",
+      "baton.backend": "memory",
+      "baton.error.code": "BATON_LOCK_TIMEOUT",
+    });
+    expect(timeout?.attributes["baton.lock.waited_ms"]).toBeGreaterThanOrEqual(90);
+    expect(timeout?.attributes["baton.lock.attempts"]).toBeGreaterThanOrEqual(1);
+    expect(timeout?.status.message).toBe((error as Error).message);
+    expect(timeout?.events.map((e) => e.name)).toEqual(["exception"]);
+    const points = await recorder.points("baton.lock.wait.duration");
+    expect(points.map((p) => [p.attributes["baton.lock.outcome"], histogram(p).count])).toEqual([
+      ["timeout", 1],
+      ["held", 1],
+    ]);
+    expect(recorder.spans("baton.hold")).toEqual([]);
+  });
+
+  it("contention and waiting show in baton.lock.contentions and baton.lock.waiters", async () => {
+    const backend = new MemoryBackend();
+    const a = createCoordinator({ backend, ownerId: "a", closeBackend: false });
+    const b = createCoordinator({ backend, ownerId: "b" });
+    open.push(a);
+    const recorder = await instrumented(b);
+    const held = await a.acquire("queue");
+    const waiting = b.acquire("queue", { waitMs: 10_000 });
+    await until(async () => (await recorder.points("baton.lock.waiters"))[0]?.value === 1);
+    expect(await recorder.points("baton.lock.contentions")).toEqual([
+      { attributes: { "baton.lock.name": "queue" }, value: 1 },
+    ]);
+    await held.release();
+    const lock = await waiting;
+    expect(await recorder.points("baton.lock.waiters")).toEqual([
+      { attributes: { "baton.lock.name": "queue" }, value: 0 },
+    ]);
+    await lock.release();
+    const [acquire] = recorder.spans("baton.acquire");
+    expect(acquire?.attributes["baton.lock.attempts"]).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a hold past warnHeldMs gets a baton.held_too_long event", async () => {
+    const coordinator = createCoordinator({ url: "memory://", warnHeldMs: 50 });
+    const recorder = await instrumented(coordinator);
+    const lock = await coordinator.acquire("slow");
+    await new Promise((r) => setTimeout(r, 150));
+    await lock.release();
+    const [hold] = recorder.spans("baton.hold");
+    const event = hold?.events.find((e) => e.name === "baton.held_too_long");
+    expect(event?.attributes?.["baton.lock.threshold_ms"]).toBe(50);
+    expect(event?.attributes?.["baton.lock.held_ms"]).toBeGreaterThan(40);
   });
 
   it("a lost lock ends its hold span with an error status, the reason and the exception", async () => {
@@ -265,8 +335,8 @@ describe("OpenTelemetry metrics", () => {
     }
     const points = await recorder.points("baton.lock.wait.duration");
     expect(points.map((p) => [p.attributes, histogram(p).count])).toEqual([
-      [{ "baton.lock.name": "invoice/*", "baton.lock.outcome": "granted" }, 2],
-      [{ "baton.lock.outcome": "granted" }, 1],
+      [{ "baton.lock.name": "invoice/*", "baton.lock.outcome": "acquired" }, 2],
+      [{ "baton.lock.outcome": "acquired" }, 1],
     ]);
     // Spans keep the full name.
     expect(recorder.spans("baton.acquire").map((s) => s.attributes["baton.lock.name"])).toEqual([
