@@ -26,6 +26,19 @@ export interface PrometheusOptions {
    */
   readonly labelName?: (name: string) => string | undefined;
   /**
+   * The `name` label value of a lock, semaphore or election name, or `undefined` to leave
+   * the `name` label out of that name's series (they are then summed with every other name
+   * left out). Names that carry a slot or a partition stay grouped whatever it returns: a
+   * value `<job>/slot/<slot>` becomes `<job>/slot/*` and `<name>/partition/<n>` becomes
+   * `<name>/partition/*`, so a runOnce or schedule slot never becomes a label value. A
+   * function that throws leaves the label out. Pass it or `labelName`, not both.
+   *
+   * @example
+   * // tenants' locks summed together, every other name as it is
+   * metricName: (name) => (name.startsWith("tenant/") ? undefined : name)
+   */
+  readonly metricName?: (name: string) => string | undefined;
+  /**
    * At most this many distinct values of the `name` label (and of the `job` label), each
    * kept for the life of the metrics; later ones are counted under `"other"`. Default 100.
    */
@@ -49,6 +62,8 @@ interface Labeled<T> {
   remove(labels: Record<string, string>): void;
 }
 interface GaugeLike extends Labeled<{ set(v: number): void }> {}
+/** The labels of a series: `name` absent when {@link PrometheusOptions.metricName} drops it. */
+type NameLabels = { name?: string };
 interface CounterLike extends Labeled<{ inc(v?: number): void }> {}
 interface HistogramLike extends Labeled<{ observe(v: number): void }> {}
 interface PromClient {
@@ -70,6 +85,16 @@ interface PromClient {
  *   name: 1 while it holds the lock, or any of its permits: a semaphore's, a read or a
  *   write); the series is removed when the last of them is released or lost.
  * - `baton_lock_acquire_seconds{name}`: histogram of time from acquire() to the grant.
+ * - `baton_lock_wait_seconds{name,outcome}`: histogram of the waits for a taken lock (the
+ *   acquires that found it held, here or elsewhere, and waited), from acquire() to the wait's
+ *   end, by outcome (`acquired`, `timeout`, `aborted`, `error`).
+ * - `baton_lock_hold_seconds{name}`: histogram of how long locks were held, from the grant
+ *   to the release or the loss.
+ * - `baton_lock_waiters{name}`: acquires of this instance waiting for a taken lock now.
+ * - `baton_lock_contentions_total{name}`: acquires that found the lock taken (tries too).
+ * - `baton_lock_revocations_total{name,side}`: locks an operator released by force:
+ *   `side="holder"` counts this instance's locks revoked (a `lost` event with reason
+ *   `revoked`), `side="operator"` the forced releases this instance made.
  * - `baton_failover_seconds{name}`: histogram of gaps with no leader, as this instance's
  *   watch of the election saw them (a direct handoff with no visible gap counts as 0).
  * - `baton_job_runs_total{job,outcome}`: `runOnce` calls and scheduled slots on this
@@ -79,16 +104,17 @@ interface PromClient {
  *   here (Unix seconds); alert on its age, taking the maximum over instances.
  *
  * Label values stay few, whatever names the locks get: a slot's lock is labelled by its job
- * (`nightly/slot/*`, never one series per slot), a partition by its set, `labelName` maps
- * any other names, and past `maxNames` distinct values (default 100) further names are
- * counted under `name="other"`. The series count is therefore bounded: about 30 per
- * `name` value and 6 per `job` value.
+ * (`nightly/slot/*`, never one series per slot), a partition by its set, `metricName` (or
+ * `labelName`) maps any other names or leaves the label out, and past `maxNames` distinct
+ * values (default 100) further names are counted under `name="other"`. The series count is
+ * therefore bounded: about 100 per `name` value (a histogram is 13 or 14 series per label
+ * set, and the wait histogram has one label set per outcome) and 6 per `job` value.
  *
  * @example
  * // registry: prom-client's global `register`, or a `new Registry()` of yours
  * await enablePrometheus(coordinator, {
  *   registry,
- *   labelName: (name) => (name.startsWith("invoice/") ? "invoice/*" : undefined),
+ *   metricName: (name) => (name.startsWith("invoice/") ? "invoice/*" : name),
  * });
  */
 export async function enablePrometheus(
@@ -98,6 +124,16 @@ export async function enablePrometheus(
   const labelName = options.labelName;
   if (labelName !== undefined) {
     checkFunction(labelName, "labelName", "must be a function (name) => string | undefined");
+  }
+  const metricName = options.metricName;
+  if (metricName !== undefined) {
+    checkFunction(metricName, "metricName", "must be a function (name) => string | undefined");
+    if (labelName !== undefined) {
+      throw new ConfigError(
+        "metricName",
+        "pass metricName or labelName, not both: metricName maps a name to its label value or to undefined (no name label)",
+      );
+    }
   }
   const maxNames = options.maxNames ?? DEFAULT_MAX_METRIC_NAMES;
   if (!Number.isInteger(maxNames) || maxNames < 1) {
@@ -157,6 +193,39 @@ export async function enablePrometheus(
     registers,
   });
 
+  const waitSeconds = new prom.Histogram({
+    name: `${prefix}lock_wait_seconds`,
+    help: "Waits for a taken lock, from acquire() to the wait's end, by outcome",
+    labelNames: ["name", "outcome"],
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
+    registers,
+  });
+  const holdSeconds = new prom.Histogram({
+    name: `${prefix}lock_hold_seconds`,
+    help: "How long locks were held, from the grant to the release or the loss",
+    labelNames,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
+    registers,
+  });
+  const waiters = new prom.Gauge({
+    name: `${prefix}lock_waiters`,
+    help: "Acquires of this instance waiting for a taken lock",
+    labelNames,
+    registers,
+  });
+  const contentions = new prom.Counter({
+    name: `${prefix}lock_contentions_total`,
+    help: "Acquires that found the lock taken",
+    labelNames,
+    registers,
+  });
+  const revocations = new prom.Counter({
+    name: `${prefix}lock_revocations_total`,
+    help: "Locks released by force: this instance's revoked (holder), its forced releases (operator)",
+    labelNames: ["name", "side"],
+    registers,
+  });
+
   const jobRuns = new prom.Counter({
     name: `${prefix}job_runs_total`,
     help: "runOnce calls and scheduled slots on this instance, by outcome",
@@ -172,7 +241,17 @@ export async function enablePrometheus(
 
   const names = new LabelValues(maxNames);
   const jobs = new LabelValues(maxNames);
-  const label = (name: string): { name: string } => {
+  const label = (name: string): NameLabels => {
+    if (metricName !== undefined) {
+      let mapped: unknown;
+      try {
+        mapped = metricName(name);
+      } catch {
+        mapped = undefined;
+      }
+      // Slots and partitions stay grouped whatever the mapping returns.
+      return typeof mapped === "string" ? { name: names.admit(defaultLabel(mapped)) } : {};
+    }
     let mapped: string | undefined;
     try {
       mapped = labelName?.(name);
@@ -181,6 +260,8 @@ export async function enablePrometheus(
     }
     return { name: names.admit(typeof mapped === "string" ? mapped : defaultLabel(name)) };
   };
+  /** A label set's key in the maps below. */
+  const keyOf = (labels: NameLabels): string => labels.name ?? NO_NAME;
   // Locks held and elections led, by label value: a gauge counts the names of its label
   // (a semaphore's permits share a name), and a lock gauge's series goes with the last one.
   const holding = new HoldsByLabel();
@@ -207,24 +288,46 @@ export async function enablePrometheus(
       // The watch ends with the coordinator or stop(); failures were reported as events.
     }
   };
+  // When each lock held now was granted (performance.now()), for the hold histogram.
+  const grantedAt = new WeakMap<Lock, number>();
   const unhold = (name: string, lock: Lock) => {
     const labels = label(name);
-    const count = holding.remove(labels.name, name, lock);
+    const at = grantedAt.get(lock);
+    if (at !== undefined) {
+      grantedAt.delete(lock);
+      holdSeconds.labels(labels).observe((performance.now() - at) / 1_000);
+    }
+    const count = holding.remove(keyOf(labels), name, lock);
     if (count === undefined) return;
     if (count === 0) held.remove(labels);
     else held.labels(labels).set(count);
   };
+  // Waits under way, by label set.
+  const waiting = new Map<string, number>();
+  const countWaiter = (name: string, change: 1 | -1) => {
+    const labels = label(name);
+    const key = keyOf(labels);
+    const count = Math.max(0, (waiting.get(key) ?? 0) + change);
+    if (count === 0) waiting.delete(key);
+    else waiting.set(key, count);
+    waiters.labels(labels).set(count);
+  };
+  // The operator's side of a forced release (an event of the coordinator's forceRelease).
+  const onForceReleased = coordinator.on as unknown as (
+    event: string,
+    listener: (payload: { name: string; released?: boolean }) => void,
+  ) => () => void;
 
   const unsubscribe = [
     coordinator.on("elected", ({ name }) => {
       const labels = label(name);
-      isLeader.labels(labels).set(leading.add(labels.name, name, name));
+      isLeader.labels(labels).set(leading.add(keyOf(labels), name, name));
       changes.labels(labels).inc();
     }),
     coordinator.on("revoked", ({ name }) => {
       const labels = label(name);
-      leading.remove(labels.name, name, name);
-      isLeader.labels(labels).set(leading.count(labels.name));
+      leading.remove(keyOf(labels), name, name);
+      isLeader.labels(labels).set(leading.count(keyOf(labels)));
     }),
     coordinator.on("jobRun", ({ job, outcome }) => {
       const labels = { job: jobs.admit(job) };
@@ -236,14 +339,27 @@ export async function enablePrometheus(
     }),
     coordinator.on("acquired", ({ name, waitedMs, lock }) => {
       const labels = label(name);
-      held.labels(labels).set(holding.add(labels.name, name, lock));
+      grantedAt.set(lock, performance.now());
+      held.labels(labels).set(holding.add(keyOf(labels), name, lock));
       acquireSeconds.labels(labels).observe(waitedMs / 1_000);
     }),
     coordinator.on("released", ({ name, lock }) => unhold(name, lock)),
-    coordinator.on("lost", ({ name, lock }) => unhold(name, lock)),
+    coordinator.on("lost", ({ name, lock, reason }) => {
+      if (reason === "revoked") revocations.labels({ ...label(name), side: "holder" }).inc();
+      unhold(name, lock);
+    }),
+    coordinator.on("contended", ({ name }) => contentions.labels(label(name)).inc()),
+    coordinator.on("waitStarted", ({ name }) => countWaiter(name, 1)),
+    coordinator.on("waitEnded", ({ name, waitedMs, outcome }) => {
+      countWaiter(name, -1);
+      waitSeconds.labels({ ...label(name), outcome }).observe(waitedMs / 1_000);
+    }),
+    onForceReleased.call(coordinator, "forceReleased", ({ name, released }) => {
+      if (released !== false) revocations.labels({ ...label(name), side: "operator" }).inc();
+    }),
     coordinator.on("campaignStarted", ({ name }) => {
       const labels = label(name);
-      isLeader.labels(labels).set(leading.count(labels.name));
+      isLeader.labels(labels).set(leading.count(keyOf(labels)));
       if (watched.has(name)) return;
       watched.add(name);
       void watchElection(name);
@@ -258,6 +374,8 @@ export async function enablePrometheus(
 }
 
 const PARTITION = /^(.+)\/partition\/\d+$/;
+/** The key of the label set without `name` in the maps by label (no name is empty). */
+const NO_NAME = "";
 
 /**
  * The default label value of a lock or election name: a slot's lock `<job>/slot/<slot>` is
