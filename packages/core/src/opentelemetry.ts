@@ -426,15 +426,36 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
   ): TelemetryAttributes =>
     metric === undefined ? (extra ?? {}) : { [key]: metric, ...(extra ?? {}) };
 
+  // The attributes of the measurements every acquire and release makes, made once per name.
+  const acquiredByMetric = new Map<string | undefined, TelemetryAttributes>();
+  const acquiredAttributes = (metric: string | undefined): TelemetryAttributes => {
+    let attributes = acquiredByMetric.get(metric);
+    if (attributes === undefined) {
+      attributes = named(metric, "baton.lock.name", { "baton.lock.outcome": "acquired" });
+      acquiredByMetric.set(metric, attributes);
+    }
+    return attributes;
+  };
+  const endsByMetric = new Map<string | undefined, Record<string, TelemetryAttributes>>();
+  const endAttributes = (metric: string | undefined, end: string): TelemetryAttributes => {
+    let ends = endsByMetric.get(metric);
+    if (ends === undefined) {
+      ends = {};
+      endsByMetric.set(metric, ends);
+    }
+    let attributes = ends[end];
+    if (attributes === undefined) {
+      attributes = named(metric, "baton.lock.name", { "baton.lock.end": end });
+      ends[end] = attributes;
+    }
+    return attributes;
+  };
   const endHold = (lock: Lock, end: "released" | "lost", at: number): Hold | undefined => {
     const hold = holds.get(lock);
     if (hold === undefined) return undefined;
     holds.delete(lock);
     const heldMs = at - hold.grantedAt;
-    meter?.hold.record(
-      heldMs / 1_000,
-      named(hold.metricName, "baton.lock.name", { "baton.lock.end": end }),
-    );
+    meter?.hold.record(heldMs / 1_000, endAttributes(hold.metricName, end));
     hold.span?.setAttributes({ "baton.lock.held_ms": heldMs, "baton.lock.end": end });
     return hold;
   };
@@ -482,22 +503,17 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
     coordinator.on("acquired", ({ name, token, waitedMs, attempts, lock }) => {
       const now = nowMs();
       const metricName = names(name);
-      meter?.wait.record(
-        waitedMs / 1_000,
-        named(metricName, "baton.lock.name", { "baton.lock.outcome": "acquired" }),
-      );
+      meter?.wait.record(waitedMs / 1_000, acquiredAttributes(metricName));
       let span: TelemetrySpan | undefined;
       let linked: TelemetrySpanContext | undefined;
       if (tracer !== undefined) {
-        const attributes = {
-          "baton.lock.name": name,
-          "baton.lock.token": token.toString(),
-          "baton.backend": backend,
-        };
+        const tokenText = token.toString();
         const acquire = tracer.startSpan("baton.acquire", {
           startTime: now - waitedMs,
           attributes: {
-            ...attributes,
+            "baton.lock.name": name,
+            "baton.lock.token": tokenText,
+            "baton.backend": backend,
             "baton.lock.waited_ms": waitedMs,
             "baton.lock.attempts": attempts,
           },
@@ -505,7 +521,12 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
         acquire.end(now);
         span = tracer.startSpan("baton.hold", {
           startTime: now,
-          attributes: { ...attributes, "baton.owner_id": coordinator.ownerId },
+          attributes: {
+            "baton.lock.name": name,
+            "baton.lock.token": tokenText,
+            "baton.backend": backend,
+            "baton.owner_id": coordinator.ownerId,
+          },
           links: [{ context: acquire.spanContext() }],
         });
         linked = span.spanContext();
