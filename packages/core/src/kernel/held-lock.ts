@@ -215,15 +215,23 @@ export class HeldLock implements SessionLock, LockInit {
   }
 
   /** The session is gone or no longer holds the key: the name is free for a new grant here. */
-  lose(reason: LockLostReason, cause?: unknown): void {
-    this.markLost(reason, cause);
+  lose(reason: LockLostReason, cause?: unknown, detail?: string): void {
+    this.markLost(reason, cause, detail);
     this.#unlockLocal();
   }
 
-  /** Ends the lock as lost for `reason`: its signal aborts and `lost` is emitted, once. */
-  markLost(reason: LockLostReason, cause: unknown): void {
+  /**
+   * Ends the lock as lost for `reason`: its signal aborts and `lost` is emitted, once.
+   * `detail`: the operator's reason of a forced release.
+   */
+  markLost(reason: LockLostReason, cause: unknown, detail?: string): void {
     if (this.ended.aborted) return;
-    const error = new LockLostError(this.name, this.token, reason, { cause });
+    const error = new LockLostError(
+      this.name,
+      this.token,
+      reason,
+      detail === undefined ? { cause } : { cause, detail },
+    );
     this.ended.abort(error);
     if (this.#heldWarning !== undefined) this.#stopWarning();
     this.#host.events.emit("lost", {
