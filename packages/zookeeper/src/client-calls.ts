@@ -187,3 +187,65 @@ export function setDataIfExists(
       });
   });
 }
+
+/**
+ * {@link touchSession} that also checks that each of `paths` exists, in the same multi (one
+ * request, one round trip). Resolves `true` when all exist, `false` when one is gone (the
+ * multi failed on a check: the leader took it, so the session is live); rejects otherwise.
+ */
+export function touchSessionChecking(client: Client, paths: readonly string[]): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const transaction = client.transaction().check("/", -1);
+    for (const path of paths) transaction.check(path, -1);
+    transaction.commit((error) => {
+      if (!error) resolve(true);
+      else if ((error as { getCode?: () => number }).getCode?.() === zookeeper.Exception.NO_NODE)
+        resolve(false);
+      else reject(error);
+    });
+  });
+}
+
+/** What a multi that failed on one of its operations tells: that operation's index and code. */
+export interface MultiFailure {
+  readonly index: number;
+  readonly code: number;
+}
+
+/**
+ * In one multi: deletes each of `removals` if its data version is still the one given, and
+ * creates each of `creates` as a PERSISTENT node. Resolves `undefined` when it ran, or the
+ * operation that failed (removals first, then creates); rejects when no answer said which
+ * (a lost connection).
+ */
+export function removeAndCreate(
+  client: Client,
+  removals: readonly { readonly path: string; readonly version: number }[],
+  creates: readonly { readonly path: string; readonly data: Buffer }[],
+): Promise<MultiFailure | undefined> {
+  return new Promise((resolve, reject) => {
+    const transaction = client.transaction();
+    for (const { path, version } of removals) transaction.remove(path, version);
+    for (const { path, data } of creates)
+      transaction.create(path, data, zookeeper.CreateMode.PERSISTENT);
+    transaction.commit((error, results) => {
+      if (!error) {
+        resolve(undefined);
+        return;
+      }
+      const list = (results ?? []) as { err?: unknown }[];
+      const index = list.findIndex(
+        (r) =>
+          typeof r.err === "number" &&
+          r.err !== zookeeper.Exception.OK &&
+          r.err !== RUNTIME_INCONSISTENCY,
+      );
+      const code = (list[index] as { err?: unknown } | undefined)?.err;
+      if (index >= 0 && typeof code === "number") resolve({ index, code });
+      else reject(error);
+    });
+  });
+}
+
+/** The code ZooKeeper gives the operations of a failed multi that did not fail themselves. */
+const RUNTIME_INCONSISTENCY = -2;

@@ -23,7 +23,8 @@ import { ZookeeperSession } from "./zookeeper-session.js";
 /**
  * What the ZooKeeper backend guarantees: monotonic tokens (each lock node's czxid), waiters
  * granted in queue order, grants agreed by the ensemble (ZAB), exclusion across processes,
- * records, and semaphores and read-write locks (see zookeeper-permits.ts).
+ * records, semaphores and read-write locks (see zookeeper-permits.ts), inspection and the
+ * forced release of one grant (see zookeeper-inspection.ts).
  */
 export const ZOOKEEPER_GUARANTEES: Guarantees = {
   fencing: "monotonic",
@@ -32,6 +33,8 @@ export const ZOOKEEPER_GUARANTEES: Guarantees = {
   crossProcess: true,
   records: true,
   semaphores: true,
+  inspection: true,
+  forceRelease: "grant",
 };
 
 /** How long a session opened after `close()` began waits for its client to close. */

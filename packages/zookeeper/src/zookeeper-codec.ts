@@ -127,3 +127,52 @@ export function czxidToken(czxid: Buffer): bigint {
 export function mzxidToken(mzxid: Buffer): bigint {
   return mzxid.readBigInt64BE(0);
 }
+
+/**
+ * A revocation node's data (what a forced release tells the holder), UTF-8 JSON:
+ * `{"s":"lock","k":"<key>","t":"<token, decimal>","r":"<reason>"}`.
+ */
+interface StoredRevocation {
+  readonly s: "lock" | "permit";
+  readonly k: string;
+  readonly t: string;
+  readonly r: string;
+}
+
+/** A revocation, as {@link encodeRevocation} stores it. */
+export interface RevocationData {
+  readonly space: "lock" | "permit";
+  readonly key: string;
+  readonly token: bigint;
+  readonly reason: string;
+}
+
+/** Serialises a revocation node's data (see {@link decodeRevocation}). */
+export function encodeRevocation(revocation: RevocationData): Buffer {
+  const stored: StoredRevocation = {
+    s: revocation.space,
+    k: revocation.key,
+    t: revocation.token.toString(),
+    r: revocation.reason,
+  };
+  return Buffer.from(JSON.stringify(stored));
+}
+
+/** Reads a revocation node's data; `undefined` for data Baton did not write. */
+export function decodeRevocation(buffer: Buffer | undefined | null): RevocationData | undefined {
+  if (buffer === undefined || buffer === null || buffer.length === 0) return undefined;
+  try {
+    const { s, k, t, r } = JSON.parse(buffer.toString("utf8")) as Partial<StoredRevocation>;
+    if (s !== "lock" && s !== "permit") return undefined;
+    if (typeof k !== "string" || typeof r !== "string") return undefined;
+    if (typeof t !== "string" || !DECIMAL.test(t)) return undefined;
+    return { space: s, key: k, token: BigInt(t), reason: r };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A stat's ctime or mtime (ms since the epoch, by the server's clock) as a number. */
+export function statTimeMs(time: Buffer): number {
+  return Number(time.readBigInt64BE(0));
+}

@@ -312,3 +312,35 @@ export function permitQueueOrder(children: readonly string[]): PermitNode[] {
 export function attemptNamePrefix(attemptId: string): string {
   return `${PROTECTED_PREFIX}${attemptId}-`;
 }
+
+/**
+ * A lock name as its node name encodes it (see {@link encodeLockName}), or `undefined` for a
+ * node name Baton did not encode.
+ */
+export function decodeLockName(encoded: string): string | undefined {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Appended to the locks root's name to name the root of the revocation nodes beside it. */
+export const REVOCATIONS_SUFFIX = "-revoked";
+
+/**
+ * The node that holds the revocation nodes a forced release writes, beside the locks root:
+ * `<chroot>/<prefix>-revoked`.
+ */
+export function revocationRoot(lockRoot: string): string {
+  return `${lockRoot}${REVOCATIONS_SUFFIX}`;
+}
+
+/**
+ * The revocation node of a grant whose node was `heldPath`, under `root` (the revocation
+ * root): one PERSISTENT node named after that path (percent-encoded), so the holder's session
+ * finds it from the path it held.
+ */
+export function revocationPath(root: string, heldPath: string): string {
+  return `${root}/${encodeURIComponent(heldPath)}`;
+}

@@ -488,7 +488,7 @@ function checkPermitRequest(options: BackendPermitOptions): void {
 }
 
 /** The holder a granted permit entry stands for, from its node's data and stat. */
-function permitHolder(
+export function permitHolder(
   entry: PermitNode,
   node: { data: Buffer; stat: Stat },
   newestWrite: bigint,

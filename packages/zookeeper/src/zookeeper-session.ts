@@ -5,9 +5,13 @@ import {
   type BackendSession,
   BackendUnavailableError,
   boundedCall,
+  type ForceReleaseOptions,
   type Grant,
   type Holder,
   type KeepAliveResult,
+  type KeyPage,
+  type KeyState,
+  type ListKeysOptions,
   linkSignals,
   onceAborted,
   type PermitHolder,
@@ -26,6 +30,7 @@ import {
   mkdirp,
   remove,
   touchSession,
+  touchSessionChecking,
 } from "./client-calls.js";
 import { closeClient, dropConnection } from "./client-connection.js";
 import type { ZookeeperClientLike } from "./zookeeper-client-like.js";
@@ -38,6 +43,7 @@ import {
   ZK_CODE,
   zkCode,
 } from "./zookeeper-errors.js";
+import { ZookeeperInspection } from "./zookeeper-inspection.js";
 import {
   attemptNamePrefix,
   childPath,
@@ -120,6 +126,8 @@ export class ZookeeperSession implements BackendSession {
   readonly #onState: (state: unknown) => void;
   readonly #records: ZookeeperRecords;
   readonly #permits: ZookeeperPermits;
+  /** Inspection and forced release, and what a renewal learns of held nodes gone. */
+  readonly #inspection: ZookeeperInspection;
   /** The data of a lock node that publishes no value (the client copies it into each request). */
   readonly #plainData: Buffer;
 
@@ -163,6 +171,13 @@ export class ZookeeperSession implements BackendSession {
       ensemble: context.ensemble,
       call: (what, pending) => this.#call(what, pending),
       reconnected: () => this.#call("zookeeper reconnect", this.#whenConnected()),
+      barrier: () => this.#call("zookeeper session check", touchSession(this.#zk)),
+    });
+    this.#inspection = new ZookeeperInspection({
+      client: this.#zk,
+      root: context.root,
+      ensemble: context.ensemble,
+      call: (what, pending) => this.#call(what, pending),
       barrier: () => this.#call("zookeeper session check", touchSession(this.#zk)),
     });
   }
@@ -260,13 +275,23 @@ export class ZookeeperSession implements BackendSession {
     return lockDir(this.#context.root, key);
   }
 
+  /**
+   * Checks the session at the leader with one multi, which also checks that every node the
+   * session holds still exists (up to `MAX_CHECKS_PER_RENEWAL` a renewal, in turn): no round
+   * trip more. When one is gone, the same renewal finds which, and reads the revocation node a
+   * forced release left for it: those grants are reported `revoked`, with the reason.
+   */
   async keepAlive(): Promise<KeepAliveResult | undefined> {
     this.#assertLive();
     if (this.#orphans.size > 0) void this.#cleanOrphans();
+    const checked = this.#inspection.toCheck(this.#held);
+    let intact: boolean;
     try {
-      await this.#call(
+      intact = await this.#call(
         "zookeeper session check",
-        touchSession(this.#zk),
+        checked.length === 0
+          ? touchSession(this.#zk).then(() => true)
+          : touchSessionChecking(this.#zk, checked),
         undefined,
         undefined,
         Math.max(MIN_SESSION_CHECK_MS, Math.floor(this.ttlMs / 2)),
@@ -277,7 +302,44 @@ export class ZookeeperSession implements BackendSession {
       else if (error instanceof BackendUnavailableError) this.#nudgeReconnect();
       throw mapped;
     }
-    return undefined;
+    if (intact) return undefined;
+    let gone: Awaited<ReturnType<ZookeeperInspection["gone"]>>;
+    try {
+      // Nodes released meanwhile are not held any more: not looked at.
+      gone = await this.#inspection.gone(checked.filter((path) => this.#held.has(path)));
+    } catch {
+      // The session is live; the next renewal checks again.
+      return undefined;
+    }
+    for (const path of gone.paths) this.#held.delete(path);
+    const { revoked, lostKeys } = gone;
+    if (revoked.length === 0 && lostKeys.length === 0) return undefined;
+    return {
+      ...(revoked.length === 0 ? {} : { revoked }),
+      ...(lostKeys.length === 0 ? {} : { lostKeys }),
+    };
+  }
+
+  /** One page of a key space's names under the root (see zookeeper-inspection.ts). */
+  listKeys(options: ListKeysOptions): Promise<KeyPage> {
+    this.#assertLive();
+    return this.#inspection.listKeys(options);
+  }
+
+  /** A lock or permit key's holders and waiters, or `null` (see zookeeper-inspection.ts). */
+  inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
+    this.#assertLive();
+    return this.#inspection.inspectKey(space, key);
+  }
+
+  /** Frees the grant with `options.token`, held by any session (see zookeeper-inspection.ts). */
+  forceRelease(
+    space: "lock" | "permit",
+    key: string,
+    options: ForceReleaseOptions,
+  ): Promise<boolean> {
+    this.#assertLive();
+    return this.#inspection.forceRelease(space, key, options);
   }
 
   /**

@@ -43,6 +43,8 @@ describe("zookeeper options (no server)", () => {
       crossProcess: true,
       records: true,
       semaphores: true,
+      inspection: true,
+      forceRelease: "grant",
     });
   });
 
