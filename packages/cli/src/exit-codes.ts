@@ -24,6 +24,10 @@ export const EXIT = {
   attemptsExhausted: 82,
   /** `run-once`: CMD ran past `--at-most`; it was stopped and the attempt recorded as failed. */
   overran: 83,
+  /** `release`: nothing to release (the name is free, or the `--token` grant has ended). */
+  nothingToRelease: 84,
+  /** `release`: the backend cannot force-release (its guarantees declare no `forceRelease`). */
+  cannotForceRelease: 85,
   /** `--wait` ran out while someone else held the lock (or the permits). */
   timeout: 124,
   /** CMD could not be started (not found, not executable). */

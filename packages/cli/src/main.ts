@@ -3,11 +3,15 @@ import { BackendUnavailableError, ConfigError } from "@baton/core";
 import { usageFromConfig } from "./args.js";
 import { COMPARE_USAGE, compareCommand } from "./commands/compare.js";
 import { CRON_USAGE, cronCommand } from "./commands/cron.js";
+import { DASHBOARD_USAGE, dashboardCommand } from "./commands/dashboard.js";
 import { DEMO_USAGE, demoCommand } from "./commands/demo.js";
 import { ELECT_USAGE, electCommand } from "./commands/elect.js";
 import { LOCK_USAGE, lockCommand } from "./commands/lock.js";
+import { LS_USAGE, lsCommand } from "./commands/ls.js";
+import { RELEASE_USAGE, releaseCommand } from "./commands/release.js";
 import { RUN_ONCE_USAGE, runOnceCommand } from "./commands/run-once.js";
 import { STATUS_USAGE, statusCommand } from "./commands/status.js";
+import { TOP_USAGE, topCommand } from "./commands/top.js";
 import { EXIT } from "./exit-codes.js";
 import { UsageError } from "./usage-error.js";
 
@@ -21,6 +25,11 @@ Commands:
                        run CMD once for SLOT across every replica; the outcome is recorded
   cron CRON JOB -- CMD run CMD once per tick of CRON across every replica (long-running)
   status NAME          show who holds NAME (--watch, --json; --permits for its permits)
+  ls [PREFIX]          list every lock, semaphore, election and job held or waited for
+  top [PREFIX]         the same, refreshed about once a second until Ctrl-C
+  release NAME --force --reason TEXT
+                       free NAME whoever holds it; its holder loses it (reason "revoked")
+  dashboard [PREFIX]   a live web page of the same, with a timeline (127.0.0.1:7470)
   demo                 the invoice story (lock only, + signal, + fence) and the nightly scene
   compare              the invoice story on several backends, with a report and timelines
 
@@ -35,6 +44,10 @@ const USAGES: Record<string, string> = {
   "run-once": RUN_ONCE_USAGE,
   cron: CRON_USAGE,
   status: STATUS_USAGE,
+  ls: LS_USAGE,
+  top: TOP_USAGE,
+  release: RELEASE_USAGE,
+  dashboard: DASHBOARD_USAGE,
   demo: DEMO_USAGE,
   compare: COMPARE_USAGE,
 };
@@ -65,6 +78,14 @@ export async function main(
         return await cronCommand(rest, out, err);
       case "status":
         return await statusCommand(rest, out, err);
+      case "ls":
+        return await lsCommand(rest, out);
+      case "top":
+        return await topCommand(rest, out);
+      case "release":
+        return await releaseCommand(rest, out, err);
+      case "dashboard":
+        return await dashboardCommand(rest, out, err);
       case "demo":
         return await demoCommand(rest, out);
       case "compare":

@@ -1,0 +1,144 @@
+import { createInterface } from "node:readline/promises";
+import { ConfigError } from "@baton/core";
+import { backendFrom, nameFrom, parse, usageFromConfig } from "../args.js";
+import { EXIT } from "../exit-codes.js";
+import type { Inspection, InspectionKind } from "../inspect/inspection-source.js";
+import { openSource } from "../inspect/open-source.js";
+import { formatDuration, holderName } from "../inspect/rows.js";
+import { UsageError } from "../usage-error.js";
+
+export const RELEASE_USAGE = `usage: baton release NAME --force --reason TEXT [--yes] [--kind KIND] [--token T]
+       [--backend URL]
+
+Frees NAME at the store whoever holds it, for a holder that is stuck or gone. The next
+waiter gets it at once; the holder learns it at its next renewal: its lock's signal aborts
+with a LockLostError of reason "revoked" carrying TEXT (baton lock stops its CMD, exit 76).
+A store that cannot free one grant of a live session ends the holder's whole session.
+  --force        required: says you mean to take a lock away from its holder
+  --reason TEXT  required: why, told to the holder and logged
+  --yes          do not ask; without it baton asks on the terminal, and refuses (exit 64)
+                 when stdin is not a terminal
+  --kind KIND    which of the names NAME to free when several kinds share it: lock,
+                 semaphore, read-write-lock, election, job
+  --token T      free only the grant with fencing token T (a later grant is left alone)
+
+Exit codes: 0 released; 84 nothing to release (NAME is free, or T is no longer held);
+85 the backend cannot force-release; 64 bad usage (or the question was declined);
+69 the store could not be reached.`;
+
+const KINDS: readonly InspectionKind[] = [
+  "lock",
+  "semaphore",
+  "read-write-lock",
+  "election",
+  "job",
+];
+
+/** True when `error` says the backend has no forced release (its guarantees lack it). */
+export function isUnsupported(error: unknown): boolean {
+  return error instanceof ConfigError && /force/i.test(error.message) && error.field !== "reason";
+}
+
+/** What is about to be released, as the question shows it. */
+function describe(items: readonly Inspection[]): string {
+  if (items.length === 0) return "nothing is held under that name now";
+  return items
+    .map((item) => {
+      const holders = item.holders
+        .map(
+          (h) =>
+            `${holderName(h)}${h.token === undefined ? "" : ` (token ${h.token})`}, held ${formatDuration(h.heldMs)}`,
+        )
+        .join("; ");
+      return `${item.kind} "${item.name}": ${holders || "no holder"}, ${item.waiters?.count ?? 0} waiting`;
+    })
+    .join("\n");
+}
+
+/** `baton release`. Resolves with the exit code. */
+export async function releaseCommand(
+  argv: readonly string[],
+  out: (s: string) => void,
+  err: (s: string) => void,
+): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    backend: { type: "string" },
+    force: { type: "boolean" },
+    reason: { type: "string" },
+    yes: { type: "boolean", short: "y" },
+    kind: { type: "string" },
+    token: { type: "string" },
+  });
+  if (values.help) {
+    out(RELEASE_USAGE);
+    return 0;
+  }
+  const name = nameFrom(positionals, RELEASE_USAGE);
+  if (values.force !== true) {
+    throw new UsageError(
+      "baton release takes a lock away from its holder: pass --force to say you mean it",
+    );
+  }
+  const reason = typeof values.reason === "string" ? values.reason.trim() : "";
+  if (reason === "") throw new UsageError("--reason TEXT is required: say why, for the holder");
+  const kind = values.kind as InspectionKind | undefined;
+  if (kind !== undefined && !KINDS.includes(kind)) {
+    throw new UsageError(`--kind must be one of ${KINDS.join(", ")}, got "${kind}"`);
+  }
+  const tokenText = values.token as string | undefined;
+  if (tokenText !== undefined && !/^\d+$/.test(tokenText)) {
+    throw new UsageError(`--token must be a decimal fencing token, got "${tokenText}"`);
+  }
+  const interactive = values.yes !== true;
+  if (interactive && process.stdin.isTTY !== true) {
+    throw new UsageError("stdin is not a terminal to ask on: pass --yes to release without asking");
+  }
+  const backend = backendFrom(values.backend, process.env);
+  const { source, coordinator } = await openSource(backend);
+  try {
+    if (interactive) {
+      const held: Inspection[] = [];
+      for await (const item of source.list({ prefix: name })) {
+        if (item.name === name && (kind === undefined || item.kind === kind)) held.push(item);
+      }
+      if (held.length === 0) {
+        err(`baton: nothing to release: "${name}" is free`);
+        return EXIT.nothingToRelease;
+      }
+      err(describe(held));
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      const answer = await rl.question(`Force-release "${name}"? Type yes to go on: `);
+      rl.close();
+      if (answer.trim().toLowerCase() !== "yes") {
+        err("baton: not released");
+        return EXIT.usage;
+      }
+    }
+    const options = {
+      reason,
+      ...(kind === undefined ? {} : { kind }),
+      ...(tokenText === undefined ? {} : { token: BigInt(tokenText) }),
+    };
+    let released: boolean;
+    try {
+      released = (await source.forceRelease(name, options)).released;
+    } catch (error) {
+      if (isUnsupported(error)) {
+        err(`baton: ${(error as Error).message}`);
+        return EXIT.cannotForceRelease;
+      }
+      if (error instanceof ConfigError) throw usageFromConfig(error);
+      throw error;
+    }
+    if (!released) {
+      err(
+        `baton: nothing to release: "${name}" is not held${tokenText ? ` with token ${tokenText}` : ""}`,
+      );
+      return EXIT.nothingToRelease;
+    }
+    out(`released "${name}": ${reason}`);
+    return 0;
+  } finally {
+    await coordinator.close().catch(() => undefined);
+  }
+}
