@@ -84,25 +84,43 @@ export class RedlockSession implements BackendSession {
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
-    if (options.signal.aborted) throw options.signal.reason;
     this.#assertLive();
+    const keys = lockKeys(this.#ctx.keyPrefix, name);
+    const tail = payloadTail(this.ownerId, options.value);
+    // The first round reads no signal: the contract has a backend read it only when it is
+    // about to wait (core counts that read as contention). Core bounds this round itself,
+    // and releases a grant that comes after it gave up.
+    const first = await this.#round(name, keys, tail);
+    if (this.#closed) {
+      if (first.grant !== undefined) await this.#releaseEverywhere(keys, first.grant.prefix);
+      throw new SessionLostError("this redlock session was closed");
+    }
+    if (first.grant !== undefined) {
+      const { grant, prefix } = first.grant;
+      this.#held.set(name, { keys, prefix, grant });
+      return grant;
+    }
+    if (first.unavailable !== undefined) throw first.unavailable;
+    if (!options.wait) return null;
+    if (options.signal.aborted) throw options.signal.reason;
     const link = linkSignals([options.signal]);
     this.#waits.add(link);
     try {
-      return await this.#acquire(name, options, link.signal);
+      await sleep(systemClock, this.#retryDelay(), link.signal);
+      return await this.#acquire(name, keys, tail, link.signal);
     } finally {
       link.dispose();
       this.#waits.delete(link);
     }
   }
 
+  /** The rounds of a wait, until a grant, a failure or the signal's end. */
   async #acquire(
     name: string,
-    options: BackendAcquireOptions,
+    keys: LockKeys,
+    tail: string,
     signal: AbortSignal,
   ): Promise<Grant | null> {
-    const keys = lockKeys(this.#ctx.keyPrefix, name);
-    const tail = payloadTail(this.ownerId, options.value);
     for (;;) {
       const outcome = await this.#round(name, keys, tail);
       if (signal.aborted) {
@@ -115,7 +133,6 @@ export class RedlockSession implements BackendSession {
         return grant;
       }
       if (outcome.unavailable !== undefined) throw outcome.unavailable;
-      if (!options.wait) return null;
       await sleep(systemClock, this.#retryDelay(), signal);
     }
   }
