@@ -17,6 +17,7 @@ import { runOnceGroup } from "./groups/run-once.js";
 import { rwlockGroup } from "./groups/rwlock.js";
 import { scenariosGroup } from "./groups/scenarios.js";
 import { noSemaphoresGroup, semaphoreGroup } from "./groups/semaphore.js";
+import { signalsGroup } from "./groups/signals.js";
 import { tokensGroup } from "./groups/tokens.js";
 import { watchGroup } from "./groups/watch.js";
 import { withLockGroup } from "./groups/with-lock.js";
@@ -82,6 +83,7 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
     expiryGroup(ctx);
     renewalGroup(ctx);
     lockTtlGroup(ctx);
+    signalsGroup(ctx);
     exclusionGroup(ctx);
     badInputGroup(ctx);
     errorsGroup(
