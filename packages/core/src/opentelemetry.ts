@@ -121,10 +121,10 @@ export interface OpenTelemetryOptions {
   /**
    * The `baton.lock.name` (or `baton.election.name`) attribute of a metric measurement: return
    * the value to group the name under (e.g. `(n) => n.replace(/^invoice\/.*$/, "invoice/*")`),
-   * or `undefined` to leave the attribute out. Without this option a runOnce or schedule
-   * slot's lock (`<job>/slot/<slot>`) is counted as `<job>/slot/*`, a partition
-   * (`<name>/partition/<n>`) as `<name>/partition/*`, and any other name as itself. Spans
-   * always carry the full name.
+   * or `undefined` to leave the attribute out (as the Prometheus `metricName` does). A runOnce
+   * or schedule slot's lock (`<job>/slot/<slot>`) is counted as `<job>/slot/*` and a partition
+   * (`<name>/partition/<n>`) as `<name>/partition/*` whatever it returns; without it, any
+   * other name is counted as itself. Spans always carry the full name.
    */
   readonly metricName?: (name: string) => string | undefined;
   /**
@@ -157,10 +157,10 @@ const CALM_ENDS: ReadonlySet<string> = new Set<LockLostReason | "resigned">([
   "closed",
   "resigned",
 ]);
-/** Wait buckets, seconds (the Prometheus `baton_lock_acquire_seconds` buckets). */
+/** Acquire and wait buckets, seconds (those of the Prometheus histograms). */
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60];
-/** Hold buckets, seconds. */
-const HOLD_BUCKETS = [0.001, 0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3_600];
+/** Hold buckets, seconds (those of `baton_lock_hold_seconds`). */
+const HOLD_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3_600];
 /** Slots whose start a `baton.job.run` span looks up, at most (the oldest are forgotten). */
 const MAX_SLOT_STARTS = 1_000;
 
@@ -185,8 +185,9 @@ function nowMs(): number {
  * - `baton.election.term`: one term of this instance as leader, linked to the hold of its lock.
  * - `baton.job.run`: one `runOnce` call or scheduled slot, with its outcome.
  *
- * Metrics: `baton.lock.wait.duration` (histogram, seconds, by `baton.lock.outcome`) and
- * `baton.lock.hold.duration`, `baton.lock.held`, `baton.lock.waiters`,
+ * Metrics: `baton.lock.acquire.duration`, `baton.lock.wait.duration` (by
+ * `baton.lock.outcome`) and `baton.lock.hold.duration` (histograms, seconds),
+ * `baton.lock.held`, `baton.lock.waiters`,
  * `baton.lock.contentions`, `baton.lock.renewal_failures`, `baton.lock.revocations`,
  * `baton.election.leader`, `baton.election.terms`, `baton.job.runs` and
  * `baton.job.last_success`; their name attributes go through `metricName`.
@@ -261,6 +262,7 @@ async function loadApi(): Promise<OpenTelemetryApi> {
 
 /** Baton's instruments on one meter. */
 interface Instruments {
+  readonly acquire: TelemetryHistogram;
   readonly wait: TelemetryHistogram;
   readonly hold: TelemetryHistogram;
   readonly waiters: TelemetryCounter;
@@ -274,8 +276,13 @@ interface Instruments {
 
 function instruments(meter: TelemetryMeter): Instruments {
   return {
+    acquire: meter.createHistogram("baton.lock.acquire.duration", {
+      description: "Time from acquire() to the grant, for every grant",
+      unit: "s",
+      advice: { explicitBucketBoundaries: WAIT_BUCKETS },
+    }),
     wait: meter.createHistogram("baton.lock.wait.duration", {
-      description: "Time from acquire() to the grant",
+      description: "Waits for a taken lock, from acquire() to their end, by outcome",
       unit: "s",
       advice: { explicitBucketBoundaries: WAIT_BUCKETS },
     }),
@@ -297,7 +304,8 @@ function instruments(meter: TelemetryMeter): Instruments {
       unit: "{failure}",
     }),
     revocations: meter.createCounter("baton.lock.revocations", {
-      description: "Locks this instance held that an operator released by force",
+      description:
+        "Locks released by force: this instance's revoked (holder), its forced releases (operator)",
       unit: "{revocation}",
     }),
     terms: meter.createCounter("baton.election.terms", {
@@ -340,7 +348,8 @@ function metricNames(
     } else {
       try {
         const value = metricName(name);
-        mapped = typeof value === "string" ? value : undefined;
+        // Slots and partitions stay grouped whatever the mapping returns.
+        mapped = typeof value === "string" ? defaultMetricName(value) : undefined;
       } catch {
         mapped = undefined;
       }
@@ -431,7 +440,7 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
   const acquiredAttributes = (metric: string | undefined): TelemetryAttributes => {
     let attributes = acquiredByMetric.get(metric);
     if (attributes === undefined) {
-      attributes = named(metric, "baton.lock.name", { "baton.lock.outcome": "acquired" });
+      attributes = named(metric);
       acquiredByMetric.set(metric, attributes);
     }
     return attributes;
@@ -499,11 +508,16 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
     });
   }
 
+  const onForceReleased = coordinator.on as unknown as (
+    event: string,
+    listener: (payload: { name: string; released?: boolean }) => void,
+  ) => () => void;
+
   const unsubscribe = [
     coordinator.on("acquired", ({ name, token, waitedMs, attempts, lock }) => {
       const now = nowMs();
       const metricName = names(name);
-      meter?.wait.record(waitedMs / 1_000, acquiredAttributes(metricName));
+      meter?.acquire.record(waitedMs / 1_000, acquiredAttributes(metricName));
       let span: TelemetrySpan | undefined;
       let linked: TelemetrySpanContext | undefined;
       if (tracer !== undefined) {
@@ -544,12 +558,8 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
     }),
     coordinator.on("acquireFailed", ({ name, error, waitedMs, attempts }) => {
       const now = nowMs();
-      const outcome = failedOutcome(error);
-      meter?.wait.record(
-        waitedMs / 1_000,
-        named(names(name), "baton.lock.name", { "baton.lock.outcome": outcome }),
-      );
       if (tracer === undefined) return;
+      const outcome = failedOutcome(error);
       const span = tracer.startSpan("baton.acquire", {
         startTime: now - waitedMs,
         attributes: {
@@ -572,8 +582,22 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
     coordinator.on("waitStarted", ({ name }) => {
       meter?.waiters.add(1, named(names(name)));
     }),
-    coordinator.on("waitEnded", ({ name }) => {
-      meter?.waiters.add(-1, named(names(name)));
+    coordinator.on("waitEnded", ({ name, waitedMs, outcome }) => {
+      const metricName = names(name);
+      meter?.waiters.add(-1, named(metricName));
+      meter?.wait.record(
+        waitedMs / 1_000,
+        named(metricName, "baton.lock.name", { "baton.lock.outcome": outcome }),
+      );
+    }),
+    // The operator's side of a forced release (the coordinator's forceRelease emits it).
+    onForceReleased.call(coordinator, "forceReleased", ({ name, released }) => {
+      if (released !== false) {
+        meter?.revocations.add(
+          1,
+          named(names(name), "baton.lock.name", { "baton.revocation.side": "operator" }),
+        );
+      }
     }),
     coordinator.on("heldTooLong", ({ heldMs, thresholdMs, lock }) => {
       holds.get(lock)?.span?.addEvent("baton.held_too_long", {
@@ -588,7 +612,14 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
     coordinator.on("lost", ({ name, reason, error, lock }) => {
       const now = nowMs();
       const hold = endHold(lock, "lost", now);
-      if (reason === "revoked") meter?.revocations.add(1, named(hold?.metricName ?? names(name)));
+      if (reason === "revoked") {
+        meter?.revocations.add(
+          1,
+          named(hold?.metricName ?? names(name), "baton.lock.name", {
+            "baton.revocation.side": "holder",
+          }),
+        );
+      }
       const span = hold?.span;
       if (span === undefined) return;
       span.setAttributes({

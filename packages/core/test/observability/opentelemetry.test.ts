@@ -115,6 +115,9 @@ describe("OpenTelemetry spans", () => {
     expect(histogram(point).count).toBe(1);
     expect(histogram(point).sum).toBeGreaterThanOrEqual(0.1);
     expect(await recorder.unit("baton.lock.wait.duration")).toBe("s");
+    const [granted] = await recorder.points("baton.lock.acquire.duration");
+    expect(granted?.attributes).toEqual({ "baton.lock.name": "reports" });
+    expect(histogram(granted).sum).toBeCloseTo(histogram(point).sum ?? 0, 3);
   });
 
   it("a failed acquire is a baton.acquire span with an error status, its outcome and attempts", async () => {
@@ -143,11 +146,12 @@ describe("OpenTelemetry spans", () => {
     expect(timeout?.attributes["baton.lock.attempts"]).toBeGreaterThanOrEqual(1);
     expect(timeout?.status.message).toBe((error as Error).message);
     expect(timeout?.events.map((e) => e.name)).toEqual(["exception"]);
+    // Only the acquire that waited is a wait; neither is a grant.
     const points = await recorder.points("baton.lock.wait.duration");
-    expect(points.map((p) => [p.attributes["baton.lock.outcome"], histogram(p).count])).toEqual([
-      ["timeout", 1],
-      ["held", 1],
+    expect(points.map((p) => [p.attributes, histogram(p).count])).toEqual([
+      [{ "baton.lock.name": "reports", "baton.lock.outcome": "timeout" }, 1],
     ]);
+    expect(await recorder.points("baton.lock.acquire.duration")).toEqual([]);
     expect(recorder.spans("baton.hold")).toEqual([]);
   });
 
@@ -294,8 +298,8 @@ describe("OpenTelemetry spans", () => {
       [{ "baton.job.name": "nightly", "baton.job.outcome": "ran" }, 1],
       [{ "baton.job.name": "nightly", "baton.job.outcome": "already-done" }, 1],
     ]);
-    const [waited] = await recorder.points("baton.lock.wait.duration");
-    expect(waited?.attributes["baton.lock.name"]).toBe("nightly/slot/*");
+    const [granted] = await recorder.points("baton.lock.acquire.duration");
+    expect(granted?.attributes).toEqual({ "baton.lock.name": "nightly/slot/*" });
     const [success] = await recorder.points("baton.job.last_success");
     expect(success?.attributes).toEqual({ "baton.job.name": "nightly" });
     expect(success?.value).toBeCloseTo(Date.now() / 1_000, -1);
@@ -328,21 +332,33 @@ describe("OpenTelemetry metrics", () => {
   it("metricName groups names, or leaves the name out when it returns undefined", async () => {
     const coordinator = createCoordinator({ url: "memory://" });
     const recorder = await instrumented(coordinator, {
-      metricName: (name) => (name.startsWith("invoice/") ? "invoice/*" : undefined),
+      metricName: (name) => {
+        if (name.startsWith("invoice/")) return "invoice/*";
+        return name.startsWith("nightly/") ? name : undefined;
+      },
     });
     for (const name of ["invoice/1", "invoice/2", "secret-customer-42"]) {
       await (await coordinator.acquire(name)).release();
     }
-    const points = await recorder.points("baton.lock.wait.duration");
+    const points = await recorder.points("baton.lock.acquire.duration");
     expect(points.map((p) => [p.attributes, histogram(p).count])).toEqual([
-      [{ "baton.lock.name": "invoice/*", "baton.lock.outcome": "acquired" }, 2],
-      [{ "baton.lock.outcome": "acquired" }, 1],
+      [{ "baton.lock.name": "invoice/*" }, 2],
+      [{}, 1],
+    ]);
+    // A slot stays grouped whatever the mapping returns.
+    await coordinator.runOnce("nightly", "2026-12-01", () => undefined);
+    const slots = await recorder.points("baton.lock.acquire.duration");
+    expect(slots.map((p) => p.attributes)).toEqual([
+      { "baton.lock.name": "invoice/*" },
+      {},
+      { "baton.lock.name": "nightly/slot/*" },
     ]);
     // Spans keep the full name.
     expect(recorder.spans("baton.acquire").map((s) => s.attributes["baton.lock.name"])).toEqual([
       "invoice/1",
       "invoice/2",
       "secret-customer-42",
+      "nightly/slot/2026-12-01",
     ]);
   });
 
@@ -359,7 +375,7 @@ describe("OpenTelemetry metrics", () => {
       }),
     );
     for (const name of ["a", "b", "c", "d"]) await (await coordinator.acquire(name)).release();
-    const points = await recorder.points("baton.lock.wait.duration");
+    const points = await recorder.points("baton.lock.acquire.duration");
     expect(points.map((p) => [p.attributes["baton.lock.name"], histogram(p).count])).toEqual([
       ["a", 1],
       ["b", 1],
