@@ -179,7 +179,8 @@ export class AcquireCall implements Linked<AcquireCall> {
         if (!this.inWait) return;
         events.emit("waitingTooLong", {
           name,
-          waitedMs: clock.now() - this.started,
+          // A timer may fire a fraction of a millisecond early on the clock's reading.
+          waitedMs: Math.max(thresholdMs, clock.now() - this.started),
           thresholdMs,
         });
       },

@@ -100,7 +100,8 @@ export class HeldLock implements SessionLock, LockInit {
         name: this.name,
         token: this.token,
         ownerId: this.#grant.ownerId,
-        heldMs: clock.now() - grantedAt,
+        // A timer may fire a fraction of a millisecond early on the clock's reading.
+        heldMs: Math.max(thresholdMs, clock.now() - grantedAt),
         thresholdMs,
         lock: this.lock,
       });
