@@ -4,21 +4,33 @@ import {
   compactedAt,
   decodeHolder,
   decodeLeaseId,
+  decodeListCursor,
   decodePermitEntry,
   decodePermitLimit,
+  decodeQueueEntry,
   decodeRecordValue,
   decodeRecordVersion,
   decodeRevision,
+  decodeRevocation,
   decodeTtlSeconds,
   encodeHolderValue,
+  encodeListCursor,
   encodePermitEntry,
   encodePermitLimit,
   encodeRecordValue,
   encodeRecordVersion,
   encodeRevision,
+  encodeRevocation,
   hasDelete,
+  leaseIdOfHex,
 } from "../src/etcd-codec.js";
-import { leaseHex } from "../src/etcd-keys.js";
+import {
+  leaseHex,
+  nameOfKey,
+  revocationKey,
+  revocationPrefix,
+  spaceRange,
+} from "../src/etcd-keys.js";
 import { claimReply, enqueueReply, tryReply, turnReply } from "../src/queue-requests.js";
 
 // Replies below are what etcd 3.4 sent through etcd3 1.1.2 for the adapter's own requests
@@ -250,5 +262,85 @@ describe("etcd queue transaction replies (no server)", () => {
     for (const raw of ["", "0", "-1", "03", "1e3", "x"]) {
       expect(decodePermitLimit(Buffer.from(raw)), raw).toBeUndefined();
     }
+  });
+});
+
+describe("etcd inspection's wire formats", () => {
+  it("a revocation entry carries space, key, token and reason as JSON", () => {
+    const revocation = { space: "lock" as const, key: "invoices", token: 1234n, reason: "stuck" };
+    expect(encodeRevocation(revocation).toString()).toBe(
+      '{"baton":1,"space":"lock","key":"invoices","token":"1234","reason":"stuck"}',
+    );
+    expect(decodeRevocation(encodeRevocation(revocation))).toEqual(revocation);
+    for (const raw of [
+      "",
+      "stuck",
+      '{"baton":1,"space":"job","key":"k","token":"1","reason":"r"}',
+      '{"baton":1,"space":"lock","key":"k","token":"-1","reason":"r"}',
+      '{"baton":1,"space":"lock","key":"k","token":"1"}',
+    ]) {
+      expect(decodeRevocation(Buffer.from(raw)), raw).toBeUndefined();
+    }
+  });
+
+  it("a queue key's value shows its owner, value and whether it waits; another client's is foreign", () => {
+    expect(decodeQueueEntry(encodeHolderValue("w-1", "v", true), "694d")).toEqual({
+      ownerId: "w-1",
+      value: "v",
+      waiting: true,
+    });
+    expect(decodeQueueEntry(encodeHolderValue("w-1", undefined), "694d")).toEqual({
+      ownerId: "w-1",
+      waiting: false,
+    });
+    // etcdctl lock stores an empty value.
+    expect(decodeQueueEntry(Buffer.alloc(0), "694d")).toEqual({
+      ownerId: "etcd-lease:694d",
+      waiting: false,
+    });
+  });
+
+  it("a listing cursor round-trips the last key (any bytes) and the last name", () => {
+    const key = Buffer.from([0x61, 0x2f, 0xff, 0x00]);
+    const cursor = encodeListCursor(key, "a/b");
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(decodeListCursor(cursor)).toEqual({ lastKey: key, lastName: "a/b" });
+    expect(decodeListCursor(encodeListCursor(key, undefined))).toEqual({
+      lastKey: key,
+      lastName: undefined,
+    });
+    expect(decodeListCursor("not a cursor")).toBeUndefined();
+  });
+
+  it("a lease id is the decimal of the hex at the end of a key", () => {
+    expect(leaseIdOfHex("694d8b2f1c3a7e05")).toBe("7587873981642472965");
+    expect(leaseHex(leaseIdOfHex("694d8b2f1c3a7e05"))).toBe("694d8b2f1c3a7e05");
+  });
+
+  it("keys of each space are named back to the coordinator's names", () => {
+    const lock = spaceRange("app/", "lock", "a");
+    expect(lock.start.toString()).toBe("app/a");
+    expect(nameOfKey("lock", lock.base, Buffer.from("app/a/b/694d"))).toBe("a/b");
+    // Record keys lie among lock keys: no lease hex after a slash.
+    expect(nameOfKey("lock", lock.base, Buffer.from("app/records:a%2Fb"))).toBeUndefined();
+    // With no name prefix, the range stops before the 0xff keys (permits, revocations).
+    expect(spaceRange("app/", "lock", "").end).toEqual(Buffer.from([...Buffer.from("app/"), 0xff]));
+    const permits = spaceRange("app/", "permit", "");
+    const entry = Buffer.concat([
+      permits.base,
+      Buffer.from("sem"),
+      Buffer.from([0xff]),
+      Buffer.from("e:694d.0"),
+    ]);
+    expect(nameOfKey("permit", permits.base, entry)).toBe("sem");
+    const records = spaceRange("app/", "record", "job/");
+    expect(records.start.toString()).toBe("app/records:job%2F");
+    expect(nameOfKey("record", records.base, Buffer.from("app/records:job%2F2026%252F"))).toBe(
+      "job/2026%2F",
+    );
+    const revocations = revocationPrefix("app/", "694d");
+    expect(revocationKey(revocations, "lock", 7n, "a").toString("latin1")).toBe(
+      "app/\xffrevoked:694d/lock:7:a",
+    );
   });
 });
