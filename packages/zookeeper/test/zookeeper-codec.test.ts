@@ -3,10 +3,14 @@ import {
   czxidToken,
   decodeContenderData,
   decodeNodeData,
+  decodeRevocation,
   decodeWriteToken,
   encodeNodeData,
+  encodeRevocation,
   encodeWriteToken,
+  statTimeMs,
 } from "../src/zookeeper-codec.js";
+import { decodeLockName, encodeLockName, revocationPath } from "../src/zookeeper-keys.js";
 
 /** Bytes read back from a ZooKeeper 3.8 server with node-zookeeper-client (getData). */
 const WITH_VALUE = Buffer.from(
@@ -130,5 +134,42 @@ describe("zookeeper permit data", () => {
     expect(decodeWriteToken(Buffer.alloc(0))).toBe(0n);
     expect(decodeWriteToken(null)).toBe(0n);
     expect(decodeWriteToken(Buffer.from("-5"))).toBe(0n);
+  });
+});
+
+describe("zookeeper inspection's data", () => {
+  it("a revocation node carries space, key, token and reason as short-keyed JSON", () => {
+    const revocation = {
+      space: "permit" as const,
+      key: "pool",
+      token: 4294967302n,
+      reason: "drain",
+    };
+    expect(encodeRevocation(revocation).toString()).toBe(
+      '{"s":"permit","k":"pool","t":"4294967302","r":"drain"}',
+    );
+    expect(decodeRevocation(encodeRevocation(revocation))).toEqual(revocation);
+    for (const raw of [
+      "",
+      "x",
+      '{"s":"lock","k":"a","t":"01","r":"r"}',
+      '{"s":"x","k":"a","t":"1","r":"r"}',
+    ]) {
+      expect(decodeRevocation(Buffer.from(raw)), raw).toBeUndefined();
+    }
+  });
+
+  it("a stat's ctime is ms since the epoch, 8 bytes big-endian", () => {
+    // 2026-12-06T12:00:00.000Z, as a stat's ctime arrives.
+    expect(statTimeMs(Buffer.from("000001a24b39aa00", "hex"))).toBe(1_796_558_400_000);
+  });
+
+  it("lock names decode back from their node names; a revocation node is named after the held path", () => {
+    for (const name of ["a/b", "..", "café %2F"])
+      expect(decodeLockName(encodeLockName(name))).toBe(name);
+    expect(decodeLockName("%E0%A4%A")).toBeUndefined();
+    expect(revocationPath("/baton-revoked", "/baton/a%2Fb/_c_x-lock-0000000001")).toBe(
+      "/baton-revoked/%2Fbaton%2Fa%252Fb%2F_c_x-lock-0000000001",
+    );
   });
 });
