@@ -3,6 +3,7 @@
  * `kernel/` is the kernel's own.
  */
 export type { CoordinatorEventHub, CoordinatorEvents } from "./events.js";
+export type { InspectionAccess, InspectionKind } from "./inspection.js";
 export { noPermitsError, noRecordsError } from "./kernel-errors.js";
 export { grantToken, Lock, type LockJson } from "./lock.js";
 export {

@@ -4,6 +4,13 @@ import { checkName, checkOptions, checkSignal } from "../helpers/validate.js";
 import { AcquirePipeline, nullWhenHeld, rejectHeld } from "./acquire-pipeline.js";
 import { BackendLoader } from "./backend-loader.js";
 import { type CoordinatorEventHub, createEventHub } from "./events.js";
+import {
+  type ForceReleaseHost,
+  type ForceReleaseRequest,
+  type ForceReleaseResult,
+  forceRelease,
+} from "./force-release.js";
+import { StoreInspection } from "./inspection.js";
 import { Lifecycle } from "./lifecycle.js";
 import type { Lock } from "./lock.js";
 import { unreachableBoundMs } from "./managed-session.js";
@@ -40,6 +47,8 @@ export class Kernel implements LockClient {
   readonly #sessions: SessionPool;
   readonly #pipeline: AcquirePipeline;
   readonly #reads: StoreReads;
+  readonly #inspection: StoreInspection;
+  readonly #forceRelease: ForceReleaseHost;
 
   constructor(options: ResolvedOptions) {
     this.ownerId = options.ownerId;
@@ -69,6 +78,17 @@ export class Kernel implements LockClient {
       options,
     );
     this.#reads = new StoreReads(options.ttlMs, clock, events, sessions, backend, lifecycle);
+    this.#inspection = new StoreInspection(options.ttlMs, clock, sessions, backend, lifecycle);
+    this.#forceRelease = {
+      ttlMs: options.ttlMs,
+      clock,
+      events,
+      logger: options.logger,
+      fence,
+      sessions,
+      backend,
+      lifecycle,
+    };
     this.host = this.#recipeHost();
   }
 
@@ -104,6 +124,11 @@ export class Kernel implements LockClient {
     const o = checkOptions(options, "options", ["signal"]);
     const user = o.signal === undefined ? undefined : checkSignal(o.signal);
     yield* this.#reads.watch(name, user);
+  }
+
+  /** Frees a grant of `name` at the store, whoever holds it; see `Coordinator.forceRelease`. */
+  forceRelease(name: string, request: ForceReleaseRequest): Promise<ForceReleaseResult> {
+    return forceRelease(this.#forceRelease, name, request);
   }
 
   /**
@@ -144,6 +169,7 @@ export class Kernel implements LockClient {
         ) as Promise<Permit | null>,
       permitHolders: (name) => this.#reads.permitHolders(name),
       records: (signal) => this.#reads.records(signal),
+      inspection: (signal) => this.#inspection.access(signal),
     };
   }
 }

@@ -1,4 +1,4 @@
-import type { BackendSession, LockBackend } from "../contract/backend.js";
+import type { BackendSession, LockBackend, RevokedGrant } from "../contract/backend.js";
 import {
   BackendUnavailableError,
   type LockLostReason,
@@ -18,13 +18,18 @@ import type { CoordinatorEventHub } from "./events.js";
 export interface SessionLock extends Linked<SessionLock> {
   /** The lock name (the backend key). */
   readonly name: string;
+  /** The grant's fencing token: a forced release names the grant it revoked by it. */
+  readonly token: bigint;
   /**
    * True for a semaphore's permit or a read-write lock's hold, whose key is in the permit key
    * space: `lostKeys` names plain locks only.
    */
   readonly permit: boolean;
-  /** Called at most once, for any loss but a release. */
-  lose(reason: LockLostReason, cause?: unknown): void;
+  /**
+   * Called at most once, for any loss but a release. `detail`: the operator's reason of a
+   * forced release (reason `revoked`).
+   */
+  lose(reason: LockLostReason, cause?: unknown, detail?: string): void;
   /**
    * The coordinator is closing: the lock ends as lost (reason `closed`), then is released at
    * the store. Resolves as the lock's `release()` does.
@@ -293,6 +298,8 @@ export class ManagedSession {
       if (this.#dead) return this.#renewFailed(new SessionLostError("the session has ended"));
       this.#confirm(started);
       this.#renewedAgain();
+      const revoked = result?.revoked;
+      if (revoked !== undefined && revoked.length > 0) this.#revoke(revoked);
       const lostKeys = result?.lostKeys;
       if (lostKeys !== undefined && lostKeys.length > 0) {
         const byName = new Map(
@@ -329,6 +336,23 @@ export class ManagedSession {
       // Retry sooner than the normal interval, so a short outage costs no lock.
       this.#scheduleRenew(Math.max(5, Math.min(this.renewEveryMs / 2, remainingMs / 3)));
       return this.#renewFailed(error);
+    }
+  }
+
+  /**
+   * Ends the grants an operator force-released (see `BackendSession.forceRelease`): each lock
+   * (or permit grant) named, by key space, name and token, is lost with reason `revoked` and
+   * the operator's reason as its error's `detail`. The session and its other locks live on.
+   */
+  #revoke(revoked: readonly RevokedGrant[]): void {
+    const locks = this.#oldestFirst();
+    for (const grant of revoked) {
+      const permit = grant.space === "permit";
+      const lock = locks.find(
+        (l) => l.name === grant.key && l.permit === permit && l.token === grant.token,
+      );
+      if (lock === undefined || !this.#locks.delete(lock)) continue;
+      lock.lose("revoked", undefined, grant.reason);
     }
   }
 

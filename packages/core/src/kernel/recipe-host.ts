@@ -2,6 +2,7 @@ import type { Holder, PermitHolder, StoredRecord } from "../contract/backend.js"
 import type { Guarantees } from "../contract/guarantees.js";
 import type { Clock } from "../helpers/clock.js";
 import type { CoordinatorEventHub } from "./events.js";
+import type { InspectionAccess } from "./inspection.js";
 import type { Lock } from "./lock.js";
 import type { AcquireOptions, Mode, ResolvedAcquire, TryAcquireOptions } from "./options.js";
 import type { Permit, PermitRequest } from "./permit.js";
@@ -75,4 +76,10 @@ export interface RecipeHost {
    * rejects with `ConfigError` when the backend keeps none.
    */
   records(signal: AbortSignal | undefined): Promise<RecordAccess>;
+  /**
+   * The store's keys, their holders and waiters, for operators (`coordinator.list()` and
+   * `inspect()`): each call bounded by one TTL and ended by `signal`; rejects with
+   * `ConfigError` when the backend does not declare `inspection`.
+   */
+  inspection(signal: AbortSignal | undefined): Promise<InspectionAccess>;
 }

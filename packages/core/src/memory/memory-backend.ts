@@ -8,7 +8,8 @@ import { MemoryStore, namedStore } from "./memory-store.js";
 /**
  * What the memory backend guarantees: tokens from one in-process counter (they rise across
  * all keys and never go back while the process lives), FIFO waiting, and locks that exclude
- * only coordinators of this process.
+ * only coordinators of this process. Every key can be listed and inspected, and one grant
+ * force-released (its holder's other locks live on).
  */
 export const MEMORY_GUARANTEES: Guarantees = {
   fencing: "monotonic",
@@ -17,6 +18,8 @@ export const MEMORY_GUARANTEES: Guarantees = {
   crossProcess: false,
   records: true,
   semaphores: true,
+  inspection: true,
+  forceRelease: "grant",
 };
 
 /**

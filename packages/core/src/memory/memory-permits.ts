@@ -1,4 +1,10 @@
-import type { PermitHolder, PermitMode } from "../contract/backend.js";
+import type {
+  InspectedHolder,
+  KeyState as InspectedKey,
+  PermitHolder,
+  PermitMode,
+  RevokedGrant,
+} from "../contract/backend.js";
 import { PermitLimitError, SessionLostError } from "../contract/errors.js";
 import type { Clock, Timer } from "../helpers/clock.js";
 import { addSharedAbort, removeSharedAbort } from "../helpers/once-aborted.js";
@@ -8,6 +14,8 @@ export interface PermitSession {
   readonly ownerId: string;
   readonly expiresAt: number;
   readonly closed: boolean;
+  /** Grants force-released since the session's last renewal (see {@link revoke}). */
+  revoked: RevokedGrant[] | undefined;
 }
 
 /** One holder or waiter of a permit key. */
@@ -36,6 +44,19 @@ interface KeyQueue {
   /** Fires at the earliest lease end among the granted entries' sessions. */
   sweep?: Timer;
   sweepAt: number;
+}
+
+/**
+ * Keeps `grant`'s revocation for `session`'s next renewal, which reports it (a closed session
+ * has nobody to tell).
+ */
+export function revoke(
+  session: { closed: boolean; revoked: RevokedGrant[] | undefined },
+  grant: RevokedGrant,
+): void {
+  if (session.closed) return;
+  if (session.revoked === undefined) session.revoked = [grant];
+  else session.revoked.push(grant);
 }
 
 /** A grant of {@link MemoryPermits.acquire}: the entry itself, the release handle. */
@@ -171,6 +192,57 @@ export class MemoryPermits {
       out.push(e.value === undefined ? holder : { ...holder, value: e.value });
     }
     return out;
+  }
+
+  /** The permit keys that have holders or waiters now. */
+  keys(): string[] {
+    return [...this.#keys.keys()];
+  }
+
+  /** The holders (in grant order), waiters and limit of `key`, or `null` when it has none. */
+  inspect(key: string): InspectedKey | null {
+    const queue = this.#keys.get(key);
+    if (queue === undefined) return null;
+    this.#sweepDead(key, queue);
+    if (this.#keys.get(key) !== queue) return null;
+    const holders: InspectedHolder[] = [];
+    const waiting: string[] = [];
+    const now = this.#clock.now();
+    for (const e of queue.entries) {
+      if (!e.granted) {
+        waiting.push(e.session.ownerId);
+        continue;
+      }
+      const holder = {
+        ownerId: e.session.ownerId,
+        token: e.token,
+        permits: e.permits,
+        mode: e.mode,
+        remainingMs: Math.max(0, e.session.expiresAt - now),
+      };
+      holders.push(e.value === undefined ? holder : { ...holder, value: e.value });
+    }
+    return {
+      holders,
+      waiters: { count: waiting.length, ownerIds: waiting },
+      limit: queue.limit,
+    };
+  }
+
+  /**
+   * Frees the oldest granted entry of `key` with `token`, whoever's it is, and admits who may
+   * go next; its session learns it, with `reason`, at its next renewal. (Reads share the
+   * token of the write before them: one read is freed per call.) False when none holds it.
+   */
+  forceRelease(key: string, token: bigint, reason: string): boolean {
+    const queue = this.#keys.get(key);
+    if (queue === undefined) return false;
+    this.#sweepDead(key, queue);
+    const entry = queue.entries.find((e) => e.granted && e.token === token);
+    if (entry === undefined) return false;
+    revoke(entry.session, { space: "permit", key, token, reason });
+    this.#remove(key, queue, entry);
+    return true;
   }
 
   /** Drops every entry of `session` (closed or expired) and admits who may go next. */

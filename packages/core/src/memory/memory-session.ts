@@ -2,13 +2,18 @@ import type {
   BackendAcquireOptions,
   BackendPermitOptions,
   BackendSession,
+  ForceReleaseOptions,
   Grant,
   Holder,
   KeepAliveResult,
+  KeyPage,
+  KeyState,
+  ListKeysOptions,
   PermitHolder,
   StoredRecord,
 } from "../contract/backend.js";
 import { SessionLostError } from "../contract/errors.js";
+import { MemoryInspection } from "./memory-inspection.js";
 import type { PermitEntry } from "./memory-permits.js";
 import type { MemorySessionState, MemoryStore } from "./memory-store.js";
 
@@ -44,7 +49,10 @@ export class MemorySession implements BackendSession {
   async keepAlive(): Promise<KeepAliveResult | undefined> {
     this.#assertLive();
     this.#store.keepAlive(this.#state);
-    return undefined;
+    const revoked = this.#state.revoked;
+    if (revoked === undefined) return undefined;
+    this.#state.revoked = undefined;
+    return { revoked };
   }
 
   async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -104,6 +112,23 @@ export class MemorySession implements BackendSession {
   async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
     this.#assertLive();
     return this.#store.writeRecord(key, value, expected);
+  }
+
+  async listKeys(options: ListKeysOptions): Promise<KeyPage> {
+    return new MemoryInspection(this.#store).listKeys(options);
+  }
+
+  async inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
+    return new MemoryInspection(this.#store).inspectKey(space, key);
+  }
+
+  async forceRelease(
+    space: "lock" | "permit",
+    key: string,
+    options: ForceReleaseOptions,
+  ): Promise<boolean> {
+    this.#assertLive();
+    return new MemoryInspection(this.#store).forceRelease(space, key, options);
   }
 
   watch(key: string, signal: AbortSignal): AsyncIterable<Holder | null> {

@@ -1,8 +1,14 @@
-import type { Holder, StoredRecord } from "../contract/backend.js";
+import type {
+  Holder,
+  InspectedHolder,
+  KeyState as InspectedKey,
+  RevokedGrant,
+  StoredRecord,
+} from "../contract/backend.js";
 import { SessionLostError } from "../contract/errors.js";
 import { type Clock, systemClock, type Timer } from "../helpers/clock.js";
 import { addSharedAbort, removeSharedAbort } from "../helpers/once-aborted.js";
-import { MemoryPermits } from "./memory-permits.js";
+import { MemoryPermits, revoke } from "./memory-permits.js";
 
 interface SessionState {
   readonly id: number;
@@ -11,6 +17,8 @@ interface SessionState {
   expiresAt: number;
   closed: boolean;
   readonly held: Set<string>;
+  /** Grants force-released since the last renewal, which reports them (see forceRelease). */
+  revoked: RevokedGrant[] | undefined;
 }
 
 interface Waiter {
@@ -21,7 +29,13 @@ interface Waiter {
 }
 
 interface KeyState {
-  holder?: { session: SessionState; token: bigint; value: string | undefined };
+  holder?: {
+    session: SessionState;
+    token: bigint;
+    value: string | undefined;
+    /** When it was granted, on the store's clock. */
+    since: number;
+  };
   expiry?: Timer;
   readonly waiters: Waiter[];
   readonly watchers: Set<() => void>;
@@ -78,6 +92,7 @@ export class MemoryStore {
       expiresAt: this.clock.now() + ttlMs,
       closed: false,
       held: new Set(),
+      revoked: undefined,
     };
   }
 
@@ -168,6 +183,61 @@ export class MemoryStore {
       : { ownerId: h.session.ownerId, token: h.token, value: h.value, remainingMs };
   }
 
+  /** @internal The lock keys that have a holder or waiters now. */
+  lockKeys(): string[] {
+    const keys: string[] = [];
+    for (const [key, state] of this.#keys) {
+      if (state.holder !== undefined || state.waiters.length > 0) keys.push(key);
+    }
+    return keys;
+  }
+
+  /** @internal The record keys. */
+  recordKeys(): string[] {
+    return [...this.#records.keys()];
+  }
+
+  /** @internal The holder and waiters of lock `key`, or `null` when it has neither. */
+  inspectLock(key: string): InspectedKey | null {
+    const state = this.#keys.get(key);
+    if (state === undefined) return null;
+    this.#expireHolder(key, state);
+    const waiters = state.waiters.filter((w) => this.#alive(w.session));
+    const h = state.holder;
+    if (h === undefined && waiters.length === 0) return null;
+    const holders: InspectedHolder[] = [];
+    if (h !== undefined) {
+      const now = this.clock.now();
+      const holder = {
+        ownerId: h.session.ownerId,
+        token: h.token,
+        remainingMs: Math.max(0, h.session.expiresAt - now),
+        heldMs: Math.max(0, now - h.since),
+      };
+      holders.push(h.value === undefined ? holder : { ...holder, value: h.value });
+    }
+    return {
+      holders,
+      waiters: { count: waiters.length, ownerIds: waiters.map((w) => w.session.ownerId) },
+    };
+  }
+
+  /**
+   * @internal Frees lock `key` if the grant with `token` holds it, whoever's it is: the next
+   * waiter gets it at once, and the holder's session learns it, with `reason`, at its next
+   * renewal. False when no such grant holds it.
+   */
+  forceRelease(key: string, token: bigint, reason: string): boolean {
+    const state = this.#keys.get(key);
+    if (state === undefined) return false;
+    this.#expireHolder(key, state);
+    const h = state.holder;
+    if (h === undefined || h.token !== token) return false;
+    revoke(h.session, { space: "lock", key, token, reason });
+    this.#free(key, state);
+    return true;
+  }
+
   /** Pushes the holder of `key` now and after each change until `signal` aborts. */
   async *watch(key: string, signal: AbortSignal): AsyncGenerator<Holder | null> {
     const state = this.#state(key);
@@ -234,14 +304,15 @@ export class MemoryStore {
   #grant(key: string, state: KeyState, session: SessionState, value: string | undefined): bigint {
     this.#counter += 1n;
     const token = this.#counter;
-    state.holder = { session, token, value };
+    const now = this.clock.now();
+    state.holder = { session, token, value, since: now };
     session.held.add(key);
-    this.#scheduleExpiry(key, state);
+    this.#scheduleExpiry(key, state, now);
     this.#notify(state);
     return token;
   }
 
-  #scheduleExpiry(key: string, state: KeyState): void {
+  #scheduleExpiry(key: string, state: KeyState, now = this.clock.now()): void {
     state.expiry?.cancel();
     const h = state.holder;
     if (h === undefined) return;
@@ -250,7 +321,7 @@ export class MemoryStore {
       if (state.holder !== h) return;
       if (this.#alive(h.session)) this.#scheduleExpiry(key, state);
       else this.#free(key, state);
-    }, h.session.expiresAt - this.clock.now());
+    }, h.session.expiresAt - now);
   }
 
   #expireHolder(key: string, state: KeyState): void {

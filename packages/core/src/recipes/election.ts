@@ -16,6 +16,7 @@ import {
   LIMITS,
 } from "../helpers/validate.js";
 import { grantToken, type Lock, type RecipeHost } from "../kernel/index.js";
+import { markElection } from "./election-marker.js";
 
 declare module "../kernel/events.js" {
   interface CoordinatorEvents {
@@ -141,6 +142,7 @@ export class CampaignLoop implements Election {
     this.#untrack = host.track(() => this.close());
     this.#done = this.#run();
     host.events.emit("campaignStarted", { name });
+    markElection(host, name);
   }
 
   get isLeader(): boolean {

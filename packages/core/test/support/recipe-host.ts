@@ -27,6 +27,7 @@ export function fakeRecipeHost(
     acquirePermits: noPermits,
     permitHolders: noPermits,
     records: () => Promise.reject(new ConfigError("backend", "no records in this host")),
+    inspection: () => Promise.reject(new ConfigError("backend", "no inspection in this host")),
     ...overrides,
     reports,
   };
