@@ -1,5 +1,6 @@
 import type { Holder, LockBackend } from "./contract/backend.js";
 import type { CoordinatorEventName, CoordinatorListener } from "./kernel/events.js";
+import type { ForceReleaseRequest, ForceReleaseResult } from "./kernel/force-release.js";
 import { Kernel } from "./kernel/kernel.js";
 import type { Lock } from "./kernel/lock.js";
 import {
@@ -11,6 +12,13 @@ import {
   type TryAcquireOptions,
 } from "./kernel/options.js";
 import { type Election, type ElectionOptions, elect } from "./recipes/election.js";
+import {
+  type Inspection,
+  type InspectOptions,
+  inspect,
+  type ListOptions,
+  list,
+} from "./recipes/inspection.js";
 import { type PartitionOptions, type Partitions, partitions } from "./recipes/partitions.js";
 import { type ReadWriteLock, ReadWriteLockHandle } from "./recipes/read-write-lock.js";
 import {
@@ -164,6 +172,67 @@ export interface Coordinator extends AsyncDisposable {
     fn: (context: RunContext) => T | Promise<T>,
     options?: ScheduleOptions<T>,
   ): Schedule;
+  /**
+   * What the store holds for `name` now, for operators: a lock or an election (its holder and
+   * waiters), else a semaphore or read-write lock (its grants, waiters and permits), else a
+   * job of `runOnce` or `schedule` (its latest slots' records and its running slot's holder);
+   * `null` when the store has none of them. Rejects with `ConfigError` for a bad name, or
+   * when the backend cannot list its keys (its guarantees do not declare `inspection`), and
+   * with `BackendUnavailableError` when the store does not answer within one TTL.
+   *
+   * An election is told apart from a plain lock by a marker record its campaign writes once
+   * on a backend that keeps records (`<name>` followed by a control character, which no name
+   * can contain); without records an election shows as a lock.
+   *
+   * @example
+   * const seen = await coordinator.inspect("invoices");
+   * for (const holder of seen?.holders ?? []) {
+   *   console.log(`${holder.ownerId} holds it, token ${holder.token}, ${holder.heldMs} ms`);
+   * }
+   */
+  inspect(name: string, options?: InspectOptions): Promise<Inspection | null>;
+  /**
+   * Every lock, election, semaphore, read-write lock and job under `prefix` in the store,
+   * for operators: plain locks and elections first, then semaphores and read-write locks,
+   * then jobs (a slot's lock `<job>/slot/<slot>` is shown in its job). It reads the store a
+   * page of keys at a time and the keys of a page a few at once, and stops after `limit`
+   * items (default 1000); each read is bounded by one TTL. Options are checked at once
+   * (`ConfigError`); the iteration rejects with `ConfigError` when the backend cannot list
+   * its keys (its guarantees do not declare `inspection`). Only names with a holder or a
+   * waiter are listed, and jobs with slot records among the first 10000 record keys under
+   * the prefix or with a running slot; a name that changes while the list runs may be shown
+   * as it was or as it is.
+   *
+   * @example
+   * for await (const item of coordinator.list({ prefix: "billing/", limit: 100 })) {
+   *   console.log(item.kind, item.name, item.holders.map((h) => h.ownerId).join(", "));
+   * }
+   */
+  list(options?: ListOptions): AsyncIterable<Inspection>;
+  /**
+   * Takes a lock from its holder, for operators (a holder stuck in a deadlock, a process the
+   * store still thinks alive): the store frees the grant at once, whoever holds it, so the
+   * next waiter gets the lock with a greater token. The holder learns it at its next
+   * renewal (within a third of its TTL): its lock's signal aborts with a `LockLostError`
+   * whose `reason` is `"revoked"` and whose `detail` is `reason`. In correctness mode the
+   * fence is raised past the freed grant's token first, so the old holder's writes are
+   * refused at once, before anyone else takes the lock.
+   *
+   * Resolves with what happened: `released: false` when nothing held `name` or no grant with
+   * `token` held it any more. Emits `forceReleased` and logs a warning naming the lock, the
+   * token, the holder and the reason. Rejects with `ConfigError` for bad input (a missing
+   * or blank `reason`, a bad `token` or `kind`; before any I/O), when the backend cannot
+   * force-release (its guarantees do not declare `forceRelease`), or when a semaphore held by
+   * several grants is named without a `token`. On a backend that declares
+   * `forceRelease: "session"` the holder's whole session ends (result `scope`).
+   *
+   * @example
+   * const result = await coordinator.forceRelease("invoices", {
+   *   reason: "holder stuck on a dead database connection (INC-2231)",
+   * });
+   * if (result.released) console.log(`freed token ${result.token} of ${result.holder?.ownerId}`);
+   */
+  forceRelease(name: string, options: ForceReleaseRequest): Promise<ForceReleaseResult>;
   /** Subscribes to an event; returns the unsubscribe function. */
   on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void;
   /**
@@ -297,6 +366,18 @@ class CoordinatorImpl implements Coordinator {
     options?: ScheduleOptions<T>,
   ): Schedule {
     return schedule(this.#kernel.host, cron, job, fn, options);
+  }
+
+  inspect(name: string, options?: InspectOptions): Promise<Inspection | null> {
+    return inspect(this.#kernel.host, name, options);
+  }
+
+  list(options?: ListOptions): AsyncIterable<Inspection> {
+    return list(this.#kernel.host, options);
+  }
+
+  forceRelease(name: string, options: ForceReleaseRequest): Promise<ForceReleaseResult> {
+    return this.#kernel.forceRelease(name, options);
   }
 
   on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void {

@@ -76,6 +76,13 @@ export type {
   CoordinatorEvents,
   CoordinatorListener,
 } from "./kernel/events.js";
+// Operations: inspection of the store's keys and forced release.
+export {
+  FORCE_RELEASE_REASON_MAX_LENGTH,
+  type ForceReleaseRequest,
+  type ForceReleaseResult,
+} from "./kernel/force-release.js";
+export type { InspectionKind } from "./kernel/inspection.js";
 export { Lock, type LockJson } from "./kernel/lock.js";
 export { defaultDriftMs } from "./kernel/managed-session.js";
 export {
@@ -138,6 +145,18 @@ export type {
   RevokedReason,
   TermContext,
 } from "./recipes/election.js";
+export { ELECTION_MARKER_SUFFIX } from "./recipes/election-marker.js";
+export {
+  DEFAULT_LIST_LIMIT,
+  INSPECTION_SLOTS,
+  type Inspection,
+  type InspectionHolder,
+  type InspectionSlot,
+  type InspectionWaiters,
+  type InspectOptions,
+  type ListOptions,
+  RECORD_SCAN_LIMIT,
+} from "./recipes/inspection.js";
 export {
   decodeJobRecord,
   encodeJobRecord,
