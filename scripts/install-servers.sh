@@ -2,12 +2,13 @@
 # Installs the real servers the Baton tests run against, from Debian's packages:
 # Redis, etcd (server + etcdctl), ZooKeeper (with Java, and the Curator and kazoo clients the
 # interoperability tests run), PostgreSQL and PgBouncer. DynamoDB (dynalite) and Azure Blob
-# Storage (Azurite) come from npm with `npm ci`.
+# Storage (Azurite) come from npm with `npm ci`. `chromium` is the headless browser the
+# `baton dashboard` page test drives (BATON_CHROMIUM overrides its path, /usr/bin/chromium).
 #
 #   bash scripts/install-servers.sh [BACKEND ...]
 #
 # BACKEND is one of memory, redis, redlock, etcd, zookeeper, postgres, postgres-lease, dynamodb,
-# azure-blob (default: those an unset BATON_BACKENDS runs, see DEFAULT_BACKENDS in
+# azure-blob, or chromium (default: those an unset BATON_BACKENDS runs, see DEFAULT_BACKENDS in
 # conformance/src/harness/backend-kind.ts);
 # only the servers those backends need are checked. Idempotent: when everything needed is
 # present it does nothing and says so. As root it installs what is missing with apt-get;
@@ -15,7 +16,7 @@
 set -euo pipefail
 
 backends=("$@")
-[[ ${#backends[@]} -gt 0 ]] || backends=(redis etcd zookeeper postgres postgres-lease dynamodb azure-blob)
+[[ ${#backends[@]} -gt 0 ]] || backends=(redis etcd zookeeper postgres postgres-lease dynamodb azure-blob chromium)
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_glob() { compgen -G "$1" >/dev/null 2>&1; }
@@ -43,6 +44,7 @@ missing_servers() {
         have_cmd pgbouncer || [[ -x /usr/sbin/pgbouncer ]] || echo "pgbouncer pgbouncer"
         ;;
       dynamodb | azure-blob) ;;
+      chromium) [[ -x "${BATON_CHROMIUM:-/usr/bin/chromium}" ]] || echo "chromium chromium" ;;
       *)
         echo "install-servers: unknown backend \"$kind\" (memory, redis, redlock, etcd, zookeeper, postgres, postgres-lease, dynamodb, azure-blob)" >&2
         exit 2

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * `npm test`: makes sure the servers the selected backends need are installed (installing them
+ * `npm test`: makes sure the servers the selected backends need (and Chromium, for the dashboard's
+ * page test) are installed (installing them
  * with apt-get when run as root, otherwise stopping before any test with the command to run),
  * builds the API reference, then runs every test with vitest. Extra arguments go to vitest.
  *
@@ -28,9 +29,13 @@ function run(step, command, args) {
   console.log(`npm test: ${step} done in ${seconds} s`);
 }
 
-// Unset: install-servers.sh checks the servers of every backend an unset BATON_BACKENDS runs.
+// Unset: install-servers.sh checks the servers of every backend an unset BATON_BACKENDS runs,
+// and the browser. The `baton dashboard` page test runs on Redis and PostgreSQL in Chromium.
 if (listed.length === 0 || listed.some((kind) => kind !== "memory")) {
-  run("server check", "bash", [join(root, "scripts/install-servers.sh"), ...listed]);
+  const browser = listed.some((kind) => kind === "redis" || kind === "postgres")
+    ? ["chromium"]
+    : [];
+  run("server check", "bash", [join(root, "scripts/install-servers.sh"), ...listed, ...browser]);
 }
 run("API reference (npm run docs)", process.execPath, [
   join(root, "node_modules/typedoc/bin/typedoc"),
