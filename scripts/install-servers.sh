@@ -46,7 +46,7 @@ missing_servers() {
       dynamodb | azure-blob) ;;
       chromium) [[ -x "${BATON_CHROMIUM:-/usr/bin/chromium}" ]] || echo "chromium chromium" ;;
       *)
-        echo "install-servers: unknown backend \"$kind\" (memory, redis, redlock, etcd, zookeeper, postgres, postgres-lease, dynamodb, azure-blob)" >&2
+        echo "install-servers: unknown backend \"$kind\" (memory, redis, redlock, etcd, zookeeper, postgres, postgres-lease, dynamodb, azure-blob, chromium)" >&2
         exit 2
         ;;
     esac
