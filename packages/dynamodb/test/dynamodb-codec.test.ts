@@ -5,8 +5,11 @@ import {
   decodeLock,
   decodeRecord,
   decodeRecordVersion,
+  decodeRevocations,
   decodeSession,
+  encodeRevocation,
   encodeSession,
+  revocationAttribute,
 } from "../src/dynamodb-codec.js";
 import { lockKey, recordKey, sessionKey } from "../src/dynamodb-keys.js";
 import { grantRequest, releaseRequest, renewRequest } from "../src/lock-requests.js";
@@ -100,5 +103,30 @@ describe("dynamodb codec", () => {
     expect(release.ConditionExpression).toBe("#session = :me AND #token = :token");
     expect(release.ExpressionAttributeValues?.[":token"]).toEqual({ N: "7" });
     expect(renewRequest("locks", `session:${SESSION}`).UpdateExpression).toBe("ADD #beat :one");
+  });
+
+  it("a forced release's note on a session item, as the holder's renewal returns it (ALL_NEW)", () => {
+    expect(revocationAttribute("jobs/a", 12n)).toBe("revoked:12:jobs/a");
+    expect(encodeRevocation("jobs/a", 12n, "stuck")).toEqual({
+      M: { key: { S: "jobs/a" }, token: { N: "12" }, reason: { S: "stuck" } },
+    });
+    const renewed = {
+      pk: { S: `session:${SESSION}` },
+      owner: { S: "worker-1" },
+      beat: { N: "5" },
+      ttlMs: { N: "2000" },
+      "revoked:12:jobs/a": {
+        M: { key: { S: "jobs/a" }, token: { N: "12" }, reason: { S: "stuck" } },
+      },
+      "revoked:bad": { S: "not a note" },
+    };
+    expect(decodeRevocations(renewed)).toEqual([
+      { attribute: "revoked:12:jobs/a", key: "jobs/a", token: 12n, reason: "stuck" },
+    ]);
+    expect(decodeSession(renewed)).toEqual({ ownerId: "worker-1", beat: "5", ttlMs: 2000 });
+    const renew = renewRequest("locks", `session:${SESSION}`, ["revoked:12:jobs/a"]);
+    expect(renew.UpdateExpression).toBe("ADD #beat :one REMOVE #r0");
+    expect(renew.ExpressionAttributeNames?.["#r0"]).toBe("revoked:12:jobs/a");
+    expect(renew.ReturnValues).toBe("ALL_NEW");
   });
 });
