@@ -13,15 +13,18 @@ import { encodeHeartbeat } from "./azure-blob-codec.js";
 import { sessionBlobName } from "./azure-blob-keys.js";
 import { type AzureBlobBackendOptions, resolveAzureBlobOptions } from "./azure-blob-options.js";
 import { AzureBlobLeaseSession } from "./azure-blob-session.js";
-import { BlobStore } from "./blob-store.js";
+import { BlobStore, REFUSED } from "./blob-store.js";
 import { ReleaseWakeups } from "./release-wakeups.js";
 import { SessionLiveness } from "./session-liveness.js";
 
 /**
  * What the Azure Blob backend guarantees: fencing tokens that rise with every grant (a
  * counter in the lock blob's metadata, raised by a write conditional on the blob's ETag),
- * exclusion across processes. No FIFO (waiters poll), no consensus of Baton's own (Azure
- * Storage replicates each write synchronously within its region, behind one endpoint).
+ * exclusion across processes, durable records, inspection (one `List Blobs` request per page)
+ * and forced release of one grant (its lease released in place, the reason left on the
+ * holder's heartbeat for its next renewal). No FIFO (waiters poll), no consensus of Baton's
+ * own (Azure Storage replicates each write synchronously within its region, behind one
+ * endpoint).
  */
 export const AZURE_BLOB_GUARANTEES: Guarantees = {
   fencing: "monotonic",
@@ -30,6 +33,8 @@ export const AZURE_BLOB_GUARANTEES: Guarantees = {
   crossProcess: true,
   records: true,
   semaphores: false,
+  inspection: true,
+  forceRelease: "grant",
 };
 
 /**
@@ -124,8 +129,7 @@ export class AzureBlobBackend implements LockBackend {
       },
     });
     // REFUSED: the heartbeat exists already, which for a random id means a resend found the
-    // first send applied: it is this session's.
-    void created;
+    // first send applied: it is this session's (its ETag is read at the first renewal).
     if (this.#closed) {
       await this.#store.deleteBlob("could not end the session", heartbeat).catch(() => undefined);
       throw new BackendUnavailableError(this.#closedMessage());
@@ -140,6 +144,7 @@ export class AzureBlobBackend implements LockBackend {
       liveness: this.#liveness,
       wakeups: this.#wakeups,
       onClose: (s) => this.#sessions.delete(s),
+      ...(created === REFUSED ? {} : { heartbeatEtag: created }),
     });
     this.#sessions.add(session);
     return session;

@@ -18,6 +18,11 @@ export interface AzureContainerClientLike {
    * the backend calls.
    */
   getBlockBlobClient(blobName: string): object;
+  /**
+   * Lists the container's blobs by name prefix, a page at a time (the SDK's paged iterator):
+   * what `coordinator.list()` reads.
+   */
+  listBlobsFlat(options?: { prefix?: string; abortSignal?: AbortSignal }): object;
   /** Creates the container when it is missing (with `createContainer`, the default). */
   createIfNotExists(options?: { abortSignal?: AbortSignal }): Promise<unknown>;
 }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Holder } from "@baton/core";
 
 /*
@@ -123,6 +124,74 @@ export function decodeHeartbeatTtl(
   const text = metadata?.[META_TTL];
   const ttl = text !== undefined && /^\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
   return Number.isSafeInteger(ttl) && ttl > 0 ? ttl : fallbackMs;
+}
+
+/**
+ * Metadata names of a forced release's notes on the holder's heartbeat:
+ * `batonrevoked_<16 hex digits of the SHA-256 of the lock name>_<token>`, one per revoked
+ * grant (metadata names must be C# identifiers, and lock names are any text).
+ */
+export const META_REVOKED_PREFIX = "batonrevoked_";
+
+/**
+ * The longest reason a note carries, in UTF-16 code units: a heartbeat's metadata is HTTP
+ * headers, 8 KiB in all. A longer reason reaches the holder cut to this length.
+ */
+export const MAX_NOTE_REASON = 1_024;
+
+/** A forced release's note, as the holder's renewal reads it from its heartbeat. */
+export interface RevocationNote {
+  /** The lock's name. */
+  readonly key: string;
+  /** The revoked grant's token. */
+  readonly token: bigint;
+  /** The operator's reason. */
+  readonly reason: string;
+}
+
+/** The metadata name of the note revoking grant `token` of lock `key`. */
+export function revocationName(key: string, token: bigint): string {
+  const hash = createHash("sha256").update(key, "utf8").digest("hex").slice(0, 16);
+  return `${META_REVOKED_PREFIX}${hash}_${token}`;
+}
+
+/**
+ * A note's metadata value: the base64url of `{"k":"<name>","t":"<token>","r":"<reason>"}`
+ * (metadata values are ASCII).
+ */
+export function encodeRevocationNote(note: RevocationNote): string {
+  const json = JSON.stringify({
+    k: note.key,
+    t: note.token.toString(),
+    r: note.reason.slice(0, MAX_NOTE_REASON),
+  });
+  return Buffer.from(json, "utf8").toString("base64url");
+}
+
+/**
+ * The notes in a heartbeat's metadata (as a HEAD returns it, names in lower case); values
+ * that do not decode are skipped (nothing Baton wrote).
+ */
+export function decodeRevocationNotes(
+  metadata: Record<string, string> | undefined,
+): RevocationNote[] {
+  const notes: RevocationNote[] = [];
+  for (const [name, value] of Object.entries(metadata ?? {})) {
+    if (!name.startsWith(META_REVOKED_PREFIX)) continue;
+    try {
+      const parsed = JSON.parse(Buffer.from(value, "base64url").toString("utf8")) as {
+        k?: unknown;
+        t?: unknown;
+        r?: unknown;
+      };
+      if (typeof parsed.k !== "string" || typeof parsed.r !== "string") continue;
+      if (typeof parsed.t !== "string" || !/^\d{1,20}$/.test(parsed.t)) continue;
+      notes.push({ key: parsed.k, token: BigInt(parsed.t), reason: parsed.r });
+    } catch {
+      // Not a note Baton wrote.
+    }
+  }
+  return notes;
 }
 
 /** A record's body: the UTF-8 bytes of the string core wrote. */

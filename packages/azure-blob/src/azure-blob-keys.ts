@@ -34,6 +34,33 @@ export function escapeName(name: string): string {
   );
 }
 
+/**
+ * The lock name or record key a blob name's last segment stands for (the inverse of
+ * {@link escapeName}), or `undefined` for a segment Baton did not write.
+ */
+export function unescapeName(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The escape of a name's beginning, as the start of a listing prefix: every name that starts
+ * with `prefix` has a blob name that starts with it. A lone high surrogate at the end (half
+ * of a character) is left out.
+ */
+export function escapePrefix(prefix: string): string {
+  const last = prefix.charCodeAt(prefix.length - 1);
+  const whole = last >= 0xd800 && last <= 0xdbff ? prefix.slice(0, -1) : prefix;
+  try {
+    return escapeName(whole);
+  } catch {
+    return "";
+  }
+}
+
 /** The blob of lock `name`. */
 export function lockBlobName(prefix: string, name: string): string {
   return `${prefix}${LOCKS_FOLDER}${escapeName(name)}`;

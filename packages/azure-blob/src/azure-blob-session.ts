@@ -2,20 +2,21 @@ import {
   type BackendAcquireOptions,
   BackendUnavailableError,
   backoffMs,
+  type ForceReleaseOptions,
   type Grant,
   type Holder,
   type KeepAliveResult,
+  type KeyPage,
+  type KeyState,
+  type ListKeysOptions,
   linkSignals,
+  type RevokedGrant,
   SessionLostError,
   type StoredRecord,
 } from "@baton/core";
 import type { AzureBlobSession } from "./azure-blob-clients.js";
-import {
-  decodeHolder,
-  encodeHeartbeat,
-  encodeLockBody,
-  encodeLockMetadata,
-} from "./azure-blob-codec.js";
+import { encodeHeartbeat, encodeLockBody, encodeLockMetadata } from "./azure-blob-codec.js";
+import { AzureBlobInspection, revokedBy } from "./azure-blob-inspection.js";
 import { lockBlobName, sessionBlobName } from "./azure-blob-keys.js";
 import { AzureBlobRecords } from "./azure-blob-records.js";
 import { type BlobStore, type LockBlobState, MISSING, REFUSED } from "./blob-store.js";
@@ -46,6 +47,8 @@ export interface AzureBlobSessionContext {
   readonly liveness: SessionLiveness;
   readonly wakeups: ReleaseWakeups;
   readonly onClose: (session: AzureBlobLeaseSession) => void;
+  /** The heartbeat's ETag as created, when known: the first renewal is conditional on it. */
+  readonly heartbeatEtag?: string;
 }
 
 /** Attempts in a row that lost a race (the blob changed between two requests) before a pause. */
@@ -87,8 +90,8 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
   readonly #lostController = new AbortController();
   /** Aborted on loss or close: ends every wait of this session. */
   readonly #ended = new AbortController();
-  /** Locks held, by name. */
-  readonly #held = new Set<string>();
+  /** Tokens of the locks held, by name. */
+  readonly #held = new Map<string, bigint>();
   /** Locks whose lease may still be this session's after a failure, by name. */
   readonly #leftovers = new Set<string>();
   /** Releases in flight, by lock name: an acquire of the name waits for their outcome. */
@@ -96,6 +99,11 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
   /** The lock blob's ETag and counter after this session's own release, by lock name. */
   readonly #released = new Map<string, { readonly etag: string; readonly token: bigint }>();
   #beats = 0;
+  /** The heartbeat's ETag after this session's last renewal (undefined: read it first). */
+  #heartbeatEtag: string | undefined;
+  /** Grants revoked by a forced release, read but not reported yet. */
+  #revoked: RevokedGrant[] = [];
+  readonly #inspection: AzureBlobInspection;
   #closing: Promise<void> | undefined;
 
   constructor(context: AzureBlobSessionContext) {
@@ -107,9 +115,23 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
     this.lost = this.#lostController.signal;
     this.#heartbeat = sessionBlobName(context.prefix, context.sessionId);
     this.#records = new AzureBlobRecords(context.store, context.prefix);
+    this.#heartbeatEtag = context.heartbeatEtag;
+    this.#inspection = new AzureBlobInspection({
+      store: context.store,
+      prefix: context.prefix,
+      liveness: context.liveness,
+      wakeups: context.wakeups,
+      ttlMs: context.ttlMs,
+      sessionId: context.sessionId,
+    });
   }
 
-  /** One request: the heartbeat's metadata rewritten (a new ETag). O(1) in the locks held. */
+  /**
+   * One request: the heartbeat's metadata rewritten (a new ETag), on condition that its ETag
+   * is the one this session's last renewal left. O(1) in the locks held. Refused, the
+   * heartbeat was written by someone else (a forced release's note): it is read, its notes
+   * reported as revoked grants, and rewritten on the ETag read (3 requests).
+   */
   async keepAlive(): Promise<KeepAliveResult | undefined> {
     this.#assertLive();
     this.#beats += 1;
@@ -117,21 +139,48 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
       this.#store.requestTimeoutMs,
       Math.max(500, Math.floor(this.ttlMs / 3)),
     );
-    const beat = await this.#store.beat(
-      "could not renew the session",
-      this.#heartbeat,
-      encodeHeartbeat(this.ttlMs, this.#beats),
-      timeoutMs,
-    );
-    if (beat === MISSING) {
-      const error = new SessionLostError(
-        "the Azure Blob session's heartbeat is gone: it was not renewed within its TTL, and another process declared it dead; its locks are lost",
+    const what = "could not renew the session";
+    let ifMatch = this.#heartbeatEtag;
+    for (let round = 0; ; round++) {
+      if (ifMatch === undefined) {
+        const state = await this.#store.headHeartbeat(what, this.#heartbeat, timeoutMs);
+        if (state === MISSING) this.#heartbeatGone();
+        this.#revoked.push(...revokedBy(state.metadata, this.#held));
+        ifMatch = state.etag;
+      }
+      const beat = await this.#store.beat(
+        what,
+        this.#heartbeat,
+        encodeHeartbeat(this.ttlMs, this.#beats),
+        timeoutMs,
+        ifMatch,
       );
-      this.#markLost(error);
-      throw error;
+      if (beat === MISSING) this.#heartbeatGone();
+      if (beat !== REFUSED) {
+        this.#heartbeatEtag = beat;
+        break;
+      }
+      if (round >= 2) {
+        throw new BackendUnavailableError(
+          this.#store.context(`${what}: its heartbeat changed under every renewal`),
+        );
+      }
+      ifMatch = undefined;
     }
     this.#retryLeftovers();
-    return undefined;
+    if (this.#revoked.length === 0) return undefined;
+    const revoked = this.#revoked;
+    this.#revoked = [];
+    return { revoked };
+  }
+
+  /** A renewal found the heartbeat gone: the session is lost. */
+  #heartbeatGone(): never {
+    const error = new SessionLostError(
+      "the Azure Blob session's heartbeat is gone: it was not renewed within its TTL, and another process declared it dead; its locks are lost",
+    );
+    this.#markLost(error);
+    throw error;
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -181,26 +230,34 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
     return releasing;
   }
 
-  /**
-   * The holder of `name`: one GET of the lock blob, and a look at the holding session's
-   * heartbeat at most once per TTL. A lock whose holder this process finds dead is free.
-   */
+  /** The holder of `name` (see azure-blob-inspection.ts). */
   async holder(name: string): Promise<Holder | null> {
-    const blob = lockBlobName(this.#context.prefix, name);
-    const lock = await this.#store.getLock(`could not read the holder of "${name}"`, blob);
-    if (lock === MISSING || !lock.leased) return null;
-    if (lock.meta.session !== this.sessionId && lock.meta.session !== "") {
-      const liveness = await this.#context.liveness.check(lock.meta.session, this.ttlMs);
-      if (!liveness.alive) return null;
-      // Time left unless renewed, as this process sees it: from its first sight of the
-      // holder's heartbeat (0: a renewal just landed, and its time is not known yet).
-      const found = decodeHolder(lock.body, lock.meta);
-      if (found !== null && liveness.recheckInMs > 0) {
-        return { ...found, remainingMs: Math.round(liveness.recheckInMs) };
-      }
-      return found;
-    }
-    return decodeHolder(lock.body, lock.meta);
+    const found = await this.#inspection.holder(name);
+    if (found === null) return null;
+    const { heldMs: _, ...holder } = found;
+    return holder;
+  }
+
+  /** One page of lock or record keys (see azure-blob-inspection.ts). */
+  async listKeys(options: ListKeysOptions): Promise<KeyPage> {
+    this.#assertLive();
+    return await this.#inspection.listKeys(options);
+  }
+
+  /** The holder of a lock key, or `null` (see azure-blob-inspection.ts). */
+  async inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
+    this.#assertLive();
+    return await this.#inspection.inspectKey(space, key);
+  }
+
+  /** Frees one grant of any session, by token (see azure-blob-inspection.ts). */
+  async forceRelease(
+    space: "lock" | "permit",
+    key: string,
+    options: ForceReleaseOptions,
+  ): Promise<boolean> {
+    this.#assertLive();
+    return await this.#inspection.forceRelease(space, key, options);
   }
 
   /** The durable record `key` (see azure-blob-records.ts), or `null`. */
@@ -223,7 +280,7 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
   async #close(): Promise<void> {
     this.#ended.abort(new SessionLostError("the Azure Blob session was closed"));
     this.#context.onClose(this);
-    const names = new Set([...this.#held, ...this.#leftovers]);
+    const names = new Set([...this.#held.keys(), ...this.#leftovers]);
     this.#held.clear();
     this.#leftovers.clear();
     await Promise.allSettled(
@@ -434,7 +491,7 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
       await this.#cleanup(name);
       this.#assertLive();
     }
-    this.#held.add(name);
+    this.#held.set(name, token);
     const handle: AzureBlobGrantHandle = { sessionId: this.sessionId, etag };
     return { key: name, ownerId: this.ownerId, token, handle };
   }

@@ -22,6 +22,17 @@ export interface LockBlobState {
 /** A lock blob with its body (a GET). */
 export interface LockBlobContent extends LockBlobState {
   readonly body: Buffer;
+  /**
+   * Milliseconds between the blob's last write (the grant's) and the reply, both by Azure's
+   * clock (whole seconds), when the reply tells.
+   */
+  readonly sinceWriteMs?: number;
+}
+
+/** One blob of a listing page: its name and whether a lease holds it. */
+export interface ListedBlob {
+  readonly name: string;
+  readonly leased: boolean;
 }
 
 /** A heartbeat blob as a HEAD request shows it. */
@@ -152,11 +163,16 @@ export class BlobStore {
       try {
         const r = await this.blob(name).download(0, undefined, { abortSignal });
         const body = await streamToBuffer(r.readableStreamBody);
+        const since =
+          r.date === undefined || r.lastModified === undefined
+            ? undefined
+            : Math.max(0, r.date.getTime() - r.lastModified.getTime());
         return {
           etag: r.etag as string,
           leased: r.leaseState === LEASE_STATE_LEASED,
           meta: decodeLockMetadata(r.metadata),
           body,
+          ...(since === undefined || Number.isNaN(since) ? {} : { sinceWriteMs: since }),
         };
       } catch (e) {
         return missingOr(e);
@@ -275,36 +291,75 @@ export class BlobStore {
     );
   }
 
-  /** Rewrites a heartbeat's metadata (a new ETag): true, or {@link MISSING} when it is gone. */
+  /**
+   * Rewrites a heartbeat's metadata (a new ETag), only while its ETag is `ifMatch` when given:
+   * the new ETag, {@link REFUSED} (it changed) or {@link MISSING} (it is gone).
+   */
   async beat(
     what: string,
     name: string,
     metadata: Record<string, string>,
     timeoutMs: number,
-  ): Promise<true | typeof MISSING> {
+    ifMatch?: string,
+  ): Promise<string | typeof REFUSED | typeof MISSING> {
     return await this.call(
       what,
       (abortSignal) =>
         this.blob(name)
-          .setMetadata(metadata, { abortSignal })
+          .setMetadata(metadata, {
+            abortSignal,
+            ...(ifMatch === undefined ? {} : { conditions: { ifMatch } }),
+          })
           .then(
-            () => true as const,
-            (e: unknown) => missingOr(e),
+            (r) => r.etag as string,
+            (e: unknown) => (statusOf(e) === HttpStatus.notFound ? missingOr(e) : refusedOr(e)),
           ),
       { timeoutMs },
     );
   }
 
   /** HEAD of a heartbeat blob, or {@link MISSING}. */
-  async headHeartbeat(what: string, name: string): Promise<HeartbeatState | typeof MISSING> {
-    return await this.call(what, (abortSignal) =>
-      this.blob(name)
-        .getProperties({ abortSignal })
-        .then(
-          (p) => ({ etag: p.etag as string, metadata: p.metadata ?? {} }),
-          (e: unknown) => missingOr(e),
-        ),
+  async headHeartbeat(
+    what: string,
+    name: string,
+    timeoutMs?: number,
+  ): Promise<HeartbeatState | typeof MISSING> {
+    return await this.call(
+      what,
+      (abortSignal) =>
+        this.blob(name)
+          .getProperties({ abortSignal })
+          .then(
+            (p) => ({ etag: p.etag as string, metadata: p.metadata ?? {} }),
+            (e: unknown) => missingOr(e),
+          ),
+      timeoutMs === undefined ? {} : { timeoutMs },
     );
+  }
+
+  /**
+   * One page of the blobs whose names start with `prefix`: at most `maxPageSize`, from
+   * `continuationToken` (absent: the first page); `cursor` is absent on the last page.
+   */
+  async listBlobs(
+    what: string,
+    prefix: string,
+    maxPageSize: number,
+    continuationToken: string | undefined,
+  ): Promise<{ readonly blobs: readonly ListedBlob[]; readonly cursor?: string }> {
+    return await this.call(what, async (abortSignal) => {
+      const pages = this.container
+        .listBlobsFlat({ prefix, abortSignal })
+        .byPage({ maxPageSize, ...(continuationToken === undefined ? {} : { continuationToken }) });
+      const page = await pages.next();
+      if (page.done === true) return { blobs: [] };
+      const blobs = page.value.segment.blobItems.map((b) => ({
+        name: b.name,
+        leased: b.properties.leaseState === LEASE_STATE_LEASED,
+      }));
+      const cursor = page.value.continuationToken;
+      return cursor === undefined || cursor === "" ? { blobs } : { blobs, cursor };
+    });
   }
 
   /**

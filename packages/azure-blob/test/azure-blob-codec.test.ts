@@ -4,9 +4,12 @@ import {
   decodeHolder,
   decodeLockMetadata,
   decodeRecordVersion,
+  decodeRevocationNotes,
   encodeHeartbeat,
   encodeLockBody,
   encodeLockMetadata,
+  encodeRevocationNote,
+  revocationName,
 } from "../src/azure-blob-codec.js";
 import {
   escapeName,
@@ -79,5 +82,22 @@ describe("azure-blob keys", () => {
     expect(lockBlobName("app/", "a/b")).toBe("app/locks/a%2Fb");
     expect(sessionBlobName("app/", "9b2e")).toBe("app/sessions/9b2e");
     expect(recordBlobName("", "job/slot/1")).toBe("records/job%2Fslot%2F1");
+  });
+
+  it("a forced release's note on a heartbeat: an identifier name, an ASCII value, read back by the holder", () => {
+    const note = { key: "a/b", token: 7n, reason: "stuck: «deploy»" };
+    expect(revocationName("a/b", 7n)).toBe("batonrevoked_c14cddc033f64b9d_7");
+    expect(encodeRevocationNote(note)).toBe(
+      "eyJrIjoiYS9iIiwidCI6IjciLCJyIjoic3R1Y2s6IMKrZGVwbG95wrsifQ",
+    );
+    // A heartbeat's metadata as a HEAD returns it after the note was added.
+    const metadata = {
+      batonttlms: "2000",
+      batonbeat: "3",
+      batonrevoked_c14cddc033f64b9d_7: "eyJrIjoiYS9iIiwidCI6IjciLCJyIjoic3R1Y2s6IMKrZGVwbG95wrsifQ",
+      batonrevoked_0000000000000000_1: "not a note",
+    };
+    expect(decodeRevocationNotes(metadata)).toEqual([note]);
+    expect(decodeRevocationNotes({ batonttlms: "2000", batonbeat: "4" })).toEqual([]);
   });
 });
