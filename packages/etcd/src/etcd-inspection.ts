@@ -34,12 +34,15 @@ import type { EtcdKv } from "./etcd-kv.js";
 import { splitQueue } from "./etcd-permits.js";
 import { permitKeys, readQueueReply, readQueueTxn } from "./permit-requests.js";
 import { oldestFirst, pickQueueKey } from "./queue-requests.js";
+import { watchUntil } from "./watch-until.js";
 
 /** Everything {@link EtcdInspection} needs from its session. */
 export interface EtcdInspectionContext {
   readonly kv: EtcdKv;
   readonly prefix: string;
   readonly leaseHex: string;
+  /** Aborted when the session ends. */
+  readonly ended: AbortSignal;
 }
 
 /** The most queue keys one inspection reads of a lock (holder and waiters). */
@@ -67,11 +70,18 @@ export class EtcdInspection {
   readonly #prefix: string;
   /** The range of the revocation entries addressed to this session. */
   readonly #revocations: Buffer;
+  /** Aborted when the session ends: stops the watch of its revocation range. */
+  readonly #ended: AbortSignal;
+  /** True while the watch of the revocation range runs. */
+  #watching = false;
+  /** True when a revocation may have been written since the last read. */
+  #changed = true;
 
   constructor(context: EtcdInspectionContext) {
     this.#kv = context.kv;
     this.#prefix = context.prefix;
     this.#revocations = revocationPrefix(context.prefix, context.leaseHex);
+    this.#ended = context.ended;
   }
 
   /** One page of the key space's names (see `BackendSession.listKeys`). */
@@ -277,19 +287,49 @@ export class EtcdInspection {
   }
 
   /**
-   * The revocation entries addressed to this session, in one range read (the session reads
-   * them at renewals while it holds something: see `EtcdSession.keepAlive`), each with its
-   * key for {@link EtcdInspection.forget}.
+   * The revocation entries addressed to this session, each with its key for
+   * {@link EtcdInspection.forget}, or `undefined` when none can have come since the last read:
+   * a watch on the session's revocation range (one stream, opened at the first read, from
+   * that read's revision) has seen no put. Reads them in one range otherwise: the first time,
+   * after a put, or when the watch ended (it is opened again from the read).
    */
   async revocations(): Promise<{ readonly key: Buffer; readonly grant?: RevokedGrant }[]> {
-    const { kvs } = await this.#kv.range(
+    if (this.#watching && !this.#changed) return [];
+    // A put seen from here on is read by the next renewal, even if this read sees it too.
+    this.#changed = false;
+    const { kvs, revision } = await this.#kv.range(
       { key: this.#revocations, range_end: rangeEnd(this.#revocations) },
       "could not read the revocations of the etcd session",
     );
+    if (!this.#watching) this.#watch(revision + 1n);
     return kvs.map((kv) => {
       const grant = decodeRevocation(kv.value);
       return grant === undefined ? { key: kv.key } : { key: kv.key, grant };
     });
+  }
+
+  /** Watches the session's revocation range from `fromRevision` until the session ends. */
+  #watch(fromRevision: bigint): void {
+    if (this.#ended.aborted) return;
+    this.#watching = true;
+    const range = {
+      key: this.#revocations,
+      rangeEnd: rangeEnd(this.#revocations),
+      putsOnly: true,
+    };
+    watchUntil(this.#kv, range, fromRevision, this.#ended, (response) => {
+      if (response.events.length > 0) this.#changed = true;
+      return false;
+    }).then(
+      // Compacted, failed or ended: the next renewal reads, and watches again.
+      () => this.#unwatched(),
+      () => this.#unwatched(),
+    );
+  }
+
+  #unwatched(): void {
+    this.#watching = false;
+    this.#changed = true;
   }
 
   /** Deletes revocation entries once reported, in the background (they go with the lease). */

@@ -162,13 +162,16 @@ export class EtcdSession implements BackendSession {
       kv: context.kv,
       prefix: context.prefix,
       leaseHex: context.leaseHex,
+      ended: this.#end.signal,
     });
   }
 
   /**
-   * Renews the lease. While the session holds a grant, the same renewal reads the session's
-   * revocation entries (one range read, sent alongside the keepalive, not after it) and
-   * reports the grants an operator force-released as `revoked`, with the reason.
+   * Renews the lease. While the session holds a grant, it also reports the grants an operator
+   * force-released as `revoked`, with the reason: a watch of the session's revocation entries
+   * tells when one was written, and only then (and at the first renewal holding a grant, or
+   * after the watch ended) does the renewal read them, in one range sent alongside the
+   * keepalive, not after it.
    */
   async keepAlive(): Promise<KeepAliveResult | undefined> {
     this.#end.assertLive();

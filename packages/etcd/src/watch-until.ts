@@ -10,6 +10,8 @@ export interface WatchRange {
   readonly rangeEnd?: Buffer;
   /** Leave out put events (only deletes are wanted). */
   readonly deletesOnly?: boolean;
+  /** Leave out delete events (only puts are wanted). */
+  readonly putsOnly?: boolean;
 }
 
 /**
@@ -68,6 +70,7 @@ export function watchUntil(
             ...(range.rangeEnd === undefined ? {} : { range_end: range.rangeEnd }),
             start_revision: encodeRevision(fromRevision),
             ...(range.deletesOnly === true ? { filters: [FilterType.Noput] } : {}),
+            ...(range.putsOnly === true ? { filters: [FilterType.Nodelete] } : {}),
           },
         });
       },

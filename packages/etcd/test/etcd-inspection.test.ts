@@ -218,20 +218,39 @@ describeBackend("etcd", (url) => {
       expect(await a.release(two)).toBe(true);
     });
 
-    it("a renewal reads nothing more while the session holds nothing, and one range while it holds a grant", async () => {
+    it("a renewal reads the revocations once, then only when the watch saw one written", async () => {
       const name = `${base()}renew`;
       const a = await open("a");
+      const operator = await open("operator");
       recording.reset();
       expect(await a.keepAlive()).toBeUndefined();
       expect(recording.kvCalls).toEqual([]);
       const grant = await a.acquire(name, { wait: false, signal: never() });
+      const other = await a.acquire(`${name}-other`, { wait: false, signal: never() });
+      if (grant === null || other === null) throw new Error("not granted");
       recording.reset();
+      // The first renewal holding a grant reads, and starts watching.
       expect(await a.keepAlive()).toBeUndefined();
       expect(recording.kvCalls).toEqual(["range"]);
-      if (grant) await a.release(grant);
+      for (let i = 0; i < 3; i++) {
+        recording.reset();
+        expect(await a.keepAlive()).toBeUndefined();
+        expect(recording.kvCalls).toEqual([]);
+      }
+      const options = { reason: "watched", signal: never(), token: grant.token };
+      expect(await operator.forceRelease?.("lock", name, options)).toBe(true);
+      await expect
+        .poll(async () => await a.keepAlive(), { interval: 50 })
+        .toEqual({
+          revoked: [{ space: "lock", key: name, token: grant.token, reason: "watched" }],
+        });
+      // The entry read is deleted, and the watch skips deletes: no read after.
+      await new Promise((resolve) => setTimeout(resolve, 200));
       recording.reset();
-      await a.keepAlive();
-      expect(recording.kvCalls).toEqual([]);
+      expect(await a.keepAlive()).toBeUndefined();
+      expect(await a.keepAlive()).toBeUndefined();
+      expect(recording.kvCalls.filter((c) => c === "range")).toEqual([]);
+      expect(await a.release(other)).toBe(true);
     });
   });
 });
