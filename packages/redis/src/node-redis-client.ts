@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { RedisClient } from "./redis-client.js";
 import type { NodeRedisClientLike } from "./redis-client-like.js";
+import type { ScanTarget } from "./scan-targets.js";
 
 /** Where a node-redis client or cluster connects, as its options say. */
 interface NodeRedisOptions {
@@ -21,6 +22,8 @@ interface NodeRedisExtras {
   getSlotRandomNode?(slot: number): unknown;
   /** A Cluster's masters, once connected: `{ host, port }` each. */
   readonly masters?: readonly unknown[];
+  /** A Cluster's client of one of its nodes (node-redis 4 and later). */
+  nodeClient?(node: unknown): unknown;
   /** node-redis 5 and later: the same client with other reply types (Baton's: the defaults). */
   withTypeMapping?(mapping: object): NodeRedisClientLike;
   /** node-redis 5 and later: closes at once. */
@@ -219,6 +222,43 @@ export class NodeRedisClient {
 
   zrem(key: string, member: string): Promise<unknown> {
     return this.#calls.zRem(key, member);
+  }
+
+  /**
+   * The nodes a listing walks with SCAN: this client's node, or each master of a Cluster (by
+   * node-redis' client of that master), in address order.
+   */
+  async scanTargets(): Promise<ScanTarget[]> {
+    const scanArgs = (cursor: string, pattern: string, count: number) => [
+      "SCAN",
+      cursor,
+      "MATCH",
+      pattern,
+      "COUNT",
+      String(count),
+    ];
+    if (!this.isCluster) {
+      return [
+        {
+          address: "",
+          scan: async (cursor, pattern, count) =>
+            (await this.#send(undefined, scanArgs(cursor, pattern, count))) as [string, string[]],
+        },
+      ];
+    }
+    const raw = this.#raw;
+    const masters = (raw.masters ?? []) as readonly { host?: unknown; port?: unknown }[];
+    return masters
+      .map((master) => ({
+        address: `${String(master.host)}:${String(master.port)}`,
+        scan: async (cursor: string, pattern: string, count: number) => {
+          const node = (await raw.nodeClient?.(master)) as {
+            sendCommand(args: string[]): Promise<unknown>;
+          };
+          return (await node.sendCommand(scanArgs(cursor, pattern, count))) as [string, string[]];
+        },
+      }))
+      .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
   }
 
   subscribe(...channels: string[]): Promise<unknown> {

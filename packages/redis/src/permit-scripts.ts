@@ -14,8 +14,13 @@ import {
   TURN_GRANTED,
   WAITING_FIELD,
 } from "./redis-codec.js";
-import { PERMIT_QUEUE_SUFFIX, TURN_SUFFIX } from "./redis-keys.js";
-import { TOKEN_LUA } from "./scripts.js";
+import {
+  PERMIT_QUEUE_SUFFIX,
+  PERMIT_REVOKED_SUFFIX,
+  PERMIT_SESSIONS_SUFFIX,
+  TURN_SUFFIX,
+} from "./redis-keys.js";
+import { notRenewedLua, TOKEN_LUA } from "./scripts.js";
 
 /*
  * The Lua scripts of permit keys (semaphores and read-write locks), one call each. What they
@@ -415,6 +420,9 @@ return out
  * session has there. KEYS: lock keys, then the sessions keys of permit keys. ARGV: ttl ms,
  * the session id, then one owner prefix per lock key. Returns one `RENEWED` or `NOT_RENEWED`
  * per key, in order (a permit key is not renewed when the session's entries there are gone).
+ * A lock key force-released answers `r<reason>` instead (as `RENEW`); a permit key where an
+ * operator force-released entries of this session answers `{code, entry id, reason, ...}` (its
+ * revocations are read while the key has any: one `EXISTS` per permit key otherwise).
  */
 export const RENEW_WITH_PERMITS = new LuaScript(`
 local out = {}
@@ -426,12 +434,13 @@ for i = 1, locks do
     redis.call('PEXPIRE', KEYS[i], ARGV[1])
     out[i] = ${RENEWED}
   else
-    out[i] = ${NOT_RENEWED}
+    ${notRenewedLua("out[i]", "KEYS[i]", "prefix")}
   end
 end
 if #KEYS > locks then
   local t = redis.call('TIME')
   local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  local mine = ARGV[2] .. '.'
   for i = locks + 1, #KEYS do
     local deadline = redis.call('ZSCORE', KEYS[i], ARGV[2])
     if deadline and tonumber(deadline) > now then
@@ -440,7 +449,98 @@ if #KEYS > locks then
     else
       out[i] = ${NOT_RENEWED}
     end
+    local r = string.sub(KEYS[i], 1, -${PERMIT_SESSIONS_SUFFIX.length + 1}) .. '${PERMIT_REVOKED_SUFFIX}'
+    if redis.call('EXISTS', r) == 1 then
+      local revoked = {out[i]}
+      local all = redis.call('HGETALL', r)
+      for j = 1, #all, 2 do
+        if string.sub(all[j], 1, #mine) == mine then
+          revoked[#revoked + 1] = all[j]
+          revoked[#revoked + 1] = all[j + 1]
+        end
+      end
+      if #revoked > 1 then out[i] = revoked end
+    end
   end
 end
 return out
+`);
+
+/**
+ * The state of a permit key for inspection, after the sweep: answers `{now, limit, holders,
+ * waiting, id, entry, deadline, ..., entry, ...}`: server time in ms, the stored limit, how
+ * many granted entries follow (each as its id, its entry and its session's lease deadline in
+ * ms, in grant order), how many entries wait, then the first `ARGV[1]` waiting entries in
+ * queue order (see `decodePermitInspection`). `{0, 0, 0, 0}` when the key has no entry.
+ */
+export const INSPECT_PERMITS = new LuaScript(`${TOKEN_LUA}
+${readState(`'${ARRIVALS_FIELD}'`, `'${ARRIVALS_FIELD}'`)}
+if not m[1] then return {0, 0, 0, 0} end
+${PERMIT_LUA}
+load(m)
+sweep()
+if dirty then save() end
+local out = {now(), st.l or 0, math.max(st.g, 0), math.max(st.w, 0)}
+if st.g + st.w <= 0 then return {0, 0, 0, 0} end
+local deadlines = {}
+if st.g > 0 then
+  for _, id in ipairs(redis.call('ZRANGE', Q, 0, st.g - 1)) do
+    local sid = session_of(id)
+    local deadline = deadlines[sid]
+    if not deadline then
+      deadline = redis.call('ZSCORE', S, sid) or '0'
+      deadlines[sid] = deadline
+    end
+    out[#out + 1] = id
+    out[#out + 1] = redis.call('HGET', E, id) or ''
+    out[#out + 1] = deadline
+  end
+end
+if st.w > 0 then
+  for _, id in ipairs(redis.call('ZRANGE', Q, st.g, st.g + tonumber(ARGV[1]) - 1)) do
+    out[#out + 1] = redis.call('HGET', E, id) or ''
+  end
+end
+return out
+`);
+
+/**
+ * An operator's forced release of the granted entries of a permit key whose token is
+ * `ARGV[1]` (one grant; the reads of one write share its token, and go together), whoever
+ * holds them, after the sweep: each is taken out as a release takes it, its revocation kept
+ * (`HSET` of the entry id to the reason `ARGV[2]` in the key's revocations, which expire after
+ * three times the longest remaining lease of the sessions that held them, at least `ARGV[3]`
+ * ms), and the waiters that now fit are granted and told, as after a release. The sessions'
+ * other entries live on; each learns it at its next renewal (see {@link RENEW_WITH_PERMITS}).
+ * KEYS: `PermitKeys.all`, then the revocations. Answers how many entries were freed.
+ */
+export const FORCE_RELEASE_PERMITS = new LuaScript(`${TOKEN_LUA}
+${readState(`'${ARRIVALS_FIELD}'`, `'${ARRIVALS_FIELD}'`)}
+if not m[1] then return 0 end
+${PERMIT_LUA}
+load(m)
+sweep()
+local released = 0
+local keep = tonumber(ARGV[3])
+if st.g > 0 then
+  for _, id in ipairs(redis.call('ZRANGE', Q, 0, st.g - 1)) do
+    local d = redis.call('HGET', E, id)
+    if d then
+      local _, _, token = parse(d)
+      if token == ARGV[1] then
+        local deadline = tonumber(redis.call('ZSCORE', S, session_of(id))) or now()
+        keep = math.max(keep, 3 * (deadline - now()))
+        redis.call('HSET', KEYS[6], id, ARGV[2])
+        drop(id, d)
+        released = released + 1
+      end
+    end
+  end
+end
+if released > 0 then redis.call('PEXPIRE', KEYS[6], keep) end
+if dirty then
+  admit()
+  save()
+end
+return released
 `);

@@ -1,4 +1,11 @@
-import type { Holder, PermitHolder, PermitMode, StoredRecord } from "@baton/core";
+import type {
+  Holder,
+  InspectedHolder,
+  KeyState,
+  PermitHolder,
+  PermitMode,
+  StoredRecord,
+} from "@baton/core";
 
 /*
  * Every wire format of the Redis and Redlock backends: what is stored under a lock's keys,
@@ -135,9 +142,48 @@ export const RENEWED = 1;
 /** In a renewal reply: this key no longer holds that grant. */
 export const NOT_RENEWED = 0;
 
+/**
+ * In a renewal reply, a lock key whose grant an operator force-released: `r<reason>`, the
+ * reason given (read from the lock's revocations only when the key was not renewed).
+ */
+export const RENEW_REVOKED = "r";
+
 /** Decodes a renewal reply: per key, whether it was renewed. */
 export function decodeRenewReply(reply: unknown): boolean[] {
   return (reply as number[]).map((n) => n === RENEWED);
+}
+
+/** One key of a renewal reply, decoded by {@link decodeRenewals}. */
+export interface KeyRenewal {
+  readonly renewed: boolean;
+  /** A lock key: the reason its grant was force-released with, if it was. */
+  readonly reason?: string;
+  /** A permit key: this session's entries force-released there, with the reasons. */
+  readonly revoked?: ReadonlyMap<string, string>;
+}
+
+const RENEWED_KEY: KeyRenewal = { renewed: true };
+const NOT_RENEWED_KEY: KeyRenewal = { renewed: false };
+
+/**
+ * Decodes a renewal reply with what it says of forced releases: per key `RENEWED` or
+ * `NOT_RENEWED`; a lock key's `r<reason>` (see {@link RENEW_REVOKED}); a permit key's
+ * `{code, entry id, reason, ...}` when this session has revoked entries there.
+ */
+export function decodeRenewals(reply: unknown): KeyRenewal[] {
+  return (reply as unknown[]).map((item) => {
+    if (item === RENEWED) return RENEWED_KEY;
+    if (typeof item === "string" && item.startsWith(RENEW_REVOKED)) {
+      return { renewed: false, reason: item.slice(RENEW_REVOKED.length) };
+    }
+    if (Array.isArray(item)) {
+      const revoked = new Map<string, string>();
+      for (let i = 1; i + 1 < item.length; i += 2)
+        revoked.set(String(item[i]), String(item[i + 1]));
+      return { renewed: item[0] === RENEWED, revoked };
+    }
+    return NOT_RENEWED_KEY;
+  });
 }
 
 /**
@@ -155,6 +201,112 @@ export function decodeReleasedOne(reply: unknown): boolean {
 export function decodeHolderReply(reply: unknown): { payload: string | null; pttl: number } {
   const [payload, pttl] = reply as [string | null | false, number];
   return { payload: typeof payload === "string" ? payload : null, pttl };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inspection and forced release (redis-inspection.ts, the scripts in scripts.ts and
+// permit-scripts.ts)
+// ---------------------------------------------------------------------------------------------
+
+/** The forced release scripts' reply: how many grants they freed (0: none had that token). */
+export function decodeForceReleased(reply: unknown): boolean {
+  return Number(reply) > 0;
+}
+
+/** The owner id in a wait's line entry (see {@link lineEntry}), or `undefined` if foreign. */
+export function lineEntryOwner(entry: string): string | undefined {
+  const firstBreak = entry.indexOf(FIELD_END);
+  if (firstBreak < 0) return undefined;
+  const rest = entry.slice(firstBreak + 1);
+  const secondBreak = rest.indexOf(FIELD_END);
+  return secondBreak < 0 ? rest : rest.slice(0, secondBreak);
+}
+
+/**
+ * Decodes the `INSPECT_LOCK` reply `{payload or false, pttl, waiters, entry, ...}` (the
+ * number of entries in the line, then the first of them in order): the lock's state, or
+ * `null` when it has no holder and nobody waits.
+ */
+export function decodeLockInspection(reply: unknown): KeyState | null {
+  const [payload, pttl, count, ...entries] = reply as [string | null, number, number, ...string[]];
+  const holder = typeof payload === "string" ? decodePayload(payload, true) : null;
+  const waiting = Number(count);
+  if (holder === null && waiting === 0) return null;
+  const holders: InspectedHolder[] =
+    holder === null ? [] : [pttl >= 0 ? { ...holder, remainingMs: pttl } : holder];
+  if (waiting === 0) return { holders };
+  const ownerIds = entries.map(lineEntryOwner).filter((o) => o !== undefined);
+  // All of them in order, or only how many when the line was longer than what was read.
+  return {
+    holders,
+    waiters: ownerIds.length === waiting ? { count: waiting, ownerIds } : { count: waiting },
+  };
+}
+
+/**
+ * Decodes the `INSPECT_PERMITS` reply `{now, limit, holders, waiting, id, entry, deadline,
+ * ..., entry, ...}`: server time, the stored limit, how many granted entries follow (each as
+ * id, entry and its session's lease deadline, in grant order), how many entries wait, then the
+ * first waiting entries in order. `null` when the key has no entry.
+ */
+export function decodePermitInspection(reply: unknown): KeyState | null {
+  const flat = reply as (string | number)[];
+  const [now, limit, granted, waiting] = flat.slice(0, 4).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (!(granted > 0) && !(waiting > 0)) return null;
+  const holders: InspectedHolder[] = [];
+  let i = 4;
+  for (; i < 4 + granted * 3; i += 3) {
+    const entry = decodeEntry(String(flat[i + 1]));
+    if (entry === null || entry.token === undefined) continue;
+    const remainingMs = Math.max(0, Number(flat[i + 2]) - now);
+    const { permits, mode, token, ownerId, value } = entry;
+    holders.push(
+      value === undefined
+        ? { ownerId, token, permits, mode, remainingMs }
+        : { ownerId, token, value, permits, mode, remainingMs },
+    );
+  }
+  const ownerIds: string[] = [];
+  for (; i < flat.length; i++) {
+    const entry = decodeEntry(String(flat[i]));
+    if (entry !== null) ownerIds.push(entry.ownerId);
+  }
+  const state = { holders, limit };
+  if (waiting === 0) return state;
+  return {
+    ...state,
+    waiters: ownerIds.length === waiting ? { count: waiting, ownerIds } : { count: waiting },
+  };
+}
+
+/**
+ * A listing's cursor: which node of the listing (masters in address order; 0 on one node),
+ * the node's SCAN cursor, and how many keys of that SCAN call's batch the page already gave
+ * (a batch can hold more than the page had room for): `<node>.<scan cursor>.<skip>`.
+ */
+export interface ListCursor {
+  readonly node: number;
+  readonly scan: string;
+  readonly skip: number;
+}
+
+const LIST_CURSOR = /^(\d+)\.(\d+)\.(\d+)$/;
+
+/** Encodes a listing cursor (see {@link ListCursor}). */
+export function encodeListCursor(cursor: ListCursor): string {
+  return `${cursor.node}.${cursor.scan}.${cursor.skip}`;
+}
+
+/** Decodes a listing cursor, or `undefined` when it is none this backend gave. */
+export function decodeListCursor(text: string): ListCursor | undefined {
+  const m = LIST_CURSOR.exec(text);
+  if (m === null) return undefined;
+  return { node: Number(m[1]), scan: m[2] as string, skip: Number(m[3]) };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -30,7 +30,15 @@ export class LockKeys {
 
   /** The waiters in line: a sorted set of line entries by arrival time. */
   get waiters(): string {
-    return `${this.base}:waiters`;
+    return `${this.base}${WAITERS_SUFFIX}`;
+  }
+
+  /**
+   * The revocations of forced releases (a hash: grant prefix to the reason given), read by the
+   * holder's renewal when its grant is gone; it expires a few TTLs after the last one.
+   */
+  get revoked(): string {
+    return `${this.base}${REVOKED_SUFFIX}`;
   }
 
   /**
@@ -59,6 +67,10 @@ export const LOCK_SUFFIX = ":lock";
 export const CHANNEL_SUFFIX = ":released";
 /** A turn channel is `<base>:turn:<session id>`. */
 export const TURN_SUFFIX = ":turn:";
+/** The line of waiters is `<base>:waiters`. */
+export const WAITERS_SUFFIX = ":waiters";
+/** The revocations of forced releases are `<base>:revoked`; the renewal script builds the name. */
+export const REVOKED_SUFFIX = ":revoked";
 
 /**
  * The keys of lock `name` under `prefix` (see {@link LockKeys}). Braces and `%` in the name
@@ -106,7 +118,7 @@ export class PermitKeys {
 
   /** The sessions with entries here, by lease deadline (server time in ms). */
   get sessions(): string {
-    return `${this.base}:s`;
+    return `${this.base}${PERMIT_SESSIONS_SUFFIX}`;
   }
 
   /** The fencing counter (INCR), never expires. */
@@ -117,6 +129,14 @@ export class PermitKeys {
   /** The newest write's token, never expires: what a read carries. */
   get writeToken(): string {
     return `${this.base}:w`;
+  }
+
+  /**
+   * The revocations of forced releases (a hash: entry id to the reason given), read by the
+   * renewal of the sessions that held them; it expires a few TTLs after the last one.
+   */
+  get revoked(): string {
+    return `${this.base}${PERMIT_REVOKED_SUFFIX}`;
   }
 
   /** Every key a permit script takes, in the order the scripts take them. */
@@ -132,10 +152,16 @@ export class PermitKeys {
 
 /** The queue key of a permit key is `<base>:q`; its turn channels are named from that base. */
 export const PERMIT_QUEUE_SUFFIX = ":q";
+/** The sessions key of a permit key is `<base>:s`; the renewal builds the revocations' from it. */
+export const PERMIT_SESSIONS_SUFFIX = ":s";
+/** The revocations of a permit key are `<base>:r`. */
+export const PERMIT_REVOKED_SUFFIX = ":r";
+/** What a permit key's base adds to the name's hash tag: `<prefix>{<name>}:p`. */
+const PERMIT_BASE_SUFFIX = ":p";
 
 /** The keys of permit key `name` under `prefix` (see {@link PermitKeys}). */
 export function permitKeys(prefix: string, name: string): PermitKeys {
-  return new PermitKeys(`${prefix}{${escapeBraces(name)}}:p`);
+  return new PermitKeys(`${prefix}{${escapeBraces(name)}}${PERMIT_BASE_SUFFIX}`);
 }
 
 /**
@@ -146,5 +172,71 @@ export function permitKeys(prefix: string, name: string): PermitKeys {
  * with `<prefix>records:` (theirs start with `<prefix>{`), so the two never meet.
  */
 export function recordKey(prefix: string, key: string): string {
-  return `${prefix}records:{${escapeBraces(key)}}`;
+  return `${prefix}${RECORDS_START}{${escapeBraces(key)}}`;
+}
+
+/** What a record key adds to the prefix before its hash tag. */
+const RECORDS_START = "records:";
+
+/**
+ * Listing (inspection): the SCAN pattern of one key space's keys under `prefix` whose names
+ * start with `namePrefix`, and how a scanned key gives its name back. A lock is listed by its
+ * lock key, or by its line of waiters while it has no holder; a permit key by its queue (it
+ * exists while the key has holders or waiters); a record by its key.
+ */
+export interface KeySpaceLayout {
+  /** The SCAN MATCH pattern (glob characters of the prefix and name escaped). */
+  readonly pattern: string;
+  /** The name a scanned key stands for, or `undefined` when it is no key of this space. */
+  nameOf(key: string): string | undefined;
+}
+
+/** The listing layout of `space` under `prefix`, for names starting with `namePrefix`. */
+export function keySpaceLayout(
+  prefix: string,
+  space: "lock" | "permit" | "record",
+  namePrefix: string,
+): KeySpaceLayout {
+  const start = space === "record" ? `${prefix}${RECORDS_START}{` : `${prefix}{`;
+  const ends =
+    space === "lock"
+      ? [`}${LOCK_SUFFIX}`, `}${WAITERS_SUFFIX}`]
+      : space === "permit"
+        ? [`}${PERMIT_BASE_SUFFIX}${PERMIT_QUEUE_SUFFIX}`]
+        : ["}"];
+  const tail = space === "lock" ? "}:[lw]*" : escapeGlob(ends[0] as string);
+  return {
+    pattern: `${escapeGlob(start)}${escapeGlob(escapeBraces(namePrefix))}*${tail}`,
+    nameOf(key) {
+      if (!key.startsWith(start)) return undefined;
+      const end = ends.find((e) => key.endsWith(e));
+      if (end === undefined || key.length < start.length + end.length) return undefined;
+      const escaped = key.slice(start.length, key.length - end.length);
+      // A name's braces are escaped (see lockKeys): a raw one means another key's layout.
+      if (escaped.includes("{") || escaped.includes("}")) return undefined;
+      return unescapeBraces(escaped);
+    },
+  };
+}
+
+/** Whether a key a lock listing found is the lock's line of waiters (not its lock key). */
+export function isWaitersKey(key: string): boolean {
+  return key.endsWith(WAITERS_SUFFIX);
+}
+
+/** The lock key of the lock whose line of waiters is `waitersKey`. */
+export function lockKeyOfWaiters(waitersKey: string): string {
+  return `${waitersKey.slice(0, -WAITERS_SUFFIX.length)}${LOCK_SUFFIX}`;
+}
+
+function unescapeBraces(escaped: string): string {
+  if (!escaped.includes("%")) return escaped;
+  return escaped.replace(/%(25|7B|7D)/g, (_, c: string) =>
+    c === "25" ? "%" : c === "7B" ? "{" : "}",
+  );
+}
+
+/** `text` with SCAN's glob characters (`* ? [ ] \`) escaped, to match itself. */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }

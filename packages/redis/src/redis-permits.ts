@@ -1,4 +1,4 @@
-import type { BackendPermitOptions, Grant, PermitHolder } from "@baton/core";
+import type { BackendPermitOptions, Grant, PermitHolder, RevokedGrant } from "@baton/core";
 import { boundedCall, linkSignals, PermitLimitError } from "@baton/core";
 import {
   ACQUIRE_PERMITS,
@@ -13,8 +13,9 @@ import {
   decodePermitAcquireReply,
   decodePermitHolders,
   decodeReleasedCount,
-  decodeRenewReply,
+  decodeRenewals,
   decodeTurnMessage,
+  type KeyRenewal,
   MODE_CODES,
   type PermitAcquireReply,
   payloadTail,
@@ -418,21 +419,44 @@ export class RedisPermits {
    * Renews `items` on a Cluster: one call per permit key (each lives in its own slot), sent
    * together. Resolves, per item, whether it was renewed.
    */
-  async renewEach(items: readonly PermitRenewal[]): Promise<boolean[]> {
+  async renewEach(items: readonly PermitRenewal[]): Promise<KeyRenewal[]> {
     const { client, ttlMs, sessionId } = this.#ctx;
     const out = await Promise.all(
       items.map((i) => RENEW_WITH_PERMITS.run(client, [i.sessionsKey], [ttlMs, sessionId])),
     );
-    return out.map((r) => decodeRenewReply(r)[0] === true);
+    return out.map((r) => decodeRenewals(r)[0] as KeyRenewal);
+  }
+
+  /**
+   * The grants of this session an operator force-released, as a renewal of `items` reported
+   * them (`renewed`, per item): each is forgotten here (never renewed nor released again) and
+   * returned with its reason, once.
+   */
+  revokedAfter(items: readonly PermitRenewal[], renewed: readonly KeyRenewal[]): RevokedGrant[] {
+    const out: RevokedGrant[] = [];
+    for (const [i, item] of items.entries()) {
+      const revoked = renewed[i]?.revoked;
+      if (revoked === undefined) continue;
+      const state = this.#states.get(item.name);
+      if (state !== item.state) continue;
+      for (const [entry, reason] of revoked) {
+        const grant = state.grants.get(entry);
+        if (grant === undefined) continue;
+        state.grants.delete(entry);
+        out.push({ space: "permit", key: item.name, token: grant.token, reason });
+      }
+      this.#forgetIfIdle(item.name, state);
+    }
+    return out;
   }
 
   /**
    * The name of a permit key whose entries of this session are gone from the store while it
    * still holds grants there that it held when the renewal was sent, if any.
    */
-  lostAfter(items: readonly PermitRenewal[], renewed: readonly boolean[]): string | undefined {
+  lostAfter(items: readonly PermitRenewal[], renewed: readonly KeyRenewal[]): string | undefined {
     for (const [i, item] of items.entries()) {
-      if (renewed[i] === true) continue;
+      if (renewed[i]?.renewed === true) continue;
       const state = this.#states.get(item.name);
       if (state !== item.state) continue;
       if (item.held.some((g) => state.grants.get((g.handle as PermitHandle).entry) === g)) {

@@ -3,10 +3,15 @@ import type {
   BackendAcquireOptions,
   BackendPermitOptions,
   BackendSession,
+  ForceReleaseOptions,
   Grant,
   Holder,
   KeepAliveResult,
+  KeyPage,
+  KeyState,
+  ListKeysOptions,
   PermitHolder,
+  RevokedGrant,
   StoredRecord,
 } from "@baton/core";
 import { boundedCall, linkSignals, SessionLostError } from "@baton/core";
@@ -17,15 +22,17 @@ import {
   decodeHolderReply,
   decodePayload,
   decodeReleasedOne,
-  decodeRenewReply,
+  decodeRenewals,
   decodeTurnMessage,
   grantPrefix,
+  type KeyRenewal,
   lineEntry,
   ownerPrefix,
   payloadTail,
   waitId,
 } from "./redis-codec.js";
 import { toBatonError } from "./redis-errors.js";
+import { RedisInspection } from "./redis-inspection.js";
 import { type LockKeys, lockKeys } from "./redis-keys.js";
 import { PermitHandle, type PermitRenewal, RedisPermits } from "./redis-permits.js";
 import { RedisRecords } from "./redis-records.js";
@@ -105,6 +112,8 @@ export class RedisSession implements BackendSession {
   readonly #records: RedisRecords;
   /** Its semaphores and read-write locks. */
   readonly #permits: RedisPermits;
+  /** Listing, inspection and forced release for operators. */
+  readonly #inspection: RedisInspection;
   #closed = false;
 
   constructor(ctx: RedisSessionContext, ownerId: string, ttlMs: number) {
@@ -114,6 +123,7 @@ export class RedisSession implements BackendSession {
     this.sessionId = randomBytes(12).toString("hex");
     this.#sessionPrefix = ownerPrefix(this.sessionId);
     this.#records = new RedisRecords(ctx);
+    this.#inspection = new RedisInspection({ ...ctx, ttlMs });
     this.#permits = new RedisPermits({
       client: ctx.client,
       where: ctx.where,
@@ -152,8 +162,10 @@ export class RedisSession implements BackendSession {
       what: `${this.#ctx.where}: renewal`,
       mapError: (e) => toBatonError(e, `${this.#ctx.where}: renewal failed`),
     });
-    const lostPermits =
-      this.#permits.lost ?? this.#permits.lostAfter(permits, renewed.slice(items.length));
+    const permitRenewals = renewed.slice(items.length);
+    // Grants an operator force-released end alone; the rest of the session lives on.
+    const revoked: RevokedGrant[] = this.#permits.revokedAfter(permits, permitRenewals);
+    const lostPermits = this.#permits.lost ?? this.#permits.lostAfter(permits, permitRenewals);
     if (lostPermits !== undefined) {
       // Permit keys have no way to be reported one grant at a time: the session ends.
       throw new SessionLostError(
@@ -162,20 +174,29 @@ export class RedisSession implements BackendSession {
     }
     const lostKeys: string[] = [];
     held.forEach(([name, h], i) => {
-      if (renewed[i] === true) return;
+      const renewal = renewed[i];
+      if (renewal?.renewed === true) return;
       // Only the grant we renewed is lost: a release and re-acquire meanwhile is a new grant.
       if (this.#held.get(name) !== h) return;
       this.#held.delete(name);
-      lostKeys.push(name);
+      if (renewal?.reason === undefined) lostKeys.push(name);
+      else revoked.push({ space: "lock", key: name, token: h.grant.token, reason: renewal.reason });
     });
-    return lostKeys.length === 0 ? undefined : { lostKeys };
+    if (lostKeys.length === 0 && revoked.length === 0) return undefined;
+    return {
+      ...(lostKeys.length === 0 ? {} : { lostKeys }),
+      ...(revoked.length === 0 ? {} : { revoked }),
+    };
   }
 
   /**
-   * Renews lock `items`, then permit keys `permits`: per key in order, whether it was renewed.
-   * On one node, one script call for all of them.
+   * Renews lock `items`, then permit keys `permits`: per key in order, whether it was renewed
+   * (and what an operator force-released there). On one node, one script call for all of them.
    */
-  async #renew(items: readonly OwnedKey[], permits: readonly PermitRenewal[]): Promise<boolean[]> {
+  async #renew(
+    items: readonly OwnedKey[],
+    permits: readonly PermitRenewal[],
+  ): Promise<KeyRenewal[]> {
     const client = this.#ctx.client;
     if (!this.#ctx.cluster) {
       const locks = items.map((i) => i.keys.lock);
@@ -188,14 +209,14 @@ export class RedisSession implements BackendSession {
               [...locks, ...permits.map((p) => p.sessionsKey)],
               [this.ttlMs, this.sessionId, ...prefixes],
             );
-      return decodeRenewReply(out);
+      return decodeRenewals(out);
     }
     // Keys of different locks live in different slots: one call per key, sent together.
     const [locks, permitKeys] = await Promise.all([
       Promise.all(items.map((i) => RENEW.run(client, [i.keys.lock], [this.ttlMs, i.prefix]))),
       permits.length === 0 ? [] : this.#permits.renewEach(permits),
     ]);
-    return [...locks.map((r) => decodeRenewReply(r)[0] === true), ...permitKeys];
+    return [...locks.map((r) => decodeRenewals(r)[0] as KeyRenewal), ...permitKeys];
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -535,6 +556,28 @@ export class RedisSession implements BackendSession {
     const handle = grant.handle;
     if (!(handle instanceof PermitHandle)) return null;
     return await this.#permits.downgrade(grant, handle);
+  }
+
+  /** Lists lock, permit or record keys under the backend's prefix (see redis-inspection.ts). */
+  async listKeys(options: ListKeysOptions): Promise<KeyPage> {
+    this.#assertLive();
+    return await this.#inspection.listKeys(options);
+  }
+
+  /** The holders and waiters of a lock or permit key, or `null` when it has neither. */
+  async inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
+    this.#assertLive();
+    return await this.#inspection.inspectKey(space, key);
+  }
+
+  /** Frees the grant of `key` with `options.token`, whoever holds it; `false` when none. */
+  async forceRelease(
+    space: "lock" | "permit",
+    key: string,
+    options: ForceReleaseOptions,
+  ): Promise<boolean> {
+    this.#assertLive();
+    return await this.#inspection.forceRelease(space, key, options);
   }
 
   /** Throws `SessionLostError` once the session is closed. */

@@ -7,6 +7,7 @@ import {
   RECORD_NOT_WRITTEN,
   RECORD_VALUE_FIELD,
   RECORD_VERSION_FIELD,
+  RENEW_REVOKED,
   RENEWED,
   TURN_BEHIND,
   TURN_GRANTED,
@@ -14,7 +15,7 @@ import {
   WATCH_RELEASED,
   WATCH_RELEASED_NO_TOKEN,
 } from "./redis-codec.js";
-import { CHANNEL_SUFFIX, LOCK_SUFFIX, TURN_SUFFIX } from "./redis-keys.js";
+import { CHANNEL_SUFFIX, LOCK_SUFFIX, REVOKED_SUFFIX, TURN_SUFFIX } from "./redis-keys.js";
 
 /*
  * The Lua scripts, one call each. What they store, answer and publish is in redis-codec.ts;
@@ -106,9 +107,21 @@ return ${HELD_BASE} - redis.call('PTTL', KEYS[1])
 `);
 
 /**
+ * Lua: sets `out` (a Lua place) to the renewal's answer for lock key `key` not renewed by
+ * owner prefix `prefix`: `r<reason>` when an operator force-released that grant (its
+ * revocation is still kept, see {@link FORCE_RELEASE}), else `NOT_RENEWED`. Read only when the
+ * key was not renewed, so a renewal where nothing was revoked does no more work.
+ */
+export function notRenewedLua(out: string, key: string, prefix: string): string {
+  return `local why = redis.call('HGET', ${baseOf(key)} .. '${REVOKED_SUFFIX}', ${prefix})
+    ${out} = why and ('${RENEW_REVOKED}' .. why) or ${NOT_RENEWED}`;
+}
+
+/**
  * Renews every lock of a session in one call: an owner-checked PEXPIRE per key.
  * KEYS: lock keys. ARGV: ttl ms, then one owner prefix per key.
- * Returns one `RENEWED` or `NOT_RENEWED` (no longer this grant's) per key, in order.
+ * Returns one `RENEWED` or `NOT_RENEWED` (no longer this grant's) per key, in order, or for a
+ * grant an operator force-released `r<reason>` (see `decodeRenewals`).
  */
 export const RENEW = new LuaScript(`
 local out = {}
@@ -119,11 +132,48 @@ for i, key in ipairs(KEYS) do
     redis.call('PEXPIRE', key, ARGV[1])
     out[i] = ${RENEWED}
   else
-    out[i] = ${NOT_RENEWED}
+    ${notRenewedLua("out[i]", "key", "prefix")}
   end
 end
 return out
 `);
+
+/**
+ * Lua: the release of lock key `lock` (Lua expressions, as the other three), once its owner
+ * was checked: the key is deleted and the lock handed to the first waiter of line `waiters`
+ * that hears (any waiter when `skip` is not `'1'`), with the next token of counter `counter`;
+ * watchers are told. What {@link RELEASE} does per key, and {@link FORCE_RELEASE} the same way.
+ */
+function handOverLua(lock: string, waiters: string, counter: string, skip: string): string {
+  return `    redis.call('DEL', ${lock})
+    local turn
+    while true do
+      local entry = redis.call('ZPOPMIN', ${waiters})[1]
+      if not entry then break end
+      local dot = string.find(entry, '.', 1, true)
+      local colon = dot and string.find(entry, ':', dot, true)
+      local nl = colon and string.find(entry, '\\n', colon, true)
+      local ttl = nl and tonumber(string.sub(entry, colon + 1, nl - 1))
+      if ttl and ttl > 0 then
+        local token = (tonumber(redis.call('GET', ${counter})) or 0) + 1
+        if token == 1 then token = clock_start() end
+        turn = turn or ${baseOf(lock)} .. '${TURN_SUFFIX}'
+        local heard = redis.call('PUBLISH', turn .. string.sub(entry, 1, dot - 1),
+          '${TURN_GRANTED}' .. string.sub(entry, dot + 1, colon - 1) .. ':' .. fmt(token))
+        if heard > 0 or ${skip} ~= '1' then
+          redis.call('SET', ${lock}, string.sub(entry, 1, colon) .. fmt(token) .. string.sub(entry, nl),
+            'PX', ttl)
+          redis.call('SET', ${counter}, fmt(token))
+          local second = redis.call('ZRANGE', ${waiters}, 0, 0)[1]
+          local sdot = second and string.find(second, '.', 1, true)
+          if sdot then redis.call('PUBLISH', turn .. string.sub(second, 1, sdot - 1), '${TURN_BEHIND}' .. ttl) end
+          break
+        end
+      end
+    end
+    redis.call('PUBLISH', ${baseOf(lock)} .. '${CHANNEL_SUFFIX}', '${WATCH_RELEASED}')
+`;
+}
 
 /**
  * Owner-checked release of one or more locks, each handed straight to the first waiter in its
@@ -146,34 +196,7 @@ for i = 1, n do
   local v = redis.call('GET', KEYS[i])
   local prefix = ARGV[1 + i]
   if v and string.sub(v, 1, #prefix) == prefix then
-    redis.call('DEL', KEYS[i])
-    local turn
-    while true do
-      local entry = redis.call('ZPOPMIN', KEYS[n + i])[1]
-      if not entry then break end
-      local dot = string.find(entry, '.', 1, true)
-      local colon = dot and string.find(entry, ':', dot, true)
-      local nl = colon and string.find(entry, '\\n', colon, true)
-      local ttl = nl and tonumber(string.sub(entry, colon + 1, nl - 1))
-      if ttl and ttl > 0 then
-        local token = (tonumber(redis.call('GET', KEYS[2 * n + i])) or 0) + 1
-        if token == 1 then token = clock_start() end
-        turn = turn or ${baseOf("KEYS[i]")} .. '${TURN_SUFFIX}'
-        local heard = redis.call('PUBLISH', turn .. string.sub(entry, 1, dot - 1),
-          '${TURN_GRANTED}' .. string.sub(entry, dot + 1, colon - 1) .. ':' .. fmt(token))
-        if heard > 0 or ARGV[1] ~= '1' then
-          redis.call('SET', KEYS[i], string.sub(entry, 1, colon) .. fmt(token) .. string.sub(entry, nl),
-            'PX', ttl)
-          redis.call('SET', KEYS[2 * n + i], fmt(token))
-          local second = redis.call('ZRANGE', KEYS[n + i], 0, 0)[1]
-          local sdot = second and string.find(second, '.', 1, true)
-          if sdot then redis.call('PUBLISH', turn .. string.sub(second, 1, sdot - 1), '${TURN_BEHIND}' .. ttl) end
-          break
-        end
-      end
-    end
-    redis.call('PUBLISH', ${baseOf("KEYS[i]")} .. '${CHANNEL_SUFFIX}', '${WATCH_RELEASED}')
-    released = released + 1
+${handOverLua("KEYS[i]", "KEYS[n + i]", "KEYS[2 * n + i]", "ARGV[1]")}    released = released + 1
   end
 end
 return released
@@ -230,4 +253,45 @@ if version and stored[1] == ARGV[2] and (fresh or tonumber(version) > tonumber(A
   return tonumber(version)
 end
 return ${RECORD_NOT_WRITTEN}
+`);
+
+/**
+ * The state of one lock for inspection, read together: the holder's payload and PTTL, how
+ * many entries its line of waiters holds, and the first `ARGV[1]` of them in order.
+ * KEYS: lock, waiters. Returns `{payload or false, pttl, count, entry, ...}` (see
+ * `decodeLockInspection`).
+ */
+export const INSPECT_LOCK = new LuaScript(`
+local out = {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('ZCARD', KEYS[2])}
+if out[3] > 0 then
+  for _, entry in ipairs(redis.call('ZRANGE', KEYS[2], 0, tonumber(ARGV[1]) - 1)) do
+    out[#out + 1] = entry
+  end
+end
+return out
+`);
+
+/**
+ * An operator's forced release of the grant with token `ARGV[2]`, whoever holds it: when the
+ * lock key holds that grant, its revocation is kept (`HSET` of the grant's owner prefix to the
+ * reason `ARGV[3]` in the lock's revocations, which expire after three times the grant's
+ * remaining lease, at least `ARGV[4]` ms), and the lock is released as {@link RELEASE} does:
+ * handed to the first waiter in line with the next token, watchers told. The holder's next
+ * renewal finds its grant gone and reads the reason (see {@link RENEW}).
+ * KEYS: lock, waiters, counter, revocations. ARGV: `1` to skip waiters who do not hear (as
+ * RELEASE), the token, the reason, the least time to keep the revocation in ms.
+ * Returns 1 when that grant was freed, 0 when the key did not hold it.
+ */
+export const FORCE_RELEASE = new LuaScript(`${TOKEN_LUA}
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local nl = string.find(v, '\\n', 1, true)
+local colon = nl and string.find(v, ':', 1, true)
+if not colon or colon > nl or string.sub(v, colon + 1, nl - 1) ~= ARGV[2] then return 0 end
+local keep = math.max(3 * redis.call('PTTL', KEYS[1]), tonumber(ARGV[4]))
+redis.call('HSET', KEYS[4], string.sub(v, 1, nl), ARGV[3])
+redis.call('PEXPIRE', KEYS[4], keep)
+do
+${handOverLua("KEYS[1]", "KEYS[2]", "KEYS[3]", "ARGV[1]")}end
+return 1
 `);

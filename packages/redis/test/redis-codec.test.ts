@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ACQUIRE_PERMITS,
   DOWNGRADE_PERMITS,
+  FORCE_RELEASE_PERMITS,
+  INSPECT_PERMITS,
   PERMIT_HOLDERS,
   RELEASE_PERMITS,
   RENEW_WITH_PERMITS,
@@ -15,18 +17,23 @@ import {
   decodeDowngradeReply,
   decodeEntry,
   decodeHolderReply,
+  decodeListCursor,
+  decodeLockInspection,
   decodeNodeAcquireReply,
   decodePayload,
   decodePermitAcquireReply,
   decodePermitHolders,
+  decodePermitInspection,
   decodeRecordReply,
   decodeRecordWriteReply,
   decodeReleasedCount,
   decodeReleasedOne,
+  decodeRenewals,
   decodeRenewReply,
   decodeTurnMessage,
   encodeEntry,
   encodeHeld,
+  encodeListCursor,
   encodePayload,
   encodeRecordWrite,
   encodeTurnBehind,
@@ -37,20 +44,26 @@ import {
   isRecordVersionAfter,
   LIMIT_FIELD,
   lineEntry,
+  MODE_CODES,
   NO_RECORD_EXPECTED,
+  NOT_RENEWED,
   ownerPrefix,
   PERMIT_GRANTED,
   PERMIT_NOT_GRANTED,
   PERMIT_OTHER_LIMIT,
   payloadTail,
   RECORD_NOT_WRITTEN,
+  RENEW_REVOKED,
+  RENEWED,
   WAITING_FIELD,
   waitId,
 } from "../src/redis-codec.js";
-import { lockKeys, permitKeys, recordKey } from "../src/redis-keys.js";
+import { keySpaceLayout, lockKeys, permitKeys, recordKey } from "../src/redis-keys.js";
 import {
   ACQUIRE,
   ACQUIRE_NO_TOKEN,
+  FORCE_RELEASE,
+  INSPECT_LOCK,
   READ_HOLDER,
   RELEASE,
   RELEASE_ONE,
@@ -495,6 +508,162 @@ describeBackend("redis", (url) => {
       expect(await raw.exists(keys.queue, keys.entries, keys.sessions)).toBe(0);
       expect(await raw.get(keys.token)).toBe(String(first.token + 1n));
       await events.close();
+    });
+  });
+});
+
+describe("redis codec: inspection and forced release", () => {
+  it("renewal replies: renewed, not renewed, a lock's revocation, a permit key's revoked entries", () => {
+    expect(
+      decodeRenewals([1, 0, "rdeploy stuck", [0, "5f2a.3", "hung", "5f2a.4", "hung"]]),
+    ).toEqual([
+      { renewed: true },
+      { renewed: false },
+      { renewed: false, reason: "deploy stuck" },
+      {
+        renewed: false,
+        revoked: new Map([
+          ["5f2a.3", "hung"],
+          ["5f2a.4", "hung"],
+        ]),
+      },
+    ]);
+    expect(decodeRenewals([RENEWED, `${RENEW_REVOKED}`])).toEqual([
+      { renewed: true },
+      { renewed: false, reason: "" },
+    ]);
+  });
+
+  it("listing cursors: node, SCAN cursor and skip; anything else is no cursor", () => {
+    const cursor = { node: 2, scan: "1792", skip: 3 };
+    expect(encodeListCursor(cursor)).toBe("2.1792.3");
+    expect(decodeListCursor("2.1792.3")).toEqual(cursor);
+    expect(decodeListCursor("")).toBeUndefined();
+    expect(decodeListCursor("2.x.3")).toBeUndefined();
+  });
+
+  it("key space layouts: SCAN patterns with globs escaped, names decoded from keys", () => {
+    const lock = keySpaceLayout("baton:", "lock", "a*{");
+    expect(lock.pattern).toBe("baton:{a\\*%7B*}:[lw]*");
+    expect(lock.nameOf(lockKeys("baton:", "a*{b}%").lock)).toBe("a*{b}%");
+    expect(lock.nameOf(lockKeys("baton:", "x").waiters)).toBe("x");
+    expect(lock.nameOf(lockKeys("baton:", "x").token)).toBeUndefined();
+    expect(lock.nameOf(permitKeys("baton:", "x").queue)).toBeUndefined();
+    const permit = keySpaceLayout("baton:", "permit", "");
+    expect(permit.pattern).toBe("baton:{*}:p:q");
+    expect(permit.nameOf(permitKeys("baton:", "pool").queue)).toBe("pool");
+    expect(permit.nameOf(lockKeys("baton:", "pool").lock)).toBeUndefined();
+    const record = keySpaceLayout("baton:", "record", "job");
+    expect(record.pattern).toBe("baton:records:{job*}");
+    expect(record.nameOf(recordKey("baton:", "job/1"))).toBe("job/1");
+  });
+});
+
+describeBackend("redis", (url) => {
+  describe("redis codec: inspection scripts against a real server", () => {
+    let raw: Redis;
+    const prefix = `codec-i-${randomUUID().slice(0, 8)}:`;
+    beforeAll(async () => {
+      raw = new Redis(url, { lazyConnect: true });
+      await raw.connect();
+    });
+    afterAll(() => raw.disconnect());
+
+    it("a lock's inspection reply, its forced release, and the renewal that reads the reason", async () => {
+      const keys = lockKeys(prefix, "forced");
+      const tail = payloadTail("billing-7", "job 12");
+      const token = decodeAcquireReply(
+        await ACQUIRE.run(raw, [keys.lock, keys.token], [ownerPrefix("5f2a"), 5_000, tail]),
+      ) as { token: bigint };
+      await raw.zadd(keys.waiters, 1, lineEntry("77b1.1", 4_000, payloadTail("next", undefined)));
+      const reply = await INSPECT_LOCK.run(raw, [keys.lock, keys.waiters], [100]);
+      expect(reply).toEqual([
+        encodePayload("5f2a", token.token, tail),
+        expect.any(Number),
+        1,
+        "77b1.1:4000\nnext",
+      ]);
+      expect(decodeLockInspection(reply)).toEqual({
+        holders: [
+          {
+            ownerId: "billing-7",
+            token: token.token,
+            value: "job 12",
+            remainingMs: (reply as number[])[1],
+          },
+        ],
+        waiters: { count: 1, ownerIds: ["next"] },
+      });
+      const args = (t: bigint) => ["", t.toString(), "stuck", 1_000];
+      const force = [keys.lock, keys.waiters, keys.token, keys.revoked];
+      expect(await FORCE_RELEASE.run(raw, force, args(token.token - 1n))).toBe(0);
+      expect(await FORCE_RELEASE.run(raw, force, args(token.token))).toBe(1);
+      // Handed to the waiter with the next token; the revocation kept by grant prefix.
+      expect(await raw.get(keys.lock)).toBe(encodePayload("77b1.1", token.token + 1n, "\nnext"));
+      expect(await raw.hgetall(keys.revoked)).toEqual({
+        [grantPrefix("5f2a", token.token)]: "stuck",
+      });
+      expect(await raw.pttl(keys.revoked)).toBeGreaterThan(10_000);
+      expect(await RENEW.run(raw, [keys.lock], [5_000, grantPrefix("5f2a", token.token)])).toEqual([
+        `${RENEW_REVOKED}stuck`,
+      ]);
+      expect(
+        await RENEW.run(raw, [keys.lock], [5_000, grantPrefix("77b1.1", token.token + 1n)]),
+      ).toEqual([RENEWED]);
+      expect(await RENEW.run(raw, [keys.lock], [5_000, grantPrefix("other", 1)])).toEqual([
+        NOT_RENEWED,
+      ]);
+    });
+
+    it("a permit key's inspection reply, the forced release of one grant, the renewal that reads it", async () => {
+      const keys = permitKeys(prefix, "pool");
+      const acquire = (entry: string, sid: string, permits: number) =>
+        ACQUIRE_PERMITS.run(raw, keys.all, [
+          entry,
+          sid,
+          5_000,
+          2,
+          permits,
+          MODE_CODES.permit,
+          payloadTail(sid, undefined),
+          "1",
+          "",
+        ]);
+      const [, first] = (await acquire("aa.1", "aa", 1)) as [number, string];
+      const [, second] = (await acquire("aa.2", "aa", 1)) as [number, string];
+      await acquire("bb.1", "bb", 1);
+      const reply = (await INSPECT_PERMITS.run(raw, keys.all, [100])) as (string | number)[];
+      expect(reply.slice(1, 4)).toEqual([2, 2, 1]);
+      expect(reply.slice(4)).toEqual([
+        "aa.1",
+        encodeEntry(1, "permit", BigInt(first), "\naa"),
+        expect.any(String),
+        "aa.2",
+        encodeEntry(1, "permit", BigInt(second), "\naa"),
+        expect.any(String),
+        encodeEntry(1, "permit", undefined, "\nbb"),
+      ]);
+      expect(decodePermitInspection(reply)).toMatchObject({
+        limit: 2,
+        holders: [
+          { ownerId: "aa", token: BigInt(first), permits: 1, mode: "permit" },
+          { ownerId: "aa", token: BigInt(second), permits: 1, mode: "permit" },
+        ],
+        waiters: { count: 1, ownerIds: ["bb"] },
+      });
+      expect(
+        await FORCE_RELEASE_PERMITS.run(raw, [...keys.all, keys.revoked], [first, "hung", 1_000]),
+      ).toBe(1);
+      expect(await raw.hgetall(keys.revoked)).toEqual({ "aa.1": "hung" });
+      expect(await RENEW_WITH_PERMITS.run(raw, [keys.sessions], [5_000, "aa"])).toEqual([
+        [RENEWED, "aa.1", "hung"],
+      ]);
+      expect(await RENEW_WITH_PERMITS.run(raw, [keys.sessions], [5_000, "bb"])).toEqual([RENEWED]);
+      expect(decodePermitInspection(await INSPECT_PERMITS.run(raw, keys.all, [100]))).toMatchObject(
+        {
+          holders: [{ ownerId: "aa" }, { ownerId: "bb" }],
+        },
+      );
     });
   });
 });
