@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { describeBackend } from "@baton/conformance/harness";
-import type { BackendSession, KeySpace } from "@baton/core";
+import {
+  type BackendSession,
+  type Coordinator,
+  createCoordinator,
+  type KeySpace,
+  LockLostError,
+} from "@baton/core";
 import type { Etcd3 } from "etcd3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ETCD_GUARANTEES, EtcdBackend } from "../src/index.js";
@@ -252,5 +258,42 @@ describeBackend("etcd", (url) => {
       expect(recording.kvCalls.filter((c) => c === "range")).toEqual([]);
       expect(await a.release(other)).toBe(true);
     });
+  });
+
+  describe("forced release through the coordinator", () => {
+    it("the holder's lock aborts with revoked and the reason, the waiter holds with a greater token, list() shows it", async () => {
+      const [holder, waiter, operator] = [0, 1, 2].map(() =>
+        createCoordinator({ url, ttlMs: 3_000 }),
+      ) as [Coordinator, Coordinator, Coordinator];
+      try {
+        const prefix = `e2e-${randomUUID().slice(0, 8)}/`;
+        const name = `${prefix}invoices`;
+        const lock = await holder.acquire(name, { value: "worker-7" });
+        const waiting = waiter.acquire(name, { waitMs: 30_000 });
+        await expect
+          .poll(async () => (await operator.inspect(name))?.waiters?.count, { timeout: 10_000 })
+          .toBe(1);
+        const result = await operator.forceRelease(name, { reason: "stuck on a dead socket" });
+        expect(result).toMatchObject({ released: true, space: "lock", token: lock.token });
+        const next = await waiting;
+        expect(next.token).toBeGreaterThan(lock.token);
+        await new Promise<void>((resolve) => {
+          if (lock.signal.aborted) resolve();
+          else lock.signal.addEventListener("abort", () => resolve(), { once: true });
+        });
+        const lost = lock.signal.reason as LockLostError;
+        expect(lost).toBeInstanceOf(LockLostError);
+        expect(lost.reason).toBe("revoked");
+        expect(lost.detail).toBe("stuck on a dead socket");
+        const listed = [];
+        for await (const item of operator.list({ prefix })) listed.push(item);
+        expect(listed.map((i) => [i.name, i.holders.map((h) => h.ownerId)])).toEqual([
+          [name, [waiter.ownerId]],
+        ]);
+        await next.release();
+      } finally {
+        await Promise.all([holder, waiter, operator].map((c) => c.close()));
+      }
+    }, 60_000);
   });
 });
