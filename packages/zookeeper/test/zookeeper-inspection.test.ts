@@ -1,6 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { describeBackend } from "@baton/conformance/harness";
-import type { BackendSession, Grant, KeySpace } from "@baton/core";
+import {
+  type BackendSession,
+  type Coordinator,
+  createCoordinator,
+  type Grant,
+  type KeySpace,
+  LockLostError,
+} from "@baton/core";
 import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -252,5 +259,42 @@ describeBackend("zookeeper", (url) => {
       expect(await a.inspectKey?.("lock", name)).toBeNull();
       expect(await childrenOf(raw, `/${prefix}-revoked`)).toEqual(before);
     });
+  });
+
+  describe("forced release through the coordinator", () => {
+    it("the holder's lock aborts with revoked and the reason, the waiter holds with a greater token, list() shows it", async () => {
+      const [holder, waiter, operator] = [0, 1, 2].map(() =>
+        createCoordinator({ url, ttlMs: 6_000 }),
+      ) as [Coordinator, Coordinator, Coordinator];
+      try {
+        const prefix = `e2e-${randomUUID().slice(0, 8)}/`;
+        const name = `${prefix}invoices`;
+        const lock = await holder.acquire(name, { value: "worker-7" });
+        const waiting = waiter.acquire(name, { waitMs: 30_000 });
+        await expect
+          .poll(async () => (await operator.inspect(name))?.waiters?.count, { timeout: 10_000 })
+          .toBe(1);
+        const result = await operator.forceRelease(name, { reason: "stuck on a dead socket" });
+        expect(result).toMatchObject({ released: true, space: "lock", token: lock.token });
+        const next = await waiting;
+        expect(next.token).toBeGreaterThan(lock.token);
+        await new Promise<void>((resolve) => {
+          if (lock.signal.aborted) resolve();
+          else lock.signal.addEventListener("abort", () => resolve(), { once: true });
+        });
+        const lost = lock.signal.reason as LockLostError;
+        expect(lost).toBeInstanceOf(LockLostError);
+        expect(lost.reason).toBe("revoked");
+        expect(lost.detail).toBe("stuck on a dead socket");
+        const listed = [];
+        for await (const item of operator.list({ prefix })) listed.push(item);
+        expect(listed.map((i) => [i.name, i.holders.map((h) => h.ownerId)])).toEqual([
+          [name, [waiter.ownerId]],
+        ]);
+        await next.release();
+      } finally {
+        await Promise.all([holder, waiter, operator].map((c) => c.close()));
+      }
+    }, 60_000);
   });
 });
