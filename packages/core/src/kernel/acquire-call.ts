@@ -162,6 +162,7 @@ export class AcquireCall implements Linked<AcquireCall> {
    * and the `warnWaitMs` timer when a threshold is set.
    */
   foundTaken(): void {
+    // Hot path (not run on the uncontended acquire): see docs/hot-path.md, "Core".
     if (this.contended) return;
     this.contended = true;
     const events = this.#signals.events;

@@ -93,19 +93,25 @@ export class HeldLock implements SessionLock, LockInit {
   #warnWhenHeld(thresholdMs: number): void {
     const clock = this.#host.clock;
     const grantedAt = clock.now();
-    this.#heldWarning = clock.setTimer(() => {
-      this.#heldWarning = undefined;
-      if (this.ended.aborted) return;
-      this.#host.events.emit("heldTooLong", {
-        name: this.name,
-        token: this.token,
-        ownerId: this.#grant.ownerId,
-        // A timer may fire a fraction of a millisecond early on the clock's reading.
-        heldMs: Math.max(thresholdMs, clock.now() - grantedAt),
-        thresholdMs,
-        lock: this.lock,
-      });
-    }, thresholdMs);
+    // One of core's bounds (one shared Node.js timer per delay): see docs/hot-path.md, "Core".
+    this.#heldWarning = setBound(
+      clock,
+      () => {
+        this.#heldWarning = undefined;
+        if (this.ended.aborted) return;
+        this.#host.events.emit("heldTooLong", {
+          name: this.name,
+          token: this.token,
+          ownerId: this.#grant.ownerId,
+          // A timer may fire a fraction of a millisecond early on the clock's reading.
+          heldMs: Math.max(thresholdMs, clock.now() - grantedAt),
+          thresholdMs,
+          lock: this.lock,
+        });
+      },
+      thresholdMs,
+      false,
+    );
   }
 
   /**
