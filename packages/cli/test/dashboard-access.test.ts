@@ -11,7 +11,7 @@ const source: InspectionSource = {
   },
   async forceRelease(name, { reason }) {
     released.push(`${name}: ${reason}`);
-    return { released: true };
+    return { name, released: true, space: "lock", token: 5n, scope: "grant" };
   },
 };
 

@@ -1,8 +1,8 @@
 import { createInterface } from "node:readline/promises";
-import { ConfigError } from "@baton/core";
+import { ConfigError, type ForceReleaseResult } from "@baton/core";
 import { backendFrom, nameFrom, parse, usageFromConfig } from "../args.js";
 import { EXIT } from "../exit-codes.js";
-import type { Inspection, InspectionKind } from "../inspect/inspection-source.js";
+import type { Inspection } from "../inspect/inspection-source.js";
 import { openSource } from "../inspect/open-source.js";
 import { formatDuration, holderName } from "../inspect/rows.js";
 import { UsageError } from "../usage-error.js";
@@ -19,24 +19,25 @@ A store that cannot free one grant of a live session ends the holder's whole ses
   --yes          do not ask; without it baton asks on the terminal, and refuses (exit 64)
                  when stdin is not a terminal
   --kind KIND    which of the names NAME to free when several kinds share it: lock,
-                 semaphore, read-write-lock, election, job
-  --token T      free only the grant with fencing token T (a later grant is left alone)
+                 election, semaphore, read-write-lock
+  --token T      free only the grant with fencing token T (a later grant is left alone);
+                 needed for a semaphore held by several grants
 
 Exit codes: 0 released; 84 nothing to release (NAME is free, or T is no longer held);
 85 the backend cannot force-release; 64 bad usage (or the question was declined);
 69 the store could not be reached.`;
 
-const KINDS: readonly InspectionKind[] = [
-  "lock",
-  "semaphore",
-  "read-write-lock",
-  "election",
-  "job",
-];
+/** The kinds a forced release takes (a job's running slot is a lock: name the slot's lock). */
+const KINDS = ["lock", "election", "semaphore", "read-write-lock"] as const;
+type ReleaseKind = (typeof KINDS)[number];
 
 /** True when `error` says the backend has no forced release (its guarantees lack it). */
 export function isUnsupported(error: unknown): boolean {
-  return error instanceof ConfigError && /force/i.test(error.message) && error.field !== "reason";
+  return (
+    error instanceof ConfigError &&
+    error.field === "backend" &&
+    error.message.includes("cannot force-release")
+  );
 }
 
 /** What is about to be released, as the question shows it. */
@@ -81,7 +82,7 @@ export async function releaseCommand(
   }
   const reason = typeof values.reason === "string" ? values.reason.trim() : "";
   if (reason === "") throw new UsageError("--reason TEXT is required: say why, for the holder");
-  const kind = values.kind as InspectionKind | undefined;
+  const kind = values.kind as ReleaseKind | undefined;
   if (kind !== undefined && !KINDS.includes(kind)) {
     throw new UsageError(`--kind must be one of ${KINDS.join(", ")}, got "${kind}"`);
   }
@@ -119,9 +120,9 @@ export async function releaseCommand(
       ...(kind === undefined ? {} : { kind }),
       ...(tokenText === undefined ? {} : { token: BigInt(tokenText) }),
     };
-    let released: boolean;
+    let result: ForceReleaseResult;
     try {
-      released = (await source.forceRelease(name, options)).released;
+      result = await source.forceRelease(name, options);
     } catch (error) {
       if (isUnsupported(error)) {
         err(`baton: ${(error as Error).message}`);
@@ -130,13 +131,18 @@ export async function releaseCommand(
       if (error instanceof ConfigError) throw usageFromConfig(error);
       throw error;
     }
-    if (!released) {
+    if (!result.released) {
       err(
         `baton: nothing to release: "${name}" is not held${tokenText ? ` with token ${tokenText}` : ""}`,
       );
       return EXIT.nothingToRelease;
     }
-    out(`released "${name}": ${reason}`);
+    const token = result.token === undefined ? "" : ` token ${result.token}`;
+    const holder = result.holder === undefined ? "" : ` held by ${result.holder.ownerId}`;
+    const scope = result.scope === "session" ? " (the holder's whole session was ended)" : "";
+    out(
+      `released ${result.space === "lock" ? "" : "permit of "}"${name}"${token}${holder}${scope}: ${reason}`,
+    );
     return 0;
   } finally {
     await coordinator.close().catch(() => undefined);

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { InspectionKind, InspectionSource } from "../inspect/inspection-source.js";
+import type { InspectionSource } from "../inspect/inspection-source.js";
 import { Access, TOKEN_COOKIE } from "./access.js";
 import type { Feed } from "./feed.js";
 import { loginPage } from "./login-page.js";
@@ -17,7 +17,9 @@ export interface DashboardServerOptions extends PageSettings {
   readonly log: (line: string) => void;
 }
 
-const KINDS = new Set<InspectionKind>(["lock", "semaphore", "read-write-lock", "election", "job"]);
+/** The kinds a forced release takes (a job's running slot is a lock of its own). */
+const KINDS = new Set(["lock", "semaphore", "read-write-lock", "election"] as const);
+type ReleaseKind = typeof KINDS extends Set<infer K> ? K : never;
 
 /** The largest release request body read, in bytes. */
 const MAX_BODY = 16_384;
@@ -155,7 +157,7 @@ export function createDashboardServer(options: DashboardServerOptions): Server {
       typeof name !== "string" ||
       typeof reason !== "string" ||
       reason.trim() === "" ||
-      !KINDS.has(kind as InspectionKind) ||
+      !KINDS.has(kind as ReleaseKind) ||
       (token !== undefined && (typeof token !== "string" || !/^\d+$/.test(token)))
     ) {
       json(response, 400, { message: "a release needs kind, name, a reason and a decimal token" });
@@ -165,12 +167,12 @@ export function createDashboardServer(options: DashboardServerOptions): Server {
     try {
       const result = await options.source.forceRelease(name, {
         reason: why,
-        kind: kind as InspectionKind,
+        kind: kind as ReleaseKind,
         ...(token === undefined ? {} : { token: BigInt(token) }),
       });
       const what = `${kind} "${name}"${token === undefined ? "" : ` token ${token}`}`;
       if (result.released) {
-        options.feed.noteRevoked(kind as InspectionKind, name, token, why);
+        options.feed.noteRevoked(kind as ReleaseKind, name, result.token?.toString() ?? token, why);
         options.log(`force-released ${what} from the page: ${why}`);
         json(response, 200, { released: true, message: `released ${what}` });
       } else {

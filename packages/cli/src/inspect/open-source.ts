@@ -8,5 +8,5 @@ export async function openSource(
 ): Promise<{ source: InspectionSource; coordinator: Coordinator }> {
   await loadAdapter(backend);
   const coordinator = createCoordinator({ url: backend });
-  return { source: coordinator as unknown as InspectionSource, coordinator };
+  return { source: coordinator, coordinator };
 }

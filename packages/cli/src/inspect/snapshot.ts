@@ -24,7 +24,12 @@ export async function takeSnapshot(
   const started = performance.now();
   const items: Inspection[] = [];
   let truncated = false;
-  const options = prefix === undefined ? { signal } : { prefix, signal };
+  // One more than the limit, to tell a store with exactly `limit` names from one with more.
+  const options = {
+    limit: limit + 1,
+    ...(prefix === undefined ? {} : { prefix }),
+    ...(signal === undefined ? {} : { signal }),
+  };
   for await (const item of source.list(options)) {
     if (items.length === limit) {
       truncated = true;
