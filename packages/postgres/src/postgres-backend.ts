@@ -23,7 +23,7 @@ import {
 } from "./postgres-options.js";
 import { PostgresSession, type PostgresSessionContext } from "./postgres-session.js";
 import { ensureSchema, type Queryable } from "./schema.js";
-import { statements } from "./statements.js";
+import { inspectionStatements, statements } from "./statements.js";
 import { WaiterPool } from "./waiter-pool.js";
 
 /**
@@ -33,7 +33,10 @@ import { WaiterPool } from "./waiter-pool.js";
  * the newest `nextval` can repeat tokens. Waiting for a lock is not strictly FIFO (a waiter
  * whose wait is interrupted, e.g. by its session's renewal, goes to the back; a try may barge
  * in). Semaphores and read-write locks keep one queue per name in a table, in arrival order:
- * a request never overtakes one that waits. Not consensus-backed.
+ * a request never overtakes one that waits. Not consensus-backed. Inspection lists and reads
+ * locks, permit keys and records; a forced release frees one lock grant (not the holder's
+ * session): the holder's own session lets go of it at its next renewal, within a third of the
+ * TTL (an advisory lock belongs to its connection; see postgres-inspection.ts).
  */
 export const POSTGRES_GUARANTEES: Guarantees = {
   fencing: "monotonic",
@@ -42,11 +45,14 @@ export const POSTGRES_GUARANTEES: Guarantees = {
   crossProcess: true,
   records: true,
   semaphores: true,
+  inspection: true,
+  forceRelease: "grant",
 };
 
 /**
  * What the row-lease mode (`locks: "lease"`) promises: as {@link POSTGRES_GUARANTEES}, without
- * semaphores and read-write locks (a `ConfigError` when used).
+ * semaphores and read-write locks (a `ConfigError` when used). A forced release deletes the
+ * lease row at once; the holder's renewal reports it.
  */
 export const POSTGRES_LEASE_GUARANTEES: Guarantees = {
   ...POSTGRES_GUARANTEES,
@@ -81,6 +87,8 @@ export class PostgresBackend implements LockBackend {
   #ready: Promise<void> | undefined;
   /** The sessions table has its TTL column (found by the schema check). */
   #sessionTtl = false;
+  /** The schema has the tables of inspection and forced release (found by the schema check). */
+  #operations = false;
   #closed = false;
 
   /** Checks `options` (throwing `ConfigError` before any I/O); connects lazily. */
@@ -103,6 +111,8 @@ export class PostgresBackend implements LockBackend {
       cancel: (pid) => this.#cancel(pid),
       tag: tokenTag,
       sessionTtl: () => this.#sessionTtl,
+      inspection: inspectionStatements(schemaNames(this.options.quotedSchema)),
+      operations: () => this.#operations,
     };
   }
 
@@ -174,6 +184,8 @@ export class PostgresBackend implements LockBackend {
         recordStatements: this.#context.statements,
         poll: { minMs: 20, maxMs: 250 },
         where: describeTarget(this.options.connection),
+        listRecords: this.#context.inspection.listRecords,
+        operations: () => this.#operations,
       };
     }
     return this.#lease;
@@ -193,6 +205,7 @@ export class PostgresBackend implements LockBackend {
           this.options.locks,
         );
         this.#sessionTtl = state.sessionTtl;
+        this.#operations = state.operations;
         if (this.options.locks === "advisory") await this.#refuseTransactionPooler();
       } catch (error) {
         throw toBatonError(error, openSessionContext(this.options.connection));

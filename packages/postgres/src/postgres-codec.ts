@@ -1,4 +1,12 @@
-import type { Holder, PermitHolder, PermitMode, StoredRecord } from "@baton/core";
+import type {
+  Holder,
+  InspectedHolder,
+  KeyPage,
+  KeyState,
+  PermitHolder,
+  PermitMode,
+  StoredRecord,
+} from "@baton/core";
 
 /*
  * What Baton's statements send and return, beside the SQL text (statements.ts): the values
@@ -301,4 +309,100 @@ export function decodePermitNotice(payload: string | undefined): readonly [bigin
   const match = /^(-?[0-9]+) (-?[0-9]+)$/.exec(payload ?? "");
   if (match === null) return null;
   return [BigInt(match[1] as string), BigInt(match[2] as string)];
+}
+
+// --- Inspection and forced release (postgres-inspection.ts) ------------------------------
+
+/**
+ * A page of a list statement's rows (`name`, text, in order) asked for with `limit`: a full
+ * page's last key is the cursor of the next (there may be more), a shorter page ends the list.
+ */
+export function decodeKeyPage(rows: readonly Record<string, unknown>[], limit: number): KeyPage {
+  const keys = rows.map((row) => row.name as string);
+  const last = keys[keys.length - 1];
+  return keys.length === limit && last !== undefined ? { keys, cursor: last } : { keys };
+}
+
+/** A row of the advisory renewal with inspection (`key`, `token`, `reason`, all text). */
+export type RenewalRow =
+  /** This connection no longer holds `key`. */
+  | { readonly key: bigint; readonly revoked?: undefined }
+  /** The grant of `key` with token `revoked.token` was force-released. */
+  | { readonly key: bigint; readonly revoked: { readonly token: bigint; readonly reason: string } };
+
+/** Decodes a row of the advisory renewal (see {@link RenewalRow}). */
+export function decodeRenewalRow(row: Record<string, unknown>): RenewalRow {
+  const key = BigInt(row.key as string);
+  if (row.token === null || row.token === undefined) return { key };
+  return { key, revoked: { token: BigInt(row.token as string), reason: row.reason as string } };
+}
+
+/** A revocation the row-lease renewal read: the lease's name, its token and the reason. */
+export interface LeaseRevocation {
+  readonly name: string;
+  readonly token: bigint;
+  readonly reason: string;
+}
+
+/**
+ * Decodes the row-lease renewal's `revoked` column: a JSON array of `[name, token, reason]`
+ * (pg parses it), or NULL when there is none.
+ */
+export function decodeLeaseRevocations(column: unknown): LeaseRevocation[] {
+  if (!Array.isArray(column)) return [];
+  return column.map((entry) => {
+    const [name, token, reason] = entry as [string, string, string];
+    return { name, token: BigInt(token), reason };
+  });
+}
+
+/**
+ * Decodes the advisory `inspectLock` row: the holder as {@link decodeHolder} reads it (no
+ * `owner` when nobody holds the key), `waiting` (int) and `waiters` (text[] or NULL: the owners
+ * of the Baton sessions among them). Owner ids are given only when every waiting connection is
+ * a session's (a waiter connection waits for several acquirers at once); `null` when the key
+ * has neither a holder nor a waiter.
+ */
+export function decodeInspectedLock(rows: readonly Record<string, unknown>[]): KeyState | null {
+  const row = rows[0];
+  if (row === undefined) return null;
+  const holder = row.owner === null || row.owner === undefined ? null : decodeHolder(rows);
+  const count = Number(row.waiting ?? 0);
+  if (holder === null && count === 0) return null;
+  const owners = Array.isArray(row.waiters) ? (row.waiters as string[]) : [];
+  return {
+    holders: holder === null ? [] : [holder],
+    ...(count > 0
+      ? { waiters: owners.length === count ? { count, ownerIds: owners } : { count } }
+      : {}),
+  };
+}
+
+/**
+ * Decodes the advisory `inspectPermit` rows (entries of live sessions in queue order: `owner`,
+ * `token`, `value`, `permits`, `mode`, `granted`, `limit`): the granted ones as holders, the
+ * others as waiters in order; `null` when there is none.
+ */
+export function decodeInspectedPermit(rows: readonly Record<string, unknown>[]): KeyState | null {
+  if (rows.length === 0) return null;
+  const holders: InspectedHolder[] = [];
+  const waiting: string[] = [];
+  for (const row of rows) {
+    if (row.granted !== true) {
+      waiting.push(row.owner as string);
+      continue;
+    }
+    holders.push({
+      ownerId: row.owner as string,
+      token: BigInt(row.token as string),
+      permits: row.permits as number,
+      mode: row.mode as PermitMode,
+      ...(row.value === null ? {} : { value: row.value as string }),
+    });
+  }
+  return {
+    holders,
+    ...(waiting.length > 0 ? { waiters: { count: waiting.length, ownerIds: waiting } } : {}),
+    limit: (rows[0] as { limit: number }).limit,
+  };
 }

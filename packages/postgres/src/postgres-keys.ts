@@ -89,6 +89,15 @@ export interface SchemaNames {
   readonly permitQueues: string;
   /** The newest write token of each permit key (logged: kept as long as the tokens' order). */
   readonly permitTokens: string;
+  /**
+   * Lock names of the advisory mode by holding connection and advisory key (see
+   * postgres-inspection.ts): what an operator's list of locks reads, advisory keys being hashes.
+   */
+  readonly lockNames: string;
+  /** Forced releases of the advisory mode, by the holding connection's pid, for its renewal. */
+  readonly revocations: string;
+  /** Forced releases of the row-lease mode, by session, for its renewal. */
+  readonly leaseRevocations: string;
 }
 
 /** The quoted names of the objects in `quotedSchema` (a schema name quoted for SQL text). */
@@ -104,6 +113,9 @@ export function schemaNames(quotedSchema: string): SchemaNames {
     permits: `${quotedSchema}."permits"`,
     permitQueues: `${quotedSchema}."permit_queues"`,
     permitTokens: `${quotedSchema}."permit_tokens"`,
+    lockNames: `${quotedSchema}."lock_names"`,
+    revocations: `${quotedSchema}."revocations"`,
+    leaseRevocations: `${quotedSchema}."lease_revocations"`,
   };
 }
 

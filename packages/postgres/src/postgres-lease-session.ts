@@ -4,17 +4,27 @@ import {
   type BackendSession,
   backoffMs,
   boundedCall,
+  type ForceReleaseOptions,
   type Grant,
   type Holder,
   type KeepAliveResult,
+  type KeyPage,
+  type KeyState,
+  type ListKeysOptions,
   SessionLostError,
   type StoredRecord,
   sleep,
   systemClock,
 } from "@baton/core";
 import type pg from "pg";
-import { decodeHolder, decodeLeaseGrant, decodeReap } from "./postgres-codec.js";
+import {
+  decodeHolder,
+  decodeLeaseGrant,
+  decodeLeaseRevocations,
+  decodeReap,
+} from "./postgres-codec.js";
 import { SQLSTATE, sqlState, toBatonError } from "./postgres-errors.js";
+import { LeaseInspection } from "./postgres-inspection.js";
 import type { LeaseStatements } from "./postgres-lease-statements.js";
 import { PostgresRecords } from "./postgres-records.js";
 import type { Statements } from "./statements.js";
@@ -31,6 +41,10 @@ export interface PostgresLeaseSessionContext {
   readonly poll: { readonly minMs: number; readonly maxMs: number };
   /** The server, for messages: `db1:5432/app` (never credentials). */
   readonly where: string;
+  /** The list statement of record keys (InspectionStatements.listRecords). */
+  readonly listRecords: string;
+  /** True when the schema has the tables of inspection (see `SchemaState` in schema.ts). */
+  readonly operations: () => boolean;
 }
 
 /** Private part of a grant: which session it belongs to. */
@@ -78,6 +92,9 @@ export class PostgresLeaseSession implements BackendSession {
   #renewal: { readonly done: Promise<unknown>; readonly orphans: ReadonlySet<string> } | undefined;
   #closing: Promise<void> | undefined;
   #lost: SessionLostError | undefined;
+  /** Tokens of revocations the last renewal read: the next one deletes them. */
+  #acks: string[] = [];
+  readonly #inspection: LeaseInspection;
 
   private constructor(
     context: PostgresLeaseSessionContext,
@@ -98,6 +115,15 @@ export class PostgresLeaseSession implements BackendSession {
       run: (statement, values) => this.#rows(statement.text, values),
       failure: (error, what) => this.#failure(error, what),
     });
+    this.#inspection = new LeaseInspection(
+      {
+        namespace: context.namespace,
+        rows: (text, values) => this.#rows(text, values),
+        ready: context.operations,
+      },
+      context.statements,
+      context.listRecords,
+    );
   }
 
   /** Inserts the session row. */
@@ -122,15 +148,21 @@ export class PostgresLeaseSession implements BackendSession {
     this.#assertLive();
     const pending = this.#pending;
     this.#pending = [];
+    const operations = this.#context.operations();
+    const acks = this.#acks;
+    this.#acks = [];
+    const values = [
+      this.#id,
+      this.#context.namespace,
+      pending.map((p) => p.name),
+      pending.map((p) => p.token),
+    ];
     const call = this.#call(
       "renewal",
       undefined,
-      this.#rows(this.#context.statements.renew, [
-        this.#id,
-        this.#context.namespace,
-        pending.map((p) => p.name),
-        pending.map((p) => p.token),
-      ]),
+      operations
+        ? this.#rows(this.#context.statements.renewOperations, [...values, acks])
+        : this.#rows(this.#context.statements.renew, values),
     );
     const orphans = new Set(pending.filter((p) => p.token === null).map((p) => p.name));
     const renewal = { done: call.catch(noop), orphans };
@@ -140,6 +172,7 @@ export class PostgresLeaseSession implements BackendSession {
       rows = await call;
     } catch (error) {
       this.#pending.push(...pending);
+      this.#acks = acks.concat(this.#acks);
       throw error;
     } finally {
       if (this.#renewal === renewal) this.#renewal = undefined;
@@ -150,7 +183,17 @@ export class PostgresLeaseSession implements BackendSession {
       );
       throw this.#lost;
     }
-    return undefined;
+    const revocations = decodeLeaseRevocations(rows[0]?.revoked);
+    if (revocations.length === 0) return undefined;
+    for (const r of revocations) this.#acks.push(r.token.toString());
+    return {
+      revoked: revocations.map((r) => ({
+        space: "lock",
+        key: r.name,
+        token: r.token,
+        reason: r.reason,
+      })),
+    };
   }
 
   async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -225,6 +268,30 @@ export class PostgresLeaseSession implements BackendSession {
   async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
     this.#assertLive();
     return this.#records.write(key, value, expected);
+  }
+
+  async listKeys(options: ListKeysOptions): Promise<KeyPage> {
+    this.#assertLive();
+    return this.#call("list", options.prefix, this.#inspection.listKeys(options), options.signal);
+  }
+
+  async inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
+    this.#assertLive();
+    return this.#call("inspection", key, this.#inspection.inspectKey(space, key));
+  }
+
+  async forceRelease(
+    space: "lock" | "permit",
+    key: string,
+    options: ForceReleaseOptions,
+  ): Promise<boolean> {
+    this.#assertLive();
+    return this.#call(
+      "forced release",
+      key,
+      this.#inspection.forceRelease(space, key, options),
+      options.signal,
+    );
   }
 
   close(): Promise<void> {

@@ -1,4 +1,5 @@
 import type { SchemaNames } from "./postgres-keys.js";
+import { listRange } from "./statements.js";
 
 /**
  * The SQL of the row-lease mode, for one schema. Each is one statement, so one transaction of
@@ -41,6 +42,25 @@ export interface LeaseStatements {
   readonly holder: string;
   /** `$1` namespace, `$2` name, `$3` session id. Deletes the session's lease of the name. */
   readonly dropUnknown: string;
+  /**
+   * {@link renew}, also reading the session's revocations (see postgres-inspection.ts):
+   * `$1` to `$4` as for `renew`; `$5` (text[]) the tokens of revocations the previous renewal
+   * reported, deleted here. Returns `live`, `dropped` and `revoked`: a JSON array of
+   * `[name, token, reason]` of the session's other revocations, NULL when there are none.
+   */
+  readonly renewOperations: string;
+  /**
+   * `$1` namespace, `$2` name, `$3` token, `$4` reason. Deletes the lease of the name with that
+   * token if its session lives, and records the revocation for that session's renewal.
+   * Returns `released` (a count).
+   */
+  readonly forceRelease: string;
+  /**
+   * Lease names of namespace `$1` (live or not), in order: `$2` cursor, `$3` prefix, `$4`
+   * the least string above that prefix's, `$5` limit (see InspectionStatements in
+   * statements.ts). Returns `name`.
+   */
+  readonly listLocks: string;
 }
 
 /** The statements for the objects named in `names`. */
@@ -88,5 +108,34 @@ export function leaseStatements(names: SchemaNames): LeaseStatements {
       FROM ${names.leases} l JOIN ${names.leaseSessions} s ON s.id = l.session
       WHERE l.namespace = $1 AND l.name = $2 AND ${live}`,
     dropUnknown: `DELETE FROM ${names.leases} WHERE namespace = $1 AND name = $2 AND session = $3`,
+    renewOperations: `WITH me AS (
+        UPDATE ${names.leaseSessions} s SET expires_at = clock_timestamp() + s.ttl
+        WHERE s.id = $1 AND ${live} RETURNING s.id
+      ), dropped AS (
+        DELETE FROM ${names.leases} l USING me, unnest($3::text[], $4::text[]) AS r(name, token)
+        WHERE l.session = me.id AND l.namespace = $2 AND l.name = r.name
+          AND (r.token IS NULL OR l.token = r.token::bigint)
+        RETURNING 1
+      ), acked AS (
+        DELETE FROM ${names.leaseRevocations} r WHERE r.session = $1 AND r.token = ANY($5::bigint[])
+      )
+      SELECT (SELECT count(*) FROM me)::int AS live, (SELECT count(*) FROM dropped)::int AS dropped,
+        (SELECT json_agg(json_build_array(r.name, r.token::text, r.reason))
+          FROM ${names.leaseRevocations} r WHERE r.session = $1 AND r.token <> ALL($5::bigint[]))
+          AS revoked`,
+    forceRelease: `WITH gone AS (
+        DELETE FROM ${names.leases} l USING ${names.leaseSessions} s
+        WHERE l.namespace = $1 AND l.name = $2 AND l.token = $3::bigint AND s.id = l.session
+          AND ${live}
+        RETURNING l.session, l.token
+      ), noted AS (
+        INSERT INTO ${names.leaseRevocations} (session, token, name, reason)
+        SELECT gone.session, gone.token, $2, $4 FROM gone
+        ON CONFLICT (session, token) DO UPDATE SET reason = EXCLUDED.reason
+      )
+      SELECT (SELECT count(*) FROM gone)::int AS released`,
+    listLocks: `SELECT l.name FROM ${names.leases} l
+      WHERE l.namespace = $1::text AND ${listRange("l.name", 2)}
+      ORDER BY l.name LIMIT $5::int`,
   };
 }

@@ -289,6 +289,11 @@ export class PostgresPermits {
     return this.#granted(held.name, held.id, held.session, "read", token);
   }
 
+  /** The liveness key of this session's entries (decimal). */
+  get sessionKey(): string {
+    return this.#session;
+  }
+
   /** The granted entries of `name` whose sessions live, in grant order. */
   async holders(name: string): Promise<PermitHolder[]> {
     const calls = this.#calls;

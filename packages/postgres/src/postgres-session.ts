@@ -4,11 +4,16 @@ import {
   type BackendSession,
   boundedCall,
   ConfigError,
+  type ForceReleaseOptions,
   type Grant,
   type Holder,
   type KeepAliveResult,
+  type KeyPage,
+  type KeyState,
+  type ListKeysOptions,
   linkSignals,
   type PermitHolder,
+  type RevokedGrant,
   SessionLostError,
   type StoredRecord,
 } from "@baton/core";
@@ -22,6 +27,7 @@ import {
   decodeHolder,
   decodeLostKey,
   decodePid,
+  decodeRenewalRow,
   decodeUnlocked,
   grantedToken,
   holderRowValues,
@@ -38,13 +44,14 @@ import {
   toBatonError,
   waitEndedEmpty,
 } from "./postgres-errors.js";
+import { AdvisoryInspection } from "./postgres-inspection.js";
 import { advisoryKey, permitChannel, type TokenTag } from "./postgres-keys.js";
 import { PermitHandle, PostgresPermits } from "./postgres-permits.js";
 import { PostgresRecords } from "./postgres-records.js";
 import { callPrepared, PreparedCall } from "./prepared-call.js";
 import { RecentContention } from "./recent-contention.js";
 import { StatementQueue } from "./statement-queue.js";
-import type { Statement, Statements } from "./statements.js";
+import type { InspectionStatements, Statement, Statements } from "./statements.js";
 import { type TagUse, TagUses } from "./token-locks.js";
 import type { WaiterPool } from "./waiter-pool.js";
 import { type WatchedLock, watchHolder } from "./watch-holder.js";
@@ -87,6 +94,10 @@ export interface PostgresSessionContext {
   readonly tag: (key: bigint) => TokenTag;
   /** True when the `sessions` table has its TTL column (see `SchemaState` in schema.ts). */
   readonly sessionTtl: () => boolean;
+  /** Inspection and forced release (postgres-inspection.ts). */
+  readonly inspection: InspectionStatements;
+  /** True when the schema has the tables of inspection (see `SchemaState` in schema.ts). */
+  readonly operations: () => boolean;
 }
 
 /** A grant this session holds. */
@@ -145,6 +156,11 @@ export class PostgresSession implements BackendSession {
   readonly #permits: PostgresPermits;
   /** The channel the schema's permit grants are announced on. */
   readonly #permitChannel: string;
+  /** Keys whose names this connection recorded in `lock_names` (see postgres-inspection.ts). */
+  readonly #named = new Set<bigint>();
+  /** Tokens of revocations the last renewal read: the next one deletes them. */
+  #acks: string[] = [];
+  readonly #inspection: AdvisoryInspection;
 
   private constructor(
     client: pg.Client,
@@ -185,6 +201,22 @@ export class PostgresSession implements BackendSession {
       },
       assertLive: () => this.#assertLive(),
     });
+    this.#inspection = new AdvisoryInspection(
+      {
+        namespace: context.namespace,
+        rows: async (text, values) => {
+          try {
+            return (await this.#send({ text, values })).rows;
+          } catch (error) {
+            throw this.#failure(error, "PostgreSQL inspection");
+          }
+        },
+        ready: context.operations,
+      },
+      context.inspection,
+      context.tag,
+      () => this.#permits.sessionKey,
+    );
   }
 
   /** Aborted with `SessionLostError` when the connection ends or fails. */
@@ -260,6 +292,7 @@ export class PostgresSession implements BackendSession {
     if (this.#permits.leftovers) await this.#permits.releaseLeftovers();
     const held = [...this.#held.values()];
     const released = this.#released;
+    if (this.#context.operations()) return this.#renewWithOperations(held);
     if (held.length === 0 && released.length === 0) {
       await this.#query(PING, []);
       return undefined;
@@ -271,17 +304,100 @@ export class PostgresSession implements BackendSession {
     ]);
     if (rows.length === 0) return undefined;
     const lostKeys: string[] = [];
-    for (const row of rows) {
-      const key = decodeLostKey(row);
-      const name = this.#names.get(key);
-      if (name === undefined) continue;
-      const lost = this.#held.get(name);
-      lostKeys.push(name);
-      this.#forget(name);
-      // Whatever of it may be left (its token lock) is unlocked with the orphans.
-      if (lost !== undefined) this.#orphans.keep(lost);
-    }
+    for (const row of rows) this.#lose(decodeLostKey(row), lostKeys);
     return { lostKeys };
+  }
+
+  /** The key `key` this connection no longer holds: forgets it, and names it in `lostKeys`. */
+  #lose(key: bigint, lostKeys: string[]): void {
+    const name = this.#names.get(key);
+    if (name === undefined) return;
+    const lost = this.#held.get(name);
+    lostKeys.push(name);
+    this.#forget(name);
+    // Whatever of it may be left (its token lock) is unlocked with the orphans.
+    if (lost !== undefined) this.#orphans.keep(lost);
+  }
+
+  /**
+   * The renewal when the schema has the tables of inspection: the same statement also records
+   * the names of keys held since the last one, forgets those released, and reads this
+   * connection's revocations (see postgres-inspection.ts). A revoked grant still held is
+   * unlocked here, by a second statement only then, and reported revoked.
+   */
+  async #renewWithOperations(held: Held[]): Promise<KeepAliveResult | undefined> {
+    const released = this.#released;
+    const named: Held[] = [];
+    for (const h of held) if (!this.#named.has(h.key)) named.push(h);
+    const forgotten: bigint[] = [];
+    for (const key of this.#named) if (!this.#names.has(key)) forgotten.push(key);
+    const acks = this.#acks;
+    if (held.length === 0 && released.length === 0 && forgotten.length === 0 && acks.length === 0) {
+      await this.#query(PING, []);
+      return undefined;
+    }
+    this.#released = [];
+    this.#acks = [];
+    let rows: Record<string, unknown>[];
+    try {
+      rows = await this.#query(this.#context.statements.renewOperations, [
+        held.map((h) => h.key.toString()),
+        ...holderRowValues(released),
+        named.map((h) => h.key.toString()),
+        named.map((h) => h.name),
+        this.#context.namespace,
+        forgotten.map(String),
+        acks,
+      ]);
+    } catch (error) {
+      // Nothing of it happened: deleted again by the next renewal.
+      this.#acks = acks.concat(this.#acks);
+      throw error;
+    }
+    for (const h of named) this.#named.add(h.key);
+    for (const key of forgotten) this.#named.delete(key);
+    if (rows.length === 0) return undefined;
+    const lostKeys: string[] = [];
+    const revoked: RevokedGrant[] = [];
+    const unlock: Held[] = [];
+    for (const row of rows) {
+      const decoded = decodeRenewalRow(row);
+      if (decoded.revoked === undefined) {
+        this.#lose(decoded.key, lostKeys);
+        continue;
+      }
+      const { token, reason } = decoded.revoked;
+      this.#acks.push(token.toString());
+      const name = this.#names.get(decoded.key);
+      const grant = name === undefined ? undefined : this.#held.get(name);
+      // A revocation of an earlier grant of the key (released since) ends nothing.
+      if (name === undefined || grant === undefined || grant.token !== token) continue;
+      this.#forget(name);
+      revoked.push({ space: "lock", key: name, token, reason });
+      unlock.push(grant);
+    }
+    if (unlock.length > 0) await this.#unlockRevoked(unlock);
+    return {
+      ...(lostKeys.length > 0 ? { lostKeys } : {}),
+      ...(revoked.length > 0 ? { revoked } : {}),
+    };
+  }
+
+  /**
+   * Unlocks revoked grants at once, so the next waiter gets them; when that fails, they are
+   * orphans the next renewal (or acquire of the key) unlocks.
+   */
+  async #unlockRevoked(grants: Held[]): Promise<void> {
+    for (const grant of grants) {
+      if (!grant.tokenKept && this.#released.length < MAX_RELEASED) this.#released.push(grant);
+      this.#orphans.keep(grant);
+    }
+    try {
+      await this.#query(this.#context.statements.unlockHeld, unlockHeldValues(grants));
+      for (const grant of grants) this.#orphans.unlocked(grant);
+    } catch {
+      // Left to the next renewal.
+    }
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -631,6 +747,46 @@ export class PostgresSession implements BackendSession {
     return this.#records.write(key, value, expected);
   }
 
+  async listKeys(options: ListKeysOptions): Promise<KeyPage> {
+    this.#assertLive();
+    return this.#bounded(
+      this.#inspection.listKeys(options),
+      "list",
+      options.prefix,
+      options.signal,
+    );
+  }
+
+  async inspectKey(space: "lock" | "permit", name: string): Promise<KeyState | null> {
+    this.#assertLive();
+    return this.#bounded(this.#inspection.inspectKey(space, name), "inspection", name);
+  }
+
+  async forceRelease(
+    space: "lock" | "permit",
+    name: string,
+    options: ForceReleaseOptions,
+  ): Promise<boolean> {
+    this.#assertLive();
+    return this.#bounded(
+      this.#inspection.forceRelease(space, name, options),
+      "forced release",
+      name,
+      options.signal,
+    );
+  }
+
+  /** An operator's statement, bounded as a renewal is, and by `signal`. */
+  #bounded<T>(call: Promise<T>, what: string, name: string, signal?: AbortSignal): Promise<T> {
+    return boundedCall(call, {
+      timeoutMs: renewalBoundMs(this.ttlMs),
+      signal,
+      what: `a PostgreSQL ${what} at ${describeTarget(this.#context.connection)}`,
+      name,
+      onAbandoned: (late) => late.catch(noop),
+    });
+  }
+
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#onClose?.(this);
@@ -644,7 +800,9 @@ export class PostgresSession implements BackendSession {
         // and a later connection with its pid replaces the registration).
         const permits = this.#permits.releaseAll();
         const tidy = this.#send({
-          ...this.#context.statements.unregister,
+          ...(this.#context.operations()
+            ? this.#context.statements.unregisterOperations
+            : this.#context.statements.unregister),
           values: holderRowValues(rows),
         });
         await boundedCall(Promise.all([permits, tidy]), { timeoutMs: CLOSE_TIDY_MS }).catch(

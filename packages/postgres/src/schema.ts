@@ -104,6 +104,30 @@ function ddl(names: SchemaNames): string {
     )`,
     // Permits (semaphores, read-write locks) of the advisory mode: see permit-functions.ts.
     ...permitFunctions(names).ddl,
+    // Inspection and forced release (postgres-inspection.ts). Unlogged where they describe
+    // connections, which a crash of the server ends; the lease mode's go with their session.
+    `CREATE UNLOGGED TABLE IF NOT EXISTS ${names.lockNames} (
+      pid integer NOT NULL,
+      key bigint NOT NULL,
+      namespace text COLLATE "C" NOT NULL,
+      name text COLLATE "C" NOT NULL,
+      PRIMARY KEY (pid, key),
+      UNIQUE (namespace, name, pid)
+    )`,
+    `CREATE UNLOGGED TABLE IF NOT EXISTS ${names.revocations} (
+      pid integer NOT NULL,
+      token bigint NOT NULL,
+      key bigint NOT NULL,
+      reason text NOT NULL,
+      PRIMARY KEY (pid, token)
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${names.leaseRevocations} (
+      session text COLLATE "C" NOT NULL REFERENCES ${names.leaseSessions} (id) ON DELETE CASCADE,
+      token bigint NOT NULL,
+      name text COLLATE "C" NOT NULL,
+      reason text NOT NULL,
+      PRIMARY KEY (session, token)
+    )`,
     "COMMIT",
   ].join(";\n");
 }
@@ -116,15 +140,18 @@ export interface MigrateOptions {
 
 /**
  * Creates Baton's schema, its tables (`holders`, `sessions`, `records`, `permits`,
- * `permit_queues` and `permit_tokens` with their functions, and `leases` and
- * `lease_sessions` for the row-lease mode) and token sequence when missing. Idempotent and
+ * `permit_queues` and `permit_tokens` with their functions, `leases` and
+ * `lease_sessions` for the row-lease mode, and `lock_names`, `revocations` and
+ * `lease_revocations` for inspection and forced release) and token sequence when missing. Idempotent and
  * safe to run concurrently. Run it with a role that may create them when the application's
  * role may not (then grant the application's role USAGE on the
  * schema; SELECT, INSERT, UPDATE, DELETE on `holders` and `sessions`; SELECT, INSERT, UPDATE
  * on `records`; for semaphores and read-write locks SELECT, INSERT, UPDATE, DELETE on
  * `permits`, `permit_queues` and `permit_tokens` (functions may be run by every role
  * unless revoked); for the row-lease mode SELECT, INSERT, UPDATE, DELETE on `leases` and
- * `lease_sessions`; USAGE on the sequence).
+ * `lease_sessions`; for inspection and forced release SELECT, INSERT, UPDATE, DELETE on
+ * `lock_names` and `revocations` (advisory mode) or `lease_revocations` (row leases); USAGE
+ * on the sequence).
  */
 export async function migrate(db: Queryable, options: MigrateOptions = {}): Promise<void> {
   const names = schemaNames(quoteIdentifier(options.schema ?? "baton", "schema"));
@@ -150,7 +177,7 @@ export async function ensureSchema(
   recordsOptional = false,
   locks: "advisory" | "lease" = "advisory",
 ): Promise<SchemaState> {
-  let who: { user: string; database: string; ready: boolean; ttl: boolean };
+  let who: { user: string; database: string; ready: boolean; ttl: boolean; operations: boolean };
   try {
     const probe = await db.query(
       `SELECT current_user AS "user", current_database() AS database,
@@ -159,7 +186,8 @@ export async function ensureSchema(
         (SELECT bool_and(to_regclass(o) IS NOT NULL) FROM unnest($5::text[]) o)
           AND (SELECT bool_and(to_regproc(f) IS NOT NULL) FROM unnest($6::text[]) f) AS permits,
         EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = to_regclass($7)
-          AND a.attname = 'ttl_ms' AND NOT a.attisdropped) AS ttl`,
+          AND a.attname = 'ttl_ms' AND NOT a.attisdropped) AS ttl,
+        (SELECT bool_and(to_regclass(o) IS NOT NULL) FROM unnest($8::text[]) o) AS operations`,
       [
         ...(locks === "lease"
           ? [names.leases, names.tokens, names.leaseSessions, names.records]
@@ -167,6 +195,7 @@ export async function ensureSchema(
         [names.permits, names.permitQueues, names.permitTokens],
         permitFunctions(names).names.all,
         names.sessions,
+        [names.lockNames, names.revocations, names.leaseRevocations],
       ],
     );
     const row = probe.rows[0] as {
@@ -176,11 +205,15 @@ export async function ensureSchema(
       records: boolean;
       permits: boolean;
       ttl: boolean;
+      operations: boolean;
     };
     // The row-lease mode does not use the sessions table.
     const ttl = row.ttl || locks === "lease";
-    if (row.ready && ((row.records && row.permits && ttl) || (recordsOptional && !create))) {
-      return { sessionTtl: row.ttl };
+    if (
+      row.ready &&
+      ((row.records && row.permits && ttl && row.operations) || (recordsOptional && !create))
+    ) {
+      return { sessionTtl: row.ttl, operations: row.operations };
     }
     who = row;
   } catch (error) {
@@ -205,7 +238,7 @@ export async function ensureSchema(
     // A failed simple-query transaction is rolled back by the server.
     if (isPrivilegeError(error)) {
       // Only the records or permit objects, or the sessions' TTL column, are missing.
-      if (who.ready && recordsOptional) return { sessionTtl: who.ttl };
+      if (who.ready && recordsOptional) return { sessionTtl: who.ttl, operations: who.operations };
       throw new ConfigError(
         "privileges",
         `role "${who.user}" may not create Baton's objects in schema "${schema}" of database "${who.database}" (${(error as Error).message}); it needs CREATE on the database (for the schema) or on the schema, or run migrate() once as a role that has it`,
@@ -214,11 +247,11 @@ export async function ensureSchema(
     }
     // A concurrent creator won a race on the catalog.
     if (sqlState(error) === SQLSTATE.uniqueViolation)
-      return { sessionTtl: await hasTtl(db, names) };
+      return { sessionTtl: await hasTtl(db, names), operations: true };
     throw error;
   }
   // The column is added only by the table's owner.
-  return { sessionTtl: locks === "lease" || (await hasTtl(db, names)) };
+  return { sessionTtl: locks === "lease" || (await hasTtl(db, names)), operations: true };
 }
 
 /** Whether the sessions table has its TTL column. */
@@ -238,4 +271,10 @@ export interface SchemaState {
    * the column until `migrate()` runs again): holder() then tells the holder's time left.
    */
   readonly sessionTtl: boolean;
+  /**
+   * The tables of inspection and forced release are there (a schema made by an older release
+   * lacks them until `migrate()` runs again): without them locks work, renewals read no
+   * revocations, and listing, inspecting or force-releasing fails saying to run `migrate()`.
+   */
+  readonly operations: boolean;
 }

@@ -161,6 +161,133 @@ export interface Statements {
   readonly permitHolders: Statement;
   /** Listens on the schema's permit channel (a simple query: no parameters). */
   readonly permitListen: string;
+  /**
+   * {@link renew} with inspection's bookkeeping (see postgres-inspection.ts), in the same
+   * statement: `$1`, `$2`, `$3` as for `renew`; records the names `$5` (text[]) of held keys
+   * `$4` (bigint[]) in namespace `$6` for this connection, forgets its keys `$7` (bigint[]),
+   * deletes its revocations of tokens `$8` (bigint[], those the previous renewal reported).
+   * Returns rows of `key`, `token` and `reason`: a key this connection no longer holds
+   * (`token` NULL, as `renew`), or a revocation of this connection's grant of `key` with
+   * `token` (text), other than those of `$8`.
+   */
+  readonly renewOperations: Statement;
+  /** {@link unregister}, also deleting this connection's lock names and revocations. */
+  readonly unregisterOperations: Statement;
+}
+
+/**
+ * The statements of inspection and forced release in the advisory mode (run by text, never
+ * prepared by name, so the server plans each with its values: see postgres-inspection.ts).
+ * A list takes `$1` namespace, `$2` cursor (the last key of the page before, or NULL),
+ * `$3` prefix, `$4` the least string above every string with that prefix (or NULL), `$5`
+ * limit, and returns `name`s in order.
+ */
+export interface InspectionStatements {
+  /**
+   * Lock names of namespace `$1` held right now by a connection that recorded them (at its
+   * renewal, see {@link Statements.renewOperations}).
+   */
+  readonly listLocks: string;
+  /** Permit keys of namespace `$1` with entries (held or waiting, of live sessions or not). */
+  readonly listPermits: string;
+  /** Record keys (records have no namespace: `$1` is ignored). */
+  readonly listRecords: string;
+  /**
+   * Key `$1` (tag `$2`): one row, with the holder (`owner`, `token` text, `value`,
+   * `remaining_ms` as {@link Statements.holder}; NULL when nobody holds it), `waiting` (int:
+   * connections waiting for it at the server) and `waiters` (text[]: the owners of those that
+   * are Baton sessions' own connections, oldest wait first).
+   */
+  readonly inspectLock: string;
+  /**
+   * Permit key (`$1`, `$2`), `$3` this session's liveness key: its entries of live sessions
+   * in queue order, `owner`, `token` (text), `value`, `permits`, `mode`, `granted`, and the
+   * key's `limit`.
+   */
+  readonly inspectPermit: string;
+  /**
+   * Records the revocation of the grant of key `$1` (tag `$2`) with token `$3` and reason
+   * `$4`, for the connection that holds it right now, which releases it at its next renewal.
+   * Returns a row when that grant is held.
+   */
+  readonly forceRelease: string;
+}
+
+/**
+ * The key range of a list (see {@link InspectionStatements}) on column `column`: after the
+ * cursor, with the prefix; `first` is the number of the cursor's parameter.
+ */
+export function listRange(column: string, first: number): string {
+  const [cursor, prefix, end] = [first, first + 1, first + 2];
+  return `($${cursor}::text IS NULL OR ${column} > $${cursor}::text) AND ${column} >= $${prefix}::text
+  AND ($${end}::text IS NULL OR ${column} < $${end}::text)`;
+}
+
+/** Builds the inspection statements for the schema objects `names`. */
+export function inspectionStatements(names: SchemaNames): InspectionStatements {
+  const sequence = names.tokens.replaceAll("'", "''");
+  const base = tokenBaseSql(sequence);
+  /** Advisory locks on key `$1` (any mode, granted or not) and token locks of tag `$2`. */
+  const locksOfKey = `l AS MATERIALIZED (SELECT l.pid, l.objsubid, l.objid, l.classid, l.granted,
+    l.mode, to_jsonb(l) ->> 'waitstart' AS since FROM pg_locks l
+  WHERE l.locktype = 'advisory'
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND ((l.objsubid = 1 AND l.classid = (($1::bigint >> 32) & 4294967295)::oid
+        AND l.objid = ($1::bigint & 4294967295)::oid)
+      OR (l.objsubid = 2 AND l.granted AND l.mode = 'ShareLock' AND l.classid = $2::bigint::oid))),
+p AS (SELECT l.pid FROM l WHERE l.objsubid = 1 AND l.granted AND l.mode = 'ExclusiveLock')`;
+  return {
+    listLocks: `WITH l AS MATERIALIZED (SELECT l.pid, l.classid, l.objid FROM pg_locks l
+  WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.mode = 'ExclusiveLock'
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+SELECT DISTINCT n.name FROM ${names.lockNames} n
+WHERE n.namespace = $1::text AND ${listRange("n.name", 2)}
+  AND EXISTS (SELECT 1 FROM l WHERE l.pid = n.pid
+    AND l.classid = ((n.key >> 32) & 4294967295)::oid AND l.objid = (n.key & 4294967295)::oid)
+ORDER BY n.name LIMIT $5::int`,
+    listPermits: `SELECT q.name FROM ${names.permitQueues} q
+WHERE q.namespace = $1::text AND q.queued > 0 AND ${listRange("q.name", 2)}
+ORDER BY q.name LIMIT $5::int`,
+    listRecords: `SELECT r.key AS name FROM ${names.records} r
+WHERE $1::text IS NOT NULL AND ${listRange("r.key", 2)}
+ORDER BY r.key LIMIT $5::int`,
+    inspectLock: `WITH ${locksOfKey},
+c AS (
+  SELECT h.owner, h.token, h.value FROM p JOIN ${names.holders} h ON h.key = $1::bigint AND h.pid = p.pid
+  UNION ALL
+  SELECT s.owner, ${tokenFromOffsetSql("a.objid", base)}, NULL
+  FROM p JOIN l a ON a.pid = p.pid AND a.objsubid = 2
+    JOIN ${names.sessions} s ON s.pid = p.pid),
+r AS (
+  SELECT (to_jsonb(s) ->> 'ttl_ms')::float8 AS ttl, a.state, a.state_change
+  FROM p JOIN ${names.sessions} s ON s.pid = p.pid
+    LEFT JOIN LATERAL pg_stat_get_activity(p.pid) a ON true),
+h AS (SELECT c.owner, c.token, c.value FROM c ORDER BY c.token DESC LIMIT 1),
+w AS (SELECT l.pid, l.since FROM l WHERE l.objsubid = 1 AND NOT l.granted)
+SELECT h.owner, h.token::text AS token, h.value, (SELECT CASE r.state
+    WHEN 'idle' THEN greatest(0, ceil(r.ttl - extract(epoch FROM clock_timestamp() - r.state_change) * 1000))
+    WHEN 'active' THEN r.ttl END FROM r) AS remaining_ms,
+  (SELECT count(*) FROM w)::int AS waiting,
+  (SELECT array_agg(s.owner ORDER BY w.since, w.pid) FROM w JOIN ${names.sessions} s ON s.pid = w.pid)
+    AS waiters
+FROM (SELECT 1) one LEFT JOIN h ON true`,
+    inspectPermit: `SELECT e.owner, e.token::text AS token, e.value, e.permits, e.mode, e.granted,
+  q.permits AS "limit"
+FROM ${names.permitQueues} q JOIN ${names.permits} e ON e.namespace = q.namespace AND e.name = q.name
+WHERE q.namespace = $1::text AND q.name = $2::text
+  AND CASE WHEN e.session = $3::bigint THEN true ELSE NOT pg_try_advisory_xact_lock_shared(e.session) END
+ORDER BY e.id`,
+    forceRelease: `WITH ${locksOfKey},
+c AS (
+  SELECT p.pid, h.token FROM p JOIN ${names.holders} h ON h.key = $1::bigint AND h.pid = p.pid
+  UNION ALL
+  SELECT p.pid, ${tokenFromOffsetSql("a.objid", base)} FROM p JOIN l a ON a.pid = p.pid AND a.objsubid = 2),
+t AS (SELECT c.pid, c.token FROM c ORDER BY c.token DESC LIMIT 1)
+INSERT INTO ${names.revocations} AS r (pid, token, key, reason)
+SELECT t.pid, t.token, $1::bigint, $4::text FROM t WHERE t.token = $3::bigint
+ON CONFLICT (pid, token) DO UPDATE SET reason = EXCLUDED.reason
+RETURNING 1 AS revoked`,
+  };
 }
 
 /** Builds the statements for the schema objects `names`. */
@@ -306,6 +433,32 @@ FROM c ORDER BY c.token DESC LIMIT 1`,
   ${gc("$2", "$3")})
 SELECT k::text AS key FROM unnest($1::bigint[]) AS k
 WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${locksKey("k")})`,
+    ),
+    renewOperations: statement(
+      "renew_operations",
+      `WITH gc AS (
+  ${gc("$2", "$3")}),
+forgotten AS (DELETE FROM ${names.lockNames} n
+  WHERE n.pid = pg_backend_pid() AND n.key = ANY($7::bigint[])),
+named AS (INSERT INTO ${names.lockNames} AS n (pid, key, namespace, name)
+  SELECT pg_backend_pid(), a.key, $6::text, a.name FROM unnest($4::bigint[], $5::text[]) AS a(key, name)
+  ON CONFLICT (pid, key) DO UPDATE SET namespace = EXCLUDED.namespace, name = EXCLUDED.name),
+acked AS (DELETE FROM ${names.revocations} r
+  WHERE r.pid = pg_backend_pid() AND r.token = ANY($8::bigint[]))
+SELECT k::text AS key, NULL::text AS token, NULL::text AS reason FROM unnest($1::bigint[]) AS k
+WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${locksKey("k")})
+UNION ALL
+SELECT r.key::text, r.token::text, r.reason FROM ${names.revocations} r
+WHERE r.pid = pg_backend_pid() AND r.token <> ALL($8::bigint[])`,
+    ),
+    unregisterOperations: statement(
+      "unregister_operations",
+      `WITH gc AS (
+  ${gc("$1", "$2")}),
+s AS (DELETE FROM ${names.sessions} WHERE pid = pg_backend_pid()),
+n AS (DELETE FROM ${names.lockNames} WHERE pid = pg_backend_pid()),
+r AS (DELETE FROM ${names.revocations} WHERE pid = pg_backend_pid())
+SELECT 1`,
     ),
     register: statement(
       "register",

@@ -8,7 +8,12 @@ import { advisoryKey, migrate } from "../src/index.js";
 import { KeyWaits } from "../src/key-waits.js";
 import { queueKey, schemaNames, type TokenTag, tokenTag } from "../src/postgres-keys.js";
 import { PostgresSession, type PostgresSessionContext } from "../src/postgres-session.js";
-import { type Statement, type Statements, statements } from "../src/statements.js";
+import {
+  inspectionStatements,
+  type Statement,
+  type Statements,
+  statements,
+} from "../src/statements.js";
 import { MAX_TOKEN_LOCKS } from "../src/token-locks.js";
 import { WaiterPool } from "../src/waiter-pool.js";
 import { queuedRequests } from "./queued-requests.js";
@@ -105,6 +110,8 @@ describeBackend("postgres", (url) => {
         cancel,
         tag: tokenTag,
         sessionTtl: () => true,
+        inspection: inspectionStatements(schemaNames('"baton"')),
+        operations: () => true,
         ...overrides,
       };
       const session = await PostgresSession.open(context, ownerId, 10_000, undefined);
