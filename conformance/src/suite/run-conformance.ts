@@ -10,6 +10,7 @@ import { fifoGroup } from "./groups/fifo.js";
 import { handoffGroup } from "./groups/handoff.js";
 import { lockTtlGroup } from "./groups/lock-ttl.js";
 import { metricsGroup } from "./groups/metrics.js";
+import { operationsGroup } from "./groups/operations.js";
 import { partitionsGroup } from "./groups/partitions.js";
 import type { PermitGroupOptions } from "./groups/permit-support.js";
 import { renewalGroup } from "./groups/renewal.js";
@@ -147,6 +148,10 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
       },
     );
     if (!declared.semaphores) noSemaphoresGroup(ctx);
+    operationsGroup(
+      ctx,
+      declared.crossProcess === true && url !== undefined ? workerUrl : undefined,
+    );
   });
 }
 
