@@ -9,8 +9,10 @@ export type Item = Record<string, AttributeValue>;
  * Attribute names. A lock item: {@link PARTITION_KEY}, `token` (N, the fencing counter, raised
  * by every grant and never removed), and while held `session` (S, the holding session's id),
  * `owner` (S, its owner id) and, when the grant published one, `value` (S). A session item:
- * `owner`, `beat` (N, raised by every renewal), `ttl` (N, the session's TTL in ms) and, after a
- * forced release of one of its locks, a revocation note ({@link REVOCATION}) per grant. A
+ * `owner`, `beat` (N, raised by every renewal), `ttl` (N, the session's TTL in ms),
+ * `renewedAt` (N, the writer's wall clock in ms when it sent its last renewal: shown to
+ * operators, never used to decide who holds a lock) and, after a forced release of one of
+ * its locks, a revocation note ({@link REVOCATION}) per grant. A
  * record item: `value` and `version` (N, raised by every write).
  */
 export const ATTR = {
@@ -20,6 +22,7 @@ export const ATTR = {
   token: "token",
   beat: "beat",
   ttl: "ttlMs",
+  renewedAt: "renewedAt",
   version: "version",
 } as const;
 
@@ -127,6 +130,8 @@ export interface SessionState {
   /** The renewal counter, compared as written: every renewal changes it. */
   readonly beat: string;
   readonly ttlMs: number;
+  /** The writer's wall clock (ms since the epoch) at its last renewal, when written. */
+  readonly renewedAt?: number;
 }
 
 /** Decodes a session item (`undefined`: the session is gone). */
@@ -138,16 +143,20 @@ export function decodeSession(item: Item | undefined): SessionState | undefined 
   if (ownerId === undefined || beat === undefined || !Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
     throw malformed(ATTR.beat, item);
   }
-  return { ownerId, beat, ttlMs };
+  const renewedAt = Number(item[ATTR.renewedAt]?.N);
+  return Number.isSafeInteger(renewedAt) && renewedAt > 0
+    ? { ownerId, beat, ttlMs, renewedAt }
+    : { ownerId, beat, ttlMs };
 }
 
-/** A new session item: renewal counter 1. */
-export function encodeSession(key: string, ownerId: string, ttlMs: number): Item {
+/** A new session item: renewal counter 1, and `now` (wall clock, ms) as its last renewal. */
+export function encodeSession(key: string, ownerId: string, ttlMs: number, now?: number): Item {
   return {
     ...encodeKey(key),
     [ATTR.owner]: encodeString(ownerId),
     [ATTR.beat]: encodeNumber(1),
     [ATTR.ttl]: encodeNumber(ttlMs),
+    ...(now === undefined ? {} : { [ATTR.renewedAt]: encodeNumber(Math.floor(now)) }),
   };
 }
 

@@ -17,12 +17,19 @@ import {
   encodeString,
   type Item,
   revocationAttribute,
+  type SessionState,
 } from "./dynamodb-codec.js";
 import { isConditionFailed } from "./dynamodb-errors.js";
 import { lockKey, PARTITION_KEY, recordKey, sessionKey } from "./dynamodb-keys.js";
 import type { DynamoDBTable } from "./dynamodb-table.js";
 import type { ExpiryObserver } from "./expiry-observer.js";
 import { releaseRequest, revokeRequest, unrevokeRequest } from "./lock-requests.js";
+
+/**
+ * How far past its TTL, as a fraction of it, a session's last renewal (by its writer's wall
+ * clock) must be before inspection counts it expired: an allowance for clocks that disagree.
+ */
+const WALL_ALLOWANCE = 0.5;
 
 /**
  * Inspection and forced release for operators, on the item layout of dynamodb-keys.ts.
@@ -89,11 +96,23 @@ export class DynamoDBInspection {
     return next === undefined ? { keys } : { keys, cursor: next };
   }
 
-  /** The holder of lock `key` (waiters are not known to the table); permit keys: none. */
+  /**
+   * The holder of lock `key` (waiters are not known to the table); permit keys: none. Besides
+   * what `holder()` judges, a session whose last renewal is more than its TTL and half again
+   * in the past, by the renewal's writer's clock against this one, counts as expired (a
+   * client that never saw the session renew could not tell otherwise), and `remainingMs` is
+   * the shorter of this client's view and the writer clock's (0 when overdue).
+   */
   async inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
     if (space === "permit") return null;
-    const holder = await this.holder(key);
-    return holder === null ? null : { holders: [holder] };
+    const read = await this.#read(key);
+    if (read === null) return null;
+    const { holder, state } = read;
+    if (state.renewedAt === undefined) return { holders: [holder] };
+    const wallLeftMs = state.renewedAt + state.ttlMs - Date.now();
+    if (wallLeftMs < -state.ttlMs * WALL_ALLOWANCE) return null;
+    const remainingMs = Math.max(0, Math.min(holder.remainingMs, Math.round(wallLeftMs)));
+    return { holders: [{ ...holder, remainingMs }] };
   }
 
   /**
@@ -101,19 +120,31 @@ export class DynamoDBInspection {
    * it (from its first sight of the session's renewal counter); `null` when free, or held by
    * a session gone or not seen to renew for a whole TTL.
    */
-  async holder(name: string, signal?: AbortSignal): Promise<Holder | null> {
-    const lock = decodeLock(await this.#getItem(lockKey(this.#prefix, name), name, signal));
+  async holder(name: string): Promise<Holder | null> {
+    return (await this.#read(name))?.holder ?? null;
+  }
+
+  /** The lock item, then its holder's session item: `null` when free or expired (above). */
+  async #read(
+    name: string,
+  ): Promise<{
+    readonly holder: Holder & { remainingMs: number };
+    readonly state: SessionState;
+  } | null> {
+    const lock = decodeLock(await this.#getItem(lockKey(this.#prefix, name), name));
     if (lock.session === undefined) return null;
-    const item = await this.#getItem(sessionKey(this.#prefix, lock.session), name, signal);
+    const item = await this.#getItem(sessionKey(this.#prefix, lock.session), name);
     const state = decodeSession(item);
     if (state === undefined) return null;
     const now = this.#observer.now();
     const expiresAt = this.#observer.observe(lock.session, state, now);
     if (expiresAt <= now) return null;
     const remainingMs = Math.round(expiresAt - now);
-    return lock.value === undefined
-      ? { ownerId: lock.ownerId, token: lock.token, remainingMs }
-      : { ownerId: lock.ownerId, token: lock.token, value: lock.value, remainingMs };
+    const holder =
+      lock.value === undefined
+        ? { ownerId: lock.ownerId, token: lock.token, remainingMs }
+        : { ownerId: lock.ownerId, token: lock.token, value: lock.value, remainingMs };
+    return { holder, state };
   }
 
   /**

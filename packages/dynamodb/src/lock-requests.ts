@@ -100,35 +100,43 @@ export function openRequest(
   key: string,
   ownerId: string,
   ttlMs: number,
+  now: number = Date.now(),
 ): PutItemCommandInput {
   return {
     TableName: table,
-    Item: encodeSession(key, ownerId, ttlMs),
+    Item: encodeSession(key, ownerId, ttlMs, now),
     ConditionExpression: "attribute_not_exists(#pk)",
     ExpressionAttributeNames: { "#pk": NAMES["#pk"] },
   };
 }
 
 /**
- * The renewal of a session and every lock it holds: raises the session's renewal counter,
- * on condition that its item is still there, and returns the item (with any revocation note
- * a forced release left there: read in the same request). `remove` are revocation notes an
- * earlier renewal already returned: removed by this one.
+ * The renewal of a session and every lock it holds: raises the session's renewal counter and
+ * sets `renewedAt` to `now` (the wall clock, for operators), on condition that its item is
+ * still there, and returns the item (with any revocation note a forced release left there:
+ * read in the same request). `remove` are revocation notes an earlier renewal already
+ * returned: removed by this one.
  */
 export function renewRequest(
   table: string,
   key: string,
   remove: readonly string[] = [],
+  now: number = Date.now(),
 ): UpdateItemCommandInput {
   const removed = Object.fromEntries(remove.map((attribute, i) => [`#r${i}`, attribute]));
   const names = Object.keys(removed);
   return {
     TableName: table,
     Key: encodeKey(key),
-    UpdateExpression: `ADD #beat :one${names.length === 0 ? "" : ` REMOVE ${names.join(", ")}`}`,
+    UpdateExpression: `SET #at = :now ADD #beat :one${names.length === 0 ? "" : ` REMOVE ${names.join(", ")}`}`,
     ConditionExpression: "attribute_exists(#pk)",
-    ExpressionAttributeNames: { "#pk": NAMES["#pk"], "#beat": NAMES["#beat"], ...removed },
-    ExpressionAttributeValues: { ":one": encodeNumber(1) },
+    ExpressionAttributeNames: {
+      "#pk": NAMES["#pk"],
+      "#beat": NAMES["#beat"],
+      "#at": ATTR.renewedAt,
+      ...removed,
+    },
+    ExpressionAttributeValues: { ":one": encodeNumber(1), ":now": encodeNumber(Math.floor(now)) },
     ReturnValues: "ALL_NEW",
   };
 }

@@ -102,7 +102,9 @@ describe("dynamodb codec", () => {
     const release = releaseRequest("locks", "lock:a", SESSION, 7n);
     expect(release.ConditionExpression).toBe("#session = :me AND #token = :token");
     expect(release.ExpressionAttributeValues?.[":token"]).toEqual({ N: "7" });
-    expect(renewRequest("locks", `session:${SESSION}`).UpdateExpression).toBe("ADD #beat :one");
+    const renew = renewRequest("locks", `session:${SESSION}`, [], 1_800_000_000_123);
+    expect(renew.UpdateExpression).toBe("SET #at = :now ADD #beat :one");
+    expect(renew.ExpressionAttributeValues?.[":now"]).toEqual({ N: "1800000000123" });
   });
 
   it("a forced release's note on a session item, as the holder's renewal returns it (ALL_NEW)", () => {
@@ -115,6 +117,7 @@ describe("dynamodb codec", () => {
       owner: { S: "worker-1" },
       beat: { N: "5" },
       ttlMs: { N: "2000" },
+      renewedAt: { N: "1800000000123" },
       "revoked:12:jobs/a": {
         M: { key: { S: "jobs/a" }, token: { N: "12" }, reason: { S: "stuck" } },
       },
@@ -123,9 +126,14 @@ describe("dynamodb codec", () => {
     expect(decodeRevocations(renewed)).toEqual([
       { attribute: "revoked:12:jobs/a", key: "jobs/a", token: 12n, reason: "stuck" },
     ]);
-    expect(decodeSession(renewed)).toEqual({ ownerId: "worker-1", beat: "5", ttlMs: 2000 });
+    expect(decodeSession(renewed)).toEqual({
+      ownerId: "worker-1",
+      beat: "5",
+      ttlMs: 2000,
+      renewedAt: 1_800_000_000_123,
+    });
     const renew = renewRequest("locks", `session:${SESSION}`, ["revoked:12:jobs/a"]);
-    expect(renew.UpdateExpression).toBe("ADD #beat :one REMOVE #r0");
+    expect(renew.UpdateExpression).toBe("SET #at = :now ADD #beat :one REMOVE #r0");
     expect(renew.ExpressionAttributeNames?.["#r0"]).toBe("revoked:12:jobs/a");
     expect(renew.ReturnValues).toBe("ALL_NEW");
   });

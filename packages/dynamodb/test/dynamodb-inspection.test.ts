@@ -132,12 +132,15 @@ describeBackend("dynamodb", (url) => {
     await a.release(grant);
     expect(await b.inspectKey?.("lock", "held")).toBeNull();
 
-    // A holder that stops renewing counts as free once its whole TTL has passed unseen.
+    // A holder that stops renewing counts as free once its whole TTL has passed unseen; to a
+    // client that never saw it renew, once its last renewal is a TTL and a half old.
     const c = await open(backend, "owner-c");
     await take(c, "stuck");
     expect((await b.inspectKey?.("lock", "stuck"))?.holders[0]?.ownerId).toBe("owner-c");
-    await new Promise((resolve) => setTimeout(resolve, TTL + 300));
+    await new Promise((resolve) => setTimeout(resolve, TTL * 1.5 + 500));
     expect(await b.inspectKey?.("lock", "stuck")).toBeNull();
+    const fresh = await open(backendOn(backend.prefix), "owner-d");
+    expect(await fresh.inspectKey?.("lock", "stuck")).toBeNull();
   });
 
   it("a forced release frees the grant in place: the waiter gets it promptly with a greater token, and the holder's renewal reports it revoked once", async () => {
