@@ -508,11 +508,6 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
     });
   }
 
-  const onForceReleased = coordinator.on as unknown as (
-    event: string,
-    listener: (payload: { name: string; released?: boolean }) => void,
-  ) => () => void;
-
   const unsubscribe = [
     coordinator.on("acquired", ({ name, token, waitedMs, attempts, lock }) => {
       const now = nowMs();
@@ -591,8 +586,8 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
       );
     }),
     // The operator's side of a forced release (the coordinator's forceRelease emits it).
-    onForceReleased.call(coordinator, "forceReleased", ({ name, released }) => {
-      if (released !== false) {
+    coordinator.on("forceReleased", ({ name, released }) => {
+      if (released) {
         meter?.revocations.add(
           1,
           named(names(name), "baton.lock.name", { "baton.revocation.side": "operator" }),

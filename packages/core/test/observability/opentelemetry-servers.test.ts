@@ -99,6 +99,34 @@ for (const kind of ["redis", "postgres"] as const) {
       expect(histogram(point).sum).toBeGreaterThanOrEqual(0.25);
     });
 
+    it("a lock an operator released by force ends its hold span as revoked, with the reason", async () => {
+      const { coordinator, recorder } = await instrumented(url, "holder", 2_000);
+      const operator = createCoordinator({ url, ownerId: "operator" });
+      open.push(operator);
+      const lockName = name("revoked");
+      const lock = await coordinator.acquire(lockName);
+      const result = await operator.forceRelease(lockName, {
+        reason: "worker hung on the bank API",
+        token: lock.token,
+      });
+      expect(result).toMatchObject({ released: true });
+      await until(() => recorder.spans("baton.hold").length === 1);
+      const [hold] = recorder.spans("baton.hold");
+      expect(hold?.attributes).toMatchObject({
+        "baton.lock.name": lockName,
+        "baton.lock.end": "lost",
+        "baton.lock.lost_reason": "revoked",
+        "baton.lock.lost_detail": "worker hung on the bank API",
+      });
+      expect(hold?.status.code).toBe(2);
+      expect(await recorder.points("baton.lock.revocations")).toEqual([
+        {
+          attributes: { "baton.lock.name": lockName, "baton.revocation.side": "holder" },
+          value: 1,
+        },
+      ]);
+    });
+
     it("a store out of reach records failed renewals on the hold, then its loss", async () => {
       const target = new URL(url);
       const proxy = await TcpProxy.start({ host: target.hostname, port: Number(target.port) });

@@ -218,6 +218,43 @@ describe("OpenTelemetry spans", () => {
     expect(histogram(point).count).toBe(1);
   });
 
+  it("a lock an operator released by force ends its hold span as revoked, with the reason", async () => {
+    const backend = new MemoryBackend();
+    const holder = createCoordinator({
+      backend,
+      ownerId: "holder",
+      ttlMs: 600,
+      closeBackend: false,
+    });
+    const operator = createCoordinator({ backend, ownerId: "operator" });
+    const recorder = await instrumented(holder);
+    const operatorRecorder = await instrumented(operator);
+    const lock = await holder.acquire("ledger");
+    const result = await operator.forceRelease("ledger", {
+      reason: "worker hung on the bank API",
+      token: lock.token,
+    });
+    expect(result).toMatchObject({ released: true });
+    await until(() => lock.signal.aborted);
+    await until(() => recorder.spans("baton.hold").length === 1);
+    const [hold] = recorder.spans("baton.hold");
+    expect(hold?.attributes).toMatchObject({
+      "baton.lock.end": "lost",
+      "baton.lock.lost_reason": "revoked",
+      "baton.lock.lost_detail": "worker hung on the bank API",
+    });
+    expect(hold?.status.code).toBe(2);
+    expect(await recorder.points("baton.lock.revocations")).toEqual([
+      { attributes: { "baton.lock.name": "ledger", "baton.revocation.side": "holder" }, value: 1 },
+    ]);
+    expect(await operatorRecorder.points("baton.lock.revocations")).toEqual([
+      {
+        attributes: { "baton.lock.name": "ledger", "baton.revocation.side": "operator" },
+        value: 1,
+      },
+    ]);
+  });
+
   it("a failed renewal is a baton.renew_failed event on the holds it puts at risk", async () => {
     const backend = new ScriptedBackend();
     const coordinator = createCoordinator({ backend, ttlMs: 600 });
