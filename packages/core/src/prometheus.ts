@@ -312,12 +312,6 @@ export async function enablePrometheus(
     else waiting.set(key, count);
     waiters.labels(labels).set(count);
   };
-  // The operator's side of a forced release (an event of the coordinator's forceRelease).
-  const onForceReleased = coordinator.on as unknown as (
-    event: string,
-    listener: (payload: { name: string; released?: boolean }) => void,
-  ) => () => void;
-
   const unsubscribe = [
     coordinator.on("elected", ({ name }) => {
       const labels = label(name);
@@ -354,8 +348,8 @@ export async function enablePrometheus(
       countWaiter(name, -1);
       waitSeconds.labels({ ...label(name), outcome }).observe(waitedMs / 1_000);
     }),
-    onForceReleased.call(coordinator, "forceReleased", ({ name, released }) => {
-      if (released !== false) revocations.labels({ ...label(name), side: "operator" }).inc();
+    coordinator.on("forceReleased", ({ name, released }) => {
+      if (released) revocations.labels({ ...label(name), side: "operator" }).inc();
     }),
     coordinator.on("campaignStarted", ({ name }) => {
       const labels = label(name);

@@ -5,6 +5,7 @@ import {
   type Coordinator,
   createCoordinator,
   enablePrometheus,
+  ManualClock,
   MemoryBackend,
   MemoryStore,
 } from "../../src/index.js";
@@ -106,6 +107,38 @@ describe("Prometheus contention, wait and hold metrics", () => {
     expect(await samples(registry, "baton_lock_held")).toEqual([{ labels: {}, value: 1 }]);
     await lock.release();
     expect(await samples(registry, "baton_lock_held")).toEqual([]);
+  });
+
+  it("counts a forced release on the holder's side and on the operator's", async () => {
+    const clock = new ManualClock();
+    const backend = new MemoryBackend({ clock });
+    const coordinator = (ownerId: string) => {
+      const c = createCoordinator({ backend, clock, ttlMs: 3_000, ownerId, closeBackend: false });
+      open.push(c);
+      return c;
+    };
+    const holder = coordinator("holder");
+    const operator = coordinator("operator");
+    const holderMetrics = new Registry();
+    const operatorMetrics = new Registry();
+    await enablePrometheus(holder, { registry: holderMetrics });
+    await enablePrometheus(operator, { registry: operatorMetrics });
+    const lock = await holder.acquire("invoices");
+    const result = await operator.forceRelease("invoices", { reason: "stuck" });
+    expect(result.released).toBe(true);
+    // Nothing held it any more: no revocation to count.
+    await operator.forceRelease("invoices", { reason: "stuck" });
+    await clock.advance(1_000); // the holder's next renewal learns of it
+    expect(lock.held).toBe(false);
+    expect(await samples(holderMetrics, "baton_lock_revocations_total")).toEqual([
+      { labels: { name: "invoices", side: "holder" }, value: 1 },
+    ]);
+    expect(await samples(operatorMetrics, "baton_lock_revocations_total")).toEqual([
+      { labels: { name: "invoices", side: "operator" }, value: 1 },
+    ]);
+    expect(await samples(holderMetrics, "baton_lock_hold_seconds", "count")).toEqual([
+      { labels: { name: "invoices" }, value: 1 },
+    ]);
   });
 
   it("refuses metricName together with labelName, or one that is no function", async () => {
