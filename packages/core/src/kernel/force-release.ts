@@ -45,11 +45,12 @@ export interface ForceReleaseRequest {
    */
   readonly token?: bigint;
   /**
-   * What `name` is: `"lock"` or `"election"` (a lock), `"semaphore"` or `"read-write-lock"`
-   * (permits). Default: the lock of that name if it is held, else its permits. A job's
-   * running slot is the lock `<job>/slot/<slot>`.
+   * What `name` is, as `inspect()` says: `"lock"` or `"election"` (a lock), `"semaphore"` or
+   * `"read-write-lock"` (permits), `"job"` (the lock of the job's running slot,
+   * `<job>/slot/<slot>`; with several running, the one whose token is `token`). Default: the
+   * lock of that name if it is held, else its permits.
    */
-  readonly kind?: Exclude<InspectionKind, "job">;
+  readonly kind?: InspectionKind;
   /** Cancels the call (rejects with its reason). */
   readonly signal?: AbortSignal;
 }
@@ -77,7 +78,7 @@ export interface ForceReleaseResult {
 }
 
 const REQUEST_KEYS = ["reason", "token", "kind", "signal"] as const;
-const KINDS = ["lock", "election", "semaphore", "read-write-lock"] as const;
+const KINDS = ["lock", "election", "semaphore", "read-write-lock", "job"] as const;
 
 /** A backend session that force-releases grants. */
 type ReleasingSession = BackendSession & Required<Pick<BackendSession, "forceRelease">>;
@@ -122,19 +123,7 @@ export async function forceRelease(
   name: string,
   request: ForceReleaseRequest,
 ): Promise<ForceReleaseResult> {
-  checkName(name);
-  const o = checkOptions(request, "options", REQUEST_KEYS);
-  if (o.reason === undefined) {
-    throw new ConfigError("reason", "is required: say why the lock is taken from its holder");
-  }
-  const reason = checkString(o.reason, "reason", FORCE_RELEASE_REASON_MAX_LENGTH);
-  if (reason.trim().length === 0) throw new ConfigError("reason", "must not be blank");
-  if (o.token !== undefined && (typeof o.token !== "bigint" || o.token < 0n)) {
-    throw new ConfigError("token", `must be a bigint of at least 0n, got ${String(o.token)}`);
-  }
-  const token = o.token as bigint | undefined;
-  const kind = o.kind === undefined ? undefined : checkOneOf(o.kind, "kind", KINDS);
-  const signal = o.signal === undefined ? undefined : checkSignal(o.signal);
+  const { reason, token, kind, signal } = checkForceRelease(name, request);
   host.lifecycle.assertOpen();
   const known = host.backend.knownGuarantees();
   if (known !== undefined && known.forceRelease === undefined) {
@@ -188,6 +177,38 @@ export async function forceRelease(
   };
 }
 
+/** A forced release's request, checked. */
+export interface CheckedForceRelease {
+  readonly reason: string;
+  readonly token: bigint | undefined;
+  readonly kind: InspectionKind | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * Checks `forceRelease(name, request)`'s input, before any I/O: `ConfigError` naming the
+ * field (a missing, blank or too long `reason`, a `token` that is no bigint of at least 0n,
+ * an unknown `kind`).
+ */
+export function checkForceRelease(name: string, request: unknown): CheckedForceRelease {
+  checkName(name);
+  const o = checkOptions(request ?? {}, "options", REQUEST_KEYS);
+  if (o.reason === undefined) {
+    throw new ConfigError("reason", "is required: say why the lock is taken from its holder");
+  }
+  const reason = checkString(o.reason, "reason", FORCE_RELEASE_REASON_MAX_LENGTH);
+  if (reason.trim().length === 0) throw new ConfigError("reason", "must not be blank");
+  if (o.token !== undefined && (typeof o.token !== "bigint" || o.token < 0n)) {
+    throw new ConfigError("token", `must be a bigint of at least 0n, got ${String(o.token)}`);
+  }
+  return {
+    reason,
+    token: o.token as bigint | undefined,
+    kind: o.kind === undefined ? undefined : checkOneOf(o.kind, "kind", KINDS),
+    signal: o.signal === undefined ? undefined : checkSignal(o.signal),
+  };
+}
+
 /** The log line of a forced release: the lock, the token, the holder and the reason. */
 function forcedLine(
   name: string,
@@ -236,7 +257,7 @@ async function findTarget(
   kind: ForceReleaseRequest["kind"],
   token: bigint | undefined,
 ): Promise<Target> {
-  if (kind === undefined || kind === "lock" || kind === "election") {
+  if (kind === undefined || kind === "lock" || kind === "election" || kind === "job") {
     const holder = await session.holder(name);
     if (holder !== null && (token === undefined || holder.token === token)) {
       return { space: "lock", token: holder.token, holder };

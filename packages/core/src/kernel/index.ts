@@ -3,6 +3,12 @@
  * `kernel/` is the kernel's own.
  */
 export type { CoordinatorEventHub, CoordinatorEvents } from "./events.js";
+export {
+  checkForceRelease,
+  type ForceReleaseRequest,
+  type ForceReleaseResult,
+  noForceReleaseError,
+} from "./force-release.js";
 export type { InspectionAccess, InspectionKind } from "./inspection.js";
 export { noPermitsError, noRecordsError } from "./kernel-errors.js";
 export { grantToken, Lock, type LockJson } from "./lock.js";

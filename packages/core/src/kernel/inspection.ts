@@ -24,6 +24,10 @@ export interface InspectionAccess {
   readonly fencing: Guarantees["fencing"];
   /** True when the backend keeps durable records (runOnce's jobs, election markers). */
   readonly records: boolean;
+  /** The backend's kind, for messages. */
+  readonly kind: string;
+  /** What the backend's forced release frees, or undefined when it has none. */
+  readonly forceRelease: Guarantees["forceRelease"];
   /** One page of keys of `space` starting with `prefix`. */
   listKeys(
     space: KeySpace,
@@ -111,6 +115,8 @@ export class StoreInspection {
     return {
       fencing: guarantees.fencing,
       records: guarantees.records,
+      kind,
+      forceRelease: guarantees.forceRelease,
       listKeys: (space, prefix, cursor, limit) =>
         boundedStep(this.#context, `the ${space} keys under "${prefix}"`, signal, async (bound) => {
           const s = await session(bound);

@@ -170,6 +170,7 @@ export class Kernel implements LockClient {
       permitHolders: (name) => this.#reads.permitHolders(name),
       records: (signal) => this.#reads.records(signal),
       inspection: (signal) => this.#inspection.access(signal),
+      forceRelease: (name, request) => this.forceRelease(name, request),
     };
   }
 }

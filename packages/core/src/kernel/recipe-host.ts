@@ -2,6 +2,7 @@ import type { Holder, PermitHolder, StoredRecord } from "../contract/backend.js"
 import type { Guarantees } from "../contract/guarantees.js";
 import type { Clock } from "../helpers/clock.js";
 import type { CoordinatorEventHub } from "./events.js";
+import type { ForceReleaseRequest, ForceReleaseResult } from "./force-release.js";
 import type { InspectionAccess } from "./inspection.js";
 import type { Lock } from "./lock.js";
 import type { AcquireOptions, Mode, ResolvedAcquire, TryAcquireOptions } from "./options.js";
@@ -82,4 +83,6 @@ export interface RecipeHost {
    * `ConfigError` when the backend does not declare `inspection`.
    */
   inspection(signal: AbortSignal | undefined): Promise<InspectionAccess>;
+  /** Frees a grant of lock or permit key `name` at the store; see `Coordinator.forceRelease`. */
+  forceRelease(name: string, request: ForceReleaseRequest): Promise<ForceReleaseResult>;
 }

@@ -5,8 +5,17 @@ import {
   type PermitMode,
   READ_WRITE_LIMIT,
 } from "../contract/backend.js";
+import { ConfigError } from "../contract/errors.js";
 import { checkInt, checkName, checkOptions, checkSignal } from "../helpers/validate.js";
-import type { InspectionAccess, InspectionKind, RecipeHost } from "../kernel/index.js";
+import {
+  checkForceRelease,
+  type ForceReleaseRequest,
+  type ForceReleaseResult,
+  type InspectionAccess,
+  type InspectionKind,
+  noForceReleaseError,
+  type RecipeHost,
+} from "../kernel/index.js";
 import { electionMarkerKey, electionOfMarker } from "./election-marker.js";
 import { decodeJobRecord, type JobRecord } from "./job-record.js";
 
@@ -217,6 +226,49 @@ async function* listAll(
     yield item;
     if (--left === 0) return;
   }
+}
+
+/**
+ * Frees a grant of `name` at the store (see `Coordinator.forceRelease`); a job's (`kind:
+ * "job"`) is the lock of its running slot, found by listing the job's slot locks (so it
+ * needs a backend with inspection): the one whose token is `token`, or the only one.
+ */
+export async function forceRelease(
+  host: RecipeHost,
+  name: string,
+  request: ForceReleaseRequest,
+): Promise<ForceReleaseResult> {
+  const checked = checkForceRelease(name, request);
+  if (checked.kind !== "job") return await host.forceRelease(name, request);
+  const access = await host.inspection(checked.signal);
+  const scope = access.forceRelease;
+  if (scope === undefined) throw noForceReleaseError(access.kind);
+  const running: { key: string; token: bigint }[] = [];
+  for await (const keys of pages(access, "lock", `${name}${SLOT_SEPARATOR}`, checked.signal)) {
+    const states = await mapLimited(keys, (key) => access.inspectKey("lock", key));
+    keys.forEach((key, at) => {
+      for (const h of states[at]?.holders ?? []) running.push({ key, token: h.token });
+    });
+  }
+  const token = checked.token;
+  const slot = token === undefined ? running : running.filter((r) => r.token === token);
+  if (slot.length > 1) {
+    throw new ConfigError(
+      "token",
+      `job "${name}" has ${slot.length} running slots (${slot.map((r) => `${r.key}: token ${r.token}`).join(", ")}): pass the token of the one to free`,
+    );
+  }
+  const found = slot[0];
+  if (found === undefined) {
+    return {
+      name,
+      released: false,
+      space: "lock",
+      scope,
+      ...(token === undefined ? {} : { token }),
+    };
+  }
+  return await host.forceRelease(found.key, { ...request, kind: "lock", token: found.token });
 }
 
 /** The pages of keys of `space` under `prefix`, until the store's cursor ends. */

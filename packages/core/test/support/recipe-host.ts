@@ -28,6 +28,8 @@ export function fakeRecipeHost(
     permitHolders: noPermits,
     records: () => Promise.reject(new ConfigError("backend", "no records in this host")),
     inspection: () => Promise.reject(new ConfigError("backend", "no inspection in this host")),
+    forceRelease: () =>
+      Promise.reject(new ConfigError("backend", "no forced release in this host")),
     ...overrides,
     reports,
   };
