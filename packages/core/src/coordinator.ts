@@ -13,6 +13,7 @@ import {
 } from "./kernel/options.js";
 import { type Election, type ElectionOptions, elect } from "./recipes/election.js";
 import {
+  forceRelease,
   type Inspection,
   type InspectOptions,
   inspect,
@@ -377,7 +378,7 @@ class CoordinatorImpl implements Coordinator {
   }
 
   forceRelease(name: string, options: ForceReleaseRequest): Promise<ForceReleaseResult> {
-    return this.#kernel.forceRelease(name, options);
+    return forceRelease(this.#kernel.host, name, options);
   }
 
   on<E extends CoordinatorEventName>(event: E, listener: CoordinatorListener<E>): () => void {
