@@ -217,6 +217,9 @@ export class CampaignLoop implements Election {
       return await this.#host.locks.acquire(this.name, {
         waitMs: CAMPAIGN_WAIT_MS,
         signal: stop,
+        // A term is held, and a follower waits, for as long as it takes: no long-hold warnings.
+        warnHeldMs: 0,
+        warnWaitMs: 0,
         ...(value !== undefined ? { value } : {}),
       });
     } catch (error) {

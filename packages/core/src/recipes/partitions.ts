@@ -4,6 +4,9 @@ import { reportError } from "../helpers/report-error.js";
 import { checkFunction, checkInt, checkName, checkOptions } from "../helpers/validate.js";
 import type { Lock, RecipeHost } from "../kernel/index.js";
 
+/** Members and partitions are owned for as long as it takes: no long-hold warnings. */
+const OWNED = { warnHeldMs: 0 } as const;
+
 /** What `onAssigned` receives for one partition. */
 export interface PartitionContext {
   /** Aborts when this instance stops owning the partition, for any reason. */
@@ -145,7 +148,7 @@ export class PartitionBalancer implements Partitions {
     if (this.#member === undefined || !this.#member.held) {
       this.#member = undefined;
       for (let slot = 0; slot < count && this.#member === undefined; slot++) {
-        this.#member = (await locks.tryAcquire(this.#memberKey(slot))) ?? undefined;
+        this.#member = (await locks.tryAcquire(this.#memberKey(slot), OWNED)) ?? undefined;
       }
       if (this.#member === undefined) return; // more instances than partitions: stand by
     }
@@ -164,7 +167,7 @@ export class PartitionBalancer implements Partitions {
       if (this.#stop.signal.aborted) return;
       const p = (start + i) % count;
       if (this.#owned.has(p)) continue;
-      const lock = await locks.tryAcquire(this.#partitionKey(p));
+      const lock = await locks.tryAcquire(this.#partitionKey(p), OWNED);
       if (lock === null) continue;
       this.#owned.set(p, lock);
       try {

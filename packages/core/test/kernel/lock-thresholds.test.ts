@@ -165,6 +165,38 @@ describe("warnHeldMs", () => {
   });
 });
 
+describe("elections", () => {
+  it("a leader's term and a follower's campaign never warn, whatever the coordinator's thresholds", async () => {
+    const { clock, backend, coordinator, warnings } = setup({ warnHeldMs: 500, warnWaitMs: 500 });
+    const follower = createCoordinator({
+      backend: new ScriptedBackend({ clock, store: backend.inner.store }),
+      clock,
+      ttlMs: 1_000,
+      warnHeldMs: 500,
+      warnWaitMs: 500,
+    });
+    const events = [coordinator, follower].map((c) =>
+      recordEvents(c, ["heldTooLong", "waitingTooLong", "waitStarted"]),
+    );
+    const leader = coordinator.elect("scheduler", { onElected: () => undefined });
+    await flush();
+    expect(leader.isLeader).toBe(true);
+    const other = follower.elect("scheduler", { onElected: () => undefined });
+    await clock.advance(5_000);
+    expect(leader.isLeader).toBe(true);
+    // The follower did wait for the term, past warnWaitMs.
+    expect(events[1]?.waitStarted.length).toBeGreaterThan(0);
+    for (const e of events) {
+      expect(e.heldTooLong).toEqual([]);
+      expect(e.waitingTooLong).toEqual([]);
+    }
+    expect(warnings).toEqual([]);
+    await other.close();
+    await leader.close();
+    await follower.close();
+  });
+});
+
 describe("warnWaitMs", () => {
   it("fires once for an acquire still waiting past it", async () => {
     const { clock, backend, coordinator, warnings } = setup({ warnWaitMs: 1_000 });
