@@ -63,14 +63,16 @@ export interface CoordinatorOptions {
   /**
    * Warn about a lock held this many ms: a `heldTooLong` event (and a logger warning) once
    * per grant, however often it is renewed. For every lock, semaphore permit and read or
-   * write of this coordinator; an acquire's own `warnHeldMs` overrides it. Default: no
+   * write of this coordinator (not an election's term nor a partition's ownership, held for
+   * as long as the process runs); an acquire's own `warnHeldMs` overrides it. Default: no
    * warning, and no timer per lock.
    */
   readonly warnHeldMs?: number;
   /**
    * Warn about an acquire that has waited this many ms for a held lock and still waits: a
-   * `waitingTooLong` event (and a logger warning) once per acquire. An acquire's own
-   * `warnWaitMs` overrides it. Default: no warning, and no timer per wait.
+   * `waitingTooLong` event (and a logger warning) once per acquire (not an election's
+   * campaign). An acquire's own `warnWaitMs` overrides it. Default: no warning, and no timer
+   * per wait.
    */
   readonly warnWaitMs?: number;
 }
