@@ -10,9 +10,10 @@ export interface ReadmeExample {
   readonly code: string;
 }
 
-/** The READMEs whose TypeScript examples users copy. */
+/** The READMEs (and guides) whose TypeScript examples users copy. */
 export const READMES = [
   "README.md",
+  "docs/production.md",
   "packages/core/README.md",
   "packages/redis/README.md",
   "packages/etcd/README.md",
