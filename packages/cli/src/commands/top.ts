@@ -89,8 +89,12 @@ export async function topCommand(
         lines = [header, `store unreachable, retrying: ${error.message}`];
       }
       if (tty) {
-        const rows = process.stdout.rows ?? 50;
-        const shown = lines.slice(0, Math.max(1, rows - 1));
+        // A terminal that does not tell its size (0 rows) gets 50 lines.
+        const rows = process.stdout.rows || 50;
+        const shown =
+          lines.length < rows
+            ? lines
+            : [...lines.slice(0, rows - 2), `(${lines.length - rows + 2} more lines)`];
         process.stdout.write(`\x1b[H\x1b[2J${shown.join("\n")}`);
       } else {
         for (const line of lines) out(line);
