@@ -8,6 +8,7 @@ import {
   type RevokedGrant,
 } from "@baton/core";
 import {
+  decodeHeartbeatTtl,
   decodeHolder,
   decodeRevocationNotes,
   encodeRevocationNote,
@@ -24,6 +25,9 @@ import {
 import { type BlobStore, MISSING, REFUSED } from "./blob-store.js";
 import type { ReleaseWakeups } from "./release-wakeups.js";
 import type { SessionLiveness } from "./session-liveness.js";
+
+/** The resolution of the HTTP dates Azure's ages come from (`Date`, `Last-Modified`). */
+const HTTP_DATE_RESOLUTION_MS = 1_000;
 
 /** Tries at writing a note on a heartbeat that its holder's renewals keep changing. */
 const NOTE_TRIES = 5;
@@ -86,11 +90,30 @@ export class AzureBlobInspection {
     return page.cursor === undefined ? { keys } : { keys, cursor: page.cursor };
   }
 
-  /** The holder of lock `key` (waiters are not known to Azure); permit keys: none. */
+  /**
+   * The holder of lock `key` (waiters are not known to Azure); permit keys: none. Besides
+   * what `holder()` judges, the holder's heartbeat is read (a HEAD): one not written for more
+   * than its TTL by Azure's clock (plus a second: the clock's resolution) counts as expired,
+   * as a process that never saw it renew could not tell otherwise, and `remainingMs` is the
+   * shorter of this process's view and Azure's (0 when overdue).
+   */
   async inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
     if (space === "permit") return null;
-    const holder = await this.holder(key);
-    return holder === null ? null : { holders: [holder] };
+    const read = await this.#read(key);
+    if (read === null) return null;
+    const { holder, session } = read;
+    if (session === this.#context.sessionId || session === "") return { holders: [holder] };
+    const heartbeat = await this.#context.store.headHeartbeat(
+      `could not read the holder of "${key}"`,
+      sessionBlobName(this.#context.prefix, session),
+    );
+    if (heartbeat === MISSING) return null;
+    if (heartbeat.sinceWriteMs === undefined) return { holders: [holder] };
+    const ttlMs = decodeHeartbeatTtl(heartbeat.metadata, this.#context.ttlMs);
+    const leftMs = ttlMs - heartbeat.sinceWriteMs;
+    if (leftMs < -HTTP_DATE_RESOLUTION_MS) return null;
+    const remainingMs = Math.max(0, Math.min(holder.remainingMs ?? leftMs, leftMs));
+    return { holders: [{ ...holder, remainingMs }] };
   }
 
   /**
@@ -99,6 +122,12 @@ export class AzureBlobInspection {
    * `heldMs` is the age of the grant's write to the blob, by Azure's clock (whole seconds).
    */
   async holder(name: string): Promise<InspectedHolder | null> {
+    return (await this.#read(name))?.holder ?? null;
+  }
+
+  async #read(
+    name: string,
+  ): Promise<{ readonly holder: InspectedHolder; readonly session: string } | null> {
     const blob = lockBlobName(this.#context.prefix, name);
     const store = this.#context.store;
     const lock = await store.getLock(`could not read the holder of "${name}"`, blob);
@@ -107,14 +136,14 @@ export class AzureBlobInspection {
     if (found === null) return null;
     const held = lock.sinceWriteMs === undefined ? found : { ...found, heldMs: lock.sinceWriteMs };
     const session = lock.meta.session;
-    if (session === this.#context.sessionId || session === "") return held;
+    if (session === this.#context.sessionId || session === "") return { holder: held, session };
     const liveness = await this.#context.liveness.check(session, this.#context.ttlMs);
     if (!liveness.alive) return null;
     // Time left unless renewed, as this process sees it: from its first sight of the holder's
     // heartbeat (0: a renewal just landed, and its time is not known yet).
-    return liveness.recheckInMs > 0
-      ? { ...held, remainingMs: Math.round(liveness.recheckInMs) }
-      : held;
+    const holder =
+      liveness.recheckInMs > 0 ? { ...held, remainingMs: Math.round(liveness.recheckInMs) } : held;
+    return { holder, session };
   }
 
   /**

@@ -39,6 +39,11 @@ export interface ListedBlob {
 export interface HeartbeatState {
   readonly etag: string;
   readonly metadata: Record<string, string>;
+  /**
+   * Milliseconds between its last write (the last renewal) and the reply, both by Azure's
+   * clock (whole seconds), when the reply tells.
+   */
+  readonly sinceWriteMs?: number;
 }
 
 /** A conditional request that did not apply: the condition failed, or a lease was in the way. */
@@ -163,16 +168,13 @@ export class BlobStore {
       try {
         const r = await this.blob(name).download(0, undefined, { abortSignal });
         const body = await streamToBuffer(r.readableStreamBody);
-        const since =
-          r.date === undefined || r.lastModified === undefined
-            ? undefined
-            : Math.max(0, r.date.getTime() - r.lastModified.getTime());
+        const since = sinceWrite(r);
         return {
           etag: r.etag as string,
           leased: r.leaseState === LEASE_STATE_LEASED,
           meta: decodeLockMetadata(r.metadata),
           body,
-          ...(since === undefined || Number.isNaN(since) ? {} : { sinceWriteMs: since }),
+          ...(since === undefined ? {} : { sinceWriteMs: since }),
         };
       } catch (e) {
         return missingOr(e);
@@ -330,7 +332,14 @@ export class BlobStore {
         this.blob(name)
           .getProperties({ abortSignal })
           .then(
-            (p) => ({ etag: p.etag as string, metadata: p.metadata ?? {} }),
+            (p) => {
+              const since = sinceWrite(p);
+              return {
+                etag: p.etag as string,
+                metadata: p.metadata ?? {},
+                ...(since === undefined ? {} : { sinceWriteMs: since }),
+              };
+            },
             (e: unknown) => missingOr(e),
           ),
       timeoutMs === undefined ? {} : { timeoutMs },
@@ -396,6 +405,13 @@ export class BlobStore {
       }
     });
   }
+}
+
+/** A blob's age by Azure's clock: the reply's `Date` less its `Last-Modified`, when both are there. */
+function sinceWrite(reply: { date?: Date; lastModified?: Date }): number | undefined {
+  if (reply.date === undefined || reply.lastModified === undefined) return undefined;
+  const ms = reply.date.getTime() - reply.lastModified.getTime();
+  return Number.isNaN(ms) ? undefined : Math.max(0, ms);
 }
 
 /** A request that failed with a reset connection and no reply at all. */

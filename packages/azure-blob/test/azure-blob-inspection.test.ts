@@ -139,11 +139,15 @@ describeBackend("azure-blob", (url) => {
     await a.release(grant);
     expect(await b.inspectKey?.("lock", "held")).toBeNull();
 
-    // A holder that stops renewing counts as free once its whole TTL has passed unseen.
+    // A holder that stops renewing counts as free once its whole TTL has passed unseen; to a
+    // process that never saw it renew, once its heartbeat is older than its TTL by Azure's
+    // clock (whole seconds).
     const c = await open(backend, "owner-c");
     await take(c, "stuck");
     expect((await b.inspectKey?.("lock", "stuck"))?.holders[0]?.ownerId).toBe("owner-c");
-    await new Promise((resolve) => setTimeout(resolve, TTL + 300));
+    await new Promise((resolve) => setTimeout(resolve, TTL + 2_000));
+    const fresh = await open(backendOn(backend.prefix), "owner-d");
+    expect(await fresh.inspectKey?.("lock", "stuck")).toBeNull();
     expect(await b.inspectKey?.("lock", "stuck")).toBeNull();
   });
 
