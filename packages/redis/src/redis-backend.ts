@@ -27,6 +27,10 @@ export const REDIS_GUARANTEES: Guarantees = {
   records: true,
   // One queue per semaphore in one slot, tokens from its own counter (the same fencing).
   semaphores: true,
+  // SCAN over the node (every master of a Cluster); one script call per key read.
+  inspection: true,
+  // One grant by token, in one script call; the holder's renewal reads the revocation.
+  forceRelease: "grant",
 };
 
 /**

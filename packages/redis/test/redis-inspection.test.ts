@@ -4,7 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { semaphorePermits } from "@baton/conformance";
 import { describeBackend, type ServerGroup, startRedisCluster } from "@baton/conformance/harness";
-import type { BackendSession, Grant, KeySpace } from "@baton/core";
+import {
+  type BackendSession,
+  createCoordinator,
+  type Grant,
+  type KeySpace,
+  LockLostError,
+} from "@baton/core";
 import { Cluster, Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { lockKeys, RedisBackend } from "../src/index.js";
@@ -333,6 +339,61 @@ function inspectionTests(target: () => Target) {
     expect(await holder.release(second)).toBe(false);
     const again = await holder.acquirePermits("pool", semaphorePermits(2, 1, { wait: false }));
     expect(again).not.toBeNull();
+  });
+
+  it("through the coordinator: list and inspect show the holder, forceRelease aborts its lock as revoked with the reason, the waiter takes it", async () => {
+    fresh();
+    const holder = createCoordinator({
+      backend,
+      closeBackend: false,
+      ttlMs: 3_000,
+      ownerId: "worker-1",
+    });
+    const waiter = createCoordinator({
+      backend,
+      closeBackend: false,
+      ttlMs: 3_000,
+      ownerId: "worker-2",
+    });
+    const ops = createCoordinator({ backend, closeBackend: false, ttlMs: 3_000, ownerId: "ops" });
+    closers.push(
+      () => holder.close(),
+      () => waiter.close(),
+      () => ops.close(),
+    );
+    const lock = await holder.acquire("billing/invoices");
+    const next = waiter.acquire("billing/invoices");
+    await sleep(200);
+    const listed = [];
+    for await (const item of ops.list({ prefix: "billing/" })) listed.push(item);
+    expect(listed).toEqual([
+      expect.objectContaining({
+        kind: "lock",
+        name: "billing/invoices",
+        holders: [expect.objectContaining({ ownerId: "worker-1", token: lock.token })],
+        waiters: { count: 1, ownerIds: ["worker-2"] },
+      }),
+    ]);
+    const result = await ops.forceRelease("billing/invoices", { reason: "stuck on a dead socket" });
+    expect(result).toMatchObject({ released: true, token: lock.token });
+    const taken = await next;
+    expect(taken.token).toBeGreaterThan(lock.token);
+    // Within one renewal interval (a third of the TTL), with generous room.
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("the holder never learned")), 5_000);
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      if (lock.signal.aborted) done();
+      else lock.signal.addEventListener("abort", done, { once: true });
+    });
+    const reason = lock.signal.reason as LockLostError;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(reason.reason).toBe("revoked");
+    expect(reason.detail).toBe("stuck on a dead socket");
+    expect((await ops.inspect("billing/invoices"))?.holders[0]?.ownerId).toBe("worker-2");
+    await taken.release();
   });
 }
 
