@@ -1,7 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { describeBackend } from "@baton/conformance/harness";
-import { type BackendSession, type Grant, parseBackendUrl } from "@baton/core";
-import { afterEach, expect, it } from "vitest";
+import {
+  type BackendSession,
+  type Coordinator,
+  createCoordinator,
+  type Grant,
+  LockLostError,
+  parseBackendUrl,
+} from "@baton/core";
+import { afterEach, expect, it, vi } from "vitest";
 import { decodeRevocationNotes, MAX_NOTE_REASON } from "../src/azure-blob-codec.js";
 import { sessionBlobName } from "../src/azure-blob-keys.js";
 import { azureBlobOptionsFromUrl, resolveAzureBlobOptions } from "../src/azure-blob-options.js";
@@ -230,5 +237,29 @@ describeBackend("azure-blob", (url) => {
     ).toBe(false);
     expect((await listAll(operator, "lock", "", 100)).keys).toEqual([]);
     expect((await take(operator, "orphan")).token).toBeGreaterThan(grant.token);
+  });
+
+  it("through the coordinator: the holder's lock signal aborts with revoked and the operator's reason, the waiter holds with a greater token", async () => {
+    const prefix = `ins-${randomUUID()}/`;
+    const [holder, waiter, operator] = ["holder", "waiter", "operator"].map((ownerId) => {
+      const coordinator = createCoordinator({ backend: backendOn(prefix), ttlMs: TTL, ownerId });
+      cleanups.push(() => coordinator.close());
+      return coordinator;
+    }) as [Coordinator, Coordinator, Coordinator];
+    const lock = await holder.acquire("reports");
+    const waited = waiter.acquire("reports", { waitMs: 30_000 });
+    const result = await operator.forceRelease("reports", { reason: "stuck on a dead connection" });
+    expect(result).toMatchObject({ released: true, token: lock.token });
+    const next = await waited;
+    expect(next.token).toBeGreaterThan(lock.token);
+    // Within one renewal interval (a third of the TTL), generous for a loaded machine.
+    await vi.waitFor(() => expect(lock.signal.aborted).toBe(true), { timeout: TTL * 5 });
+    const lost = lock.signal.reason as LockLostError;
+    expect(lost).toBeInstanceOf(LockLostError);
+    expect(lost.reason).toBe("revoked");
+    expect(lost.detail).toBe("stuck on a dead connection");
+    const view = await operator.inspect("reports");
+    expect(view?.holders.map((h) => [h.ownerId, h.token])).toEqual([["waiter", next.token]]);
+    await next.release();
   });
 });
