@@ -422,7 +422,8 @@ return out
  * per key, in order (a permit key is not renewed when the session's entries there are gone).
  * A lock key force-released answers `r<reason>` instead (as `RENEW`); a permit key where an
  * operator force-released entries of this session answers `{code, entry id, reason, ...}` (its
- * revocations are read while the key has any: one `EXISTS` per permit key otherwise).
+ * revocations are read while the key has any: one `EXISTS` per permit key otherwise). Hot
+ * path: see docs/hot-path.md, "Redis".
  */
 export const RENEW_WITH_PERMITS = new LuaScript(`
 local out = {}

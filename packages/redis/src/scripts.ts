@@ -110,7 +110,8 @@ return ${HELD_BASE} - redis.call('PTTL', KEYS[1])
  * Lua: sets `out` (a Lua place) to the renewal's answer for lock key `key` not renewed by
  * owner prefix `prefix`: `r<reason>` when an operator force-released that grant (its
  * revocation is still kept, see {@link FORCE_RELEASE}), else `NOT_RENEWED`. Read only when the
- * key was not renewed, so a renewal where nothing was revoked does no more work.
+ * key was not renewed, so a renewal where nothing was revoked does no more work. Hot path:
+ * see docs/hot-path.md, "Redis".
  */
 export function notRenewedLua(out: string, key: string, prefix: string): string {
   return `local why = redis.call('HGET', ${baseOf(key)} .. '${REVOKED_SUFFIX}', ${prefix})
