@@ -667,6 +667,10 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
       terms.set(name, { span, metricName });
       ledMetrics.add(metricName);
     }),
+    // A campaigning instance reports 0 until it leads: an election nobody leads shows as 0.
+    coordinator.on("campaignStarted", ({ name }) => {
+      ledMetrics.add(names(name));
+    }),
     coordinator.on("revoked", ({ name, term, reason }) => {
       const ended = terms.get(name);
       if (ended === undefined) return;

@@ -312,6 +312,21 @@ describe("OpenTelemetry spans", () => {
     ]);
   });
 
+  it("an instance that campaigns without leading reports baton.election.leader 0", async () => {
+    const backend = new MemoryBackend();
+    const leader = createCoordinator({ backend, ownerId: "leader", closeBackend: false });
+    const follower = createCoordinator({ backend, ownerId: "follower" });
+    open.push(leader);
+    const recorder = await instrumented(follower);
+    const leading = leader.elect("scheduler", { onElected: () => undefined });
+    await until(() => leading.isLeader);
+    follower.elect("scheduler", { onElected: () => undefined });
+    await until(async () => (await recorder.points("baton.election.leader")).length > 0);
+    expect(await recorder.points("baton.election.leader")).toEqual([
+      { attributes: { "baton.election.name": "scheduler" }, value: 0 },
+    ]);
+  });
+
   it("a runOnce call is a baton.job.run span from its acquire to its outcome, and job metrics keep slots out", async () => {
     const coordinator = createCoordinator({ url: "memory://" });
     const recorder = await instrumented(coordinator);
