@@ -226,7 +226,7 @@ export const PAGE_SCRIPT = String.raw`
     signatures.forEach(function (_v, k) { if (!present.has(k)) { signatures.delete(k); changedAt.delete(k); } });
     state = next;
     receivedAt = now;
-    $("updated").textContent = next.items.length + " names" + (next.truncated ? " (cut short)" : "") +
+    $("updated").textContent = next.items.length + (next.items.length === 1 ? " name" : " names") + (next.truncated ? " (cut short)" : "") +
       ", read in " + (next.tookMs === null ? "-" : next.tookMs + " ms") + ", at " + new Date(next.at).toLocaleTimeString();
     if (next.error) { $("status").className = "down"; $("status").textContent = "store unreachable: " + next.error; }
     else { $("status").className = "live"; $("status").textContent = "live"; }
