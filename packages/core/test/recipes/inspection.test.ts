@@ -311,3 +311,39 @@ describe("a backend that cannot list its keys", () => {
     expectError(listed, ConfigError, { field: "backend" });
   });
 });
+
+describe("what the backend's guarantees leave out", () => {
+  /** A memory store behind a backend whose guarantees are changed by `change`. */
+  function changed(change: (g: Record<string, unknown>) => Record<string, unknown>) {
+    const clock = new ManualClock();
+    const backend = wrappedMemory(
+      "memory",
+      (session) => ({
+        listKeys: (options) => session.listKeys?.(options) ?? Promise.resolve({ keys: [] }),
+        inspectKey: (space, key) => session.inspectKey?.(space, key) ?? Promise.resolve(null),
+      }),
+      { clock },
+    );
+    (backend as { guarantees: object }).guarantees = change({ ...backend.guarantees });
+    const c = createCoordinator({ backend, clock, ttlMs: TTL_MS, ownerId: "a" });
+    open.push(c);
+    return c;
+  }
+
+  it("without records an election shows as a lock", async () => {
+    const c = changed((g) => ({ ...g, records: false }));
+    await new Promise<void>((resolve) => {
+      c.elect("scheduler", { onElected: () => resolve() });
+    });
+    expect(await c.inspect("scheduler")).toMatchObject({ kind: "lock", name: "scheduler" });
+  });
+
+  it("without fencing a holder has no token", async () => {
+    const c = changed((g) => ({ ...g, fencing: "none" }));
+    await c.acquire("invoices");
+    const seen = await c.inspect("invoices");
+    expect(seen?.holders).toHaveLength(1);
+    expect(seen?.holders[0]).toMatchObject({ ownerId: "a" });
+    expect(seen?.holders[0]).not.toHaveProperty("token");
+  });
+});
