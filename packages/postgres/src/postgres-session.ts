@@ -338,17 +338,22 @@ export class PostgresSession implements BackendSession {
     }
     this.#released = [];
     this.#acks = [];
+    const { statements } = this.#context;
+    const renewed = [held.map((h) => h.key.toString()), ...holderRowValues(released)];
     let rows: Record<string, unknown>[];
     try {
-      rows = await this.#query(this.#context.statements.renewOperations, [
-        held.map((h) => h.key.toString()),
-        ...holderRowValues(released),
-        named.map((h) => h.key.toString()),
-        named.map((h) => h.name),
-        this.#context.namespace,
-        forgotten.map(String),
-        acks,
-      ]);
+      // The usual renewal has nothing to record, forget or delete: only the read is added.
+      rows =
+        named.length === 0 && forgotten.length === 0 && acks.length === 0
+          ? await this.#query(statements.renewRevocations, renewed)
+          : await this.#query(statements.renewOperations, [
+              ...renewed,
+              named.map((h) => h.key.toString()),
+              named.map((h) => h.name),
+              this.#context.namespace,
+              forgotten.map(String),
+              acks,
+            ]);
     } catch (error) {
       // Nothing of it happened: deleted again by the next renewal.
       this.#acks = acks.concat(this.#acks);

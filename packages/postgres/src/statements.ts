@@ -171,6 +171,12 @@ export interface Statements {
    * `token` (text), other than those of `$8`.
    */
   readonly renewOperations: Statement;
+  /**
+   * {@link renewOperations} with nothing to record, forget or delete (a renewal's usual case):
+   * `$1`, `$2`, `$3` as for `renew`; returns rows as `renewOperations` does. One read of the
+   * revocations (by pid) more than `renew`, and none of the others' writes.
+   */
+  readonly renewRevocations: Statement;
   /** {@link unregister}, also deleting this connection's lock names and revocations. */
   readonly unregisterOperations: Statement;
 }
@@ -450,6 +456,16 @@ WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${
 UNION ALL
 SELECT r.key::text, r.token::text, r.reason FROM ${names.revocations} r
 WHERE r.pid = pg_backend_pid() AND r.token <> ALL($8::bigint[])`,
+    ),
+    renewRevocations: statement(
+      "renew_revocations",
+      `WITH gc AS (
+  ${gc("$2", "$3")})
+SELECT k::text AS key, NULL::text AS token, NULL::text AS reason FROM unnest($1::bigint[]) AS k
+WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${locksKey("k")})
+UNION ALL
+SELECT r.key::text, r.token::text, r.reason FROM ${names.revocations} r
+WHERE r.pid = pg_backend_pid()`,
     ),
     unregisterOperations: statement(
       "unregister_operations",
