@@ -120,4 +120,26 @@ describe("the dashboard's timeline", () => {
       ["job", "n1", "2026-12-06 done (attempt 1)"],
     ]);
   });
+
+  it("tells the slots a job ran since the previous snapshot when the job is first seen", () => {
+    const record = (slot: string, startedAt: number) => ({
+      slot,
+      record: {
+        state: "done" as const,
+        attempt: 1,
+        token: 1n,
+        holder: "n1",
+        startedAt,
+        endedAt: startedAt + 10,
+      },
+    });
+    const job: Inspection = {
+      kind: "job",
+      name: "invoices",
+      holders: [],
+      slots: [record("2026-12-06", 1_500), record("2026-12-05", -5_000)],
+    };
+    const events = diffSnapshots(snap(1_000, []), snap(2_000, [job]));
+    expect(events.map((e) => e.detail)).toEqual(["2026-12-06 done (attempt 1)"]);
+  });
 });

@@ -86,8 +86,9 @@ export function diffSnapshots(
       (old?.slots ?? []).map((s) => `${s.slot}\u0000${s.record.state}\u0000${s.record.attempt}`),
     );
     for (const { slot, record } of item.slots ?? []) {
-      if (old === undefined) break;
       if (seen.has(`${slot}\u0000${record.state}\u0000${record.attempt}`)) continue;
+      // A job seen for the first time: only what it did since the previous snapshot.
+      if (old === undefined && (record.endedAt ?? record.startedAt) < prev.at) continue;
       events.push({
         at: next.at,
         type: "job",
