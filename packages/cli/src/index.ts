@@ -1,6 +1,7 @@
 /**
- * `@baton/cli`: the `baton` command (`lock`, `elect`, `run-once`, `cron`, `status`, `demo`,
- * `compare`) and the functions behind it, for running it from your own code.
+ * `@baton/cli`: the `baton` command (`lock`, `elect`, `run-once`, `cron`, `status`, `ls`,
+ * `top`, `release`, `dashboard`, `demo`, `compare`) and the functions behind it, for running
+ * it from your own code.
  *
  * @packageDocumentation
  * @module @baton/cli
