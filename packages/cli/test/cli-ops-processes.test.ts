@@ -184,3 +184,27 @@ const opsSuite = (url: string) => {
 };
 
 for (const kind of ["redis", "postgres"] as BackendKind[]) describeBackend(kind, opsSuite);
+
+describeBackend("redis", (url) => {
+  const run = useBatonRuns();
+  // The harness's Redis has no password, so it refuses any it is given.
+  const withPassword = url.replace("redis://", "redis://admin:hunter2-not-shown@");
+
+  it("ls and dashboard refuse a store that rejects the credentials, without printing them", async () => {
+    for (const args of [
+      ["ls", "--backend", withPassword],
+      ["dashboard", "--backend", withPassword, "--port", "0"],
+    ]) {
+      const r = run(args);
+      expect(await r.exited).toBe(EXIT.usage);
+      expect(r.output()).toContain("refused to authenticate");
+      expect(r.output()).not.toContain("hunter2");
+    }
+  });
+
+  it("dashboard refuses a --host other than loopback without --token", async () => {
+    const r = run(["dashboard", "--backend", url, "--host", "0.0.0.0", "--port", "0"]);
+    expect(await r.exited).toBe(EXIT.usage);
+    expect(r.output()).toContain("--token");
+  });
+});

@@ -1,9 +1,10 @@
-import { redactUrl } from "@baton/core";
+import { BackendUnavailableError, redactUrl } from "@baton/core";
 import { backendFrom, countOption, msOption, parse } from "../args.js";
 import { isLoopback } from "../dashboard/access.js";
 import { Feed } from "../dashboard/feed.js";
 import { createDashboardServer, listen } from "../dashboard/server.js";
 import { openSource } from "../inspect/open-source.js";
+import { takeSnapshot } from "../inspect/snapshot.js";
 import { onSignals } from "../run-child.js";
 import { UsageError } from "../usage-error.js";
 import { prefixFrom } from "./ls.js";
@@ -85,6 +86,12 @@ export async function dashboardCommand(
     });
   });
   try {
+    // One read first, so a store that refuses us (credentials, a backend without inspection)
+    // is a usage error now rather than a message on a page; one that does not answer yet is
+    // retried by the page's feed.
+    await takeSnapshot(source, prefix, undefined, 1).catch((error: unknown) => {
+      if (!(error instanceof BackendUnavailableError)) throw error;
+    });
     const bound = await listen(server, host, port);
     feed.start();
     const where = host.includes(":") ? `[${host}]` : host;
