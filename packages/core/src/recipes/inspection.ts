@@ -181,6 +181,7 @@ async function* listAll(
     });
     for (const item of items) {
       if (item === null) continue;
+      signal?.throwIfAborted();
       yield item;
       if (--left === 0) return;
     }
@@ -193,6 +194,7 @@ async function* listAll(
     });
     for (const item of items) {
       if (item === null) continue;
+      signal?.throwIfAborted();
       yield item;
       if (--left === 0) return;
     }
@@ -223,6 +225,7 @@ async function* listAll(
   for (const job of [...jobs.keys()].sort(byCodeUnit)) {
     const item = await inspectJob(access, job, jobs.get(job) ?? [], runningSlots.get(job));
     if (item === null) continue;
+    signal?.throwIfAborted();
     yield item;
     if (--left === 0) return;
   }

@@ -127,6 +127,18 @@ describe("forceRelease() takes a lock from its holder", () => {
     expect(await fence.write("invoices", next.token, () => "ok")).toBe("ok");
   });
 
+  it("in correctness mode a read-write lock's write is fenced off too", async () => {
+    const fence = new MemoryFence();
+    const { coordinator } = world({ mode: "correctness", fence });
+    const write = await coordinator("a").readWriteLock("catalog").write();
+    const result = await coordinator("ops").forceRelease("catalog", {
+      reason: REASON,
+      kind: "read-write-lock",
+    });
+    expect(result).toMatchObject({ released: true, space: "permit", token: write.token });
+    expectError(await rejectionOf(fence.write("catalog", write.token, () => 1)), StaleTokenError);
+  });
+
   it("frees one grant of a semaphore; the holder's other permits live on", async () => {
     const { clock, coordinator } = world();
     const exports = coordinator("a").semaphore("exports", { permits: 2 });

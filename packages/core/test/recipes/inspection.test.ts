@@ -274,6 +274,24 @@ describe("list() walks the store page by page", () => {
     expect(pages).toHaveLength(1);
   });
 
+  it("a signal aborted while listing ends the iteration with its reason", async () => {
+    const { coordinator } = world();
+    const a = coordinator("a");
+    for (let i = 0; i < 150; i++) await a.acquire(`lock-${i}`);
+    const stop = new AbortController();
+    const seen: string[] = [];
+    const error = await rejectionOf(
+      (async () => {
+        for await (const item of coordinator("ops").list({ signal: stop.signal })) {
+          seen.push(item.name);
+          stop.abort(new Error("operator pressed q"));
+        }
+      })(),
+    );
+    expect(error).toMatchObject({ message: "operator pressed q" });
+    expect(seen).toEqual(["lock-0"]);
+  });
+
   it("bad options are a ConfigError naming the field, before any read", async () => {
     const { coordinator } = world();
     const ops = coordinator("ops");
