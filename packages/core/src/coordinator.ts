@@ -215,9 +215,12 @@ export interface Coordinator extends AsyncDisposable {
    * store still thinks alive): the store frees the grant at once, whoever holds it, so the
    * next waiter gets the lock with a greater token. The holder learns it at its next
    * renewal (within a third of its TTL): its lock's signal aborts with a `LockLostError`
-   * whose `reason` is `"revoked"` and whose `detail` is `reason`. In correctness mode the
-   * fence is raised past the freed grant's token first, so the old holder's writes are
-   * refused at once, before anyone else takes the lock.
+   * whose `reason` is `"revoked"` and whose `detail` is `reason`. In correctness mode this
+   * coordinator's fence (give the operator's coordinator the fence the holders write
+   * through) is raised past the freed grant's token first, so the old holder's writes are
+   * refused at once, before anyone else takes the lock; a fence that cannot be raised
+   * rejects the call, and nothing is freed. `kind: "job"` frees the lock of a job's running
+   * slot.
    *
    * Resolves with what happened: `released: false` when nothing held `name` or no grant with
    * `token` held it any more. Emits `forceReleased` and logs a warning naming the lock, the
