@@ -134,10 +134,11 @@ export function decodeHeartbeatTtl(
 export const META_REVOKED_PREFIX = "batonrevoked_";
 
 /**
- * The longest reason a note carries, in UTF-16 code units: a heartbeat's metadata is HTTP
- * headers, 8 KiB in all. A longer reason reaches the holder cut to this length.
+ * The longest reason a note carries, in characters (code points): a heartbeat's metadata is
+ * HTTP headers, 8 KiB in all, and a note is base64 of UTF-8. A longer reason reaches the
+ * holder cut to this length.
  */
-export const MAX_NOTE_REASON = 1_024;
+export const MAX_NOTE_REASON = 512;
 
 /** A forced release's note, as the holder's renewal reads it from its heartbeat. */
 export interface RevocationNote {
@@ -163,7 +164,7 @@ export function encodeRevocationNote(note: RevocationNote): string {
   const json = JSON.stringify({
     k: note.key,
     t: note.token.toString(),
-    r: note.reason.slice(0, MAX_NOTE_REASON),
+    r: Array.from(note.reason).slice(0, MAX_NOTE_REASON).join(""),
   });
   return Buffer.from(json, "utf8").toString("base64url");
 }
