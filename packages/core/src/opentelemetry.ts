@@ -426,6 +426,8 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
     { startedAt: number; hold: TelemetrySpanContext | undefined }
   >();
   const terms = new Map<string, Term>();
+  /** Waits under way that began while recording, by lock name. */
+  const waiting = new Map<string, number>();
   const lastSuccess = new Map<string, number>();
   /** Attributes of a metric measurement about `name` (under `key`). */
   const named = (
@@ -575,11 +577,18 @@ function record(coordinator: Coordinator, r: Recording): OpenTelemetryHandle {
       meter?.contentions.add(1, named(names(name)));
     }),
     coordinator.on("waitStarted", ({ name }) => {
+      waiting.set(name, (waiting.get(name) ?? 0) + 1);
       meter?.waiters.add(1, named(names(name)));
     }),
     coordinator.on("waitEnded", ({ name, waitedMs, outcome }) => {
       const metricName = names(name);
-      meter?.waiters.add(-1, named(metricName));
+      // A wait that began before recording did is not taken off the count.
+      const count = waiting.get(name) ?? 0;
+      if (count > 0) {
+        if (count === 1) waiting.delete(name);
+        else waiting.set(name, count - 1);
+        meter?.waiters.add(-1, named(metricName));
+      }
       meter?.wait.record(
         waitedMs / 1_000,
         named(metricName, "baton.lock.name", { "baton.lock.outcome": outcome }),

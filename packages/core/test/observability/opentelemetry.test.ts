@@ -177,6 +177,31 @@ describe("OpenTelemetry spans", () => {
     expect(acquire?.attributes["baton.lock.attempts"]).toBeGreaterThanOrEqual(1);
   });
 
+  it("a wait that began before recording did never takes baton.lock.waiters below 0", async () => {
+    const backend = new MemoryBackend();
+    const a = createCoordinator({ backend, ownerId: "a", closeBackend: false });
+    const b = createCoordinator({ backend, ownerId: "b" });
+    open.push(a, b);
+    const held = await a.acquire("queue");
+    const waiting = b.acquire("queue", { waitMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 50));
+    const recorder = new TelemetryRecorder();
+    recorders.push(recorder);
+    handles.push(
+      await enableOpenTelemetry(b, {
+        tracerProvider: recorder.tracerProvider,
+        meterProvider: recorder.meterProvider,
+      }),
+    );
+    await held.release();
+    await (await waiting).release();
+    const points = await recorder.points("baton.lock.waiters");
+    expect(points.filter((p) => (p.value as number) < 0)).toEqual([]);
+    // The wait itself is still timed.
+    const [wait] = await recorder.points("baton.lock.wait.duration");
+    expect(histogram(wait).count).toBe(1);
+  });
+
   it("a hold past warnHeldMs gets a baton.held_too_long event", async () => {
     const coordinator = createCoordinator({ url: "memory://", warnHeldMs: 50 });
     const recorder = await instrumented(coordinator);
