@@ -23,6 +23,70 @@ import {
 import { type ScanTarget, scanTargets } from "./scan-targets.js";
 import { FORCE_RELEASE, INSPECT_LOCK, READ_HOLDER } from "./scripts.js";
 
+/**
+ * One page of a listing over `targets` (walked in order, each with SCAN from the cursor's
+ * place): the names `namesOf` finds in each SCAN batch of node `node`, at most
+ * `SCAN_CALLS_PER_PAGE` SCAN calls, at most `options.limit` names; the cursor says where the
+ * next page starts (see `ListCursor`). `call` bounds each store call.
+ */
+export async function listPage(
+  targets: readonly ScanTarget[],
+  layout: KeySpaceLayout,
+  options: ListKeysOptions,
+  call: <T>(what: Promise<T>) => Promise<T>,
+  namesOf: (batch: readonly string[], node: number) => Promise<string[]>,
+): Promise<KeyPage> {
+  const { limit } = options;
+  let at: ListCursor = { node: 0, scan: "0", skip: 0 };
+  if (options.cursor !== undefined) {
+    const decoded = decodeListCursor(options.cursor);
+    if (decoded === undefined) {
+      throw new ConfigError("cursor", `is no cursor of this redis backend: "${options.cursor}"`);
+    }
+    at = decoded;
+  }
+  const count = Math.max(limit, SCAN_COUNT_MIN);
+  const keys: string[] = [];
+  let { node, scan, skip } = at;
+  for (let calls = 0; calls < SCAN_CALLS_PER_PAGE && node < targets.length; calls++) {
+    const target = targets[node] as ScanTarget;
+    const [next, batch] = await call(target.scan(scan, layout.pattern, count));
+    const found = (await namesOf(batch, node)).slice(skip);
+    const room = limit - keys.length;
+    if (found.length > room) {
+      keys.push(...found.slice(0, room));
+      return { keys, cursor: encodeListCursor({ node, scan, skip: skip + room }) };
+    }
+    keys.push(...found);
+    skip = 0;
+    if (next === "0") {
+      node++;
+      scan = "0";
+    } else {
+      scan = next;
+    }
+    if (keys.length === limit) break;
+  }
+  return node < targets.length
+    ? { keys, cursor: encodeListCursor({ node, scan, skip }) }
+    : { keys };
+}
+
+/** Bounds each store call of a listing by `timeoutMs` and its signal. */
+export function boundListing(
+  where: string,
+  timeoutMs: number,
+  options: ListKeysOptions,
+): <T>(what: Promise<T>) => Promise<T> {
+  return (what) =>
+    boundedCall(what, {
+      timeoutMs,
+      what: `${where}: listing of the ${options.space} keys`,
+      signal: options.signal,
+      mapError: (e) => toBatonError(e, `${where}: listing of the ${options.space} keys failed`),
+    });
+}
+
 /** What inspection and forced release need from a Redis session. */
 export interface RedisInspectionContext {
   readonly client: RedisClient;
@@ -67,50 +131,12 @@ export class RedisInspection {
 
   async listKeys(options: ListKeysOptions): Promise<KeyPage> {
     const ctx = this.#ctx;
-    const { limit, signal } = options;
     const layout = keySpaceLayout(ctx.keyPrefix, options.space, options.prefix);
-    let at: ListCursor = { node: 0, scan: "0", skip: 0 };
-    if (options.cursor !== undefined) {
-      const decoded = decodeListCursor(options.cursor);
-      if (decoded === undefined) {
-        throw new ConfigError("cursor", `is no cursor of this redis backend: "${options.cursor}"`);
-      }
-      at = decoded;
-    }
-    const call = <T>(what: Promise<T>): Promise<T> =>
-      boundedCall(what, {
-        timeoutMs: ctx.commandTimeoutMs,
-        what: `${ctx.where}: listing of the ${options.space} keys`,
-        signal,
-        mapError: (e) =>
-          toBatonError(e, `${ctx.where}: listing of the ${options.space} keys failed`),
-      });
-    const targets: readonly ScanTarget[] = await call(scanTargets(ctx.client, ctx.cluster));
-    const count = Math.max(limit, SCAN_COUNT_MIN);
-    const keys: string[] = [];
-    let { node, scan, skip } = at;
-    for (let calls = 0; calls < SCAN_CALLS_PER_PAGE && node < targets.length; calls++) {
-      const target = targets[node] as ScanTarget;
-      const [next, batch] = await call(target.scan(scan, layout.pattern, count));
-      const found = (await call(this.#namesOf(batch, layout))).slice(skip);
-      const room = limit - keys.length;
-      if (found.length > room) {
-        keys.push(...found.slice(0, room));
-        return { keys, cursor: encodeListCursor({ node, scan, skip: skip + room }) };
-      }
-      keys.push(...found);
-      skip = 0;
-      if (next === "0") {
-        node++;
-        scan = "0";
-      } else {
-        scan = next;
-      }
-      if (keys.length === limit) break;
-    }
-    return node < targets.length
-      ? { keys, cursor: encodeListCursor({ node, scan, skip }) }
-      : { keys };
+    const call = boundListing(ctx.where, ctx.commandTimeoutMs, options);
+    const targets = await call(scanTargets(ctx.client, ctx.cluster));
+    return await listPage(targets, layout, options, call, (batch) =>
+      call(this.#namesOf(batch, layout)),
+    );
   }
 
   /**

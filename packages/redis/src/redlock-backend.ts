@@ -44,6 +44,10 @@ export const REDLOCK_GUARANTEES: Guarantees = {
   records: false,
   // No single store to keep a semaphore's queue and tokens (see above).
   semaphores: false,
+  // SCAN over every node, each lock once; its holder is the one a quorum names.
+  inspection: true,
+  // The grant a quorum holds, freed on every node that has it (named by its payload).
+  forceRelease: "grant",
 };
 
 /** How long opening a session waits for a quorum of nodes to connect, at least. */

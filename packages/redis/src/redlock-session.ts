@@ -2,9 +2,14 @@ import { randomBytes } from "node:crypto";
 import type {
   BackendAcquireOptions,
   BackendSession,
+  ForceReleaseOptions,
   Grant,
   Holder,
   KeepAliveResult,
+  KeyPage,
+  KeyState,
+  ListKeysOptions,
+  RevokedGrant,
 } from "@baton/core";
 import {
   BackendUnavailableError,
@@ -21,13 +26,15 @@ import {
   decodeNodeAcquireReply,
   decodePayload,
   decodeReleasedOne,
-  decodeRenewReply,
+  decodeRenewals,
   encodePayload,
   grantPrefix,
+  type KeyRenewal,
   ownerPrefix,
   payloadTail,
 } from "./redis-codec.js";
 import { type LockKeys, lockKeys } from "./redis-keys.js";
+import { RedlockInspection } from "./redlock-inspection.js";
 import { ACQUIRE_NO_TOKEN, READ_HOLDER, RELEASE_ONE, RENEW } from "./scripts.js";
 
 /** What a {@link RedlockSession} needs from its backend. */
@@ -72,6 +79,8 @@ export class RedlockSession implements BackendSession {
   /** Acquires in progress: a closing session aborts them. */
   readonly #waits = new Set<{ abort(reason: unknown): void }>();
   #grants = 0;
+  /** Listing, inspection and forced release for operators. */
+  readonly #inspection: RedlockInspection;
   #closed = false;
 
   constructor(ctx: RedlockSessionContext, ownerId: string, ttlMs: number) {
@@ -81,6 +90,7 @@ export class RedlockSession implements BackendSession {
     this.sessionId = randomBytes(12).toString("hex");
     this.quorum = Math.floor(ctx.nodes.length / 2) + 1;
     this.#driftMs = defaultDriftMs(ttlMs);
+    this.#inspection = new RedlockInspection({ ...ctx, quorum: this.quorum, ttlMs });
   }
 
   async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -229,10 +239,10 @@ export class RedlockSession implements BackendSession {
           node,
           items.map((i) => i.keys.lock),
           [this.ttlMs, ...items.map((i) => i.prefix)],
-        ).then(decodeRenewReply),
+        ).then(decodeRenewals),
       { timeoutMs: this.#ctx.nodeTimeoutMs, names: this.#ctx.addresses },
     );
-    const answered = answers.filter((a) => a.state === "ok") as { value: boolean[] }[];
+    const answered = answers.filter((a) => a.state === "ok") as { value: KeyRenewal[] }[];
     if (answered.length < this.quorum) {
       throw new BackendUnavailableError(
         `redlock renewal failed: only ${answered.length} of ${answers.length} nodes answered, a quorum is ${this.quorum}${failedNodes(answers)}`,
@@ -245,16 +255,24 @@ export class RedlockSession implements BackendSession {
       );
     }
     const lostKeys: string[] = [];
+    const revoked: RevokedGrant[] = [];
     held.forEach(([name, h], i) => {
-      const yes = answered.filter((a) => a.value[i] === true).length;
+      const yes = answered.filter((a) => a.value[i]?.renewed === true).length;
       if (yes >= this.quorum) return;
       if (this.#held.get(name) !== h) return;
       this.#held.delete(name);
-      lostKeys.push(name);
+      // An operator's forced release: the nodes it freed keep the reason.
+      const reason = answered.find((a) => a.value[i]?.reason !== undefined)?.value[i]?.reason;
+      if (reason === undefined) lostKeys.push(name);
+      else revoked.push({ space: "lock", key: name, token: h.grant.token, reason });
       // A minority may still hold it for us: free them, so others need not wait the TTL out.
       void this.#releaseEverywhere(h.keys, h.prefix);
     });
-    return lostKeys.length === 0 ? undefined : { lostKeys };
+    if (lostKeys.length === 0 && revoked.length === 0) return undefined;
+    return {
+      ...(lostKeys.length === 0 ? {} : { lostKeys }),
+      ...(revoked.length === 0 ? {} : { revoked }),
+    };
   }
 
   async release(grant: Grant): Promise<boolean> {
@@ -314,6 +332,28 @@ export class RedlockSession implements BackendSession {
       return holder === null || remainingMs < 0 ? holder : { ...holder, remainingMs };
     }
     return null;
+  }
+
+  /** Lists the lock keys under the backend's prefix, each once (see redlock-inspection.ts). */
+  async listKeys(options: ListKeysOptions): Promise<KeyPage> {
+    this.#assertLive();
+    return await this.#inspection.listKeys(options);
+  }
+
+  /** The holder a quorum of nodes names for a lock, or `null`. */
+  async inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
+    this.#assertLive();
+    return await this.#inspection.inspectKey(space, key);
+  }
+
+  /** Frees the grant a quorum holds for `key` on every node; `false` when none. */
+  async forceRelease(
+    space: "lock" | "permit",
+    key: string,
+    options: ForceReleaseOptions,
+  ): Promise<boolean> {
+    this.#assertLive();
+    return await this.#inspection.forceRelease(space, key, options);
   }
 
   /** Throws `SessionLostError` once the session is closed. */

@@ -296,3 +296,22 @@ do
 ${handOverLua("KEYS[1]", "KEYS[2]", "KEYS[3]", "ARGV[1]")}end
 return 1
 `);
+
+/**
+ * Redlock: an operator's forced release of one grant on one node, by the grant's owner prefix
+ * (`<session id>:<grant id>\n`, read from a quorum's payload): when the node holds that grant,
+ * its revocation is kept as {@link FORCE_RELEASE} keeps it (the holder's `RENEW` reads it
+ * there), the key deleted and the release announced on its channel.
+ * KEYS: lock, revocations. ARGV: grant prefix, reason, least time to keep the revocation in
+ * ms, channel. Returns 1 when this node held that grant and freed it, else 0.
+ */
+export const FORCE_RELEASE_ONE = new LuaScript(`
+local v = redis.call('GET', KEYS[1])
+if not v or string.sub(v, 1, #ARGV[1]) ~= ARGV[1] then return 0 end
+local keep = math.max(3 * redis.call('PTTL', KEYS[1]), tonumber(ARGV[3]))
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], keep)
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[4], '${WATCH_RELEASED_NO_TOKEN}')
+return 1
+`);

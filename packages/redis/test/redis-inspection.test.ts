@@ -14,6 +14,14 @@ import {
 import { Cluster, Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { lockKeys, RedisBackend } from "../src/index.js";
+import {
+  closeNodeRedis,
+  NODE_REDIS,
+  type NodeRedisMajor,
+  nodeRedisClient,
+  nodeRedisCluster,
+  type TestNodeRedis,
+} from "./node-redis-clients.js";
 
 const never = new AbortController().signal;
 
@@ -38,6 +46,8 @@ const within = async <T>(p: Promise<T>, ms: number): Promise<T | "pending"> => {
 interface Target {
   readonly cluster: boolean;
   backend(prefix: string): RedisBackend;
+  /** An app's node-redis client (or cluster) of `major` on the same store. */
+  nodeRedis(major: NodeRedisMajor): Promise<TestNodeRedis>;
   raw(): Redis | Cluster;
 }
 
@@ -127,6 +137,21 @@ function inspectionTests(target: () => Target) {
       expect(owners.size).toBeGreaterThan(1);
     }
   });
+
+  for (const major of Object.keys(NODE_REDIS) as NodeRedisMajor[]) {
+    it(`lists through an app's ${major} client too, every master of a Cluster`, async () => {
+      fresh();
+      const client = await target().nodeRedis(major);
+      closers.push(() => closeNodeRedis(client));
+      const nodeBackend = new RedisBackend({ client, keyPrefix: prefix });
+      closers.push(() => nodeBackend.close());
+      const s = (await nodeBackend.openSession({ ttlMs: 5_000, ownerId: "nr" })) as Session;
+      closers.push(() => s.close());
+      const names = Array.from({ length: 8 }, (_, i) => `nr/${i}`);
+      for (const name of names) await take(s, name);
+      expect((await listAll(s, "lock", "nr/", 3)).keys.sort()).toEqual(names);
+    });
+  }
 
   it("a released or expired lock is no longer listed, and inspects as null", async () => {
     fresh();
@@ -408,6 +433,7 @@ describeBackend("redis", (url) => {
     inspectionTests(() => ({
       cluster: false,
       backend: (keyPrefix) => new RedisBackend({ url, keyPrefix }),
+      nodeRedis: (major) => nodeRedisClient(major, url),
       raw: () => raw,
     }));
   });
@@ -430,6 +456,11 @@ describeBackend("redis", (url) => {
       cluster: true,
       backend: (keyPrefix) =>
         new RedisBackend({ url: (cluster as ServerGroup).url, keyPrefix, commandTimeoutMs: 5_000 }),
+      nodeRedis: (major) =>
+        nodeRedisCluster(
+          major,
+          announced(cluster as ServerGroup).map((n) => `${n.host}:${n.port}`),
+        ),
       raw: () => raw,
     }));
   });

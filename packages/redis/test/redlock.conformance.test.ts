@@ -10,7 +10,9 @@ describeBackend("redlock", (url) => {
       name: "redlock",
       ttlMs: 1_000,
       url,
-      createBackend: () => new RedlockBackend({ url, keyPrefix: "conf:" }),
+      // The default key prefix, as in the worker processes, which are given the URL only: an
+      // operator in this process inspects and force-releases their locks.
+      createBackend: () => new RedlockBackend({ url }),
     },
     {
       fencing: "none",
