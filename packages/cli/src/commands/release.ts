@@ -48,7 +48,7 @@ function describe(items: readonly Inspection[]): string {
       const holders = item.holders
         .map(
           (h) =>
-            `${holderName(h)}${h.token === undefined ? "" : ` (token ${h.token})`}, held ${formatDuration(h.heldMs)}`,
+            `${holderName(h)}${h.token === undefined ? "" : ` (token ${h.token})`}${h.heldMs === undefined ? "" : `, held ${formatDuration(h.heldMs)}`}`,
         )
         .join("; ");
       return `${item.kind} "${item.name}": ${holders || "no holder"}, ${item.waiters?.count ?? 0} waiting`;
