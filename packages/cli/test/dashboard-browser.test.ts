@@ -79,8 +79,9 @@ const dashboardSuite = (kind: BackendKind) => (url: string) => {
     const granted = performance.now();
     await row(page, name).waitFor({ timeout: 10_000 });
     const shownMs = performance.now() - granted;
+    const read = await page.locator("#updated").textContent();
     console.log(
-      `[dashboard ${kind}] page ${bytes} bytes; lock row shown ${Math.round(shownMs)} ms after its grant`,
+      `[dashboard ${kind}] page ${bytes} bytes; lock row shown ${Math.round(shownMs)} ms after its grant (${read})`,
     );
     expect(await row(page, name).locator("td.holder").textContent()).toBe("billing-7f3a");
     expect(await row(page, name).locator("td.token").textContent()).toBe(`${lock.token}`);
