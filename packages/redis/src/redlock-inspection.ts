@@ -1,4 +1,4 @@
-import type { ForceReleaseOptions, KeyPage, KeyState, ListKeysOptions } from "@baton/core";
+import type { ForceReleaseOptions, Holder, KeyPage, KeyState, ListKeysOptions } from "@baton/core";
 import { BackendUnavailableError } from "@baton/core";
 import type { Redis } from "ioredis";
 import { askNodes, failures } from "./ask-nodes.js";
@@ -65,15 +65,23 @@ export class RedlockInspection {
     });
   }
 
-  async inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
-    if (space !== "lock") return null;
-    const held = await this.#quorumHolder(key, "inspection");
+  /**
+   * The holder a quorum of nodes names for lock `key`, its lease the time a quorum still keeps
+   * it (the quorum-th longest PTTL among them), or `null`. `what` names the read in errors.
+   */
+  async holder(key: string, what: string): Promise<Holder | null> {
+    const held = await this.#quorumHolder(key, what);
     if (held === null) return null;
     const holder = decodePayload(held.payload, false);
-    if (holder === null) return null;
-    return {
-      holders: [held.remainingMs < 0 ? holder : { ...holder, remainingMs: held.remainingMs }],
-    };
+    return holder === null || held.remainingMs < 0
+      ? holder
+      : { ...holder, remainingMs: held.remainingMs };
+  }
+
+  async inspectKey(space: "lock" | "permit", key: string): Promise<KeyState | null> {
+    if (space !== "lock") return null;
+    const holder = await this.holder(key, "inspection");
+    return holder === null ? null : { holders: [holder] };
   }
 
   async forceRelease(

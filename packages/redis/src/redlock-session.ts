@@ -22,9 +22,7 @@ import {
 import type { Redis } from "ioredis";
 import { askNodes, count, failures, type NodeAnswer } from "./ask-nodes.js";
 import {
-  decodeHolderReply,
   decodeNodeAcquireReply,
-  decodePayload,
   decodeReleasedOne,
   decodeRenewals,
   encodePayload,
@@ -35,7 +33,7 @@ import {
 } from "./redis-codec.js";
 import { type LockKeys, lockKeys } from "./redis-keys.js";
 import { RedlockInspection } from "./redlock-inspection.js";
-import { ACQUIRE_NO_TOKEN, READ_HOLDER, RELEASE_ONE, RENEW } from "./scripts.js";
+import { ACQUIRE_NO_TOKEN, RELEASE_ONE, RENEW } from "./scripts.js";
 
 /** What a {@link RedlockSession} needs from its backend. */
 export interface RedlockSessionContext {
@@ -301,37 +299,9 @@ export class RedlockSession implements BackendSession {
     return false;
   }
 
+  /** The holder a quorum of nodes names, with the time a quorum still keeps its lease. */
   async holder(name: string): Promise<Holder | null> {
-    const keys = lockKeys(this.#ctx.keyPrefix, name);
-    const answers = await askNodes(
-      this.#ctx.nodes,
-      (node) => READ_HOLDER.run(node, [keys.lock], []).then(decodeHolderReply),
-      { timeoutMs: this.#ctx.nodeTimeoutMs, names: this.#ctx.addresses },
-    );
-    const answered = answers.filter((a) => a.state === "ok") as {
-      value: { payload: string | null; pttl: number };
-    }[];
-    if (answered.length < this.quorum) {
-      throw new BackendUnavailableError(
-        `redlock holder of "${name}" failed: only ${answered.length} of ${answers.length} nodes answered${failedNodes(answers)}`,
-      );
-    }
-    // The holder is whoever a quorum of nodes names; its lease lasts while a quorum keeps it:
-    // the quorum-th longest PTTL among them.
-    const votes = new Map<string, number[]>();
-    for (const { value } of answered) {
-      if (value.payload === null) continue;
-      const pttls = votes.get(value.payload) ?? [];
-      pttls.push(value.pttl);
-      votes.set(value.payload, pttls);
-    }
-    for (const [payload, pttls] of votes) {
-      if (pttls.length < this.quorum) continue;
-      const holder = decodePayload(payload, false);
-      const remainingMs = pttls.sort((a, b) => b - a)[this.quorum - 1] as number;
-      return holder === null || remainingMs < 0 ? holder : { ...holder, remainingMs };
-    }
-    return null;
+    return await this.#inspection.holder(name, "holder");
   }
 
   /** Lists the lock keys under the backend's prefix, each once (see redlock-inspection.ts). */
