@@ -406,3 +406,11 @@ export function decodeInspectedPermit(rows: readonly Record<string, unknown>[]):
     limit: (rows[0] as { limit: number }).limit,
   };
 }
+
+/**
+ * `holder` with `heldMs` from a `held_ms` column (float8: milliseconds since the grant, by the
+ * server's clock), when the column has a value.
+ */
+export function withHeldMs(holder: Holder, heldMs: unknown): InspectedHolder {
+  return typeof heldMs === "number" ? { ...holder, heldMs: Math.max(0, heldMs) } : holder;
+}

@@ -10,6 +10,7 @@ import {
   decodeInspectedLock,
   decodeInspectedPermit,
   decodeKeyPage,
+  withHeldMs,
 } from "./postgres-codec.js";
 import { advisoryKey, type TokenTag } from "./postgres-keys.js";
 import type { LeaseStatements } from "./postgres-lease-statements.js";
@@ -187,10 +188,10 @@ export class LeaseInspection {
   async inspectKey(space: "lock" | "permit", name: string): Promise<KeyState | null> {
     if (space === "permit") return null;
     // Waiters poll, unknown to the server: only the live holder.
-    const holder = decodeHolder(
-      await this.#calls.rows(this.#statements.holder, [this.#calls.namespace, name]),
-    );
-    return holder === null ? null : { holders: [holder] };
+    const rows = await this.#calls.rows(this.#statements.inspect, [this.#calls.namespace, name]);
+    const holder = decodeHolder(rows);
+    if (holder === null) return null;
+    return { holders: [withHeldMs(holder, rows[0]?.held_ms)] };
   }
 
   /** Deletes the lease with that token (its session alive) and records the revocation. */

@@ -61,6 +61,11 @@ export interface LeaseStatements {
    * statements.ts). Returns `name`.
    */
   readonly listLocks: string;
+  /**
+   * {@link holder} with `held_ms` (float8): how long ago the lease was granted, by the
+   * server's clock; NULL for a lease table made before it stored its grant time.
+   */
+  readonly inspect: string;
 }
 
 /** The statements for the objects named in `names`. */
@@ -134,6 +139,11 @@ export function leaseStatements(names: SchemaNames): LeaseStatements {
         ON CONFLICT (session, token) DO UPDATE SET reason = EXCLUDED.reason
       )
       SELECT (SELECT count(*) FROM gone)::int AS released`,
+    inspect: `SELECT l.owner, l.token::text AS token, l.value, ${remainingMs} AS remaining_ms,
+        floor(extract(epoch FROM clock_timestamp() - (to_jsonb(l) ->> 'granted_at')::timestamptz)
+          * 1000)::float8 AS held_ms
+      FROM ${names.leases} l JOIN ${names.leaseSessions} s ON s.id = l.session
+      WHERE l.namespace = $1 AND l.name = $2 AND ${live}`,
     listLocks: `SELECT l.name FROM ${names.leases} l
       WHERE l.namespace = $1::text AND ${listRange("l.name", 2)}
       ORDER BY l.name LIMIT $5::int`,

@@ -55,6 +55,25 @@ function addSessionTtl(names: SchemaNames): string {
 END $baton$`;
 }
 
+/**
+ * Adds the leases' grant time (inspection's `heldMs`) to a table made before it had one:
+ * nullable, its default set apart, so no existing row is rewritten. Only its owner may: for
+ * another role this does nothing, and inspection tells no `heldMs`.
+ */
+function addGrantTime(names: SchemaNames): string {
+  const table = names.leases.replaceAll("'", "''");
+  return `DO $baton$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = to_regclass('${table}')
+      AND a.attname = 'granted_at' AND NOT a.attisdropped) THEN
+    BEGIN
+      ALTER TABLE ${names.leases} ADD COLUMN IF NOT EXISTS granted_at timestamptz;
+      ALTER TABLE ${names.leases} ALTER COLUMN granted_at SET DEFAULT clock_timestamp();
+    EXCEPTION WHEN insufficient_privilege THEN NULL;
+    END;
+  END IF;
+END $baton$`;
+}
+
 function ddl(names: SchemaNames): string {
   return [
     "BEGIN",
@@ -97,11 +116,13 @@ function ddl(names: SchemaNames): string {
       owner text NOT NULL,
       token bigint NOT NULL,
       value text,
+      granted_at timestamptz DEFAULT clock_timestamp(),
       PRIMARY KEY (namespace, name),
       -- Its index finds a session's leases (the cascade when it ends), declared inline: a
       -- CREATE INDEX of its own would need the table's owner on every later migration.
       UNIQUE (session, namespace, name)
     )`,
+    addGrantTime(names),
     // Permits (semaphores, read-write locks) of the advisory mode: see permit-functions.ts.
     ...permitFunctions(names).ddl,
     // Inspection and forced release (postgres-inspection.ts). Unlogged where they describe

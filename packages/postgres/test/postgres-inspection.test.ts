@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describeBackend } from "@baton/conformance/harness";
 import type { BackendSession, Grant, KeySpace } from "@baton/core";
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { PostgresBackend } from "../src/index.js";
 
@@ -106,7 +107,7 @@ function inspectionTests(mode: "advisory" | "lease", url: string): void {
     expect((await listAll(await session(elsewhere, "x"), "lock", "", 100)).keys).toEqual([]);
   });
 
-  it("inspects a held lock: owner, token, value and time left; null once released", async () => {
+  it("inspects a held lock: owner, token, value, time left (and, row leases, time held); null once released", async () => {
     const b = await backend();
     const holder = await session(b, "holder");
     const observer = await session(b, "observer");
@@ -126,6 +127,16 @@ function inspectionTests(mode: "advisory" | "lease", url: string): void {
       expect(h?.value).toBe(value);
       expect(h?.remainingMs).toBeGreaterThan(0);
       expect(h?.remainingMs).toBeLessThanOrEqual(10_000);
+      if (lease) {
+        // The lease row keeps its grant time (the server's clock).
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const later = (await inspect(observer, "lock", name))?.holders[0];
+        expect(later?.heldMs).toBeGreaterThanOrEqual(250);
+        expect(later?.heldMs).toBeLessThan(60_000);
+      } else {
+        // The advisory mode stores no grant time.
+        expect(h?.heldMs).toBeUndefined();
+      }
       expect(await holder.release(grant)).toBe(true);
       expect(await inspect(observer, "lock", name)).toBeNull();
     }
@@ -193,6 +204,44 @@ function inspectionTests(mode: "advisory" | "lease", url: string): void {
     const grant = (await holder.acquire(name, { wait: false, signal })) as Grant;
     await until(async () => (await inspect(operator, "lock", name)) === null);
     expect(await forceRelease(operator, name, grant.token, "expired")).toBe(false);
+  });
+
+  it("a schema from before inspection: locks work, listing and forced release say to run migrate(), and the next backend that may create adds the tables", async () => {
+    const b = await backend();
+    const schema = b.options.schema;
+    // The first session creates the schema.
+    await session(b, "first");
+    await b.close();
+    const pool = new pg.Pool({ connectionString: url.replace(/[?&]locks=lease/, "") });
+    closers.push(() => pool.end());
+    // As an older release left it: no tables of inspection, leases without their grant time.
+    await pool.query(
+      `DROP TABLE "${schema}".lock_names, "${schema}".revocations, "${schema}".lease_revocations;
+       ALTER TABLE "${schema}".leases DROP COLUMN granted_at`,
+    );
+    const old = new PostgresBackend({ url, schema, migrate: false });
+    closers.push(() => old.close());
+    const [holder, waiter] = [await session(old, "holder"), await session(old, "waiter")];
+    const name = `old-${randomUUID()}`;
+    const grant = (await holder.acquire(name, { wait: false, signal })) as Grant;
+    expect(await holder.keepAlive()).toBeUndefined();
+    expect((await inspect(waiter, "lock", name))?.holders[0]?.token).toBe(grant.token);
+    await expect(listAll(waiter, "lock", "", 10)).rejects.toThrow(/run migrate\(\)/);
+    await expect(forceRelease(waiter, name, grant.token, "old")).rejects.toThrow(/run migrate\(\)/);
+    expect(await holder.release(grant)).toBe(true);
+
+    const upgraded = new PostgresBackend({ url, schema });
+    closers.push(() => upgraded.close());
+    const [h2, o2] = [await session(upgraded, "holder"), await session(upgraded, "observer")];
+    const again = (await h2.acquire(name, { wait: false, signal })) as Grant;
+    await h2.keepAlive();
+    expect((await listAll(o2, "lock", "", 10)).keys).toEqual([name]);
+    if (lease) {
+      // Rows from before the column have no grant time; new ones do.
+      expect((await inspect(o2, "lock", name))?.holders[0]?.heldMs).toBeGreaterThanOrEqual(0);
+    }
+    expect(await forceRelease(o2, name, again.token, "upgraded")).toBe(true);
+    expect((await h2.keepAlive())?.revoked?.[0]?.reason).toBe("upgraded");
   });
 
   if (!lease) {
