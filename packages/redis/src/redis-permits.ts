@@ -445,6 +445,9 @@ export class RedisPermits {
         state.grants.delete(entry);
         out.push({ space: "permit", key: item.name, token: grant.token, reason });
       }
+      // An acquire that found this session's entries gone there saw the revocation: the
+      // grants still held are judged by this renewal's answer for the key (see lostAfter).
+      if (this.#lost === item.name) this.#lost = undefined;
       this.#forgetIfIdle(item.name, state);
     }
     return out;

@@ -366,6 +366,31 @@ function inspectionTests(target: () => Target) {
     expect(again).not.toBeNull();
   });
 
+  it("an acquire on a permit key between a forced release there and the holder's renewal does not end the session", async () => {
+    fresh();
+    const holder = await open("holder", 20_000);
+    const operator = await open("operator");
+    const first = await holder.acquirePermits("pool2", semaphorePermits(3, 1, { wait: false }));
+    if (first === null) throw new Error("no permit");
+    expect(
+      await operator.forceRelease("permit", "pool2", {
+        token: first.token,
+        reason: "hung",
+        signal: never,
+      }),
+    ).toBe(true);
+    // The store has no entry of this session there any more, while it still counts one.
+    const second = await holder.acquirePermits("pool2", semaphorePermits(3, 1, { wait: false }));
+    expect(second).not.toBeNull();
+    expect(await holder.keepAlive()).toEqual({
+      revoked: [{ space: "permit", key: "pool2", token: first.token, reason: "hung" }],
+    });
+    expect(await holder.keepAlive()).toBeUndefined();
+    expect((await operator.inspectKey("permit", "pool2"))?.holders.map((h) => h.token)).toEqual([
+      second?.token,
+    ]);
+  });
+
   it("through the coordinator: list and inspect show the holder, forceRelease aborts its lock as revoked with the reason, the waiter takes it", async () => {
     fresh();
     const holder = createCoordinator({
