@@ -85,6 +85,7 @@ const dashboardSuite = (kind: BackendKind) => (url: string) => {
     );
     expect(await row(page, name).locator("td.holder").textContent()).toBe("billing-7f3a");
     expect(await row(page, name).locator("td.token").textContent()).toBe(`${lock.token}`);
+    expect(await row(page, name).getAttribute("title")).toBe("billing-7f3a: invoice run");
     await shot(page, "held");
 
     // The lease bar counts down between updates (and jumps back up when the holder renews).

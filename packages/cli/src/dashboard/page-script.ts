@@ -182,6 +182,8 @@ export const PAGE_SCRIPT = String.raw`
         tr.dataset.kind = it.kind;
         tr.dataset.name = it.name;
         if (now - (changedAt.get(key(it)) || -1e9) < 3000) tr.className = "changed";
+        var values = it.holders.filter(function (h) { return h.value !== undefined; });
+        if (values.length > 0) tr.title = values.map(function (h) { return owner(h) + ": " + h.value; }).join("\n");
         s.cells(it).forEach(function (c) {
           var td = el("td", c[1] || "");
           if (c[0] instanceof Node) td.appendChild(c[0]); else td.textContent = String(c[0]);
@@ -197,7 +199,10 @@ export const PAGE_SCRIPT = String.raw`
 
   function renderTimeline() {
     var list = $("timeline").querySelector("ol");
-    var items = timeline.slice(-200).reverse().map(function (e) {
+    var shown = timeline.filter(function (e) {
+      return filter === "" || e.name.toLowerCase().indexOf(filter) >= 0 || (e.owner || "").toLowerCase().indexOf(filter) >= 0;
+    });
+    var items = shown.slice(-200).reverse().map(function (e) {
       var li = el("li");
       li.dataset.type = e.type;
       li.dataset.name = e.name;
@@ -208,7 +213,7 @@ export const PAGE_SCRIPT = String.raw`
       return li;
     });
     list.replaceChildren.apply(list, items);
-    $("timeline").querySelector(".count").textContent = String(timeline.length);
+    $("timeline").querySelector(".count").textContent = shown.length === timeline.length ? String(timeline.length) : shown.length + " of " + timeline.length;
   }
 
   function onState(text) {
@@ -237,6 +242,7 @@ export const PAGE_SCRIPT = String.raw`
     filter = e.target.value.trim().toLowerCase();
     Object.keys(pages).forEach(function (k) { pages[k] = 0; });
     render();
+    renderTimeline();
   });
   setInterval(tickBars, 200);
 

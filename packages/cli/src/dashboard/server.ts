@@ -24,6 +24,9 @@ type ReleaseKind = typeof KINDS extends Set<infer K> ? K : never;
 /** The largest release request body read, in bytes. */
 const MAX_BODY = 16_384;
 
+/** The most bytes an event stream may have waiting to be sent before it is dropped. */
+const MAX_BUFFERED = 8 * 1024 * 1024;
+
 /** How often an idle event stream gets a comment, so proxies and browsers keep it open. */
 const KEEPALIVE_MS = 15_000;
 
@@ -117,6 +120,12 @@ export function createDashboardServer(options: DashboardServerOptions): Server {
     if (state !== undefined) response.write(`event: state\ndata: ${state}\n\n`);
     streams.add(response);
     const off = options.feed.subscribe(({ state: next, events: happened }) => {
+      // A page that stopped reading (a suspended tab, a stalled network) is dropped rather
+      // than buffered without bound; its EventSource reconnects and gets the state afresh.
+      if (response.writableLength > MAX_BUFFERED) {
+        response.destroy();
+        return;
+      }
       if (happened.length > 0) {
         response.write(`event: timeline\ndata: ${JSON.stringify(happened)}\n\n`);
       }
