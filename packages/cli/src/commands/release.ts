@@ -19,7 +19,8 @@ A store that cannot free one grant of a live session ends the holder's whole ses
   --yes          do not ask; without it baton asks on the terminal, and refuses (exit 64)
                  when stdin is not a terminal
   --kind KIND    which of the names NAME to free when several kinds share it: lock,
-                 election, semaphore, read-write-lock
+                 election, semaphore, read-write-lock, or job (the lock of its running slot;
+                 its attempt is then recorded failed and retried)
   --token T      free only the grant with fencing token T (a later grant is left alone);
                  needed for a semaphore held by several grants
 
@@ -27,8 +28,8 @@ Exit codes: 0 released; 84 nothing to release (NAME is free, or T is no longer h
 85 the backend cannot force-release; 64 bad usage (or the question was declined);
 69 the store could not be reached.`;
 
-/** The kinds a forced release takes (a job's running slot is a lock: name the slot's lock). */
-const KINDS = ["lock", "election", "semaphore", "read-write-lock"] as const;
+/** The kinds a forced release takes. */
+const KINDS = ["lock", "election", "semaphore", "read-write-lock", "job"] as const;
 type ReleaseKind = (typeof KINDS)[number];
 
 /** True when `error` says the backend has no forced release (its guarantees lack it). */

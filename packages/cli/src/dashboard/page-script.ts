@@ -150,7 +150,7 @@ export const PAGE_SCRIPT = String.raw`
           slots.appendChild(st);
         });
         if (!it.slots || it.slots.length === 0) slots.textContent = "-";
-        return [[it.name, "name"], [h ? owner(h) + " (token " + h.token + ")" : "-", "holder"], [slots, "slots"]];
+        return [[it.name, "name"], [h ? owner(h) + " (token " + h.token + ")" : "-", "holder"], [slots, "slots"], [releaseButton(it, h)]];
       } }
   ];
   function waiters(it) { return it.waiters ? it.waiters.count : 0; }

@@ -35,7 +35,7 @@ export function dashboardPage(settings: PageSettings, nonce: string): string {
 ${table("locks", "Locks", ["Name", "Kind", "Holder", "Token", "Held", "Lease", "Waiters", ""])}
 ${table("elections", "Elections", ["Name", "Leader", "Term", "Leading for", "Lease", "Candidates waiting", ""])}
 ${table("semaphores", "Semaphores", ["Name", "Permits used", "Holders", "Waiters"])}
-${table("jobs", "Jobs", ["Name", "Running now", "Last slots"])}
+${table("jobs", "Jobs", ["Name", "Running now", "Last slots", ""])}
 </div>
 <section id="timeline"><h2>Timeline <span class="count">0</span></h2><ol></ol></section>
 </main>

@@ -17,8 +17,8 @@ export interface DashboardServerOptions extends PageSettings {
   readonly log: (line: string) => void;
 }
 
-/** The kinds a forced release takes (a job's running slot is a lock of its own). */
-const KINDS = new Set(["lock", "semaphore", "read-write-lock", "election"] as const);
+/** The kinds a forced release takes (a job: the lock of its running slot). */
+const KINDS = new Set(["lock", "semaphore", "read-write-lock", "election", "job"] as const);
 type ReleaseKind = typeof KINDS extends Set<infer K> ? K : never;
 
 /** The largest release request body read, in bytes. */
