@@ -34,9 +34,10 @@ import { WaiterPool } from "./waiter-pool.js";
  * whose wait is interrupted, e.g. by its session's renewal, goes to the back; a try may barge
  * in). Semaphores and read-write locks keep one queue per name in a table, in arrival order:
  * a request never overtakes one that waits. Not consensus-backed. Inspection lists and reads
- * locks, permit keys and records; a forced release frees one lock grant (not the holder's
- * session): the holder's own session lets go of it at its next renewal, within a third of the
- * TTL (an advisory lock belongs to its connection; see postgres-inspection.ts).
+ * locks, permit keys and records; a forced release frees one grant (not the holder's
+ * session): a permit grant at once, a lock when the holder's own session lets go of it at its
+ * next renewal, within a third of the TTL (an advisory lock belongs to its connection; see
+ * postgres-inspection.ts).
  */
 export const POSTGRES_GUARANTEES: Guarantees = {
   fencing: "monotonic",

@@ -323,18 +323,29 @@ export function decodeKeyPage(rows: readonly Record<string, unknown>[], limit: n
   return keys.length === limit && last !== undefined ? { keys, cursor: last } : { keys };
 }
 
-/** A row of the advisory renewal with inspection (`key`, `token`, `reason`, all text). */
+/** A row of the advisory renewal with inspection (`key`, `token`, `reason`, `name`, all text). */
 export type RenewalRow =
   /** This connection no longer holds `key`. */
   | { readonly key: bigint; readonly revoked?: undefined }
   /** The grant of `key` with token `revoked.token` was force-released. */
-  | { readonly key: bigint; readonly revoked: { readonly token: bigint; readonly reason: string } };
+  | {
+      readonly key: bigint;
+      readonly revoked: {
+        readonly token: bigint;
+        readonly reason: string;
+        /** A permit grant's: the permit key's name (absent: a lock's). */
+        readonly permit?: string;
+      };
+    };
 
 /** Decodes a row of the advisory renewal (see {@link RenewalRow}). */
 export function decodeRenewalRow(row: Record<string, unknown>): RenewalRow {
   const key = BigInt(row.key as string);
   if (row.token === null || row.token === undefined) return { key };
-  return { key, revoked: { token: BigInt(row.token as string), reason: row.reason as string } };
+  const revoked = { token: BigInt(row.token as string), reason: row.reason as string };
+  return typeof row.name === "string"
+    ? { key, revoked: { ...revoked, permit: row.name } }
+    : { key, revoked };
 }
 
 /** A revocation the row-lease renewal read: the lease's name, its token and the reason. */

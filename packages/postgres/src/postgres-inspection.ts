@@ -29,7 +29,10 @@ import type { InspectionStatements } from "./statements.js";
  * holder's renewal reads it in the statement it runs anyway, unlocks that grant itself, and
  * reports it revoked. The next waiter is granted within one renewal interval (a third of the
  * TTL) of the forced release; a holder that no longer renews loses its connection, and every
- * lock, within one TTL anyway.
+ * lock, within one TTL anyway. A permit grant is a row: a forced release deletes it at once
+ * with the permit functions' release (which grants and announces the waiters that now fit),
+ * and records the revocation, with the permit key's name, for the connection holding the
+ * session's liveness key.
  *
  * Row-lease mode: a forced release deletes the lease row (owner-checked by token, its session
  * alive) and records the revocation (`lease_revocations`, by session) in one statement; waiters
@@ -143,8 +146,17 @@ export class AdvisoryInspection {
     name: string,
     options: ForceReleaseOptions,
   ): Promise<boolean> {
-    if (space === "permit") throw permitsNotRevocable();
     if (!this.#calls.ready()) throw notMigrated();
+    if (space === "permit") {
+      const rows = await this.#calls.rows(this.#statements.forcePermit, [
+        this.#calls.namespace,
+        name,
+        options.token.toString(),
+        options.reason,
+        this.#permitSession(),
+      ]);
+      return rows[0]?.released === true;
+    }
     const key = advisoryKey(this.#calls.namespace, name);
     const rows = await this.#calls.rows(this.#statements.forceRelease, [
       key.toString(),
@@ -154,13 +166,6 @@ export class AdvisoryInspection {
     ]);
     return rows.length > 0;
   }
-}
-
-function permitsNotRevocable(): ConfigError {
-  return new ConfigError(
-    "kind",
-    "a forced release of one semaphore or read-write lock grant is not supported by the PostgreSQL backend; force-release plain locks only",
-  );
 }
 
 /** Inspection and forced release of the row-lease mode. */

@@ -65,6 +65,7 @@ interface Entry {
 /** A grant this session holds. */
 interface HeldPermit extends Entry {
   readonly mode: PermitMode;
+  readonly token: bigint;
   /** The grant's handle: only this one releases it (a downgrade makes a new one). */
   readonly handle: PermitHandle;
 }
@@ -231,7 +232,7 @@ export class PostgresPermits {
 
   #granted(name: string, id: bigint, session: string, mode: PermitMode, token: bigint): Grant {
     const handle = new PermitHandle(this, id);
-    this.#held.set(id, { name, id, session, mode, handle });
+    this.#held.set(id, { name, id, session, mode, token, handle });
     return { key: name, ownerId: this.#calls.ownerId, token, handle };
   }
 
@@ -287,6 +288,24 @@ export class PostgresPermits {
       return null;
     }
     return this.#granted(held.name, held.id, held.session, "read", token);
+  }
+
+  /** Whether this session holds any permit (its renewal then reads revocations). */
+  get holding(): boolean {
+    return this.#held.size > 0;
+  }
+
+  /**
+   * A grant of `name` with `token` was force-released (its entry is gone at the server):
+   * forgets it, so its release resolves `false`. Whether this session held it.
+   */
+  revoked(name: string, token: bigint): boolean {
+    for (const [id, held] of this.#held) {
+      if (held.name !== name || held.token !== token) continue;
+      this.#held.delete(id);
+      return true;
+    }
+    return false;
   }
 
   /** The liveness key of this session's entries (decimal). */

@@ -332,7 +332,13 @@ export class PostgresSession implements BackendSession {
     const forgotten: bigint[] = [];
     for (const key of this.#named) if (!this.#names.has(key)) forgotten.push(key);
     const acks = this.#acks;
-    if (held.length === 0 && released.length === 0 && forgotten.length === 0 && acks.length === 0) {
+    if (
+      held.length === 0 &&
+      released.length === 0 &&
+      forgotten.length === 0 &&
+      acks.length === 0 &&
+      !this.#permits.holding
+    ) {
       await this.#query(PING, []);
       return undefined;
     }
@@ -371,8 +377,15 @@ export class PostgresSession implements BackendSession {
         this.#lose(decoded.key, lostKeys);
         continue;
       }
-      const { token, reason } = decoded.revoked;
+      const { token, reason, permit } = decoded.revoked;
       this.#acks.push(token.toString());
+      if (permit !== undefined) {
+        // Its entry is gone at the server: nothing to unlock.
+        if (this.#permits.revoked(permit, token)) {
+          revoked.push({ space: "permit", key: permit, token, reason });
+        }
+        continue;
+      }
       const name = this.#names.get(decoded.key);
       const grant = name === undefined ? undefined : this.#held.get(name);
       // A revocation of an earlier grant of the key (released since) ends nothing.

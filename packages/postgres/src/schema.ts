@@ -140,6 +140,7 @@ function ddl(names: SchemaNames): string {
       token bigint NOT NULL,
       key bigint NOT NULL,
       reason text NOT NULL,
+      name text,
       PRIMARY KEY (pid, token)
     )`,
     `CREATE TABLE IF NOT EXISTS ${names.leaseRevocations} (

@@ -166,9 +166,9 @@ export interface Statements {
    * statement: `$1`, `$2`, `$3` as for `renew`; records the names `$5` (text[]) of held keys
    * `$4` (bigint[]) in namespace `$6` for this connection, forgets its keys `$7` (bigint[]),
    * deletes its revocations of tokens `$8` (bigint[], those the previous renewal reported).
-   * Returns rows of `key`, `token` and `reason`: a key this connection no longer holds
-   * (`token` NULL, as `renew`), or a revocation of this connection's grant of `key` with
-   * `token` (text), other than those of `$8`.
+   * Returns rows of `key`, `token`, `reason` and `name`: a key this connection no longer holds
+   * (`token` NULL, as `renew`), or a revocation of this connection's grant with `token`
+   * (text), other than those of `$8`: of lock `key`, or (`name` not NULL) of permit key `name`.
    */
   readonly renewOperations: Statement;
   /**
@@ -217,6 +217,13 @@ export interface InspectionStatements {
    * Returns a row when that grant is held.
    */
   readonly forceRelease: string;
+  /**
+   * Releases the granted entry with token `$3` of permit key (`$1`, `$2`) of a live session
+   * (`$5`: this session's liveness key, alive) as its release would (waiters that now fit are
+   * granted and told), and records the revocation with reason `$4` for the connection that
+   * holds its liveness key. Returns `released` (boolean).
+   */
+  readonly forcePermit: string;
 }
 
 /**
@@ -231,6 +238,7 @@ export function listRange(column: string, first: number): string {
 
 /** Builds the inspection statements for the schema objects `names`. */
 export function inspectionStatements(names: SchemaNames): InspectionStatements {
+  const permit = permitFunctions(names).names;
   const sequence = names.tokens.replaceAll("'", "''");
   const base = tokenBaseSql(sequence);
   /** Advisory locks on key `$1` (any mode, granted or not) and token locks of tag `$2`. */
@@ -283,6 +291,17 @@ FROM ${names.permitQueues} q JOIN ${names.permits} e ON e.namespace = q.namespac
 WHERE q.namespace = $1::text AND q.name = $2::text
   AND CASE WHEN e.session = $3::bigint THEN true ELSE NOT pg_try_advisory_xact_lock_shared(e.session) END
 ORDER BY e.id`,
+    forcePermit: `WITH e AS MATERIALIZED (SELECT e.id, e.session FROM ${names.permits} e
+  WHERE e.namespace = $1::text AND e.name = $2::text AND e.granted AND e.token = $3::bigint
+    AND CASE WHEN e.session = $5::bigint THEN true ELSE NOT pg_try_advisory_xact_lock_shared(e.session) END
+  ORDER BY e.id LIMIT 1),
+h AS MATERIALIZED (SELECT l.pid FROM e JOIN pg_locks l
+  ON l.mode = 'ExclusiveLock' AND ${locksKey("e.session")}),
+r AS MATERIALIZED (SELECT ${permit.release}($1::text, $2::text, e.id, e.session) AS released FROM e),
+v AS (INSERT INTO ${names.revocations} AS v (pid, token, key, reason, name)
+  SELECT h.pid, $3::bigint, 0, $4::text, $2::text FROM h, r WHERE r.released
+  ON CONFLICT (pid, token) DO UPDATE SET reason = EXCLUDED.reason, name = EXCLUDED.name)
+SELECT coalesce((SELECT r.released FROM r), false) AS released`,
     forceRelease: `WITH ${locksOfKey},
 c AS (
   SELECT p.pid, h.token FROM p JOIN ${names.holders} h ON h.key = $1::bigint AND h.pid = p.pid
@@ -451,20 +470,22 @@ named AS (INSERT INTO ${names.lockNames} AS n (pid, key, namespace, name)
   ON CONFLICT (pid, key) DO UPDATE SET namespace = EXCLUDED.namespace, name = EXCLUDED.name),
 acked AS (DELETE FROM ${names.revocations} r
   WHERE r.pid = pg_backend_pid() AND r.token = ANY($8::bigint[]))
-SELECT k::text AS key, NULL::text AS token, NULL::text AS reason FROM unnest($1::bigint[]) AS k
+SELECT k::text AS key, NULL::text AS token, NULL::text AS reason, NULL::text AS name
+FROM unnest($1::bigint[]) AS k
 WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${locksKey("k")})
 UNION ALL
-SELECT r.key::text, r.token::text, r.reason FROM ${names.revocations} r
+SELECT r.key::text, r.token::text, r.reason, r.name FROM ${names.revocations} r
 WHERE r.pid = pg_backend_pid() AND r.token <> ALL($8::bigint[])`,
     ),
     renewRevocations: statement(
       "renew_revocations",
       `WITH gc AS (
   ${gc("$2", "$3")})
-SELECT k::text AS key, NULL::text AS token, NULL::text AS reason FROM unnest($1::bigint[]) AS k
+SELECT k::text AS key, NULL::text AS token, NULL::text AS reason, NULL::text AS name
+FROM unnest($1::bigint[]) AS k
 WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = pg_backend_pid() AND ${locksKey("k")})
 UNION ALL
-SELECT r.key::text, r.token::text, r.reason FROM ${names.revocations} r
+SELECT r.key::text, r.token::text, r.reason, r.name FROM ${names.revocations} r
 WHERE r.pid = pg_backend_pid()`,
     ),
     unregisterOperations: statement(

@@ -32,11 +32,15 @@ describe("postgres inspection codec (no I/O)", () => {
     }
   });
 
-  it("advisory renewal rows: a lost key, or a revocation with its token and reason", () => {
+  it("advisory renewal rows: a lost key, or a revocation with its token, reason and permit key", () => {
     expect(decodeRenewalRow({ key: "-42", token: null, reason: null })).toEqual({ key: -42n });
     expect(
       decodeRenewalRow({ key: "7", token: "1765000000000123", reason: "stuck since the deploy" }),
     ).toEqual({ key: 7n, revoked: { token: 1765000000000123n, reason: "stuck since the deploy" } });
+    expect(decodeRenewalRow({ key: "0", token: "9", reason: "why", name: "pool" })).toEqual({
+      key: 0n,
+      revoked: { token: 9n, reason: "why", permit: "pool" },
+    });
   });
 
   it("row-lease revocations: a JSON array of [name, token, reason], NULL for none", () => {

@@ -274,6 +274,37 @@ function inspectionTests(mode: "advisory" | "lease", url: string): void {
       await d?.release(gd as Grant);
       expect(await inspect(observer, "permit", name)).toBeNull();
     });
+
+    it("a forced release of a permit grant frees its permits for the waiter at once and the holder's renewal reports it revoked", async () => {
+      const b = await backend();
+      const [holder, waiter, operator] = await Promise.all(
+        ["holder", "waiter", "operator"].map((o) => session(b, o)),
+      );
+      const name = `pool-${randomUUID()}`;
+      const options = { wait: false, signal, limit: 1, permits: 1, mode: "permit" } as const;
+      const grant = (await holder?.acquirePermits?.(name, options)) as Grant;
+      const waiting = waiter?.acquirePermits?.(name, { ...options, wait: true });
+      await until(
+        async () =>
+          (await inspect(operator as BackendSession, "permit", name))?.waiters?.count === 1,
+      );
+      const release = (token: bigint, reason: string) =>
+        (operator as BackendSession).forceRelease?.("permit", name, { token, reason, signal });
+      expect(await release(grant.token - 1n, "wrong grant")).toBe(false);
+      expect(await release(grant.token, "stuck pool")).toBe(true);
+      // The waiter is granted at once, before the holder's renewal.
+      const next = (await waiting) as Grant;
+      expect(next.token).toBeGreaterThan(grant.token);
+      expect(await holder?.keepAlive()).toEqual({
+        revoked: [{ space: "permit", key: name, token: grant.token, reason: "stuck pool" }],
+      });
+      expect(await holder?.keepAlive()).toBeUndefined();
+      expect(await holder?.release(grant)).toBe(false);
+      expect(await release(grant.token, "again")).toBe(false);
+      expect((await inspect(operator as BackendSession, "permit", name))?.holders).toEqual([
+        { ownerId: "waiter", token: next.token, permits: 1, mode: "permit" },
+      ]);
+    });
   } else {
     it("has no permit keys", async () => {
       const b = await backend();
