@@ -210,6 +210,14 @@ const opsSuite = (url: string) => {
     async () => {
       const p = prefix();
       const lock = await holder("ops-holder").acquire(`${p}asked`);
+      // Listed from the holder's first renewal on, in some stores (PostgreSQL).
+      const reader = holder("ops-reader");
+      const listed = async () => {
+        for await (const item of reader.list({ prefix: p }))
+          if (item.name === `${p}asked`) return true;
+        return false;
+      };
+      await until(listed, 15_000, "the lock to be listed");
       const ask = async (answer: string) => {
         const args = [
           "release",
@@ -222,7 +230,11 @@ const opsSuite = (url: string) => {
         ];
         const { child, output, exited } = onTerminal(args);
         try {
-          await until(() => output().includes("Type yes"), 30_000, "the question");
+          await until(() => output().includes("Type yes"), 30_000, "the question").catch((e) => {
+            throw new Error(
+              `${(e as Error).message}; the terminal showed: ${JSON.stringify(output())}`,
+            );
+          });
           child.stdin.write(`${answer}\r`);
           return { code: await exited, out: output() };
         } finally {

@@ -43,7 +43,7 @@ export function isUnsupported(error: unknown): boolean {
 
 /** What is about to be released, as the question shows it. */
 function describe(items: readonly Inspection[]): string {
-  if (items.length === 0) return "nothing is held under that name now";
+  if (items.length === 0) return "the store lists no holder of that name now";
   return items
     .map((item) => {
       const holders = item.holders
@@ -103,10 +103,8 @@ export async function releaseCommand(
       for await (const item of source.list({ prefix: name })) {
         if (item.name === name && (kind === undefined || item.kind === kind)) held.push(item);
       }
-      if (held.length === 0) {
-        err(`baton: nothing to release: "${name}" is free`);
-        return EXIT.nothingToRelease;
-      }
+      // A store may list a grant only some time after it was made (PostgreSQL: from the
+      // holder's first renewal), so an empty list still asks; the release itself decides.
       err(describe(held));
       const rl = createInterface({ input: process.stdin, output: process.stderr });
       const answer = await rl.question(`Force-release "${name}"? Type yes to go on: `);
