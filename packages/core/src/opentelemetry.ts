@@ -2,6 +2,11 @@ import { ConfigError, isAbortError, type LockLostReason } from "./contract/error
 import type { Coordinator } from "./coordinator.js";
 import { checkFunction } from "./helpers/validate.js";
 import type { Lock } from "./kernel/lock.js";
+import {
+  BoundedNames,
+  DEFAULT_MAX_METRIC_NAMES,
+  defaultMetricName,
+} from "./observability/metric-names.js";
 
 // The shapes below are the few methods of OpenTelemetry's API that Baton calls, so that these
 // declarations compile without @opentelemetry/api installed, and an application that passes
@@ -145,10 +150,6 @@ export interface OpenTelemetryHandle {
 
 /** The instrumentation scope name of Baton's tracer and meter. */
 const SCOPE = "@baton/core";
-/** Default of {@link OpenTelemetryOptions.maxNames}. */
-const DEFAULT_MAX_METRIC_NAMES = 100;
-/** The attribute value names beyond {@link OpenTelemetryOptions.maxNames} are counted under. */
-const OTHER_METRIC_NAME = "other";
 /** `SpanStatusCode.ERROR` of `@opentelemetry/api`. */
 const STATUS_ERROR = 2;
 /** Ways a hold ends that are not failures: the holder or the coordinator let go. */
@@ -231,7 +232,7 @@ export async function enableOpenTelemetry(
     tracer,
     meter: meter === undefined ? undefined : instruments(meter),
     names: metricNames(metricName, maxNames),
-    jobs: new BoundedValues(maxNames),
+    jobs: new BoundedNames(maxNames),
   });
 }
 
@@ -340,7 +341,7 @@ function metricNames(
   metricName: ((name: string) => string | undefined) | undefined,
   maxNames: number,
 ): MetricNames {
-  const values = new BoundedValues(maxNames);
+  const values = new BoundedNames(maxNames);
   return (name) => {
     let mapped: string | undefined;
     if (metricName === undefined) {
@@ -356,36 +357,6 @@ function metricNames(
     }
     return mapped === undefined ? undefined : values.admit(mapped);
   };
-}
-
-const PARTITION = /^(.+)\/partition\/\d+$/;
-
-/**
- * The default metric name of a lock or election name: a slot's lock `<job>/slot/<slot>` is
- * `<job>/slot/*`, a partition `<name>/partition/<n>` is `<name>/partition/*`.
- */
-function defaultMetricName(name: string): string {
-  const slot = name.indexOf("/slot/");
-  if (slot > 0) return `${name.slice(0, slot)}/slot/*`;
-  const partition = PARTITION.exec(name);
-  return partition === null ? name : `${partition[1]}/partition/*`;
-}
-
-/** The attribute values in use: the first `max` given, then {@link OTHER_METRIC_NAME}. */
-class BoundedValues {
-  readonly #admitted = new Set<string>();
-  readonly #max: number;
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  admit(value: string): string {
-    if (this.#admitted.has(value)) return value;
-    if (this.#admitted.size >= this.#max) return OTHER_METRIC_NAME;
-    this.#admitted.add(value);
-    return value;
-  }
 }
 
 /** A lock this instance holds, while it holds it. */
@@ -406,7 +377,7 @@ interface Recording {
   readonly tracer: TelemetryTracer | undefined;
   readonly meter: Instruments | undefined;
   readonly names: MetricNames;
-  readonly jobs: BoundedValues;
+  readonly jobs: BoundedNames;
 }
 
 /** Subscribes to the coordinator's events and turns them into spans and measurements. */

@@ -2,6 +2,11 @@ import { ConfigError } from "./contract/errors.js";
 import type { Coordinator } from "./coordinator.js";
 import { checkFunction } from "./helpers/validate.js";
 import type { Lock } from "./kernel/lock.js";
+import {
+  BoundedNames,
+  DEFAULT_MAX_METRIC_NAMES,
+  defaultMetricName,
+} from "./observability/metric-names.js";
 
 /**
  * Where the metrics are registered: a prom-client `Registry` (or anything with its
@@ -50,11 +55,6 @@ export interface PrometheusHandle {
   /** Stops updating the metrics and the election watches; the metrics stay registered. */
   stop(): void;
 }
-
-/** Default of {@link PrometheusOptions.maxNames}. */
-const DEFAULT_MAX_METRIC_NAMES = 100;
-/** The label value names beyond {@link PrometheusOptions.maxNames} are counted under. */
-const OTHER_METRIC_NAME = "other";
 
 // Minimal structural views of prom-client, so this file compiles without it installed.
 interface Labeled<T> {
@@ -239,8 +239,8 @@ export async function enablePrometheus(
     registers,
   });
 
-  const names = new LabelValues(maxNames);
-  const jobs = new LabelValues(maxNames);
+  const names = new BoundedNames(maxNames);
+  const jobs = new BoundedNames(maxNames);
   const label = (name: string): NameLabels => {
     if (metricName !== undefined) {
       let mapped: unknown;
@@ -250,7 +250,7 @@ export async function enablePrometheus(
         mapped = undefined;
       }
       // Slots and partitions stay grouped whatever the mapping returns.
-      return typeof mapped === "string" ? { name: names.admit(defaultLabel(mapped)) } : {};
+      return typeof mapped === "string" ? { name: names.admit(defaultMetricName(mapped)) } : {};
     }
     let mapped: string | undefined;
     try {
@@ -258,7 +258,7 @@ export async function enablePrometheus(
     } catch {
       mapped = undefined;
     }
-    return { name: names.admit(typeof mapped === "string" ? mapped : defaultLabel(name)) };
+    return { name: names.admit(typeof mapped === "string" ? mapped : defaultMetricName(name)) };
   };
   /** A label set's key in the maps below. */
   const keyOf = (labels: NameLabels): string => labels.name ?? NO_NAME;
@@ -367,37 +367,8 @@ export async function enablePrometheus(
   };
 }
 
-const PARTITION = /^(.+)\/partition\/\d+$/;
 /** The key of the label set without `name` in the maps by label (no name is empty). */
 const NO_NAME = "";
-
-/**
- * The default label value of a lock or election name: a slot's lock `<job>/slot/<slot>` is
- * `<job>/slot/*`, a partition `<name>/partition/<n>` is `<name>/partition/*`.
- */
-function defaultLabel(name: string): string {
-  const slot = name.indexOf("/slot/");
-  if (slot > 0) return `${name.slice(0, slot)}/slot/*`;
-  const partition = PARTITION.exec(name);
-  return partition === null ? name : `${partition[1]}/partition/*`;
-}
-
-/** The label values in use: the first `max` given, then {@link OTHER_METRIC_NAME}. */
-class LabelValues {
-  readonly #admitted = new Set<string>();
-  readonly #max: number;
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  admit(value: string): string {
-    if (this.#admitted.has(value)) return value;
-    if (this.#admitted.size >= this.#max) return OTHER_METRIC_NAME;
-    this.#admitted.add(value);
-    return value;
-  }
-}
 
 /** What this instance holds (locks, permits, leaderships), by label value, then by name. */
 class HoldsByLabel {
