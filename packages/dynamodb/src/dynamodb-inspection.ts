@@ -125,9 +125,7 @@ export class DynamoDBInspection {
   }
 
   /** The lock item, then its holder's session item: `null` when free or expired (above). */
-  async #read(
-    name: string,
-  ): Promise<{
+  async #read(name: string): Promise<{
     readonly holder: Holder & { remainingMs: number };
     readonly state: SessionState;
   } | null> {
