@@ -40,7 +40,8 @@ export function signalsGroup(ctx: SuiteContext): void {
       async () => {
         const ttl = ctx.target.ttlMs;
         const name = ctx.name("waiting-too-long");
-        const holder = await ctx.coordinator().acquire(name);
+        const holding = ctx.coordinator();
+        const holder = await holding.acquire(name);
         const waiter = ctx.coordinator({ warnWaitMs: Math.ceil(ttl / 2) });
         const seen: CoordinatorEventName[] = [];
         const events = record(waiter, [
@@ -64,6 +65,10 @@ export function signalsGroup(ctx: SuiteContext): void {
           "waitEnded",
           "acquired",
         ]);
+        // The warning names who was waited for, as the store told.
+        expect(events.waitingTooLong[0]?.holder?.ownerId).toBe(holding.ownerId);
+        if (ctx.backend.guarantees.fencing !== "none")
+          expect(events.waitingTooLong[0]?.holder?.token).toBe(holder.token);
         expect(events.waitEnded[0]).toMatchObject({ name, outcome: "acquired" });
         expect(events.waitEnded[0]?.waitedMs).toBeGreaterThanOrEqual(ttl * 2 - 50);
         expect(events.acquired[0]?.lock).toBe(lock);

@@ -1,3 +1,4 @@
+import type { Holder } from "../contract/backend.js";
 import {
   asUnavailable,
   BackendUnavailableError,
@@ -19,6 +20,8 @@ export interface CallSignals {
   readonly events: CoordinatorEventHub;
   /** The coordinator's `warnWaitMs`, or undefined for none. */
   readonly warnWaitMs: number | undefined;
+  /** Reads a lock's holder at the store (bounded), for the `waitingTooLong` warning. */
+  readonly holderOf?: ((name: string) => Promise<Holder | null>) | undefined;
 }
 
 /** How a wait that began ended (see the `waitEnded` event). */
@@ -178,12 +181,20 @@ export class AcquireCall implements Linked<AcquireCall> {
       () => {
         this.#waitWarning = undefined;
         if (!this.inWait) return;
-        events.emit("waitingTooLong", {
-          name,
-          // A timer may fire a fraction of a millisecond early on the clock's reading.
-          waitedMs: Math.max(thresholdMs, clock.now() - this.started),
-          thresholdMs,
-        });
+        // A timer may fire a fraction of a millisecond early on the clock's reading.
+        const waitedMs = Math.max(thresholdMs, clock.now() - this.started);
+        const warn = (holder?: Holder | null) => {
+          events.emit("waitingTooLong", {
+            name,
+            waitedMs,
+            thresholdMs,
+            ...(holder ? { holder: { ownerId: holder.ownerId, token: holder.token } } : {}),
+          });
+        };
+        // Who is waited for, as the store tells now: a lock's one holder (permits have many).
+        const holderOf = this.#signals.holderOf;
+        if (holderOf === undefined || !this.request.exclusive) warn();
+        else holderOf(name).then(warn, () => warn());
       },
       Math.max(0, thresholdMs - (clock.now() - this.started)),
     );

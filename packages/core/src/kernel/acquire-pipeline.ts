@@ -1,4 +1,4 @@
-import type { Grant, LockBackend } from "../contract/backend.js";
+import type { Grant, Holder, LockBackend } from "../contract/backend.js";
 import {
   asUnavailable,
   BackendUnavailableError,
@@ -76,6 +76,7 @@ export class AcquirePipeline {
     fence: Fence | undefined,
     backend: LockBackend | undefined,
     thresholds: Thresholds = NO_THRESHOLDS,
+    holderOf?: (name: string) => Promise<Holder | null>,
   ) {
     this.#ttlMs = ttlMs;
     this.#clock = clock;
@@ -89,7 +90,7 @@ export class AcquirePipeline {
       fencing: backend?.guarantees.fencing,
       warnHeldMs: thresholds.warnHeldMs,
     };
-    this.#signals = { events, warnWaitMs: thresholds.warnWaitMs };
+    this.#signals = { events, warnWaitMs: thresholds.warnWaitMs, holderOf };
   }
 
   /** Called before a session of `backend` opens: what the pipeline learns from it. */

@@ -57,10 +57,16 @@ export interface CoordinatorEvents {
   };
   /**
    * An acquire has waited for a held lock for `warnWaitMs` (`thresholdMs`) and still waits:
-   * once per acquire. `waitedMs` counts from the call. With a logger, it is logged as a
-   * warning too.
+   * once per acquire. `waitedMs` counts from the call. `holder`: who held the lock then, as
+   * the store told when asked at the threshold (a lock's acquire only; absent for permits and
+   * when the store did not answer). With a logger, it is logged as a warning too.
    */
-  waitingTooLong: { name: string; waitedMs: number; thresholdMs: number };
+  waitingTooLong: {
+    name: string;
+    waitedMs: number;
+    thresholdMs: number;
+    holder?: { ownerId: string; token: bigint };
+  };
   /** A session renewal was confirmed. `locks` is how many locks it kept. */
   renewed: { durationMs: number; locks: number };
   /**
@@ -113,11 +119,13 @@ export function createEventHub(logger: Logger | undefined): CoordinatorEventHub 
       `baton: lock "${name}" (token ${token}) has been held by "${ownerId}" for ${Math.round(heldMs)} ms, past warnHeldMs (${thresholdMs} ms)`,
     );
   });
-  events.on("waitingTooLong", ({ name, waitedMs, thresholdMs }) => {
+  events.on("waitingTooLong", ({ name, waitedMs, thresholdMs, holder }) => {
+    const heldBy =
+      holder === undefined ? "" : `, held by "${holder.ownerId}" (token ${holder.token})`;
     safeLog(
       logger,
       "warn",
-      `baton: an acquire of "${name}" has waited ${Math.round(waitedMs)} ms for the lock, past warnWaitMs (${thresholdMs} ms), and still waits`,
+      `baton: an acquire of "${name}" has waited ${Math.round(waitedMs)} ms for the lock${heldBy}, past warnWaitMs (${thresholdMs} ms), and still waits`,
     );
   });
   // A lost lock is logged once, as an error: the locks a session takes down together

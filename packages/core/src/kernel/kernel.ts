@@ -67,6 +67,8 @@ export class Kernel implements LockClient {
     );
     this.#sessions = sessions;
     const fence = options.mode === "correctness" ? options.fence : undefined;
+    this.#reads = new StoreReads(options.ttlMs, clock, events, sessions, backend, lifecycle);
+    const reads = this.#reads;
     this.#pipeline = new AcquirePipeline(
       options.ttlMs,
       clock,
@@ -76,8 +78,8 @@ export class Kernel implements LockClient {
       fence,
       options.backend,
       options,
+      (name) => reads.holder(name),
     );
-    this.#reads = new StoreReads(options.ttlMs, clock, events, sessions, backend, lifecycle);
     this.#inspection = new StoreInspection(options.ttlMs, clock, sessions, backend, lifecycle);
     this.#forceRelease = {
       ttlMs: options.ttlMs,

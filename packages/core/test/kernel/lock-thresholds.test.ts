@@ -206,13 +206,20 @@ describe("warnWaitMs", () => {
     await clock.advance(999);
     expect(events.waitingTooLong).toEqual([]);
     await clock.advance(1);
+    await flush();
+    // The warning names who is waited for, as the store tells at the threshold.
     expect(events.waitingTooLong).toEqual([
-      { name: "reports", waitedMs: 1_000, thresholdMs: 1_000 },
+      {
+        name: "reports",
+        waitedMs: 1_000,
+        thresholdMs: 1_000,
+        holder: { ownerId: "rival", token: holder.token },
+      },
     ]);
     await clock.advance(5_000);
     expect(events.waitingTooLong).toHaveLength(1);
     expect(warnings).toEqual([
-      'baton: an acquire of "reports" has waited 1000 ms for the lock, past warnWaitMs (1000 ms), and still waits',
+      `baton: an acquire of "reports" has waited 1000 ms for the lock, held by "rival" (token ${holder.token}), past warnWaitMs (1000 ms), and still waits`,
     ]);
     await holder.release();
     await flush();
@@ -230,7 +237,15 @@ describe("warnWaitMs", () => {
     await flush();
     expect(quick.value?.held).toBe(true);
     await clock.advance(2_000);
-    expect(events.waitingTooLong).toEqual([{ name: "reports", waitedMs: 300, thresholdMs: 300 }]);
+    await flush();
+    expect(events.waitingTooLong).toEqual([
+      {
+        name: "reports",
+        waitedMs: 300,
+        thresholdMs: 300,
+        holder: { ownerId: "worker-1", token: quick.value?.token },
+      },
+    ]);
     await quick.value?.release();
     await flush();
     expect(slow.value?.held).toBe(true);
