@@ -19,7 +19,17 @@ const BIN = fileURLToPath(new URL("../bin/baton.js", import.meta.url));
  * there (Ctrl-C interrupts it as on a terminal). Resolves `exited` with baton's exit code.
  */
 function onTerminal(args: readonly string[]) {
-  const line = [process.execPath, "--conditions=@baton/source", "--import", "tsx", BIN, ...args]
+  // `exec`: the shell `script` starts (sh when SHELL is unset) must not stay between the
+  // terminal and baton, or Ctrl-C's SIGINT kills the shell and its exit status is 130.
+  const line = [
+    "exec",
+    process.execPath,
+    "--conditions=@baton/source",
+    "--import",
+    "tsx",
+    BIN,
+    ...args,
+  ]
     .map((a) => `'${a.replaceAll("'", "'\\''")}'`)
     .join(" ");
   const child = spawn("script", ["-qfec", line, "/dev/null"], { stdio: ["pipe", "pipe", "pipe"] });
