@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # Installs the real servers the Baton tests run against, from Debian's packages:
 # Redis, etcd (server + etcdctl), ZooKeeper (with Java, and the Curator and kazoo clients the
-# interoperability tests run), PostgreSQL and PgBouncer. DynamoDB (dynalite) and Azure Blob
-# Storage (Azurite) come from npm with `npm ci`. `chromium` is the headless browser the
+# interoperability tests run), PostgreSQL, PgBouncer and MariaDB. DynamoDB (dynalite) and Azure
+# Blob Storage (Azurite) come from npm with `npm ci`. `chromium` is the headless browser the
 # `baton dashboard` page test drives (BATON_CHROMIUM overrides its path, /usr/bin/chromium).
 #
 #   bash scripts/install-servers.sh [BACKEND ...]
 #
 # BACKEND is one of memory, redis, redlock, etcd, zookeeper, postgres, postgres-lease, dynamodb,
-# azure-blob, or chromium (default: those an unset BATON_BACKENDS runs, see DEFAULT_BACKENDS in
-# conformance/src/harness/backend-kind.ts);
+# azure-blob, mysql, mysql-lease, or chromium (default: those an unset BATON_BACKENDS runs, see
+# DEFAULT_BACKENDS in conformance/src/harness/backend-kind.ts);
 # only the servers those backends need are checked. Idempotent: when everything needed is
 # present it does nothing and says so. As root it installs what is missing with apt-get;
 # otherwise it prints the one command to run and exits non-zero.
 set -euo pipefail
 
 backends=("$@")
-[[ ${#backends[@]} -gt 0 ]] || backends=(redis etcd zookeeper postgres postgres-lease dynamodb azure-blob chromium)
+[[ ${#backends[@]} -gt 0 ]] || backends=(redis etcd zookeeper postgres postgres-lease dynamodb azure-blob mysql mysql-lease chromium)
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_glob() { compgen -G "$1" >/dev/null 2>&1; }
@@ -44,9 +44,13 @@ missing_servers() {
         have_cmd pgbouncer || [[ -x /usr/sbin/pgbouncer ]] || echo "pgbouncer pgbouncer"
         ;;
       dynamodb | azure-blob) ;;
+      mysql | mysql-lease)
+        have_cmd mariadbd || [[ -x /usr/sbin/mariadbd ]] || echo "mariadb-server mariadbd"
+        have_cmd mariadb-install-db || echo "mariadb-server mariadb-install-db"
+        ;;
       chromium) [[ -x "${BATON_CHROMIUM:-/usr/bin/chromium}" ]] || echo "chromium chromium" ;;
       *)
-        echo "install-servers: unknown backend \"$kind\" (memory, redis, redlock, etcd, zookeeper, postgres, postgres-lease, dynamodb, azure-blob, chromium)" >&2
+        echo "install-servers: unknown backend \"$kind\" (memory, redis, redlock, etcd, zookeeper, postgres, postgres-lease, dynamodb, azure-blob, mysql, mysql-lease, chromium)" >&2
         exit 2
         ;;
     esac

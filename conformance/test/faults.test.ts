@@ -165,6 +165,8 @@ const TTL_MS: Record<BackendKind, number> = {
   "postgres-lease": 1_000,
   dynamodb: 1_000,
   "azure-blob": 2_000,
+  mysql: 1_000,
+  "mysql-lease": 1_000,
 };
 
 /** Every way a user's write loop asks whether it may write. */

@@ -12,6 +12,8 @@ export const ALL_BACKENDS = [
   "postgres-lease",
   "dynamodb",
   "azure-blob",
+  "mysql",
+  "mysql-lease",
 ] as const;
 
 /**
@@ -25,7 +27,8 @@ export type BackendKind = (typeof ALL_BACKENDS)[number];
 
 /**
  * The backends that need a real server (everything except `memory`).
- * `redis` is one node; `redlock` is five independent nodes.
+ * `redis` is one node; `redlock` is five independent nodes; `mysql` and `mysql-lease` share one
+ * MariaDB server when both are selected.
  */
 export const SERVER_KINDS: readonly Exclude<BackendKind, "memory">[] = ALL_BACKENDS.filter(
   (kind): kind is Exclude<BackendKind, "memory"> => kind !== "memory",

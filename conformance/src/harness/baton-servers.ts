@@ -15,6 +15,8 @@ import type { BackendKind, ServerKind } from "./backend-kind.js";
  * - `postgres-lease`: `postgres://postgres@127.0.0.1:B/postgres?locks=lease` (PgBouncer)
  * - `dynamodb`: `dynamodb://local:local-secret@127.0.0.1:P/baton-locks?region=us-east-1&tls=false&createTable=true` (dynalite)
  * - `azure-blob`: `azblob://devstoreaccount1@127.0.0.1:P/baton` (Azurite)
+ * - `mysql`: `mysql://baton:baton-secret@127.0.0.1:P/baton` (MariaDB)
+ * - `mysql-lease`: `mariadb://baton:baton-secret@127.0.0.1:P/baton?mode=row-lease` (the same server)
  */
 export interface BatonServers {
   /** The backends selected by `BATON_BACKENDS` for this run. */
@@ -40,6 +42,16 @@ export interface BatonServers {
   readonly dynamodb?: string;
   /** Azurite's Blob service, in memory; the container is created on first use. */
   readonly "azure-blob"?: string;
+  /**
+   * A MariaDB server with database `baton` and user `baton` (password `baton-secret`, all
+   * privileges), for the named-lock mode of `@baton/mysql`.
+   */
+  readonly mysql?: string;
+  /**
+   * The same MariaDB server as `mysql` when both are selected, by a `mariadb://` URL with
+   * `?mode=row-lease` (the row-lease mode).
+   */
+  readonly "mysql-lease"?: string;
   /**
    * Selected backends that could not be started because their server
    * binaries are missing, with a human-readable reason that says what to

@@ -13,13 +13,15 @@
  *
  * Environment:
  * - `BATON_BACKENDS`: comma list of memory, redis, redlock, etcd,
- *   zookeeper, postgres (default: all); only those servers start.
+ *   zookeeper, postgres, postgres-lease, dynamodb, azure-blob, mysql, mysql-lease (default:
+ *   see `DEFAULT_BACKENDS`); only those servers start.
  * - `BATON_SERVER_PROVIDER`: `local` (default) or `testcontainers`.
  * - `BATON_KEEP_LOGS=1`: keep the temp dir (data and logs) after every run;
  *   without it only logs are kept, and only when tests failed.
  * - `BATON_SERVER_START_TIMEOUT_MS`: readiness timeout per group (30 s).
  * - `BATON_REDIS_SERVER`, `BATON_ETCD`, `BATON_JAVA`, `BATON_ZOOKEEPER_JAR`,
- *   `BATON_SLF4J_JAR`, `BATON_PG_BIN_DIR`: where the server binaries are.
+ *   `BATON_SLF4J_JAR`, `BATON_PG_BIN_DIR`, `BATON_MARIADBD`, `BATON_MARIADB_INSTALL_DB`:
+ *   where the server binaries are.
  * - `CI=true`: a selected backend whose binaries are missing fails the run
  *   instead of being skipped.
  *
@@ -66,6 +68,17 @@ export {
   ManagedProcess,
   type ProcessSpec,
 } from "./managed-process.js";
+export { mariadbPing } from "./mariadb-ping.js";
+export {
+  groupForKind,
+  MARIADB_DATABASE,
+  MARIADB_PASSWORD,
+  MARIADB_USER,
+  type MariadbUrls,
+  mariadbPort,
+  mariadbUrls,
+  startMariadb,
+} from "./mariadb-server.js";
 export { pgIsReady } from "./pg-isready.js";
 export { startPostgresBehindPgBouncer } from "./pgbouncer-server.js";
 export { startPostgres } from "./postgres-server.js";
@@ -87,6 +100,7 @@ export {
   BINARY_ENV,
   type BinaryLookup,
   findEtcdBinaries,
+  findMariadbBinaries,
   findPostgresBinaries,
   findRedisBinaries,
   findZookeeperBinaries,

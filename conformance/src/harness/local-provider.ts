@@ -3,6 +3,7 @@ import type { ServerKind } from "./backend-kind.js";
 import { startDynalite } from "./dynalite-server.js";
 import { startEtcdCluster } from "./etcd-cluster.js";
 import type { LocalStartOptions } from "./local-start-options.js";
+import { groupForKind, mariadbPort, mariadbUrls, startMariadb } from "./mariadb-server.js";
 import { startPostgresBehindPgBouncer } from "./pgbouncer-server.js";
 import { startPostgres } from "./postgres-server.js";
 import { startRedisNodes } from "./redis-server.js";
@@ -23,7 +24,8 @@ export interface LocalServerSet {
 /**
  * Starts one kind of server from local binaries with its default shape:
  * `redis` one node, `redlock` five nodes, `etcd` three members,
- * `zookeeper` three nodes, `postgres` one server.
+ * `zookeeper` three nodes, `postgres` one server, `mysql` and `mysql-lease` one MariaDB
+ * server each (see {@link startLocalServers} for the one they share).
  *
  * @param kind - which server
  * @param options - `dir` is the group's own directory
@@ -48,13 +50,18 @@ export function startLocalServer(
       return startDynalite(options);
     case "azure-blob":
       return startAzurite(options);
+    case "mysql":
+    case "mysql-lease":
+      return startMariadb({ ...options, kind });
   }
 }
 
 /**
  * Starts the requested kinds in parallel, each in its own subdirectory of
  * `options.dir`. Kinds whose binaries are missing are reported in
- * `unavailable` instead of failing.
+ * `unavailable` instead of failing. `mysql` and `mysql-lease` (the two modes of
+ * `@baton/mysql`) share one MariaDB server: its group is started once, under `mysql`, and
+ * `mysql-lease` gets a view of it with its own URL.
  *
  * @throws ServerStartError when any server fails to start; the servers that
  *   did start are stopped first, and the message holds every failure
@@ -73,20 +80,30 @@ export async function startLocalServers(
       unavailable[kind] = reason;
     }
   }
+  const shared = startable.includes("mysql") && startable.includes("mysql-lease");
+  const starting = shared ? startable.filter((kind) => kind !== "mysql-lease") : startable;
   const results = await Promise.allSettled(
-    startable.map(async (kind) =>
+    starting.map(async (kind) =>
       startLocalServer(kind, { ...options, dir: await makeSubdir(options.dir, kind) }),
     ),
   );
   const groups: Partial<Record<ServerKind, ServerGroup>> = {};
   const failures: { kind: ServerKind; error: unknown }[] = [];
   for (const [index, result] of results.entries()) {
-    const kind = startable[index] as ServerKind;
+    const kind = starting[index] as ServerKind;
     if (result.status === "fulfilled") {
       groups[kind] = result.value;
     } else {
       failures.push({ kind, error: result.reason });
     }
+  }
+  if (shared && groups.mysql !== undefined) {
+    const mysql = groups.mysql;
+    groups["mysql-lease"] = groupForKind(
+      mysql,
+      "mysql-lease",
+      mariadbUrls(mariadbPort(mysql))["mysql-lease"],
+    );
   }
   if (failures.length > 0) {
     await Promise.allSettled(Object.values(groups).map((group) => group.stop()));

@@ -21,6 +21,8 @@ export const BINARY_ENV = {
   pgbouncer: "BATON_PGBOUNCER",
   dynalite: "BATON_DYNALITE",
   azuriteBlob: "BATON_AZURITE_BLOB",
+  mariadbd: "BATON_MARIADBD",
+  mariadbInstallDb: "BATON_MARIADB_INSTALL_DB",
 } as const;
 
 /** Result of looking for a server's binaries: what was found, or why not. */
@@ -54,6 +56,14 @@ export interface PostgresBinaries {
   readonly binDir: string;
   /** The user to run as (`postgres`) when the harness runs as root. */
   readonly runAsUser?: string;
+}
+
+/** MariaDB server binaries (MySQL's `mysqld` and `mysql_install_db` work too). */
+export interface MariadbBinaries {
+  /** Path of `mariadbd`. */
+  readonly mariadbd: string;
+  /** Path of `mariadb-install-db`, which creates a data directory. */
+  readonly installDb: string;
 }
 
 function missing(what: string, envName: string, packages: string): { ok: false; reason: string } {
@@ -222,6 +232,9 @@ export function missingBinaryReason(
       return reasonOf(findDynalite(env));
     case "azure-blob":
       return reasonOf(findAzuriteBlob(env));
+    case "mysql":
+    case "mysql-lease":
+      return reasonOf(findMariadbBinaries(env));
   }
 }
 
@@ -298,4 +311,37 @@ export function findAzuriteBlob(env: NodeJS.ProcessEnv = process.env): BinaryLoo
         reason: `Azurite not found (run npm ci: it is a devDependency of @baton/conformance; or point ${BINARY_ENV.azuriteBlob} at its dist/src/blob/main.js)`,
       }
     : { ok: true, value: found };
+}
+
+/** The first of `names` found on PATH (or in /usr/sbin, /sbin), or the explicit one. */
+function findFirst(explicit: string | undefined, names: readonly string[], env: NodeJS.ProcessEnv) {
+  if (explicit) return findOnPath(explicit, env);
+  for (const name of names) {
+    const found = findOnPath(name, env);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * Looks for the MariaDB server and `mariadb-install-db` (`BATON_MARIADBD` and
+ * `BATON_MARIADB_INSTALL_DB` override; default: PATH, /usr/sbin and /sbin, under the names
+ * `mariadbd` or `mysqld`, and `mariadb-install-db` or `mysql_install_db`).
+ */
+export function findMariadbBinaries(
+  env: NodeJS.ProcessEnv = process.env,
+): BinaryLookup<MariadbBinaries> {
+  const mariadbd = findFirst(env[BINARY_ENV.mariadbd], ["mariadbd", "mysqld"], env);
+  if (mariadbd === undefined) {
+    return missing("MariaDB server (mariadbd)", BINARY_ENV.mariadbd, "package mariadb-server");
+  }
+  const installDb = findFirst(
+    env[BINARY_ENV.mariadbInstallDb],
+    ["mariadb-install-db", "mysql_install_db"],
+    env,
+  );
+  if (installDb === undefined) {
+    return missing("mariadb-install-db", BINARY_ENV.mariadbInstallDb, "package mariadb-server");
+  }
+  return { ok: true, value: { mariadbd, installDb } };
 }
