@@ -1,0 +1,89 @@
+import type { Holder } from "@baton/core";
+
+/**
+ * The replies of the named-lock mode's statements (see named-lock-statements.ts), decoded
+ * where they are read. mysql2 is asked for big numbers as strings, so a BIGINT column (a
+ * token, a connection id) arrives as a string, a small one as a number.
+ */
+
+/** `affectedRows` of the counter's UPDATE when the lock was granted (the counter row moved). */
+export const GRANTED_ROWS = 1;
+
+/** `GET_LOCK` and `RELEASE_LOCK`'s reply for "done". */
+export const LOCK_DONE = 1;
+
+/** What the holder of a named lock that wrote no holder row is reported as (`Holder.foreign`). */
+export const FOREIGN_HOLDER = "mysql-get-lock";
+
+/** An OK packet: what a statement that returns no rows reports. */
+interface OkPacket {
+  readonly affectedRows: number;
+  readonly insertId: number | string;
+}
+
+function isOk(value: unknown): value is OkPacket {
+  return typeof value === "object" && value !== null && "affectedRows" in value;
+}
+
+/** One row's column `name`, or undefined. */
+function column(rows: unknown, name: string): unknown {
+  if (!Array.isArray(rows)) return undefined;
+  const row = rows[0] as Record<string, unknown> | undefined;
+  return row?.[name];
+}
+
+/**
+ * The acquire's reply (two OK packets: the counter's UPDATE, the holder row's INSERT): the
+ * token when granted, `null` when the lock is held by another connection.
+ */
+export function decodeAcquire(results: unknown): bigint | null {
+  const update = Array.isArray(results) ? results[0] : undefined;
+  if (!isOk(update)) throw new Error(`unexpected acquire reply: ${JSON.stringify(results)}`);
+  if (update.affectedRows !== GRANTED_ROWS) return null;
+  return BigInt(update.insertId);
+}
+
+/** `RELEASE_LOCK`'s reply: whether this connection held the lock and gave it up. */
+export function decodeReleased(rows: unknown): boolean {
+  const released = column(rows, "released");
+  return released !== null && released !== undefined && Number(released) === LOCK_DONE;
+}
+
+/** The wait's reply: whether the lock was free (taken and given straight back). */
+export function decodeFree(rows: unknown): boolean {
+  const free = column(rows, "free");
+  return free !== null && free !== undefined && Number(free) === LOCK_DONE;
+}
+
+/**
+ * The heartbeat's reply (the last result when the heartbeat follows other statements): the
+ * server's connection id.
+ */
+export function decodeHeartbeat(results: unknown): number {
+  const rows =
+    Array.isArray(results) && Array.isArray(results[0]) ? results[results.length - 1] : results;
+  return Number(column(rows, "id"));
+}
+
+/**
+ * The holder's reply: no row (free), a row with the holder row's columns, or a row with the
+ * holding connection's id alone (a connection that wrote no holder row: another program
+ * using the same name, or a grant whose row is still being written).
+ */
+export function decodeHolder(rows: unknown): Holder | null {
+  if (!Array.isArray(rows) || rows.length === 0) return null;
+  const row = rows[0] as Record<string, unknown>;
+  if (row.owner_id === null || row.owner_id === undefined) {
+    return {
+      ownerId: `connection ${String(row.connection_id)}`,
+      token: 0n,
+      foreign: FOREIGN_HOLDER,
+    };
+  }
+  const value = row.value;
+  return {
+    ownerId: String(row.owner_id),
+    token: BigInt(String(row.token)),
+    ...(value === null || value === undefined ? {} : { value: String(value) }),
+  };
+}
