@@ -32,6 +32,8 @@ const KNOWN: Record<string, string> = {
   postgresql: "@baton/postgres",
   dynamodb: "@baton/dynamodb",
   azblob: "@baton/azure-blob",
+  mysql: "@baton/mysql",
+  mariadb: "@baton/mysql",
 };
 
 /** Options of {@link registerBackend}. */
