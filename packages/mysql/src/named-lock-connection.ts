@@ -25,7 +25,7 @@ export const CONNECT_TIMEOUT_MS = 4_000;
 
 /** How to reach the row-lease mode, named in every refusal of the named-lock mode. */
 export const LEASE_MODE_HINT =
-  'use the row-lease mode (locks: "lease", or ?locks=lease in the URL), which keeps each lock in a row with an expiry on the server\'s clock';
+  'use the row-lease mode (mode: "row-lease", or ?mode=row-lease in the URL), which keeps each lock in a row with an expiry on the server\'s clock';
 
 /** What mysql2 reports for a statement that changed rows. */
 export interface Changed {
