@@ -262,21 +262,31 @@ ON DUPLICATE KEY UPDATE ${token} = LAST_INSERT_ID(IF(${token} <= VALUES(${token}
     const connection = await connect(this.#pool, signal);
     let ended: unknown;
     let committing = false;
-    const onAbort = () => {
-      if (committing) return;
-      ended ??= signal?.reason;
-      connection.destroy();
-    };
+    // mysql2 settles no statement of a destroyed connection: an abort rejects this instead.
+    let onAbort: () => void = () => undefined;
+    const abandoned = new Promise<never>((_resolve, reject) => {
+      onAbort = () => {
+        if (committing) return;
+        ended ??= signal?.reason;
+        connection.destroy();
+        reject(signal?.reason);
+      };
+    });
+    abandoned.catch(() => undefined);
+    const step = <R>(pending: R | Promise<R>): Promise<R> =>
+      signal === undefined ? Promise.resolve(pending) : Promise.race([pending, abandoned]);
     signal?.addEventListener("abort", onAbort, { once: true });
     const seconds = timeoutSeconds(limitMs);
     let limited = false;
     try {
-      await connection.query(
-        `SET @baton_fence_lock_wait = @@SESSION.innodb_lock_wait_timeout, @baton_fence_idle = @@SESSION.wait_timeout, SESSION innodb_lock_wait_timeout = ${seconds}, SESSION wait_timeout = ${seconds}`,
+      await step(
+        connection.query(
+          `SET @baton_fence_lock_wait = @@SESSION.innodb_lock_wait_timeout, @baton_fence_idle = @@SESSION.wait_timeout, SESSION innodb_lock_wait_timeout = ${seconds}, SESSION wait_timeout = ${seconds}`,
+        ),
       );
       limited = true;
-      await connection.query("START TRANSACTION");
-      const result = await fn(connection);
+      await step(connection.query("START TRANSACTION"));
+      const result = await step(fn(connection));
       signal?.throwIfAborted();
       committing = true;
       await connection.query("COMMIT");
