@@ -1,1 +1,50 @@
-export {};
+/**
+ * `@baton/mysql`: Baton's MySQL and MariaDB backend (named locks made into leases, or row
+ * leases for pools, proxies and Galera; counter-table fencing tokens). Importing it registers
+ * `mysql://` and `mariadb://`.
+ *
+ * @packageDocumentation
+ * @module @baton/mysql
+ */
+import { registerBackend } from "@baton/core";
+import { MYSQL_GUARANTEES, MysqlBackend } from "./mysql-backend.js";
+import { mysqlOptionsFromUrl } from "./mysql-options.js";
+
+export {
+  MYSQL_GUARANTEES,
+  MYSQL_ROW_LEASE_GUARANTEES,
+  MysqlBackend,
+} from "./mysql-backend.js";
+export { GET_LOCK_NAME_MAX, getLockName } from "./mysql-keys.js";
+export {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_MIGRATE,
+  DEFAULT_MODE,
+  DEFAULT_NAMESPACE,
+  DEFAULT_PORT,
+  DEFAULT_TABLE_PREFIX,
+  type MysqlBackendOptions,
+  type MysqlLockMode,
+  mysqlOptionsFromUrl,
+} from "./mysql-options.js";
+export type {
+  MysqlCallbackQueryable,
+  MysqlConnectionConfig,
+  MysqlCorePoolLike,
+  MysqlPoolLike,
+  MysqlPromiseConnectionLike,
+  MysqlPromisePoolLike,
+  MysqlQueryable,
+  MysqlQueryOptions,
+} from "./mysql-shapes.js";
+export { type MigrateOptions, migrate } from "./schema.js";
+
+// The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
+registerBackend("mysql", (url) => new MysqlBackend(mysqlOptionsFromUrl(url)), {
+  checkUrl: mysqlOptionsFromUrl,
+  guarantees: MYSQL_GUARANTEES,
+});
+registerBackend("mariadb", (url) => new MysqlBackend(mysqlOptionsFromUrl(url)), {
+  checkUrl: mysqlOptionsFromUrl,
+  guarantees: MYSQL_GUARANTEES,
+});
