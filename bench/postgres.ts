@@ -10,6 +10,8 @@ import { interleave, latencySection, type Measured, type Variant } from "./lib/i
 import { type PermitRows, UNCONTENDED_PERMITS } from "./lib/permits.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { processCpuMeter, processTreeCpuMeter, type ServerMeter } from "./lib/server-meter.js";
+import { pause, type ServiceBench, type ServiceKey } from "./lib/service.js";
+import { benchCoordinator } from "./lib/telemetry.js";
 
 /** The part of advisory-lock's API the bench uses. */
 type CreateMutex = (
@@ -52,6 +54,20 @@ export function run(): Promise<BackendResult> {
       handoffs: HANDOFFS,
       ttlMs: 15_000,
     },
+    service: serviceBench,
+    serviceServer: async (_url, group) => ({
+      options:
+        group?.pids[0] === undefined
+          ? {}
+          : {
+              server: processTreeCpuMeter(
+                "every server process's CPU (schedstat; ended processes by 10 ms ticks)",
+                group.pids[0],
+              ),
+              idleMs: 500,
+            },
+      close: async () => undefined,
+    }),
     takeoverTtlMs: 1_000,
     throughputTtlMs: 15_000,
     connections:
@@ -397,5 +413,132 @@ async function permitRows(url: string): Promise<PermitRows> {
         .catch(() => undefined);
       await raw.end().catch(() => undefined);
     },
+  };
+}
+
+/** Connections of the raw floor's pool in the service pattern: what a service gives pg.Pool. */
+const SERVICE_POOL = 16;
+/** How often the raw floor and advisory-lock retry a taken key in the service pattern, ms. */
+const SERVICE_RETRY_MS = 1;
+
+/** try_lock (retrying every SERVICE_RETRY_MS while taken) + unlock of `key` on `client`. */
+async function floorLock(client: pg.ClientBase, key: ServiceKey): Promise<void> {
+  const values = [String(key.id)];
+  for (;;) {
+    const { rows } = await client.query<{ pg_try_advisory_lock: boolean }>({
+      name: "floor_lock",
+      text: FLOOR_LOCK,
+      values,
+    });
+    if (rows[0]?.pg_try_advisory_lock === true) break;
+    await pause(SERVICE_RETRY_MS);
+  }
+  await client.query({ name: "floor_unlock", text: FLOOR_UNLOCK, values });
+}
+
+/**
+ * The service pattern on PostgreSQL (bench/lib/service.ts): the raw floor on a pg.Pool of 16
+ * (what a service gives pg; each lock checks out a connection, locks, unlocks and gives it
+ * back), the raw client on one connection for reference, one coordinator (its
+ * PostgresBackend's connections), and advisory-lock (a connection per lock, so only at C = 1
+ * and 16 and never on the hot key).
+ */
+export function serviceBench(url: string): ServiceBench {
+  return {
+    variants: [
+      {
+        name: `raw pg.Pool of ${SERVICE_POOL}, try_lock+unlock`,
+        role: "floor",
+        open: async () => {
+          const pool = new pg.Pool({ connectionString: url, max: SERVICE_POOL });
+          pool.on("error", () => undefined);
+          return {
+            op: async (key) => {
+              for (;;) {
+                const client = await pool.connect();
+                try {
+                  const { rows } = await client.query<{ pg_try_advisory_lock: boolean }>({
+                    name: "floor_lock",
+                    text: FLOOR_LOCK,
+                    values: [String(key.id)],
+                  });
+                  if (rows[0]?.pg_try_advisory_lock === true) {
+                    await client.query({
+                      name: "floor_unlock",
+                      text: FLOOR_UNLOCK,
+                      values: [String(key.id)],
+                    });
+                    return;
+                  }
+                } finally {
+                  client.release();
+                }
+                await pause(SERVICE_RETRY_MS);
+              }
+            },
+            close: () => pool.end(),
+          };
+        },
+      },
+      {
+        name: "raw pg.Client, one connection",
+        role: "reference",
+        open: async () => {
+          const client = new pg.Client({ connectionString: url });
+          client.on("error", () => undefined);
+          await client.connect();
+          return {
+            op: (key) => floorLock(client, key),
+            close: () => client.end(),
+          };
+        },
+      },
+      {
+        name: "baton coordinator",
+        role: "coordinator",
+        open: async () => {
+          const coordinator = benchCoordinator({
+            url,
+            ttlMs: 15_000,
+            ownerId: "bench-service",
+          });
+          return {
+            op: async (key) => {
+              const lock = await coordinator.acquire(key.name, { waitMs: 60_000 });
+              await lock.release();
+            },
+            close: () => coordinator.close(),
+          };
+        },
+      },
+      {
+        name: "advisory-lock tryLock+unlock",
+        role: "peer",
+        callers: [1, 16],
+        modes: ["distinct", "random"],
+        open: async () => {
+          const mutexOf = createMutex(url);
+          return {
+            op: async (key) => {
+              for (;;) {
+                const unlock = await mutexOf(key.name).tryLock();
+                if (unlock !== undefined) {
+                  await unlock();
+                  return;
+                }
+                await pause(SERVICE_RETRY_MS);
+              }
+            },
+            close: async () => undefined,
+          };
+        },
+      },
+    ],
+    notes: [
+      `the floor: pg.Pool of ${SERVICE_POOL} connections, prepared statements, a connection checked out per lock (session advisory locks are held by a connection); the one-connection row: concurrent callers queue on pg.Client (no pipelining), and session advisory locks are re-entrant, so on that one connection two callers of one key do not exclude each other`,
+      `a taken key: the raw rows and advisory-lock retry every ${SERVICE_RETRY_MS} ms; Baton waits as its adapter does`,
+      "advisory-lock opens a connection (a server process) per lock: measured at C = 1 and 16, not on the hot key",
+    ],
+    processVariants: ["raw pg.Client, one connection", "baton coordinator"],
   };
 }

@@ -37,6 +37,8 @@ import {
 } from "./lib/permits.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
 import { processCpuUs, type ServerMeter } from "./lib/server-meter.js";
+import { pause, type ServiceBench, type ServiceClient } from "./lib/service.js";
+import { benchCoordinator } from "./lib/telemetry.js";
 
 /** The part of redlock@4 (which ships no types) used here. */
 interface Redlock4 {
@@ -129,6 +131,16 @@ export function run(): Promise<BackendResult> {
       rounds: { warmup: 2_000, rounds: 30, perRound: 200, maxMs: 60_000 },
       handoffs: HANDOFFS,
       ttlMs: TTL_MS,
+    },
+    service: serviceBench,
+    serviceServer: async (url, group) => {
+      const stats = new Redis(url);
+      return {
+        options: { server: redisMeter(stats, group) },
+        close: async () => {
+          stats.disconnect();
+        },
+      };
     },
     takeoverTtlMs: 1_000,
     throughputTtlMs: TTL_MS,
@@ -428,5 +440,121 @@ async function permitHandoffPeers(url: string): Promise<PermitHandoffRows> {
       for (const h of holders) await h.release().catch(() => undefined);
       for (const c of connections) c.disconnect();
     },
+  };
+}
+
+/** How often the raw floor retries a taken key in the service pattern, ms. */
+const SERVICE_RETRY_MS = 1;
+/** The peers' retry delay in the service pattern, ms (their defaults are 200 and 10). */
+const PEER_RETRY_MS = 10;
+
+/** A service-pattern client on one ioredis connection. */
+function onConnection(
+  url: string,
+  make: (c: Redis) => Promise<ServiceClient["op"]>,
+): () => Promise<ServiceClient> {
+  return async () => {
+    const c = new Redis(url);
+    const op = await make(c);
+    return {
+      op,
+      close: async () => {
+        c.disconnect();
+      },
+    };
+  };
+}
+
+/**
+ * The service pattern on Redis (bench/lib/service.ts): one ioredis connection per client
+ * object, as a service has one; the coordinator has its RedisBackend's command connection
+ * (and its subscriber connection once a caller waits).
+ */
+export function serviceBench(url: string): ServiceBench {
+  return {
+    variants: [
+      {
+        name: "raw SET NX PX + Lua del, one connection",
+        role: "floor",
+        open: onConnection(url, async (raw) => {
+          const sha = (await raw.script("LOAD", DELETE_IF_OWNER)) as string;
+          return async (key) => {
+            const value = randomUUID();
+            while ((await raw.set(key.name, value, "PX", TTL_MS, "NX")) === null) {
+              await pause(SERVICE_RETRY_MS);
+            }
+            await raw.evalsha(sha, 1, key.name, value);
+          };
+        }),
+      },
+      {
+        name: "baton coordinator",
+        role: "coordinator",
+        open: async () => {
+          const coordinator = benchCoordinator({ url, ttlMs: TTL_MS, ownerId: "bench-service" });
+          return {
+            op: async (key) => {
+              const lock = await coordinator.acquire(key.name, { waitMs: 60_000 });
+              await lock.release();
+            },
+            close: () => coordinator.close(),
+          };
+        },
+      },
+      {
+        name: "redis-semaphore Mutex",
+        role: "peer",
+        open: onConnection(url, async (c) => async (key) => {
+          const mutex = new Mutex(c, key.name, {
+            lockTimeout: TTL_MS,
+            acquireTimeout: 60_000,
+            retryInterval: PEER_RETRY_MS,
+          });
+          await mutex.acquire();
+          await mutex.release();
+        }),
+      },
+      {
+        name: "redlock@4 (1 node)",
+        role: "peer",
+        open: onConnection(url, async (c) => {
+          const Redlock = await loadRedlock4();
+          const redlock = new (
+            Redlock as unknown as new (
+              clients: unknown[],
+              options: object,
+            ) => Redlock4
+          )([c], { retryCount: -1, retryDelay: PEER_RETRY_MS, retryJitter: 5 });
+          return async (key) => {
+            const lock = await redlock.lock(key.name, TTL_MS);
+            await lock.unlock();
+          };
+        }),
+      },
+      {
+        name: "@sesamecare-oss/redlock",
+        role: "peer",
+        open: onConnection(url, async (c) => {
+          const redlock = new SesameRedlock([c], {
+            retryCount: -1,
+            retryDelay: PEER_RETRY_MS,
+            retryJitter: 5,
+          });
+          return async (key) => {
+            const lock = await redlock.acquire([key.name], TTL_MS);
+            await lock.release();
+          };
+        }),
+      },
+    ],
+    notes: [
+      "one ioredis connection per client object (what a service gives ioredis; its commands are pipelined on it); the coordinator: its RedisBackend's command connection, plus its subscriber connection for waiting",
+      `a taken key: the raw floor retries its SET NX every ${SERVICE_RETRY_MS} ms; redis-semaphore and both redlock packages retry every ${PEER_RETRY_MS} ms (redlock: jitter 5 ms); Baton waits in its queue and is woken by the release`,
+    ],
+    processVariants: [
+      "raw SET NX PX + Lua del, one connection",
+      "baton coordinator",
+      "redis-semaphore Mutex",
+    ],
   };
 }

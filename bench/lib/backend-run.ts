@@ -3,6 +3,7 @@ import { cpuPlacement, pinSelf } from "./cpu-placement.js";
 import { formatHeld, formatSection } from "./format-table.js";
 import { type HeldItems, permitItems } from "./held-locks.js";
 import type { InterleaveOptions } from "./interleave.js";
+import { selected } from "./only.js";
 import {
   HELD_SEMAPHORES,
   measurePermitHandoffs,
@@ -19,6 +20,8 @@ import {
   type Row,
 } from "./results.js";
 import { processCpuMeter, type ServerMeter } from "./server-meter.js";
+import { measureService, type ServiceBench } from "./service.js";
+import { measureServiceProcesses } from "./service-processes.js";
 import { measureTakeover } from "./takeover.js";
 import { benchCoordinator } from "./telemetry.js";
 import { measureThroughput } from "./throughput.js";
@@ -109,7 +112,14 @@ export class BackendRun {
 
 /** What one backend's bench supplies to {@link runBackendBench}; every URL is the harness's. */
 export interface BackendBench {
-  readonly backend: "redis" | "etcd" | "zookeeper" | "postgres" | "dynamodb" | "azure-blob";
+  readonly backend:
+    | "redis"
+    | "etcd"
+    | "zookeeper"
+    | "postgres"
+    | "mysql"
+    | "dynamodb"
+    | "azure-blob";
   /** The URL coordinators use (default: the harness's URL as it is). */
   readonly clientUrl?: (url: string) => string;
   serverVersion(url: string): Promise<string>;
@@ -130,13 +140,17 @@ export interface BackendBench {
   readonly throughputTtlMs: number;
   /** How the throughput clients connect, for the report. */
   readonly connections: string;
+  /** The service-pattern variants (bench/lib/service.ts), from the client URL. */
+  readonly service?: (url: string) => ServiceBench;
+  /** The service pattern's server meter (default: the server group's CPU, see groupCpuOptions). */
+  serviceServer?(url: string, group: ServerGroup | undefined): Promise<ServiceServer>;
 }
 
-/**
- * `BATON_BENCH_PERMITS_ONLY=1`: measure only the permit figures (for a quick look at them;
- * the report is a partial one in any case).
- */
-const PERMITS_ONLY = process.env.BATON_BENCH_PERMITS_ONLY === "1";
+/** The server meter of the service-pattern sections, and what closes it. */
+export interface ServiceServer {
+  readonly options: Pick<InterleaveOptions, "server" | "idleMs">;
+  close(): Promise<void>;
+}
 
 /**
  * One backend's whole bench, in the same order for every backend: private servers from the
@@ -163,19 +177,26 @@ export async function runBackendBench(bench: BackendBench): Promise<BackendResul
     if (url === undefined) throw new Error(`bench ${bench.backend}: no server`);
     const clientUrl = bench.clientUrl?.(url) ?? url;
     out.server = await bench.serverVersion(url);
-    if (PERMITS_ONLY) {
-      out.scope = "permits";
-    } else {
-      const unc = await out.step("uncontended", () => bench.uncontended(url, group));
+    const lockSections = ["uncontended", "handoff", "takeover", "throughput", "held"] as const;
+    if (selected("permits") && !lockSections.some((s) => selected(s))) out.scope = "permits";
+    let unc: LatencySection | undefined;
+    if (selected("uncontended")) {
+      unc = await out.step("uncontended", () => bench.uncontended(url, group));
       if (unc) out.add(unc);
+    }
+    if (selected("handoff")) {
       const handoff = await out.step("handoff", () =>
         bench.handoffs(url, unc ? floorRow(unc) : undefined, group),
       );
       if (handoff) out.add(handoff);
+    }
+    if (selected("takeover")) {
       const takeover = await out.step("takeover", () =>
         measureTakeover({ url: clientUrl, ttlMs: bench.takeoverTtlMs, prefix: "bench-takeover" }),
       );
       if (takeover) out.add(takeover);
+    }
+    if (selected("throughput")) {
       const throughput = await out.step("throughput", () =>
         measureThroughput({
           client: () => benchCoordinator({ url: clientUrl, ttlMs: bench.throughputTtlMs }),
@@ -184,21 +205,67 @@ export async function runBackendBench(bench: BackendBench): Promise<BackendResul
         }),
       );
       if (throughput) out.add(throughput);
+    }
+    if (selected("held")) {
       const held = await out.step("held locks", () => bench.heldLocks(url));
       if (held) out.addHeld(held);
     }
-    await runPermitSteps(out, {
-      permits: bench.permits,
-      url,
-      clientUrl,
-      group,
-      held: (items) => bench.heldLocks(url, items),
-    });
+    if (bench.service && (selected("service") || selected("processes"))) {
+      await runServiceSteps(out, bench, url, clientUrl, group);
+    }
+    if (selected("permits")) {
+      await runPermitSteps(out, {
+        permits: bench.permits,
+        url,
+        clientUrl,
+        group,
+        held: (items) => bench.heldLocks(url, items),
+      });
+    }
   } finally {
     await servers.stop();
     if (placement) pinSelf(placement.all);
   }
   return out.result();
+}
+
+/**
+ * The service-pattern sections (one process, then P processes) of a backend that has them,
+ * with the bench's server meter.
+ */
+async function runServiceSteps(
+  out: BackendRun,
+  bench: BackendBench,
+  url: string,
+  clientUrl: string,
+  group: ServerGroup | undefined,
+): Promise<void> {
+  const make = bench.service as (url: string) => ServiceBench;
+  const server = await out.step("service server meter", async () =>
+    bench.serviceServer
+      ? await bench.serviceServer(url, group)
+      : { options: groupCpuOptions(group), close: async () => undefined },
+  );
+  const meter = server?.options ?? {};
+  try {
+    if (selected("service")) {
+      const sections = await out.step("service", () => measureService(make(clientUrl), meter));
+      for (const s of sections ?? []) out.add(s);
+    }
+    if (selected("processes")) {
+      const sections = await out.step("service processes", () =>
+        measureServiceProcesses({
+          backend: bench.backend,
+          url: clientUrl,
+          bench: make(clientUrl),
+          ...meter,
+        }),
+      );
+      for (const s of sections ?? []) out.add(s);
+    }
+  } finally {
+    await server?.close();
+  }
 }
 
 /**

@@ -25,7 +25,9 @@ export function sectionCells(section: LatencySection): string[][] {
     "p50 ms",
     section.p99Label ?? "p99 ms",
     ...(floor ? ["p50 vs floor"] : []),
-    ...(opsAlike ? ["time/op vs floor"] : []),
+    ...(opsAlike
+      ? [section.opsVsFloor ? `${section.opsLabel ?? "ops/s"} vs floor` : "time/op vs floor"]
+      : []),
     ...(hasCpu ? [`client CPU us ${per}`] : []),
     ...(hasServer ? [`server us ${per}`] : []),
   ];
@@ -35,7 +37,15 @@ export function sectionCells(section: LatencySection): string[][] {
     fixed(r.p50, 3),
     fixed(r.p99, 3),
     ...(floor ? [times(r.p50 / floor.p50)] : []),
-    ...(opsAlike ? [times((floor.opsPerSec as number) / r.opsPerSec)] : []),
+    ...(opsAlike
+      ? [
+          times(
+            section.opsVsFloor
+              ? r.opsPerSec / (floor.opsPerSec as number)
+              : (floor.opsPerSec as number) / r.opsPerSec,
+          ),
+        ]
+      : []),
     ...(hasCpu ? [fixed(r.clientCpuUs, 1)] : []),
     ...(hasServer ? [fixed(r.server?.usPerOp, 1)] : []),
   ]);

@@ -40,6 +40,24 @@ const FIGURES: readonly { figure: Figure; heading: string; intro: string }[] = [
     intro: "Locks per second over all clients, each acquire + release on a key drawn at random.",
   },
   {
+    figure: "service",
+    heading: "The service pattern: one client object, C concurrent callers",
+    intro:
+      "One client object in one process (one coordinator; the raw client on one connection, or on the pool a service would give it; one instance of each peer library) serves C concurrent callers, each looping acquire + release: on a key of its own (distinct), on a key drawn at random from 1,000, or on one hot key. For each cell the variants run one after another, in one order in the first round and the opposite order in the second. Locks/s over the cell's time; p50/p99 of one acquire + release (waits and retries for a taken key included); client CPU (this process, `process.cpuUsage()`) and server time per lock.",
+  },
+  {
+    figure: "service-processes",
+    heading: "The service pattern over P processes",
+    intro:
+      "As above, with P processes (each its own client object per variant) and the C callers split evenly over them, started together: where the store, not one client process, is the limit. Locks/s: every process's locks over the cell's time; client CPU per lock: every process's CPU over every lock.",
+  },
+  {
+    figure: "waiters",
+    heading: "Many waiters on one name",
+    intro:
+      "Waiters on one lock spread over several processes, each process one coordinator with its share of the waiters; one holder at a time. A sample is the time from one `release()` call to the next holder holding; the ratio base is the uncontended floor's acquire + release p50 (no herd: server requests per handoff do not grow with the waiters).",
+  },
+  {
     figure: "permit-uncontended",
     heading: "Semaphores: uncontended permit acquire + release",
     intro:
@@ -157,6 +175,39 @@ function summaryRow(r: BackendResult): string[] {
   ];
 }
 
+/** One backend's rows of the service-pattern summary: a row per (keys, C) section. */
+function serviceSummaryRows(r: BackendResult): string[][] {
+  return r.sections
+    .filter((s) => s.figure === "service" || s.figure === "service-processes")
+    .map((s) => {
+      const floor = floorRow(s);
+      const coord = s.rows.find((x) => x.role === "coordinator");
+      const vs = (a: number | undefined, b: number | undefined) =>
+        a === undefined || b === undefined ? "-" : times(a / b);
+      const peers =
+        s.rows
+          .filter((x) => x.role === "peer")
+          .map(
+            (x) => `${x.variant} ${fixed(x.opsPerSec, 0)} (${vs(coord?.opsPerSec, x.opsPerSec)})`,
+          )
+          .join(", ") || "-";
+      const cell = s.service;
+      return [
+        r.backend,
+        cell?.mode ?? "-",
+        cell
+          ? `${cell.callers}${cell.processes > 1 ? ` over ${cell.processes} processes` : ""}`
+          : "-",
+        floor ? fixed(floor.opsPerSec, 0) : "-",
+        coord ? `${fixed(coord.opsPerSec, 0)} (${vs(coord.opsPerSec, floor?.opsPerSec)})` : "-",
+        peers,
+        `${fixed(floor?.p99, 1)} / ${fixed(coord?.p99, 1)}`,
+        `${fixed(floor?.clientCpuUs, 1)} / ${fixed(coord?.clientCpuUs, 1)}`,
+        `${fixed(floor?.server?.usPerOp, 1)} / ${fixed(coord?.server?.usPerOp, 1)}`,
+      ];
+    });
+}
+
 /** The Markdown report (bench/RESULTS.md) of one run. */
 export function reportMarkdown(input: ReportInput): string {
   const { machine: m, results } = input;
@@ -223,6 +274,30 @@ export function reportMarkdown(input: ReportInput): string {
       "",
     );
   }
+  const serviceRows = results.flatMap(serviceSummaryRows);
+  if (serviceRows.length > 0) {
+    push(
+      "## Service pattern summary",
+      "",
+      table([
+        [
+          "backend",
+          "keys",
+          "C",
+          "floor locks/s",
+          "coordinator locks/s (vs floor)",
+          "peers locks/s (coordinator vs peer)",
+          "p99 ms: floor / coordinator",
+          "client CPU us/lock: floor / coordinator",
+          "server us/lock: floor / coordinator",
+        ],
+        ...serviceRows,
+      ]),
+      "",
+      "One client object in one process serving C concurrent callers (see the section below); the floor is the raw client on one connection or, where the section marks it so, on a pool.",
+      "",
+    );
+  }
   const withPermits = results.filter((r) => r.semaphores === true);
   const withoutPermits = results.filter((r) => r.semaphores === false).map((r) => r.backend);
   if (withPermits.length > 0 || withoutPermits.length > 0) {
@@ -274,14 +349,14 @@ export function reportMarkdown(input: ReportInput): string {
     if (!results.some((r) => sectionOf(r, f.figure))) continue;
     push(`## ${f.heading}`, "", f.intro, "");
     for (const r of results) {
-      const section = sectionOf(r, f.figure);
-      if (!section) continue;
-      const floor = section.floor ? ` (floor: ${section.floor.label})` : "";
-      push(`### ${r.backend}: ${section.title}${floor}`, "", table(sectionCells(section)), "");
-      const parts = serverPartCells(section);
-      if (parts.length > 0) push(table(parts), "");
-      for (const n of section.notes) push(`- ${n}`);
-      if (section.notes.length > 0) push("");
+      for (const section of r.sections.filter((x) => x.figure === f.figure)) {
+        const floor = section.floor ? ` (floor: ${section.floor.label})` : "";
+        push(`### ${r.backend}: ${section.title}${floor}`, "", table(sectionCells(section)), "");
+        const parts = serverPartCells(section);
+        if (parts.length > 0) push(table(parts), "");
+        for (const n of section.notes) push(`- ${n}`);
+        if (section.notes.length > 0) push("");
+      }
     }
   }
   const heldSection = (

@@ -42,7 +42,13 @@ export type Figure =
   | "takeover"
   | "throughput"
   | "permit-uncontended"
-  | "permit-handoff";
+  | "permit-handoff"
+  /** One client object serving C concurrent callers (see bench/lib/service.ts). */
+  | "service"
+  /** The same, spread over P processes. */
+  | "service-processes"
+  /** 1,000 waiters on one name over several processes. */
+  | "waiters";
 
 /**
  * Coordinator minus session (core's share) in client CPU per operation, from interleaved
@@ -83,6 +89,17 @@ export interface LatencySection {
   readonly opsLabel?: string;
   /** What the client CPU and server columns are counted per (default "per op"). */
   readonly costLabel?: string;
+  /**
+   * Show each row's ops/s over the floor's (higher is better) instead of the floor's time per
+   * op over the row's.
+   */
+  readonly opsVsFloor?: boolean;
+  /** The cell of a service-pattern section. */
+  readonly service?: {
+    readonly mode: "distinct" | "random" | "hot";
+    readonly callers: number;
+    readonly processes: number;
+  };
   readonly rows: readonly Row[];
   /** Core's share, when the section has both a session and a coordinator row. */
   readonly coreShare?: CoreShare;

@@ -1,0 +1,207 @@
+/**
+ * The service pattern over P processes: each process one client object (one coordinator, one
+ * raw connection), the C callers split evenly over them, so the figures show where the store,
+ * not one client process, is the limit. The processes are children (bench/lib/service-worker.ts)
+ * started with this process's node options; each cell starts in every process at once.
+ */
+import { type ChildProcess, fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { LatencySection } from "./results.js";
+import { addDelta, emptyTotals, idleRate, type ServerMeter, subtractIdle } from "./server-meter.js";
+import {
+  type CellResult,
+  type KeyMode,
+  type ServiceBench,
+  serviceCellMs,
+  serviceSection,
+} from "./service.js";
+
+/** Options of {@link measureServiceProcesses}. */
+export interface ServiceProcessesOptions {
+  readonly backend: string;
+  /** The URL the children's variants connect to. */
+  readonly url: string;
+  readonly bench: ServiceBench;
+  /** Processes, one table each. Default [4, 16]. */
+  readonly processes?: readonly number[];
+  /** Callers in all, split over the processes. Default 256. */
+  readonly callers?: number;
+  readonly modes?: readonly KeyMode[];
+  readonly cellMs?: number;
+  readonly rounds?: number;
+  readonly server?: ServerMeter;
+  readonly idleMs?: number;
+}
+
+const WORKER = fileURLToPath(new URL("./service-worker.ts", import.meta.url));
+
+type Reply = { op: "ready" } | { op: "done"; cell: CellResult } | { op: "error"; message: string };
+
+/** A child and a way to wait for its next reply. */
+class Worker {
+  readonly child: ChildProcess;
+  readonly #replies: Reply[] = [];
+  #waiting: ((r: Reply) => void) | undefined;
+  #exited: Error | undefined;
+
+  constructor(backend: string, url: string) {
+    this.child = fork(WORKER, [backend, url], {
+      execArgv: process.execArgv,
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+    });
+    this.child.on("message", (r: Reply) => {
+      const w = this.#waiting;
+      if (w) {
+        this.#waiting = undefined;
+        w(r);
+      } else this.#replies.push(r);
+    });
+    this.child.on("exit", (code) => {
+      this.#exited = new Error(`service worker exited with ${code}`);
+      this.#waiting?.({ op: "error", message: this.#exited.message });
+    });
+  }
+
+  next(): Promise<Reply> {
+    const r = this.#replies.shift();
+    if (r) return Promise.resolve(r);
+    if (this.#exited) return Promise.resolve({ op: "error", message: this.#exited.message });
+    return new Promise((resolve) => {
+      this.#waiting = resolve;
+    });
+  }
+}
+
+/** Sends `message` to every worker and returns their replies (an error reply throws). */
+async function all(workers: readonly Worker[], message: object): Promise<CellResult[]> {
+  for (const w of workers) w.child.send(message);
+  const replies = await Promise.all(workers.map((w) => w.next()));
+  return replies.map((r) => {
+    if (r.op === "error") throw new Error(r.message);
+    if (r.op !== "done") throw new Error(`service worker: unexpected ${r.op}`);
+    return r.cell;
+  });
+}
+
+/**
+ * One section per (P, key mode): the variants named by the bench's `processVariants`, run in
+ * every process at once, interleaved in alternate orders as in one process. Locks/s is every
+ * process's locks over the longest process's time; client CPU per lock every process's CPU
+ * over every lock.
+ */
+export async function measureServiceProcesses(
+  options: ServiceProcessesOptions,
+): Promise<LatencySection[]> {
+  const names = options.bench.processVariants ?? [];
+  const variants = options.bench.variants
+    .map((v, i) => ({ v, i }))
+    .filter(({ v }) => names.includes(v.name))
+    // The first row is the ratio base when the floor itself is not run in several processes.
+    .map(({ v, i }, n, all) =>
+      n === 0 && !all.some((x) => x.v.role === "floor")
+        ? { v: { ...v, role: "floor" as const }, i }
+        : { v, i },
+    );
+  const callers = options.callers ?? 256;
+  const modes = options.modes ?? ["distinct", "random"];
+  const cellMs = options.cellMs ?? serviceCellMs();
+  const rounds = options.rounds ?? 2;
+  const meter = options.server;
+  const idle =
+    meter && (options.idleMs ?? 0) > 0
+      ? await idleRate(meter, options.idleMs as number)
+      : undefined;
+  const sections: LatencySection[] = [];
+  for (const processes of options.processes ?? [4, 16]) {
+    const workers = Array.from(
+      { length: processes },
+      () => new Worker(options.backend, options.url),
+    );
+    try {
+      for (const w of workers) {
+        const r = await w.next();
+        if (r.op !== "ready") throw new Error(r.op === "error" ? r.message : "service worker");
+      }
+      const share = (p: number) =>
+        Math.floor(callers / processes) + (p < callers % processes ? 1 : 0);
+      const run = async (v: number, variant: string, mode: KeyMode, ms: number) => {
+        return await Promise.all(
+          workers.map(async (w, p) => {
+            const [cell] = await all([w], { op: "run", variant, v, mode, callers: share(p), ms });
+            return cell as CellResult;
+          }),
+        );
+      };
+      // Warm-up: each process opens its clients and compiles their paths.
+      for (const { v, i } of variants) await run(i, v.name, "random", 500);
+      for (const mode of modes) {
+        const totals = new Map(
+          variants.map(({ i }) => [
+            i,
+            { samples: [] as number[], elapsedMs: 0, cpuUs: 0, errors: 0, server: emptyTotals() },
+          ]),
+        );
+        const errors: string[] = [];
+        for (let round = 0; round < rounds; round++) {
+          const order = round % 2 === 0 ? variants : [...variants].reverse();
+          for (const { v, i } of order) {
+            const before = meter ? await meter.read() : undefined;
+            const cells = await run(i, v.name, mode, cellMs);
+            const t = totals.get(i) as NonNullable<ReturnType<typeof totals.get>>;
+            const elapsed = Math.max(...cells.map((c) => c.elapsedMs));
+            for (const c of cells) {
+              for (const s of c.samples) t.samples.push(s);
+              t.cpuUs += c.cpuUs;
+              t.errors += c.errors;
+              if (c.errors > 0) errors.push(`${v.name}: ${c.errors} failed ops (${c.firstError})`);
+            }
+            t.elapsedMs += elapsed;
+            if (meter && before) {
+              addDelta(t.server, before, await meter.read());
+              if (idle) subtractIdle(t.server, idle, elapsed);
+            }
+          }
+        }
+        sections.push(
+          serviceSection(
+            mode,
+            callers,
+            processes,
+            variants.map(({ v, i }) => {
+              const t = totals.get(i) as NonNullable<ReturnType<typeof totals.get>>;
+              return { name: v.name, role: v.role, totals: t, ...(meter ? { server: meter } : {}) };
+            }),
+            [
+              `${processes} processes, each its own client object per variant, ${callers} callers split evenly over them; client CPU per lock: every process's CPU over every lock`,
+              ...options.bench.notes,
+              ...errors.slice(0, 3),
+            ],
+            cellMs,
+            rounds,
+          ),
+        );
+      }
+    } finally {
+      for (const w of workers) {
+        if (w.child.connected) w.child.send({ op: "close" });
+      }
+      await Promise.all(
+        workers.map(
+          (w) =>
+            new Promise<void>((resolve) => {
+              if (w.child.exitCode !== null) return resolve();
+              const timer = setTimeout(() => {
+                w.child.kill("SIGKILL");
+                resolve();
+              }, 10_000);
+              w.child.once("exit", () => {
+                clearTimeout(timer);
+                resolve();
+              });
+            }),
+        ),
+      );
+    }
+  }
+  return sections;
+}
