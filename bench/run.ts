@@ -17,12 +17,38 @@ import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { latencyChart } from "./lib/latency-chart.js";
 import { machineInfo } from "./lib/machine.js";
+import { onlySections, SECTIONS } from "./lib/only.js";
 import { reportMarkdown } from "./lib/report-markdown.js";
 import type { BackendResult } from "./lib/results.js";
 import { checkTargets } from "./lib/targets.js";
 
-const ALL = ["memory", "redis", "etcd", "zookeeper", "postgres", "dynamodb", "azure-blob"] as const;
-const asked = process.argv.slice(2).filter((a) => a !== "--");
+const ALL = [
+  "memory",
+  "redis",
+  "etcd",
+  "zookeeper",
+  "postgres",
+  "mysql",
+  "dynamodb",
+  "azure-blob",
+] as const;
+// `--only service,scale` (or `--only=service`): only those sections (bench/lib/only.ts).
+const argv = process.argv.slice(2).filter((a) => a !== "--");
+const onlyAt = argv.findIndex((a) => a === "--only" || a.startsWith("--only="));
+if (onlyAt >= 0) {
+  const flag = argv[onlyAt] as string;
+  const value = flag.includes("=") ? flag.slice(flag.indexOf("=") + 1) : argv[onlyAt + 1];
+  argv.splice(onlyAt, flag.includes("=") ? 1 : 2);
+  const unknown = (value ?? "")
+    .split(",")
+    .filter((s) => !(SECTIONS as readonly string[]).includes(s));
+  if (value === undefined || unknown.length > 0) {
+    console.error(`bench: --only takes sections from ${SECTIONS.join(", ")}`);
+    process.exit(2);
+  }
+  process.env.BATON_BENCH_ONLY = value;
+}
+const asked = argv;
 const chosen = asked.length > 0 ? [...new Set(asked)] : [...ALL];
 for (const name of chosen) {
   if (!(ALL as readonly string[]).includes(name)) {
@@ -32,8 +58,8 @@ for (const name of chosen) {
 }
 // In the order of ALL, whatever order they were asked in.
 const backends = ALL.filter((b) => chosen.includes(b));
-// A permits-only run (BATON_BENCH_PERMITS_ONLY=1, see bench/lib/backend-run.ts) is partial too.
-const full = backends.length === ALL.length && process.env.BATON_BENCH_PERMITS_ONLY !== "1";
+// A run of some sections (--only, BATON_BENCH_PERMITS_ONLY=1) is partial too.
+const full = backends.length === ALL.length && onlySections() === undefined;
 
 const machine = machineInfo();
 const started = performance.now();
