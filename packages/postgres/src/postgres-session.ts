@@ -233,12 +233,12 @@ export class PostgresSession implements BackendSession {
     onClose?: (session: PostgresSession) => void,
   ): Promise<PostgresSession> {
     if (signal?.aborted) throw signal.reason;
-    // pg's pipeline mode refuses a Submittable of one's own (PreparedCall); the statements run
-    // one at a time anyway (StatementQueue).
+    // In pg's pipeline mode the statements of the session's callers go out without waiting for
+    // the answers to those before them (see StatementQueue).
     const client = context.connections.client({
       fallback_application_name: "baton",
       ...context.connection,
-      pipeline: false,
+      pipeline: true,
     });
     const session = new PostgresSession(client, context, ownerId, ttlMs, onClose);
     // Attached before connecting: an error event without a listener would crash the process.

@@ -1,4 +1,4 @@
-import type pg from "pg";
+import pg from "pg";
 import type { Statement } from "./statements.js";
 
 /** Called once with a call's outcome: the first column of its first row, as the server's text. */
@@ -100,6 +100,12 @@ export class PreparedCall implements pg.Submittable {
     this.callback(error, column);
   }
 }
+
+// pg's pipeline mode sends only its own `Query` objects: it refuses the submittables that keep a
+// portal open across round trips (cursors, streams). A call ends at its own Sync as a `Query`
+// does, so it goes in the same pipeline: it is a `Query` to pg's check, with every method pg
+// calls on it its own.
+Object.setPrototypeOf(PreparedCall.prototype, pg.Query.prototype);
 
 /** Execute (the unnamed portal, every row) and Sync, as PostgreSQL's protocol spells them. */
 const EXECUTE_SYNC = Buffer.from([0x45, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0x53, 0, 0, 0, 4]);

@@ -14,7 +14,7 @@ describeBackend("postgres", (url) => {
       await backend?.close();
     });
 
-    it("overlapping acquires, renewals and releases run one at a time, without pg's deprecation warning", async () => {
+    it("overlapping acquires, renewals and releases on one session all succeed, without pg's deprecation warning", async () => {
       const warnings: string[] = [];
       const onWarning = (w: Error) => warnings.push(w.message);
       process.on("warning", onWarning);
@@ -77,6 +77,48 @@ describeBackend("postgres", (url) => {
         await expect(third).resolves.toEqual({ n: 3 });
         expect(done).toEqual(["first", "second", "failing", "third"]);
         expect(queue.queued).toBe(0);
+      } finally {
+        await client.end();
+      }
+    });
+
+    it("on a pipelined client statements go out at once, and a holder gets the connection once all sent before are answered", async () => {
+      const client = new pg.Client({ connectionString: url, pipeline: true } as pg.ClientConfig);
+      client.on("error", () => undefined);
+      await client.connect();
+      try {
+        const queue = new StatementQueue(client);
+        const done: string[] = [];
+        const run = (label: string, sql: string) =>
+          new Promise<unknown>((resolve, reject) => {
+            queue.submit({ text: sql }, (error, result) => {
+              done.push(label);
+              if (error === null) resolve(result?.rows[0]);
+              else reject(error);
+            });
+          });
+        const first = run("first", "SELECT pg_sleep(0.05)");
+        const failing = run("failing", "SELECT 1 / 0").then(
+          () => undefined,
+          (error: Error) => error.message,
+        );
+        const second = run("second", "SELECT 2 AS n");
+        // Sent, none waiting for the answer before it.
+        expect(queue.queued).toBe(0);
+        const giveBack = queue.hold();
+        const third = run("third", "SELECT 3 AS n");
+        expect(queue.queued).toBe(1);
+        const give = await giveBack;
+        expect(done).toEqual(["first", "failing", "second"]);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(done).toEqual(["first", "failing", "second"]);
+        give();
+        await first;
+        // A statement that fails fails alone.
+        expect(await failing).toMatch(/division by zero/);
+        await expect(second).resolves.toEqual({ n: 2 });
+        await expect(third).resolves.toEqual({ n: 3 });
+        expect(done).toEqual(["first", "failing", "second", "third"]);
       } finally {
         await client.end();
       }
