@@ -289,6 +289,12 @@ export function connectionFromUrl(url: BackendUrl): {
   if (database.includes("/")) {
     throw new ConfigError("url", `has a bad database name "${database}"`);
   }
+  if (database === "") {
+    throw new ConfigError(
+      "url",
+      "names no database: Baton's tables live in a database of the server; give one (mysql://host/mydb)",
+    );
+  }
   const params = url.searchParams;
   const host = url.hosts[0];
   const socketPath = params.get("socketPath");
@@ -304,7 +310,7 @@ export function connectionFromUrl(url: BackendUrl): {
       : { socketPath }),
     ...(url.username === "" ? {} : { user: url.username }),
     ...(url.password === "" ? {} : { password: url.password }),
-    ...(database === "" ? {} : { database }),
+    database,
   };
   const timeout = params.get("connectTimeout");
   if (timeout !== null) {

@@ -65,9 +65,13 @@ export interface MysqlPromisePoolLike {
 /** A `mysql2` pool, callback (`mysql2`) or promise (`mysql2/promise`) API. */
 export type MysqlPoolLike = MysqlCorePoolLike | MysqlPromisePoolLike;
 
-/** A `mysql2/promise` connection: Baton uses the core connection behind it (`connection`). */
+/**
+ * A `mysql2/promise` connection (`Connection` or `PoolConnection`): Baton runs its statements on
+ * the core connection behind it (its `connection` property, which `mysql2`'s declarations do
+ * not list).
+ */
 export interface MysqlPromiseConnectionLike {
-  readonly connection: MysqlCallbackQueryable;
+  query(sql: string): Promise<unknown>;
 }
 
 /**
@@ -83,7 +87,7 @@ export type MysqlQueryable =
 export function callbackQueryable(target: MysqlQueryable): MysqlCallbackQueryable {
   const inner =
     (target as Partial<MysqlPromisePoolLike>).pool ??
-    (target as Partial<MysqlPromiseConnectionLike>).connection;
+    (target as { connection?: MysqlCallbackQueryable }).connection;
   if (inner !== undefined && typeof inner === "object" && typeof inner.query === "function") {
     return inner;
   }
