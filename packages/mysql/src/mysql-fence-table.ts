@@ -2,7 +2,7 @@ import { ConfigError } from "@baton/core";
 import type { ResolvedMysqlFenceOptions } from "./mysql-fence-options.js";
 
 /** Runs one statement with `?` parameters, as a mysql2 promise pool or connection does. */
-export interface FenceQueryable {
+export interface MysqlFenceQueryable {
   /** Runs `sql` with `values` for its `?`; resolves `[rows or result header, fields]`. */
   query(sql: string, values?: unknown[]): Promise<readonly [unknown, unknown]>;
 }
@@ -66,7 +66,7 @@ export function createFenceStatement(o: ResolvedMysqlFenceOptions): string {
  * `storeError` turns the driver's other errors into Baton's.
  */
 export async function prepareFenceTable(
-  db: FenceQueryable,
+  db: MysqlFenceQueryable,
   o: ResolvedMysqlFenceOptions,
   storeError: (error: unknown, context: string) => unknown,
 ): Promise<void> {
@@ -79,7 +79,7 @@ export async function prepareFenceTable(
 }
 
 async function readColumns(
-  db: FenceQueryable,
+  db: MysqlFenceQueryable,
   o: ResolvedMysqlFenceOptions,
   storeError: (error: unknown, context: string) => unknown,
 ): Promise<ColumnRow[]> {
@@ -92,7 +92,7 @@ async function readColumns(
 }
 
 async function createFenceTable(
-  db: FenceQueryable,
+  db: MysqlFenceQueryable,
   o: ResolvedMysqlFenceOptions,
   storeError: (error: unknown, context: string) => unknown,
 ): Promise<void> {

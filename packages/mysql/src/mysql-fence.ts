@@ -1,5 +1,4 @@
 import {
-  asUnavailable,
   BackendUnavailableError,
   BatonError,
   ConfigError,
@@ -7,17 +6,18 @@ import {
   type Fence,
   type FenceRaiseOptions,
   parseBackendUrl,
-  redactUrl,
   StaleTokenError,
 } from "@baton/core";
 import mysql from "mysql2/promise";
+import { errorNumber, isFatal, toBatonError } from "./mysql-errors.js";
 import {
   type MysqlFenceOptions,
   type ResolvedMysqlFenceOptions,
   resolveMysqlFenceOptions,
   timeoutSeconds,
 } from "./mysql-fence-options.js";
-import { type FenceQueryable, prepareFenceTable } from "./mysql-fence-table.js";
+import { type MysqlFenceQueryable, prepareFenceTable } from "./mysql-fence-table.js";
+import { connectionFromUrl } from "./mysql-options.js";
 
 /** Connections of the pool a fence opens for itself from a URL. */
 const OWN_POOL_SIZE = 4;
@@ -29,7 +29,7 @@ const LOCK_WAIT_TIMEOUT_ERRNO = 1205;
  * mysql2 `PoolConnection` of `mysql2/promise` is one): statements, `release()` to give it
  * back, and `destroy()` to close a connection whose transaction must not go on.
  */
-export interface MysqlFenceConnection extends FenceQueryable {
+export interface MysqlFenceConnection extends MysqlFenceQueryable {
   /** Gives the connection back to its pool. */
   release(): void;
   /** Closes the connection at once; the server rolls back its open transaction. */
@@ -40,7 +40,7 @@ export interface MysqlFenceConnection extends FenceQueryable {
  * What the fence uses of a pool (a mysql2 `Pool` of `mysql2/promise` is one): statements,
  * and connections for transactions.
  */
-export interface MysqlFencePool extends FenceQueryable {
+export interface MysqlFencePool extends MysqlFenceQueryable {
   /** A connection of the pool, given back with `release()`. */
   getConnection(): Promise<MysqlFenceConnection>;
 }
@@ -126,7 +126,7 @@ ON DUPLICATE KEY UPDATE ${token} = LAST_INSERT_ID(IF(${token} <= VALUES(${token}
       await this.#upsert(connection, resource, token);
     }).catch((error: unknown) => {
       if (signal?.aborted && error === signal.reason) throw error;
-      throw asUnavailable(error, `could not raise the fence of "${resource}" in ${this.table}`);
+      throw toBatonError(error, `could not raise the fence of "${resource}" in ${this.table}`);
     });
   }
 
@@ -139,7 +139,7 @@ ON DUPLICATE KEY UPDATE ${token} = LAST_INSERT_ID(IF(${token} <= VALUES(${token}
    * Bound the transaction yourself (see the package README): set `innodb_lock_wait_timeout`
    * and `wait_timeout` to the lock's TTL, in seconds, before `START TRANSACTION`.
    */
-  async check(connection: FenceQueryable, resource: string, token: bigint): Promise<void> {
+  async check(connection: MysqlFenceQueryable, resource: string, token: bigint): Promise<void> {
     checkArgs(resource, token);
     if (
       typeof connection !== "object" ||
@@ -169,7 +169,7 @@ ON DUPLICATE KEY UPDATE ${token} = LAST_INSERT_ID(IF(${token} <= VALUES(${token}
    * name it to get your driver's own type (`fence.transaction<void, PoolConnection>(...)`,
    * or annotate `fn`'s parameter).
    */
-  async transaction<T, Connection extends FenceQueryable = MysqlFenceConnection>(
+  async transaction<T, Connection extends MysqlFenceQueryable = MysqlFenceConnection>(
     resource: string,
     token: bigint,
     fn: (connection: Connection) => T | Promise<T>,
@@ -191,7 +191,7 @@ ON DUPLICATE KEY UPDATE ${token} = LAST_INSERT_ID(IF(${token} <= VALUES(${token}
     try {
       return await this.#readToken(this.#pool, resource);
     } catch (error) {
-      throw asUnavailable(error, `could not read the fence of "${resource}" in ${this.table}`);
+      throw toBatonError(error, `could not read the fence of "${resource}" in ${this.table}`);
     }
   }
 
@@ -210,13 +210,17 @@ ON DUPLICATE KEY UPDATE ${token} = LAST_INSERT_ID(IF(${token} <= VALUES(${token}
     await this.#ownPool.end();
   }
 
-  async #readToken(db: FenceQueryable, resource: string, lock = ""): Promise<bigint | undefined> {
+  async #readToken(
+    db: MysqlFenceQueryable,
+    resource: string,
+    lock = "",
+  ): Promise<bigint | undefined> {
     const [rows] = await db.query(`${this.#read}${lock}`, [resource]);
     const row = (rows as Array<{ token: string }>)[0];
     return row === undefined ? undefined : BigInt(row.token);
   }
 
-  async #check(db: FenceQueryable, resource: string, token: bigint): Promise<void> {
+  async #check(db: MysqlFenceQueryable, resource: string, token: bigint): Promise<void> {
     if (this.#o.raiseOnWrite) {
       await this.#upsert(db, resource, token);
       return;
@@ -230,7 +234,7 @@ ON DUPLICATE KEY UPDATE ${token} = LAST_INSERT_ID(IF(${token} <= VALUES(${token}
     );
   }
 
-  async #upsert(db: FenceQueryable, resource: string, token: bigint): Promise<void> {
+  async #upsert(db: MysqlFenceQueryable, resource: string, token: bigint): Promise<void> {
     const [header] = await db.query(this.#raise, [resource, token.toString()]);
     // What the row holds now; a table with an AUTO_INCREMENT column of its own, or a token
     // past 2^53 on a pool without supportBigNumbers, reads it back instead.
@@ -319,7 +323,7 @@ ON DUPLICATE KEY UPDATE ${token} = LAST_INSERT_ID(IF(${token} <= VALUES(${token}
   /** What a failed fence transaction tells its caller. */
   #explain(error: unknown, resource: string, limitMs: number, connectionGone: boolean): unknown {
     const seconds = timeoutSeconds(limitMs);
-    if ((error as { errno?: unknown } | null)?.errno === LOCK_WAIT_TIMEOUT_ERRNO) {
+    if (errorNumber(error) === LOCK_WAIT_TIMEOUT_ERRNO) {
       return new BackendUnavailableError(
         `a fenced transaction on "${resource}" in ${this.table} waited ${seconds} s for a row lock, held by another transaction (a paused holder's fenced write, or one of your own without a lock wait timeout); nothing was committed`,
         { cause: error },
@@ -336,19 +340,12 @@ ON DUPLICATE KEY UPDATE ${token} = LAST_INSERT_ID(IF(${token} <= VALUES(${token}
   }
 
   #ensureTable(): Promise<void> {
-    this.#ready ??= prepareFenceTable(this.#pool, this.#o, asUnavailable).catch(
-      (error: unknown) => {
-        this.#ready = undefined;
-        throw error;
-      },
-    );
+    this.#ready ??= prepareFenceTable(this.#pool, this.#o, toBatonError).catch((error: unknown) => {
+      this.#ready = undefined;
+      throw error;
+    });
     return this.#ready;
   }
-}
-
-/** True for a driver error after which the connection is gone (mysql2 marks them `fatal`). */
-function isFatal(error: unknown): boolean {
-  return (error as { fatal?: unknown } | null)?.fatal === true;
 }
 
 /** The promise form of a pool of either mysql2 API, checked. */
@@ -370,7 +367,7 @@ async function connect(
   signal: AbortSignal | undefined,
 ): Promise<MysqlFenceConnection> {
   const pending = pool.getConnection().catch((error: unknown) => {
-    throw asUnavailable(error, "the fence could not take a connection from its pool");
+    throw toBatonError(error, "the fence could not take a connection from its pool");
   });
   if (signal === undefined) return pending;
   return new Promise<MysqlFenceConnection>((resolve, reject) => {
@@ -390,33 +387,21 @@ async function connect(
   });
 }
 
-const URL_SCHEMES = new Set(["mysql", "mariadb"]);
-
 function poolFromUrl(url: string): mysql.Pool {
-  const parsed = parseBackendUrl(url);
-  if (!URL_SCHEMES.has(parsed.scheme)) {
+  const parsed = connectionFromUrl(parseBackendUrl(url));
+  if (
+    parsed.mode !== undefined ||
+    parsed.namespace !== undefined ||
+    parsed.tablePrefix !== undefined
+  ) {
     throw new ConfigError(
       "url",
-      `a fence URL is mysql:// or mariadb://, got ${redactUrl(url).split("://")[0]}://`,
+      'a fence URL takes no "mode", "namespace" or "tablePrefix" parameter; name the fence table with the table option',
     );
   }
-  const [host, ...others] = parsed.hosts;
-  if (host === undefined || others.length > 0) {
-    throw new ConfigError("url", `a fence URL names one host, got ${redactUrl(url)}`);
-  }
-  for (const key of parsed.searchParams.keys()) {
-    throw new ConfigError(
-      "url",
-      `a fence URL takes no "${key}" parameter; name the fence table with the table option, or pass a pool of your own for other connection settings`,
-    );
-  }
-  const database = decodeURIComponent(parsed.pathname.replace(/^\//, ""));
+  // MysqlConnectionConfig describes mysql2's connection options by shape: mysql2 reads it as it is.
   return mysql.createPool({
-    host: host.host,
-    port: host.port ?? 3306,
-    ...(parsed.username === "" ? {} : { user: decodeURIComponent(parsed.username) }),
-    ...(parsed.password === "" ? {} : { password: decodeURIComponent(parsed.password) }),
-    ...(database === "" ? {} : { database }),
+    ...(parsed.connection as mysql.PoolOptions),
     connectionLimit: OWN_POOL_SIZE,
   });
 }

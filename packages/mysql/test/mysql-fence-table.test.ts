@@ -67,7 +67,7 @@ describe("mysqlFence options are checked at construction", () => {
   it("a pool must be a mysql2 pool, and a URL is checked too, naming no credential", async () => {
     expectConfig(await failure(() => mysqlFence({} as never)), "pool");
     expectConfig(await failure(() => mysqlFence("redis://u:secret@h:6379")), "url");
-    const error = await failure(() => mysqlFence("mysql://u:secret@h/db?table=x"));
+    const error = await failure(() => mysqlFence("mysql://u:secret@h/db?namespace=x"));
     expectConfig(error, "url", "table option");
     expect((error as Error).message).not.toContain("secret");
     // The callback API's pool is taken through its promise() form.
