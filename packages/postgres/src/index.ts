@@ -29,6 +29,7 @@ export {
   DEFAULT_LOCKS,
   DEFAULT_MIGRATE,
   DEFAULT_NAMESPACE,
+  DEFAULT_POOL_SIZE,
   DEFAULT_SCHEMA,
   type PostgresBackendOptions,
   type PostgresLockMode,

@@ -173,7 +173,7 @@ export class PostgresBackend implements LockBackend {
       const pool = this.#connections.pool({
         fallback_application_name: "baton",
         ...this.options.connection,
-        max: 10,
+        max: this.options.poolSize,
         idleTimeoutMillis: 10_000,
         allowExitOnIdle: true,
       });

@@ -14,6 +14,12 @@ export const DEFAULT_MIGRATE = true;
 /** Default of {@link PostgresBackendOptions.locks}. */
 export const DEFAULT_LOCKS = "advisory";
 
+/** Default of {@link PostgresBackendOptions.poolSize}. */
+export const DEFAULT_POOL_SIZE = 16;
+
+/** The largest {@link PostgresBackendOptions.poolSize}. */
+const MAX_POOL_SIZE = 1_000;
+
 /** How locks are kept: see {@link PostgresBackendOptions.locks}. */
 export type PostgresLockMode = "advisory" | "lease";
 
@@ -23,7 +29,7 @@ const LOCK_MODES: readonly PostgresLockMode[] = ["advisory", "lease"];
 export interface PostgresBackendOptions {
   /**
    * `postgres://user:password@host:port/database?schema=baton&namespace=baton` (also
-   * `postgresql://`). Query parameters: `schema`, `namespace`, `locks`, and the libpq ones
+   * `postgresql://`). Query parameters: `schema`, `namespace`, `locks`, `pool_size`, and the libpq ones
    * `application_name`, `sslmode` (`disable`, `allow`, `prefer`, `require`, `verify-ca`,
    * `verify-full`, `no-verify`; the package README says what each means with `pg`),
    * `connect_timeout` (seconds; default 4, below core's 5 s bound on opening a session, so
@@ -72,6 +78,15 @@ export interface PostgresBackendOptions {
    *   (with backoff, at most every 250 ms) instead of queueing in the server; no `watch()`.
    */
   readonly locks?: PostgresLockMode;
+  /**
+   * Row-lease mode (`locks: "lease"`): the most connections the backend's statements run on at
+   * once (default {@link DEFAULT_POOL_SIZE}; 1 to 1000; URL parameter `pool_size`). They are
+   * opened only as concurrent callers need them (one caller at a time uses one) and closed
+   * after 10 s idle. The advisory mode does not use it: a session keeps one connection (its
+   * advisory locks belong to it) and sends the statements of all its callers on it without
+   * waiting for each answer.
+   */
+  readonly poolSize?: number;
 }
 
 /** Checked, complete settings of a backend. */
@@ -87,13 +102,24 @@ export interface ResolvedPostgresOptions {
   readonly namespace: string;
   readonly migrate: boolean;
   readonly locks: PostgresLockMode;
+  readonly poolSize: number;
 }
 
-const OPTION_KEYS = new Set(["url", "pool", "config", "schema", "namespace", "migrate", "locks"]);
+const OPTION_KEYS = new Set([
+  "url",
+  "pool",
+  "config",
+  "schema",
+  "namespace",
+  "migrate",
+  "locks",
+  "poolSize",
+]);
 const URL_PARAMS = new Set([
   "schema",
   "namespace",
   "locks",
+  "pool_size",
   "application_name",
   "sslmode",
   "connect_timeout",
@@ -133,12 +159,14 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
   let schema = options.schema;
   let namespace = options.namespace;
   let locks = options.locks;
+  let poolSize = options.poolSize;
   if (options.url !== undefined) {
     const fromUrl = connectionFromUrl(parseBackendUrl(options.url));
     connection = fromUrl.connection;
     schema ??= fromUrl.schema;
     namespace ??= fromUrl.namespace;
     locks ??= fromUrl.locks;
+    poolSize ??= fromUrl.poolSize;
   } else if (options.pool !== undefined) {
     const pool = options.pool as Partial<PgPoolLike> | null;
     if (
@@ -169,6 +197,15 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
       `must be one of ${LOCK_MODES.join(", ")}, got ${JSON.stringify(locks)}`,
     );
   }
+  if (
+    poolSize !== undefined &&
+    !(Number.isInteger(poolSize) && poolSize >= 1 && poolSize <= MAX_POOL_SIZE)
+  ) {
+    throw new ConfigError(
+      "poolSize",
+      `must be a whole number from 1 to ${MAX_POOL_SIZE}, got ${JSON.stringify(poolSize)}`,
+    );
+  }
   if (options.migrate !== undefined && typeof options.migrate !== "boolean") {
     throw new ConfigError("migrate", `must be a boolean, got ${typeof options.migrate}`);
   }
@@ -180,6 +217,7 @@ export function resolvePostgresOptions(options: PostgresBackendOptions): Resolve
     namespace,
     migrate: options.migrate ?? DEFAULT_MIGRATE,
     locks: locks ?? DEFAULT_LOCKS,
+    poolSize: poolSize ?? DEFAULT_POOL_SIZE,
   };
 }
 
@@ -196,6 +234,7 @@ export function postgresOptionsFromUrl(url: BackendUrl): PostgresBackendOptions 
     ...(fromUrl.schema === undefined ? {} : { schema: fromUrl.schema }),
     ...(fromUrl.namespace === undefined ? {} : { namespace: fromUrl.namespace }),
     ...(fromUrl.locks === undefined ? {} : { locks: fromUrl.locks }),
+    ...(fromUrl.poolSize === undefined ? {} : { poolSize: fromUrl.poolSize }),
   };
   resolvePostgresOptions(options);
   return options;
@@ -210,6 +249,7 @@ export function connectionFromUrl(url: BackendUrl): {
   schema: string | undefined;
   namespace: string | undefined;
   locks: PostgresLockMode | undefined;
+  poolSize: number | undefined;
 } {
   if (url.scheme !== "postgres" && url.scheme !== "postgresql") {
     throw new ConfigError(
@@ -286,6 +326,7 @@ export function connectionFromUrl(url: BackendUrl): {
     schema: url.searchParams.get("schema") ?? undefined,
     namespace: url.searchParams.get("namespace") ?? undefined,
     locks: lockModeParam(url.searchParams.get("locks")),
+    poolSize: poolSizeParam(url.searchParams.get("pool_size")),
   };
 }
 
@@ -299,6 +340,18 @@ function lockModeParam(text: string | null): PostgresLockMode | undefined {
     );
   }
   return text as PostgresLockMode;
+}
+
+/** The `pool_size` URL parameter, checked. */
+function poolSizeParam(text: string | null): number | undefined {
+  if (text === null) return undefined;
+  if (!/^\d{1,4}$/.test(text) || Number(text) < 1 || Number(text) > MAX_POOL_SIZE) {
+    throw new ConfigError(
+      "url",
+      `the parameter "pool_size" must be a whole number from 1 to ${MAX_POOL_SIZE}, got "${text}"`,
+    );
+  }
+  return Number(text);
 }
 
 /**

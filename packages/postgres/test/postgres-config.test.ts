@@ -49,9 +49,9 @@ describe("postgres options (no I/O)", () => {
       configError(() => new PostgresBackend({ url: "postgres://h/db", namespace: "" })).field,
     ).toBe("namespace");
     expect(
-      configError(() => new PostgresBackend({ url: "postgres://h/db", poolSize: 3 } as never))
+      configError(() => new PostgresBackend({ url: "postgres://h/db", maxConnections: 3 } as never))
         .field,
-    ).toBe("options.poolSize");
+    ).toBe("options.maxConnections");
   });
 
   it("reads host, port, user, database, schema and namespace from the URL", () => {

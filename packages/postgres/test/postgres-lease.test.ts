@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
+import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
 import { ConfigError, createCoordinator, parseBackendUrl, SessionLostError } from "@baton/core";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { PostgresBackend, postgresOptionsFromUrl } from "../src/index.js";
+import { DEFAULT_POOL_SIZE, PostgresBackend, postgresOptionsFromUrl } from "../src/index.js";
 
 describe("postgres row-lease options (no I/O)", () => {
   it("locks is advisory by default, lease by option or URL, anything else a ConfigError", () => {
@@ -21,6 +22,30 @@ describe("postgres row-lease options (no I/O)", () => {
     expect(() => new PostgresBackend({ url: "postgres://h/db", locks: "rows" as never })).toThrow(
       ConfigError,
     );
+  });
+
+  it("defaults to 16, is set by option or URL, and anything but 1 to 1000 is a ConfigError naming it", () => {
+    expect(DEFAULT_POOL_SIZE).toBe(16);
+    expect(new PostgresBackend({ url: "postgres://h/db" }).options.poolSize).toBe(16);
+    expect(new PostgresBackend({ url: "postgres://h/db", poolSize: 4 }).options.poolSize).toBe(4);
+    expect(new PostgresBackend({ url: "postgres://h/db?pool_size=3" }).options.poolSize).toBe(3);
+    expect(postgresOptionsFromUrl(parseBackendUrl("postgres://h/db?pool_size=8")).poolSize).toBe(8);
+    for (const bad of [0, 1.5, -1, 1_001, "8" as never, Number.NaN]) {
+      const error = (() => {
+        try {
+          new PostgresBackend({ url: "postgres://h/db", poolSize: bad });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).field).toBe("poolSize");
+    }
+    for (const bad of ["0", "x", "1001", "2.5", ""]) {
+      expect(() => new PostgresBackend({ url: `postgres://h/db?pool_size=${bad}` })).toThrow(
+        /"pool_size" must be a whole number from 1 to 1000/,
+      );
+    }
   });
 });
 
@@ -102,6 +127,38 @@ describeBackend("postgres-lease", (url) => {
       for (const name of names)
         expect(await b.acquire(name, { wait: false, signal })).not.toBeNull();
       await b.close();
+    });
+
+    it("concurrent callers share at most poolSize connections and all get their locks with distinct tokens", async () => {
+      const target = new URL(url);
+      const proxy = await TcpProxy.start({ host: target.hostname, port: Number(target.port) });
+      closers.push(() => proxy.close());
+      const proxied = new URL(url);
+      proxied.port = String(proxy.port);
+      const backend = new PostgresBackend({ url: proxied.toString(), poolSize: 3 });
+      closers.push(() => backend.close());
+      const session = await backend.openSession({ ttlMs: 10_000, ownerId: "pool-size" });
+      closers.push(() => session.close());
+      const signal = new AbortController().signal;
+      const names = Array.from({ length: 64 }, (_, i) => `pooled-${i}-${randomUUID()}`);
+      let most = 0;
+      const sampler = setInterval(() => {
+        most = Math.max(most, proxy.connections);
+      }, 1);
+      try {
+        const grants = await Promise.all(
+          names.map((n) => session.acquire(n, { wait: false, signal })),
+        );
+        expect(grants.every((g) => g !== null)).toBe(true);
+        expect(new Set(grants.map((g) => g?.token)).size).toBe(names.length);
+        await Promise.all(grants.map((g) => (g === null ? false : session.release(g))));
+      } finally {
+        clearInterval(sampler);
+      }
+      most = Math.max(most, proxy.connections);
+      // The pool's 3, and at most 2 more for the schema check when the first session opened.
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(3 + 2);
     });
   });
 });
