@@ -8,10 +8,14 @@ import {
   type KeepAliveResult,
   linkSignals,
   SessionLostError,
+  type StoredRecord,
 } from "@baton/core";
+import { isFatal, toBatonError } from "./mysql-errors.js";
+import type { RecordStatements } from "./mysql-lease-statements.js";
+import { MysqlRecords } from "./mysql-records.js";
+import type { MysqlConnectionConfig } from "./mysql-shapes.js";
 import {
   type Connection,
-  type ConnectionSettings,
   connect,
   endConnection,
   LEASE_MODE_HINT,
@@ -64,16 +68,18 @@ export function checkNamedLockTtl(ttlMs: number): void {
 /** What a session needs from its backend. */
 export interface MysqlSessionContext {
   /** Settings of the session's own connection. */
-  readonly settings: ConnectionSettings;
+  readonly settings: MysqlConnectionConfig;
   /** The server, as messages name it (`host:port`; never the user nor the password). */
   readonly where: string;
   readonly statements: NamedLockStatements;
+  /** The statements of durable records (shared with the row-lease mode). */
+  readonly recordStatements: RecordStatements;
+  /** The backend's namespace (records are kept per namespace). */
+  readonly namespace: string;
   /** The `GET_LOCK` name of a lock name (at most 64 characters, distinct per name). */
   readonly lockKey: (name: string) => string;
   /** Connections to wait on (a wait never occupies the session's connection). */
   readonly waiters: NamedLockWaiters;
-  /** The one mapping of the client's errors to Baton's (mysql-errors.ts). */
-  readonly toBatonError: (error: unknown, context: string) => Error;
 }
 
 /** The private part of a grant: which session and named lock it belongs to. */
@@ -103,6 +109,9 @@ export class MysqlSession implements BackendSession {
   readonly #connection: Connection;
   readonly #context: MysqlSessionContext;
   readonly #lost = new AbortController();
+  /** Aborted by close(): ends the waits of this session's acquires. */
+  readonly #closed = new AbortController();
+  readonly #records: MysqlRecords;
   readonly #onClose: ((session: MysqlSession) => void) | undefined;
   /** Held grants by lock name. */
   readonly #held = new Map<string, Held>();
@@ -127,6 +136,13 @@ export class MysqlSession implements BackendSession {
     this.ownerId = ownerId;
     this.ttlMs = ttlMs;
     this.#onClose = onClose;
+    this.#records = new MysqlRecords({
+      statements: context.recordStatements,
+      namespace: context.namespace,
+      timeoutMs: renewalBoundMs(ttlMs),
+      run: (sql, values) => run(this.#connection, sql, values),
+      failure: (error, what) => this.#failure(error, what),
+    });
   }
 
   /** Aborted with `SessionLostError` when the connection ends or fails, or is found moved. */
@@ -163,7 +179,7 @@ export class MysqlSession implements BackendSession {
       connection.destroy();
       if (signal?.aborted) throw signal.reason;
       if (error instanceof ConfigError) throw error;
-      throw context.toBatonError(error, `opening a MySQL session at ${context.where}`);
+      throw toBatonError(error, `could not open a MySQL session at ${context.where}`);
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }
@@ -230,7 +246,7 @@ export class MysqlSession implements BackendSession {
     }
     const first = await this.#try(key, lockKey, options.value);
     if (first !== null || !options.wait) return first;
-    const linked = linkSignals([options.signal, this.#lost.signal]);
+    const linked = linkSignals([options.signal, this.#lost.signal, this.#closed.signal]);
     try {
       const slice = waitSliceSeconds(this.ttlMs);
       for (;;) {
@@ -304,8 +320,19 @@ export class MysqlSession implements BackendSession {
     return decodeHolder(await this.#statement(this.#context.statements.holder, [lockKey, lockKey]));
   }
 
+  async readRecord(key: string): Promise<StoredRecord | null> {
+    this.#assertLive();
+    return this.#records.read(key);
+  }
+
+  async writeRecord(key: string, value: string, expected: string | null): Promise<string | null> {
+    this.#assertLive();
+    return this.#records.write(key, value, expected);
+  }
+
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      this.#closed.abort(new SessionLostError("this MySQL session is closed"));
       this.#onClose?.(this);
       const rows = [...this.#held.values(), ...this.#released];
       this.#held.clear();
@@ -356,21 +383,28 @@ export class MysqlSession implements BackendSession {
 
   /**
    * Runs `sql` on the session's connection (mysql2 runs a connection's statements one at a
-   * time, in order): its result, or the error to throw. A failure that ended the connection
-   * loses the session.
+   * time, in order): its result, or the error to throw ({@link #failure}).
    */
   async #statement(sql: string, values: unknown[]): Promise<unknown> {
     try {
       return await run(this.#connection, sql, values);
     } catch (error) {
-      if ((error as { fatal?: boolean }).fatal === true) this.#markLost(error as Error);
-      if (!this.#alive()) {
-        if (this.#lost.signal.aborted) throw this.#lost.signal.reason;
-        throw new SessionLostError(`the MySQL session of "${this.ownerId}" is closed`, {
-          cause: error,
-        });
-      }
-      throw this.#context.toBatonError(error, `MySQL statement at ${this.#context.where}`);
+      throw this.#failure(error, "MySQL statement");
     }
+  }
+
+  /**
+   * The error to throw for a failed statement: a failure that ended the connection loses the
+   * session; `context` says what was being done, and the message adds the server.
+   */
+  #failure(error: unknown, context: string): unknown {
+    if (isFatal(error)) this.#markLost(error as Error);
+    if (this.#lost.signal.aborted) return this.#lost.signal.reason;
+    if (this.#closing !== undefined) {
+      return new SessionLostError(`the MySQL session of "${this.ownerId}" is closed`, {
+        cause: error,
+      });
+    }
+    return toBatonError(error, `${context} at ${this.#context.where}`);
   }
 }

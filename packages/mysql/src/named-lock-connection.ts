@@ -1,5 +1,6 @@
 import { ConfigError } from "@baton/core";
 import mysql from "mysql2";
+import type { MysqlConnectionConfig } from "./mysql-shapes.js";
 
 /**
  * The connections of the named-lock mode: opening one with the settings the mode needs,
@@ -9,9 +10,6 @@ import mysql from "mysql2";
 
 /** A mysql2 connection (callback API). */
 export type Connection = mysql.Connection;
-
-/** Connection settings as mysql2 reads them. */
-export type ConnectionSettings = mysql.ConnectionOptions;
 
 /** How long a connection gets to end politely before its socket is destroyed. */
 export const END_BOUND_MS = 500;
@@ -47,9 +45,11 @@ export function run(connection: Connection, sql: string, values: unknown[] = [])
 }
 
 /** A new connection (not yet connected) with `settings`, several statements per call allowed. */
-export function newConnection(settings: ConnectionSettings): Connection {
+export function newConnection(settings: MysqlConnectionConfig): Connection {
   return mysql.createConnection({
-    ...settings,
+    // MysqlConnectionConfig describes mysql2's ConnectionOptions by shape.
+    ...(settings as mysql.ConnectionOptions),
+    charset: "UTF8MB4_GENERAL_CI",
     connectTimeout: settings.connectTimeout ?? CONNECT_TIMEOUT_MS,
     multipleStatements: true,
     supportBigNumbers: true,

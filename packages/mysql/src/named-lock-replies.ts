@@ -56,13 +56,17 @@ export function decodeFree(rows: unknown): boolean {
 }
 
 /**
- * The heartbeat's reply (the last result when the heartbeat follows other statements): the
- * server's connection id.
+ * The heartbeat's reply: the server's connection id. Alone, the heartbeat replies with its
+ * rows; after other statements sent with it, with one result per statement, its rows last.
  */
 export function decodeHeartbeat(results: unknown): number {
-  const rows =
-    Array.isArray(results) && Array.isArray(results[0]) ? results[results.length - 1] : results;
-  return Number(column(rows, "id"));
+  const last = Array.isArray(results) ? results[results.length - 1] : undefined;
+  const rows = Array.isArray(last) ? last : results;
+  const id = Number(column(rows, "id"));
+  if (!Number.isSafeInteger(id) || id <= 0) {
+    throw new Error(`unexpected heartbeat reply: ${JSON.stringify(results)}`);
+  }
+  return id;
 }
 
 /**

@@ -25,8 +25,8 @@ export interface NamedLockTables {
 export interface NamedLockStatements {
   /**
    * Takes the lock without waiting and, when granted, its token and the holder row, in one
-   * round trip (two statements). Values: GET_LOCK name, GET_LOCK name, lock name, owner id,
-   * value (or null). The first result's `affectedRows` is 1 when granted, its `insertId` the
+   * round trip (two statements). Values: GET_LOCK name (twice), lock name, owner id, value (or
+   * null). The first result's `affectedRows` is 1 when granted, its `insertId` the
    * token.
    */
   readonly acquire: string;
@@ -52,8 +52,6 @@ export interface NamedLockStatements {
   readonly holder: string;
   /** Waits up to `?` seconds for the lock to be free and gives it straight back: 1 when free. */
   readonly waitUntilFree: string;
-  /** Creates the holder table when it is missing. */
-  readonly createHolders: string;
 }
 
 /** Statements for `tables` (see {@link NamedLockStatements}). */
@@ -80,15 +78,5 @@ export function namedLockStatements(tables: NamedLockTables): NamedLockStatement
       "WHERE l.id IS NOT NULL",
     ].join(" "),
     waitUntilFree: "SELECT IF(GET_LOCK(?, ?) = 1, RELEASE_LOCK(?), 0) AS free",
-    createHolders: [
-      `CREATE TABLE IF NOT EXISTS ${holders} (`,
-      "lock_key VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,",
-      "name VARCHAR(1024) NOT NULL,",
-      "connection_id BIGINT UNSIGNED NOT NULL,",
-      "owner_id VARCHAR(1024) NOT NULL,",
-      "token BIGINT UNSIGNED NOT NULL,",
-      "value MEDIUMTEXT NULL",
-      ") ENGINE = InnoDB",
-    ].join(" "),
   };
 }

@@ -1,7 +1,7 @@
 import { BackendUnavailableError } from "@baton/core";
+import type { MysqlConnectionConfig } from "./mysql-shapes.js";
 import {
   type Connection,
-  type ConnectionSettings,
   connect,
   endConnection,
   newConnection,
@@ -36,18 +36,19 @@ function noop(): void {}
  * can be reused); a waiter connection whose wait failed in any other way is ended.
  */
 export class NamedLockWaiters {
-  readonly #settings: ConnectionSettings;
+  readonly #settings: MysqlConnectionConfig;
   readonly #statement: string;
   readonly #idle: Waiter[] = [];
   readonly #all = new Set<Waiter>();
-  #control: Promise<Connection> | undefined;
+  /** Set by {@link endIdle}: waiters given back end instead of idling, until the next wait. */
+  #ending = false;
   #closed = false;
 
   /**
    * @param settings - settings for new waiter connections
    * @param statement - the wait (NamedLockStatements.waitUntilFree)
    */
-  constructor(settings: ConnectionSettings, statement: string) {
+  constructor(settings: MysqlConnectionConfig, statement: string) {
     this.#settings = settings;
     this.#statement = statement;
   }
@@ -98,22 +99,29 @@ export class NamedLockWaiters {
     }
   }
 
-  /** Ends every waiter connection and the control connection. */
+  /** Ends every waiter connection; no wait can start after. */
   async close(): Promise<void> {
     this.#closed = true;
     this.#idle.length = 0;
     const all = [...this.#all];
     this.#all.clear();
-    const control = this.#control;
-    this.#control = undefined;
-    await Promise.all([
-      ...all.map((w) => endConnection(w.connection)),
-      control?.then(endConnection, noop),
-    ]);
+    await Promise.all(all.map((w) => endConnection(w.connection)));
+  }
+
+  /**
+   * Ends the idle waiter connections, and those of waits still under way as they end, until
+   * the next wait: nothing is kept open while no session needs it.
+   */
+  async endIdle(): Promise<void> {
+    this.#ending = true;
+    const idle = this.#idle.splice(0);
+    for (const w of idle) this.#all.delete(w);
+    await Promise.all(idle.map((w) => endConnection(w.connection)));
   }
 
   async #take(signal: AbortSignal): Promise<Waiter> {
     if (this.#closed) throw new BackendUnavailableError("this MySQL backend is closed");
+    this.#ending = false;
     const idle = this.#idle.pop();
     if (idle !== undefined) return idle;
     const connection = newConnection(this.#settings);
@@ -147,7 +155,7 @@ export class NamedLockWaiters {
   }
 
   #give(waiter: Waiter): void {
-    if (waiter.broken || this.#closed || this.#idle.length >= MAX_IDLE) {
+    if (waiter.broken || this.#closed || this.#ending || this.#idle.length >= MAX_IDLE) {
       this.#drop(waiter);
       void endConnection(waiter.connection);
       return;
@@ -161,27 +169,19 @@ export class NamedLockWaiters {
     if (at >= 0) this.#idle.splice(at, 1);
   }
 
-  /** `KILL QUERY id` from the control connection (made on first use, again after a failure). */
+  /**
+   * `KILL QUERY id` from a connection of its own, ended at once (a kill is rare: an abandoned
+   * wait), so nothing stays open for it.
+   */
   async #kill(id: number): Promise<void> {
     if (this.#closed) return;
-    this.#control ??= (async () => {
-      const connection = newConnection(this.#settings);
-      connection.on("error", () => {
-        this.#control = undefined;
-      });
-      connection.on("end", () => {
-        this.#control = undefined;
-      });
-      await connect(connection);
-      return connection;
-    })();
-    const control = this.#control;
+    const connection = newConnection(this.#settings);
+    connection.on("error", noop);
     try {
-      await run(await control, `KILL QUERY ${Number(id)}`);
-    } catch (error) {
-      if (this.#control === control) this.#control = undefined;
-      void control.then((c) => c.destroy(), noop);
-      throw error;
+      await connect(connection);
+      await run(connection, `KILL QUERY ${Number(id)}`);
+    } finally {
+      void endConnection(connection);
     }
   }
 }
