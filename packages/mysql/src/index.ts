@@ -15,6 +15,15 @@ export {
   MYSQL_ROW_LEASE_GUARANTEES,
   MysqlBackend,
 } from "./mysql-backend.js";
+export {
+  MysqlFence,
+  type MysqlFenceCallbackPool,
+  type MysqlFenceConnection,
+  type MysqlFencePool,
+  mysqlFence,
+} from "./mysql-fence.js";
+export type { MysqlFenceOptions } from "./mysql-fence-options.js";
+export type { MysqlFenceQueryable } from "./mysql-fence-table.js";
 export { GET_LOCK_NAME_MAX, getLockName } from "./mysql-keys.js";
 export {
   DEFAULT_CONNECT_TIMEOUT_MS,
