@@ -3,7 +3,7 @@ import { contendInProcess, grantOrder } from "../../bench/lib/grant-order.js";
 import { type BackendKind, describeBackend } from "../src/harness/index.js";
 
 /** The backends whose waiters poll (their guarantees say `fifo: false`). */
-const POLLING: readonly BackendKind[] = ["dynamodb", "azure-blob", "postgres-lease"];
+const POLLING: readonly BackendKind[] = ["dynamodb", "azure-blob", "postgres-lease", "mysql-lease"];
 
 for (const kind of POLLING) {
   describeBackend(kind, (url) => {
