@@ -1,7 +1,6 @@
 import {
   type BackendSession,
   BackendUnavailableError,
-  ConfigError,
   type Guarantees,
   type LockBackend,
   type OpenSessionOptions,
@@ -17,6 +16,7 @@ import {
   resolveMysqlOptions,
 } from "./mysql-options.js";
 import { callbackQueryable, type MysqlCallbackQueryable } from "./mysql-shapes.js";
+import { openNamedLockSession } from "./named-lock-mode.js";
 import { ensureSchema, SERVER_MICROS } from "./schema.js";
 
 /**
@@ -118,15 +118,12 @@ export class MysqlBackend implements LockBackend {
     if (this.#pool !== undefined) await endPool(this.#pool);
   }
 
-  /** A session of the named-lock mode. */
-  async #openNamedLockSession(
-    _options: OpenSessionOptions,
-    _onClose: (session: BackendSession) => void,
+  /** A session of the named-lock mode (named-lock-mode.ts). */
+  #openNamedLockSession(
+    options: OpenSessionOptions,
+    onClose: (session: BackendSession) => void,
   ): Promise<BackendSession> {
-    throw new ConfigError(
-      "mode",
-      'the named-lock mode of @baton/mysql is not available in this release; use mode: "row-lease" (?mode=row-lease in the URL)',
-    );
+    return openNamedLockSession(this.options, options, onClose);
   }
 
   /** The row-lease sessions' context, made on first use. */
