@@ -235,6 +235,7 @@ export class PostgresSession implements BackendSession {
     if (signal?.aborted) throw signal.reason;
     // In pg's pipeline mode the statements of the session's callers go out without waiting for
     // the answers to those before them (see StatementQueue).
+    // Hot path: see docs/hot-path.md, "PostgreSQL".
     const client = context.connections.client({
       fallback_application_name: "baton",
       ...context.connection,
