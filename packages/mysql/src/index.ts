@@ -7,7 +7,7 @@
  * @module @baton/mysql
  */
 import { registerBackend } from "@baton/core";
-import { MYSQL_GUARANTEES, MysqlBackend } from "./mysql-backend.js";
+import { MYSQL_ROW_LEASE_GUARANTEES, MysqlBackend } from "./mysql-backend.js";
 import { mysqlOptionsFromUrl } from "./mysql-options.js";
 
 export {
@@ -49,11 +49,16 @@ export type {
 export { type MigrateOptions, migrate } from "./schema.js";
 
 // The URL check runs in createCoordinator, before any I/O: a misspelt option fails there.
+// A scheme serves both modes, so it is registered with what either may give: the row-lease
+// mode's guarantees, which add inspection and forced release to the named-lock mode's (the
+// same fencing, records and no semaphores). Core checks the backend's own guarantees once it
+// is built from the URL, still before any I/O, so a named-lock URL is refused list(), inspect()
+// and forceRelease() all the same.
 registerBackend("mysql", (url) => new MysqlBackend(mysqlOptionsFromUrl(url)), {
   checkUrl: mysqlOptionsFromUrl,
-  guarantees: MYSQL_GUARANTEES,
+  guarantees: MYSQL_ROW_LEASE_GUARANTEES,
 });
 registerBackend("mariadb", (url) => new MysqlBackend(mysqlOptionsFromUrl(url)), {
   checkUrl: mysqlOptionsFromUrl,
-  guarantees: MYSQL_GUARANTEES,
+  guarantees: MYSQL_ROW_LEASE_GUARANTEES,
 });
