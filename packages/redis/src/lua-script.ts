@@ -31,9 +31,40 @@ export class LuaScript {
     args: readonly (string | number)[],
   ): Promise<unknown> {
     const c = client as unknown as ScriptCalls;
+    coalesceWrites(client);
     return c.evalsha(this.sha, keys.length, keys, args).catch((error: unknown) => {
       if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
+      coalesceWrites(client);
       return c.eval(this.#source, keys.length, keys, args);
     });
   }
+}
+
+/** A socket's write buffering (`net.Socket`, `tls.TLSSocket`). */
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
+/** Sockets corked until the end of this turn of the event loop. */
+const corked = new WeakSet<Corkable>();
+
+function uncork(stream: Corkable): void {
+  corked.delete(stream);
+  stream.uncork();
+}
+
+/**
+ * Coalesces the commands sent on `client`'s connection in this turn of the event loop into
+ * one write: its socket is corked at the first command of the turn and uncorked once the
+ * turn's microtasks ran (`process.nextTick`), so callers acquiring and releasing at once share
+ * one system call. An ioredis Cluster (a socket per node) and node-redis (which batches on its
+ * own) are left as they are. Hot path: see docs/hot-path.md, "Redis".
+ */
+function coalesceWrites(client: RedisClient): void {
+  const stream = (client as { stream?: Corkable }).stream;
+  if (stream === undefined || corked.has(stream)) return;
+  corked.add(stream);
+  stream.cork();
+  process.nextTick(uncork, stream);
 }

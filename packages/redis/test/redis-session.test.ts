@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { describeBackend } from "@baton/conformance/harness";
-import { createCoordinator, type LockLostError } from "@baton/core";
+import { createCoordinator, type Grant, type LockLostError } from "@baton/core";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { lockKeys, RedisBackend } from "../src/index.js";
@@ -158,6 +158,29 @@ describeBackend("redis", (url) => {
       expect(await message).toBe(keys.channel);
       expect(await raw.exists(keys.lock)).toBe(0);
       expect(await s.release(grant)).toBe(false);
+    });
+
+    it("acquires and releases sent in one turn of the event loop go out in one write", async () => {
+      const s = await open("batched");
+      // Once the server knows the scripts (a first call may be sent again as EVAL).
+      const first = await s.acquire("batched-first", { wait: false, signal: never });
+      await s.release(first as Grant);
+      const stream = (client as unknown as { stream: { _write(): void; _writev(): void } }).stream;
+      const writes = vi.spyOn(stream, "_write");
+      const batches = vi.spyOn(stream, "_writev");
+      const names = Array.from({ length: 8 }, (_, i) => `batched-${i}`);
+      const grants = await Promise.all(
+        names.map((name) => s.acquire(name, { wait: false, signal: never })),
+      );
+      expect(grants.every((g) => g !== null)).toBe(true);
+      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(1);
+      writes.mockClear();
+      batches.mockClear();
+      const released = await Promise.all(grants.map((g) => s.release(g as Grant)));
+      expect(released).toEqual(names.map(() => true));
+      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(1);
+      // Each grant is its own, as when sent one by one.
+      expect(new Set(grants.map((g) => g?.token)).size).toBe(names.length);
     });
 
     it("a waiter sleeps until the holder's PTTL runs out: no polling while it waits", async () => {
