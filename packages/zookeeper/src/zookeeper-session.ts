@@ -18,6 +18,7 @@ import {
   SessionLostError,
   type StoredRecord,
   systemClock,
+  type Timer,
 } from "@baton/core";
 import type { Client, Stat } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
@@ -85,7 +86,10 @@ export interface ZookeeperSessionContext {
   readonly ensemble?: string | undefined;
 }
 
-/** A call unanswered this long sends a read to set a held reply free (see `#prod`). */
+/**
+ * Calls are pending and the session has sent nothing for this long: it sends a read to set a
+ * held reply free (see `#prod`).
+ */
 const PROD_AFTER_MS = 100;
 
 /** How long `close()` waits for the server to confirm the session's end. */
@@ -130,6 +134,12 @@ export class ZookeeperSession implements BackendSession {
   readonly #inspection: ZookeeperInspection;
   /** The data of a lock node that publishes no value (the client copies it into each request). */
   readonly #plainData: Buffer;
+  /** Calls sent and not settled yet. */
+  #pending = 0;
+  /** When the session last sent a request (a call or a prod), on the monotonic clock. */
+  #sentAt = 0;
+  /** The one timer that looks for a quiet connection while calls are pending (see `#prod`). */
+  #prodTimer: Timer | undefined;
 
   constructor(client: ZookeeperClientLike, context: ZookeeperSessionContext) {
     this.client = client;
@@ -204,6 +214,8 @@ export class ZookeeperSession implements BackendSession {
     if (this.#ended.signal.aborted) return;
     this.#zk.removeListener("state", this.#onState);
     this.#ended.abort(reason);
+    this.#prodTimer?.cancel();
+    this.#prodTimer = undefined;
     if (lost) this.#lost.abort(reason);
     for (const wake of [...this.#connectWaiters]) wake();
     this.#held.clear();
@@ -248,26 +260,44 @@ export class ZookeeperSession implements BackendSession {
     onAbandoned?: (late: Promise<T>) => void,
     timeoutMs = this.#callMs,
   ): Promise<T> {
-    const slow = systemClock.setTimer(this.#prod, PROD_AFTER_MS);
+    this.#pending += 1;
+    this.#sentAt = systemClock.now();
+    this.#prodTimer ??= systemClock.setTimer(this.#prod, PROD_AFTER_MS);
     const call = boundedCall(pending, {
       timeoutMs,
       signal: stop,
       what: `${what}${ensembleNote(this.#context.ensemble)}`,
       onAbandoned,
     });
-    const settled = () => slow.cancel();
-    call.then(settled, settled);
+    call.then(this.#settled, this.#settled);
     return call;
   }
+
+  readonly #settled = (): void => {
+    this.#pending -= 1;
+  };
 
   /**
    * Measured on ZooKeeper 3.8 with this client: now and then the server holds the reply to the
    * second of two requests in flight until the client sends its next packet (the ping, a third
-   * of the session timeout later). Any request sets it free, so a call still unanswered after
-   * {@link PROD_AFTER_MS} sends a cheap read. The raw client shows the same stalls.
+   * of the session timeout later). Any request sets it free. So while calls are pending, one
+   * timer per session checks that the session sent something in the last
+   * {@link PROD_AFTER_MS}; when it did not, it sends a cheap read. Busy sessions send requests
+   * all the time and never prod; a quiet one sends at most one read per call it made. The raw
+   * client shows the same stalls.
    */
   readonly #prod = (): void => {
-    if (this.#ended.signal.aborted || !this.#connected) return;
+    this.#prodTimer = undefined;
+    if (this.#pending === 0 || this.#ended.signal.aborted) return;
+    const quietMs = systemClock.now() - this.#sentAt;
+    if (quietMs < PROD_AFTER_MS) {
+      // A request left meanwhile: it sets free any reply held before it. Look again once the
+      // newest one has waited as long.
+      this.#prodTimer = systemClock.setTimer(this.#prod, PROD_AFTER_MS - quietMs);
+      return;
+    }
+    if (!this.#connected) return;
+    this.#sentAt = systemClock.now();
     exists(this.#zk, "/").catch(() => undefined);
   };
 
