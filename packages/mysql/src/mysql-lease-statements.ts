@@ -9,7 +9,11 @@ import { type TableNames, TOKEN_ROW } from "./mysql-keys.js";
  * in a connection's time zone.
  */
 export interface LeaseStatements {
-  /** Values: id, owner, TTL ms, TTL ms. Inserts the session row. */
+  /**
+   * Values: id, owner, TTL ms, TTL ms. Inserts the session row, then deletes a few rows of
+   * sessions that expired over a minute ago (a process that ended without closing them leaves
+   * them; their leases count as free already, and an acquire of the name deletes each).
+   */
   readonly openSession: string;
   /**
    * The renewal, `drops` pending lease deletions and `acks` acknowledged revocations long:
@@ -119,6 +123,9 @@ export function listValues(
   return [namespace, after, after, prefix, end, end, limit];
 }
 
+/** Rows of long-expired sessions one session open deletes, at most. */
+const DEAD_SESSIONS_PER_OPEN = 20;
+
 /** The server's clock, UTC, to the millisecond. */
 const NOW = "UTC_TIMESTAMP(3)";
 
@@ -131,8 +138,12 @@ function msUntil(expiry: string): string {
 export function leaseStatements(names: TableNames): LeaseStatements {
   const { leases, leaseSessions, leaseRevocations, tokens } = names;
   return {
-    openSession: `INSERT INTO ${leaseSessions} (id, owner, ttl_ms, expires_at)
-      VALUES (?, ?, ?, ${NOW} + INTERVAL ? * 1000 MICROSECOND)`,
+    openSession: [
+      `INSERT INTO ${leaseSessions} (id, owner, ttl_ms, expires_at)
+        VALUES (?, ?, ?, ${NOW} + INTERVAL ? * 1000 MICROSECOND)`,
+      `DELETE FROM ${leaseSessions} WHERE expires_at < ${NOW} - INTERVAL 1 MINUTE
+        ORDER BY expires_at LIMIT ${DEAD_SESSIONS_PER_OPEN}`,
+    ].join(";\n"),
     renew: (drops, acks) =>
       [
         `UPDATE ${leaseSessions} SET expires_at = ${NOW} + INTERVAL ttl_ms * 1000 MICROSECOND

@@ -3,7 +3,7 @@ import { describeBackend, type StartedServers, startServers } from "@baton/confo
 import { type Coordinator, createCoordinator, type Lock, LockLostError } from "@baton/core";
 import mysqlPromise from "mysql2/promise";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { MysqlBackend } from "../src/index.js";
+import { MysqlBackend, migrate } from "../src/index.js";
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -155,5 +155,42 @@ describeBackend("mysql-lease", () => {
         await lock.release();
       }
     }, 60_000);
+  });
+});
+
+describeBackend("mysql-lease", (url) => {
+  it("opening a session deletes the rows of sessions that expired long ago, and their leases count as free", async () => {
+    const admin = await mysqlPromise.createConnection(settings(url));
+    const coordinators: Coordinator[] = [];
+    try {
+      const name = `dead-${randomUUID()}`;
+      const dead = `dead-${randomUUID()}`;
+      await migrate(admin);
+      // What a process that died holding a lock an hour ago leaves behind.
+      await admin.query(
+        `INSERT INTO baton_lease_sessions (id, owner, ttl_ms, expires_at)
+          VALUES (?, 'gone', 1000, UTC_TIMESTAMP(3) - INTERVAL 1 HOUR)`,
+        [dead],
+      );
+      await admin.query(
+        `INSERT INTO baton_leases (namespace, name, session, owner, token, value, granted_at)
+          VALUES ('baton', ?, ?, 'gone', 1, NULL, UTC_TIMESTAMP(3) - INTERVAL 1 HOUR)`,
+        [name, dead],
+      );
+      const c = createCoordinator({ url, ttlMs: 2_000 });
+      coordinators.push(c);
+      expect(await c.holder(name)).toBeNull();
+      const [rows] = await admin.query(
+        "SELECT COUNT(*) AS n FROM baton_lease_sessions WHERE id = ?",
+        [dead],
+      );
+      expect(Number((rows as { n: number | string }[])[0]?.n)).toBe(0);
+      const lock = await c.acquire(name);
+      expect(lock.token).toBeGreaterThan(1n);
+      await lock.release();
+    } finally {
+      await Promise.allSettled(coordinators.map((c) => c.close()));
+      await admin.end();
+    }
   });
 });
