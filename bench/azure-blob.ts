@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { ContainerClient } from "@azure/storage-blob";
 import { AzureBlobBackend, azureBlobOptionsFromUrl } from "@baton/azure-blob";
 import type { ServerGroup } from "@baton/conformance/harness";
@@ -6,6 +7,8 @@ import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs } from "./lib/handoff.js";
 import { type HeldItems, measureBackendHeldLocks } from "./lib/held-locks.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
+import { pause, type ServiceBench } from "./lib/service.js";
+import { benchCoordinator } from "./lib/telemetry.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
 const WAITERS = 8;
@@ -23,6 +26,7 @@ export function run(): Promise<BackendResult> {
       handoffs: HANDOFFS,
       ttlMs: 15_000,
     },
+    service: serviceBench,
     takeoverTtlMs: 2_000,
     throughputTtlMs: 15_000,
     connections: "each coordinator has its own AzureBlobBackend (its own ContainerClient)",
@@ -107,10 +111,77 @@ async function heldLocks(url: string, items?: HeldItems) {
   return measureBackendHeldLocks(backendOf(url), {
     ...(items ? { items } : {}),
     locks: 2_000,
-    notes: items
-      ? []
-      : [
-          "every lock blob names its session; one heartbeat write per session renews them all (Azure leases are per blob: an infinite lease per lock, never renewed)",
-        ],
+    notes:
+      items?.noun === "permits"
+        ? []
+        : [
+            "every lock blob names its session; one heartbeat write per session renews them all (Azure leases are per blob: an infinite lease per lock, never renewed)",
+          ],
   });
+}
+
+/**
+ * The service pattern on Azure Blob (bench/lib/service.ts): the raw floor (Acquire Lease,
+ * Put Blob under it with the raised counter, Release Lease; a taken key retried every 1 ms)
+ * on one ContainerClient, and one coordinator.
+ */
+export function serviceBench(url: string): ServiceBench {
+  return {
+    variants: [
+      {
+        name: "raw Acquire Lease + Put Blob + Release Lease",
+        role: "floor",
+        open: async () => {
+          const owner = backendOf(url);
+          const container = owner.containerClient as ContainerClient;
+          await container.createIfNotExists();
+          const tokens = new Map<string, number>();
+          return {
+            op: async (key, signal) => {
+              const blob = container.getBlockBlobClient(`bench-svc/${key.name}`);
+              const lease = blob.getBlobLeaseClient(randomUUID());
+              for (;;) {
+                try {
+                  await lease.acquireLease(-1);
+                  break;
+                } catch (error) {
+                  const status = (error as { statusCode?: number }).statusCode;
+                  if (status === 404) await blob.upload("{}", 2).catch(() => undefined);
+                  else if (status === 409) await pause(1, signal);
+                  else throw error;
+                }
+              }
+              const token = (tokens.get(key.name) ?? 0) + 1;
+              tokens.set(key.name, token);
+              await blob.upload("{}", 2, {
+                metadata: { batontoken: String(token), batonsession: "bench-raw" },
+                conditions: { leaseId: lease.leaseId },
+              });
+              await lease.releaseLease();
+            },
+            close: () => owner.close(),
+          };
+        },
+      },
+      {
+        name: "baton coordinator",
+        role: "coordinator",
+        open: async () => {
+          const coordinator = benchCoordinator({ url, ttlMs: 15_000, ownerId: "bench-service" });
+          return {
+            op: async (key, signal) => {
+              const lock = await coordinator.acquire(key.name, { waitMs: 60_000, signal });
+              await lock.release();
+            },
+            close: () => coordinator.close(),
+          };
+        },
+      },
+    ],
+    notes: [
+      "one ContainerClient per client object (the SDK's own HTTP agent); the coordinator: its AzureBlobBackend's",
+      "a taken key: the raw floor retries its Acquire Lease every 1 ms; Baton waits as its adapter does",
+    ],
+    processVariants: ["raw Acquire Lease + Put Blob + Release Lease", "baton coordinator"],
+  };
 }

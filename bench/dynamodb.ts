@@ -11,6 +11,8 @@ import { groupCpuOptions, runBackendBench } from "./lib/backend-run.js";
 import { measureCoordinatorHandoffs, sleep } from "./lib/handoff.js";
 import { type HeldItems, measureBackendHeldLocks } from "./lib/held-locks.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
+import { pause, type ServiceBench } from "./lib/service.js";
+import { benchCoordinator } from "./lib/telemetry.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
 const WAITERS = 8;
@@ -31,6 +33,7 @@ export function run(): Promise<BackendResult> {
       handoffs: HANDOFFS,
       ttlMs: 15_000,
     },
+    service: serviceBench,
     takeoverTtlMs: 2_000,
     throughputTtlMs: 15_000,
     connections: "each coordinator has its own DynamoDBBackend (its own DynamoDBClient)",
@@ -186,10 +189,66 @@ async function handoffs(
 async function heldLocks(url: string, items?: HeldItems) {
   return measureBackendHeldLocks(backendOf(url), {
     ...(items ? { items } : {}),
-    notes: items
-      ? []
-      : [
-          "every lock item points at its session's item: one conditional UpdateItem of the session renews them all",
-        ],
+    notes:
+      items?.noun === "permits"
+        ? []
+        : [
+            "every lock item points at its session's item: one conditional UpdateItem of the session renews them all",
+          ],
   });
+}
+
+/**
+ * The service pattern on DynamoDB (bench/lib/service.ts): the raw floor's two conditional
+ * UpdateItems (retrying a taken key every 1 ms) on one DynamoDBClient, and one coordinator.
+ */
+export function serviceBench(url: string): ServiceBench {
+  const { table } = dynamodbOptionsFromUrl(parseBackendUrl(url));
+  return {
+    variants: [
+      {
+        name: "raw conditional UpdateItem grant+release",
+        role: "floor",
+        open: async () => {
+          const raw = rawClient(url);
+          return {
+            op: async (key, signal) => {
+              const grant = rawGrant(raw, table, `bench-svc/${key.name}`, "bench-raw");
+              for (;;) {
+                try {
+                  await grant();
+                  return;
+                } catch (error) {
+                  if ((error as { name?: string }).name !== "ConditionalCheckFailedException") {
+                    throw error;
+                  }
+                  await pause(1, signal);
+                }
+              }
+            },
+            close: async () => raw.destroy(),
+          };
+        },
+      },
+      {
+        name: "baton coordinator",
+        role: "coordinator",
+        open: async () => {
+          const coordinator = benchCoordinator({ url, ttlMs: 15_000, ownerId: "bench-service" });
+          return {
+            op: async (key, signal) => {
+              const lock = await coordinator.acquire(key.name, { waitMs: 60_000, signal });
+              await lock.release();
+            },
+            close: () => coordinator.close(),
+          };
+        },
+      },
+    ],
+    notes: [
+      "one DynamoDBClient per client object (the SDK's own HTTP agent); the coordinator: its DynamoDBBackend's",
+      "a taken key: the raw floor retries every 1 ms; Baton waits as its adapter does",
+    ],
+    processVariants: ["raw conditional UpdateItem grant+release", "baton coordinator"],
+  };
 }

@@ -15,6 +15,8 @@ import { measureCoordinatorHandoffs, sleep } from "./lib/handoff.js";
 import { type HeldItems, measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { type PermitRows, UNCONTENDED_PERMITS } from "./lib/permits.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
+import { pause, type ServiceBench } from "./lib/service.js";
+import { benchCoordinator } from "./lib/telemetry.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
 const WAITERS = 8;
@@ -34,6 +36,7 @@ export function run(): Promise<BackendResult> {
       handoffs: HANDOFFS,
       ttlMs: 15_000,
     },
+    service: serviceBench,
     takeoverTtlMs: 2_000,
     throughputTtlMs: 15_000,
     connections: "each coordinator has its own EtcdBackend (its own etcd3 client)",
@@ -209,9 +212,10 @@ async function heldLocks(hosts: string[], items?: HeldItems) {
         /./,
       ),
     ],
-    notes: items
-      ? []
-      : ["every lock of the session is on one lease: one keepalive renews them all"],
+    notes:
+      items?.noun === "permits"
+        ? []
+        : ["every lock of the session is on one lease: one keepalive renews them all"],
   });
 }
 
@@ -348,5 +352,106 @@ async function permitRows(hosts: string[]): Promise<PermitRows> {
     close: async () => {
       raw.close();
     },
+  };
+}
+
+/**
+ * The service pattern on etcd (bench/lib/service.ts): the raw floor (create-if-absent on a
+ * lease, guarded delete, retrying a taken key every 1 ms) on one etcd3 client, one
+ * coordinator, and etcd3's lock (retrying every 10 ms) on one client.
+ */
+export function serviceBench(url: string): ServiceBench {
+  const hosts = url.replace(/^etcd:\/\//, "").split(",");
+  return {
+    variants: [
+      {
+        name: "raw txn create+guarded delete",
+        role: "floor",
+        open: async () => {
+          const raw = new Etcd3({ hosts });
+          const lease = (await raw.leaseClient.leaseGrant({ TTL: 60 })).ID;
+          return {
+            op: async (key, signal) => {
+              const k = Buffer.from(`bench-svc/${key.name}`);
+              for (;;) {
+                const created = await raw.kv.txn({
+                  compare: [
+                    {
+                      key: k,
+                      target: CompareTarget.Create,
+                      result: CompareResult.Equal,
+                      create_revision: 0,
+                    },
+                  ],
+                  success: [{ request_put: { key: k, value: Buffer.from(""), lease } }],
+                });
+                if (created.succeeded) {
+                  await raw.kv.txn({
+                    compare: [
+                      {
+                        key: k,
+                        target: CompareTarget.Create,
+                        result: CompareResult.Equal,
+                        create_revision: created.header.revision,
+                      },
+                    ],
+                    success: [{ request_delete_range: { key: k } }],
+                  });
+                  return;
+                }
+                await pause(1, signal);
+              }
+            },
+            close: async () => {
+              await raw.leaseClient.leaseRevoke({ ID: lease }).catch(() => undefined);
+              raw.close();
+            },
+          };
+        },
+      },
+      {
+        name: "baton coordinator",
+        role: "coordinator",
+        open: async () => {
+          const coordinator = benchCoordinator({ url, ttlMs: 15_000, ownerId: "bench-service" });
+          return {
+            op: async (key, signal) => {
+              const lock = await coordinator.acquire(key.name, { waitMs: 60_000, signal });
+              await lock.release();
+            },
+            close: () => coordinator.close(),
+          };
+        },
+      },
+      {
+        name: "etcd3 lock, retry every 10 ms",
+        role: "peer",
+        open: async () => {
+          const client = new Etcd3({ hosts });
+          return {
+            op: async (key, signal) => {
+              for (;;) {
+                const lock = client.lock(`bench-svc-etcd3/${key.name}`);
+                try {
+                  await lock.acquire();
+                  await lock.release();
+                  return;
+                } catch (error) {
+                  if (!(error instanceof EtcdLockFailedError)) throw error;
+                  signal.throwIfAborted();
+                  await sleep(10);
+                }
+              }
+            },
+            close: async () => client.close(),
+          };
+        },
+      },
+    ],
+    notes: [
+      "one etcd3 client (over all members) per client object; the coordinator: its EtcdBackend's",
+      "a taken key: the raw floor retries every 1 ms, etcd3's lock (which cannot wait) every 10 ms; Baton waits on its predecessor's key",
+    ],
+    processVariants: ["raw txn create+guarded delete", "baton coordinator"],
   };
 }

@@ -12,11 +12,14 @@
  * their stores.
  */
 import { MemoryBackend } from "@baton/core";
-import { BackendRun, runPermitSteps } from "./lib/backend-run.js";
-import { measureBackendHeldLocks } from "./lib/held-locks.js";
+import { BackendRun, runPermitSteps, SCALE } from "./lib/backend-run.js";
+import { measureBackendHeldLocks, scaledLocks } from "./lib/held-locks.js";
+import { selected } from "./lib/only.js";
 import type { PermitBench } from "./lib/permits.js";
 import type { BackendResult } from "./lib/results.js";
+import { measureService, type ServiceBench } from "./lib/service.js";
 import { benchCoordinator } from "./lib/telemetry.js";
+import { measureWatchScale } from "./lib/watch-scale.js";
 
 const TTL_MS = 15_000;
 /** One named store, so the handoff's coordinators (each its own backend) share it. */
@@ -50,16 +53,68 @@ export async function run(): Promise<BackendResult> {
   const out = new BackendRun("memory");
   out.server = "in process (memory://), no server";
   out.scope = "permits";
-  await runPermitSteps(out, {
-    permits: PERMITS,
-    url: URL,
-    clientUrl: URL,
-    group: undefined,
-    held: (items) =>
+  if (selected("service")) {
+    const sections = await out.step("service", () => measureService(serviceBench()));
+    for (const section of sections ?? []) out.add(section);
+  }
+  if (selected("scale")) {
+    const held = await out.step("scale: held locks", () =>
       measureBackendHeldLocks(new MemoryBackend(), {
-        items,
-        notes: ["counted client side: the memory store has no requests of its own"],
+        items: scaledLocks({ ...SCALE, ttlMs: 6_000, probes: 200 }),
+        notes: [
+          "counted client side: the memory store has no requests of its own",
+          "no many-waiters figures: a memory store lives in one process",
+        ],
       }),
-  });
+    );
+    if (held) out.addHeldScale(held);
+    const watched = await out.step("scale: watched names", () =>
+      measureWatchScale({ url: URL, ttlMs: TTL_MS, names: SCALE.watched, prefix: "bench-watch" }),
+    );
+    if (watched) out.addWatched(watched);
+  }
+  if (selected("permits")) {
+    await runPermitSteps(out, {
+      permits: PERMITS,
+      url: URL,
+      clientUrl: URL,
+      group: undefined,
+      held: (items) =>
+        measureBackendHeldLocks(new MemoryBackend(), {
+          items,
+          notes: ["counted client side: the memory store has no requests of its own"],
+        }),
+    });
+  }
   return out.result();
+}
+
+/**
+ * The service pattern on the memory backend: one coordinator, no floor (an in-process store
+ * has no round trips): what core and the adapter cost per lock under C concurrent callers.
+ */
+export function serviceBench(): ServiceBench {
+  return {
+    variants: [
+      {
+        name: "baton coordinator",
+        role: "coordinator",
+        open: async () => {
+          const coordinator = benchCoordinator({
+            url: "memory://bench-service",
+            ttlMs: TTL_MS,
+            ownerId: "bench-service",
+          });
+          return {
+            op: async (key, signal) => {
+              const lock = await coordinator.acquire(key.name, { waitMs: 60_000, signal });
+              await lock.release();
+            },
+            close: () => coordinator.close(),
+          };
+        },
+      },
+    ],
+    notes: ["one coordinator on an in-process store: no floor to compare with"],
+  };
 }

@@ -316,7 +316,7 @@ async function heldLocks(url: string, items?: HeldItems) {
       server: [statements],
       notes: [
         "client-side count: pg_stat_database reaches the counters late (backends flush their statistics at most once a second), so statements are counted where they are sent",
-        ...(items
+        ...(items?.noun === "permits"
           ? []
           : [
               "the locks are session-level advisory locks on the session's one connection; the renewal is one statement over the held keys",
@@ -422,7 +422,11 @@ const SERVICE_POOL = 16;
 const SERVICE_RETRY_MS = 1;
 
 /** try_lock (retrying every SERVICE_RETRY_MS while taken) + unlock of `key` on `client`. */
-async function floorLock(client: pg.ClientBase, key: ServiceKey): Promise<void> {
+async function floorLock(
+  client: pg.ClientBase,
+  key: ServiceKey,
+  signal: AbortSignal,
+): Promise<void> {
   const values = [String(key.id)];
   for (;;) {
     const { rows } = await client.query<{ pg_try_advisory_lock: boolean }>({
@@ -431,7 +435,7 @@ async function floorLock(client: pg.ClientBase, key: ServiceKey): Promise<void> 
       values,
     });
     if (rows[0]?.pg_try_advisory_lock === true) break;
-    await pause(SERVICE_RETRY_MS);
+    await pause(SERVICE_RETRY_MS, signal);
   }
   await client.query({ name: "floor_unlock", text: FLOOR_UNLOCK, values });
 }
@@ -453,7 +457,7 @@ export function serviceBench(url: string): ServiceBench {
           const pool = new pg.Pool({ connectionString: url, max: SERVICE_POOL });
           pool.on("error", () => undefined);
           return {
-            op: async (key) => {
+            op: async (key, signal) => {
               for (;;) {
                 const client = await pool.connect();
                 try {
@@ -473,7 +477,7 @@ export function serviceBench(url: string): ServiceBench {
                 } finally {
                   client.release();
                 }
-                await pause(SERVICE_RETRY_MS);
+                await pause(SERVICE_RETRY_MS, signal);
               }
             },
             close: () => pool.end(),
@@ -488,7 +492,7 @@ export function serviceBench(url: string): ServiceBench {
           client.on("error", () => undefined);
           await client.connect();
           return {
-            op: (key) => floorLock(client, key),
+            op: (key, signal) => floorLock(client, key, signal),
             close: () => client.end(),
           };
         },
@@ -503,8 +507,8 @@ export function serviceBench(url: string): ServiceBench {
             ownerId: "bench-service",
           });
           return {
-            op: async (key) => {
-              const lock = await coordinator.acquire(key.name, { waitMs: 60_000 });
+            op: async (key, signal) => {
+              const lock = await coordinator.acquire(key.name, { waitMs: 60_000, signal });
               await lock.release();
             },
             close: () => coordinator.close(),
@@ -519,14 +523,14 @@ export function serviceBench(url: string): ServiceBench {
         open: async () => {
           const mutexOf = createMutex(url);
           return {
-            op: async (key) => {
+            op: async (key, signal) => {
               for (;;) {
                 const unlock = await mutexOf(key.name).tryLock();
                 if (unlock !== undefined) {
                   await unlock();
                   return;
                 }
-                await pause(SERVICE_RETRY_MS);
+                await pause(SERVICE_RETRY_MS, signal);
               }
             },
             close: async () => undefined,

@@ -133,6 +133,17 @@ export function run(): Promise<BackendResult> {
       ttlMs: TTL_MS,
     },
     service: serviceBench,
+    requestCounter: async (url) => {
+      const stats = new Redis(url);
+      await stats.ping();
+      return {
+        ...commandCounter(stats, "server: INFO commandstats, every command's calls", []),
+        // INFO itself is left out; the counter's own reads send nothing else.
+        close: async () => {
+          stats.disconnect();
+        },
+      };
+    },
     serviceServer: async (url, group) => {
       const stats = new Redis(url);
       return {
@@ -309,7 +320,7 @@ async function handoffs(
 }
 
 /**
- * INFO commandstats calls of the given commands. (Commands a script runs count too, so the
+ * INFO commandstats calls of the given commands (none given: every command but INFO). (Commands a script runs count too, so the
  * script calls themselves are what to count: EVAL/EVALSHA come only from clients.)
  */
 function commandCounter(client: Redis, source: string, commands: readonly string[]): ServerCounter {
@@ -319,7 +330,9 @@ function commandCounter(client: Redis, source: string, commands: readonly string
       const info = (await client.info("commandstats")) as string;
       let total = 0;
       for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-        if (commands.includes(m[1] as string)) total += Number(m[2]);
+        // No commands named: every command but INFO.
+        const counted = commands.length === 0 ? m[1] !== "info" : commands.includes(m[1] as string);
+        if (counted) total += Number(m[2]);
       }
       return total;
     },
@@ -337,7 +350,7 @@ async function heldLocks(url: string, items?: HeldItems) {
         commandCounter(stats, "server: INFO commandstats, evalsha+eval calls", ["evalsha", "eval"]),
       ],
       notes: [
-        `the renewal is one script call over every held ${items ? "semaphore" : "key"} (its inner commands run on the server, one per key)`,
+        `the renewal is one script call over every held ${items?.noun === "permits" ? "semaphore" : "key"} (its inner commands run on the server, one per key)`,
       ],
     });
   } finally {
@@ -478,10 +491,10 @@ export function serviceBench(url: string): ServiceBench {
         role: "floor",
         open: onConnection(url, async (raw) => {
           const sha = (await raw.script("LOAD", DELETE_IF_OWNER)) as string;
-          return async (key) => {
+          return async (key, signal) => {
             const value = randomUUID();
             while ((await raw.set(key.name, value, "PX", TTL_MS, "NX")) === null) {
-              await pause(SERVICE_RETRY_MS);
+              await pause(SERVICE_RETRY_MS, signal);
             }
             await raw.evalsha(sha, 1, key.name, value);
           };
@@ -493,8 +506,8 @@ export function serviceBench(url: string): ServiceBench {
         open: async () => {
           const coordinator = benchCoordinator({ url, ttlMs: TTL_MS, ownerId: "bench-service" });
           return {
-            op: async (key) => {
-              const lock = await coordinator.acquire(key.name, { waitMs: 60_000 });
+            op: async (key, signal) => {
+              const lock = await coordinator.acquire(key.name, { waitMs: 60_000, signal });
               await lock.release();
             },
             close: () => coordinator.close(),

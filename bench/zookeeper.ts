@@ -30,6 +30,8 @@ import { measureCoordinatorHandoffs } from "./lib/handoff.js";
 import { type HeldItems, measureBackendHeldLocks, type ServerCounter } from "./lib/held-locks.js";
 import { type PermitRows, UNCONTENDED_PERMITS } from "./lib/permits.js";
 import type { BackendResult, LatencySection, Row } from "./lib/results.js";
+import type { ServiceBench } from "./lib/service.js";
+import { benchCoordinator } from "./lib/telemetry.js";
 import { measureUncontended } from "./lib/uncontended.js";
 
 const WAITERS = 8;
@@ -53,6 +55,7 @@ export function run(): Promise<BackendResult> {
       handoffs: HANDOFFS,
       ttlMs: 15_000,
     },
+    service: serviceBench,
     takeoverTtlMs: 2_000,
     throughputTtlMs: 10_000,
     connections:
@@ -213,7 +216,7 @@ async function heldLocks(oneMember: string, members: readonly string[], items?: 
     ...(items ? { items } : {}),
     server: [packetCounter(members)],
     notes: [
-      `all ${items ? "permits" : "locks"} are ephemeral nodes of one ZooKeeper session: the renewal is one session check (and the client library's own pings, counted too)`,
+      `all ${items?.noun ?? "locks"} are ephemeral nodes of one ZooKeeper session: the renewal is one session check (and the client library's own pings, counted too)`,
     ],
   });
 }
@@ -260,5 +263,94 @@ async function permitRows(url: string): Promise<PermitRows> {
     close: async () => {
       raw.close();
     },
+  };
+}
+
+/**
+ * The service pattern on ZooKeeper (bench/lib/service.ts): the raw floor is the lock recipe
+ * with the raw client (an ephemeral sequential node under the key's node, getChildren, and
+ * while not the lowest, an exists watch on the predecessor), on one ZooKeeper session; and one
+ * coordinator, both on one member.
+ */
+export function serviceBench(url: string): ServiceBench {
+  const member = url.split(",")[0] as string;
+  const data = Buffer.from(JSON.stringify({ o: "raw" }));
+  const mode = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
+  return {
+    variants: [
+      {
+        name: "raw recipe: create+(children|exists)+delete",
+        role: "floor",
+        open: async () => {
+          const raw = await connect(member);
+          const root = `/bench-svc-${randomUUID().slice(0, 8)}`;
+          const dirs = new Map<string, Promise<unknown>>();
+          const dirOf = (name: string) => {
+            const dir = `${root}/${name.replaceAll("/", "_")}`;
+            let made = dirs.get(dir);
+            if (made === undefined) {
+              made = call((cb) => raw.mkdirp(dir, cb));
+              dirs.set(dir, made);
+            }
+            return made.then(() => dir);
+          };
+          return {
+            op: async (key, signal) => {
+              const dir = await dirOf(key.name);
+              const path = await call<string>((cb) => raw.create(`${dir}/n-`, data, mode, cb));
+              const own = path.slice(dir.length + 1);
+              try {
+                for (;;) {
+                  const children = (await call<string[]>((cb) => raw.getChildren(dir, cb))).sort();
+                  const at = children.indexOf(own);
+                  if (at <= 0) break;
+                  const before = `${dir}/${children[at - 1]}`;
+                  await new Promise<void>((resolve) => {
+                    signal.addEventListener("abort", () => resolve(), { once: true });
+                    raw.exists(
+                      before,
+                      () => resolve(),
+                      (error, stat) => {
+                        if (error || !stat) resolve();
+                      },
+                    );
+                  });
+                  signal.throwIfAborted();
+                }
+              } finally {
+                await removeNode(raw, path);
+              }
+            },
+            close: async () => raw.close(),
+          };
+        },
+      },
+      {
+        name: "baton coordinator",
+        role: "coordinator",
+        open: async () => {
+          const coordinator = benchCoordinator({
+            url: member,
+            ttlMs: 10_000,
+            ownerId: "bench-service",
+          });
+          return {
+            op: async (key, signal) => {
+              const lock = await coordinator.acquire(`bench/${key.name}`, {
+                waitMs: 60_000,
+                signal,
+              });
+              await lock.release();
+            },
+            close: () => coordinator.close(),
+          };
+        },
+      },
+    ],
+    notes: [
+      "one ZooKeeper session per client object, on one member; the coordinator: its ZookeeperBackend's",
+      "the floor waits as the recipe does (an exists watch on its predecessor); uncontended it makes three calls one after the other: create, getChildren, delete",
+    ],
+    processVariants: ["raw recipe: create+(children|exists)+delete", "baton coordinator"],
   };
 }

@@ -1,7 +1,7 @@
 import { type ServerGroup, startServers } from "@baton/conformance/harness";
 import { cpuPlacement, pinSelf } from "./cpu-placement.js";
-import { formatHeld, formatSection } from "./format-table.js";
-import { type HeldItems, permitItems } from "./held-locks.js";
+import { formatHeld, formatSection, formatWatched } from "./format-table.js";
+import { type HeldItems, permitItems, type ServerCounter, scaledLocks } from "./held-locks.js";
 import type { InterleaveOptions } from "./interleave.js";
 import { selected } from "./only.js";
 import {
@@ -18,6 +18,7 @@ import {
   type HeldLocksResult,
   type LatencySection,
   type Row,
+  type WatchResult,
 } from "./results.js";
 import { processCpuMeter, type ServerMeter } from "./server-meter.js";
 import { measureService, type ServiceBench } from "./service.js";
@@ -25,6 +26,8 @@ import { measureServiceProcesses } from "./service-processes.js";
 import { measureTakeover } from "./takeover.js";
 import { benchCoordinator } from "./telemetry.js";
 import { measureThroughput } from "./throughput.js";
+import { measureWaiters } from "./waiters.js";
+import { measureWatchScale } from "./watch-scale.js";
 
 /**
  * Collects one backend's results as its bench goes: prints each section when it is measured,
@@ -37,6 +40,8 @@ export class BackendRun {
   readonly #errors: string[] = [];
   #held: HeldLocksResult | undefined;
   #heldPermits: HeldLocksResult | undefined;
+  #heldScale: HeldLocksResult | undefined;
+  #watched: WatchResult | undefined;
   /** What the backend's guarantees declare (undefined: not asked). */
   semaphores: boolean | undefined;
   /** Only the permit figures are measured (see {@link BackendResult.scope}). */
@@ -60,6 +65,18 @@ export class BackendRun {
   addHeld(held: HeldLocksResult): void {
     this.#held = held;
     console.log(formatHeld(this.backend, held));
+  }
+
+  /** Records and prints the scale section's held-locks figures. */
+  addHeldScale(held: HeldLocksResult): void {
+    this.#heldScale = held;
+    console.log(formatHeld(this.backend, held));
+  }
+
+  /** Records and prints the watched-names figures. */
+  addWatched(watched: WatchResult): void {
+    this.#watched = watched;
+    console.log(formatWatched(this.backend, watched));
   }
 
   /** Records and prints the held-permits figures. */
@@ -101,6 +118,8 @@ export class BackendRun {
       sections: [...this.#sections],
       ...(this.#held ? { held: this.#held } : {}),
       ...(this.#heldPermits ? { heldPermits: this.#heldPermits } : {}),
+      ...(this.#heldScale ? { heldScale: this.#heldScale } : {}),
+      ...(this.#watched ? { watched: this.#watched } : {}),
       ...(this.semaphores === undefined ? {} : { semaphores: this.semaphores }),
       ...(this.scope === undefined ? {} : { scope: this.scope }),
       ...(this.permitNoFloor === undefined ? {} : { permitNoFloor: this.permitNoFloor }),
@@ -144,7 +163,24 @@ export interface BackendBench {
   readonly service?: (url: string) => ServiceBench;
   /** The service pattern's server meter (default: the server group's CPU, see groupCpuOptions). */
   serviceServer?(url: string, group: ServerGroup | undefined): Promise<ServiceServer>;
+  /** The scale section's sizes on this backend, and why they are what they are. */
+  readonly scale?: ScaleSizes;
+  /** Counts the server's requests (many waiters: requests per handoff). */
+  requestCounter?(url: string): Promise<ServerCounter & { close(): Promise<void> }>;
 }
+
+/** The scale section's sizes for a backend. */
+export interface ScaleSizes {
+  /** Locks held by one coordinator. */
+  readonly locks: number;
+  /** Names watched by one coordinator. */
+  readonly watched: number;
+  /** Why these sizes (for the report), when they are not 100,000 and 10,000. */
+  readonly why?: string;
+}
+
+/** The scale section's sizes where a backend names none. */
+export const SCALE: ScaleSizes = { locks: 100_000, watched: 10_000 };
 
 /** The server meter of the service-pattern sections, and what closes it. */
 export interface ServiceServer {
@@ -213,6 +249,7 @@ export async function runBackendBench(bench: BackendBench): Promise<BackendResul
     if (bench.service && (selected("service") || selected("processes"))) {
       await runServiceSteps(out, bench, url, clientUrl, group);
     }
+    if (selected("scale")) await runScaleSteps(out, bench, url, clientUrl, group, unc);
     if (selected("permits")) {
       await runPermitSteps(out, {
         permits: bench.permits,
@@ -266,6 +303,62 @@ async function runServiceSteps(
   } finally {
     await server?.close();
   }
+}
+
+/**
+ * The scale section: many locks held by one coordinator (with one more lock's acquire timed
+ * with none and all held), many waiters on one name over 10 processes, many names watched.
+ */
+async function runScaleSteps(
+  out: BackendRun,
+  bench: BackendBench,
+  url: string,
+  clientUrl: string,
+  group: ServerGroup | undefined,
+  unc: LatencySection | undefined,
+): Promise<void> {
+  const sizes = bench.scale ?? SCALE;
+  const why = sizes.why === undefined ? [] : [sizes.why];
+  const held = await out.step("scale: held locks", () =>
+    bench.heldLocks(url, scaledLocks({ locks: sizes.locks, ttlMs: 6_000, probes: 200 })),
+  );
+  if (held) out.addHeldScale({ ...held, notes: [...held.notes, ...why] });
+  const server = await out.step("scale: server meter", async () =>
+    bench.serviceServer
+      ? await bench.serviceServer(url, group)
+      : { options: groupCpuOptions(group), close: async () => undefined },
+  );
+  const requests = bench.requestCounter
+    ? await out.step("scale: request counter", () =>
+        (bench.requestCounter as NonNullable<BackendBench["requestCounter"]>)(url),
+      )
+    : undefined;
+  try {
+    const floor = unc ? floorRow(unc) : undefined;
+    const waiters = await out.step("scale: waiters", () =>
+      measureWaiters({
+        url: clientUrl,
+        ttlMs: bench.throughputTtlMs,
+        ...(floor ? { floor } : {}),
+        ...(server?.options ?? {}),
+        ...(requests ? { requests } : {}),
+      }),
+    );
+    if (waiters) out.add(waiters);
+  } finally {
+    await server?.close();
+    await requests?.close();
+  }
+  const watched = await out.step("scale: watched names", () =>
+    measureWatchScale({
+      url: clientUrl,
+      ttlMs: bench.throughputTtlMs,
+      names: sizes.watched,
+      prefix: "bench-watch",
+      notes: why,
+    }),
+  );
+  if (watched) out.addWatched(watched);
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { HeldLocksResult, LatencySection } from "./results.js";
+import type { HeldLocksResult, LatencySection, WatchResult } from "./results.js";
 
 /** `n` with `digits` decimals, or "-" for NaN / undefined. */
 export function fixed(n: number | undefined, digits: number): string {
@@ -126,6 +126,14 @@ export function heldCells(h: HeldLocksResult): [string, string][] {
           ] as [string, string],
         ]),
     [`RSS growth per held ${one} (coarse)`, `${fixed(h.rssBytesPerLock, 0)} B`],
+    ...(h.probe === undefined
+      ? []
+      : [
+          [
+            `acquire p50 of one more lock (${h.probe.probes} acquires): none held / all held / after release`,
+            `${fixed(h.probe.emptyP50, 3)} / ${fixed(h.probe.heldP50, 3)} / ${fixed(h.probe.emptyAfterP50, 3)} ms (held ${times(h.probe.heldP50 / ((h.probe.emptyP50 + h.probe.emptyAfterP50) / 2))} of empty)`,
+          ] as [string, string],
+        ]),
   ];
 }
 
@@ -143,4 +151,43 @@ export function formatHeld(backend: string, h: HeldLocksResult): string {
 /** "locks" -> "lock", "permits" -> "permit". */
 function singular(noun: string): string {
   return noun.endsWith("s") ? noun.slice(0, -1) : noun;
+}
+
+/** The watched-names figures as label/value pairs (shared by the console and Markdown). */
+export function watchedCells(w: WatchResult): [string, string][] {
+  return [
+    ["names watched (one coordinator)", w.names.toLocaleString("en-US")],
+    [
+      "set-up: first watch() to every watch's first value",
+      `${fixed(w.setupMs / 1000, 2)} s (${fixed((w.names * 1000) / w.setupMs, 0)} names/s)`,
+    ],
+    ["memory per watched name (heap+external, after GC)", `${fixed(w.heapBytesPerName, 0)} B`],
+    [
+      `notification p50 / p99, acquire (${w.samples} samples)`,
+      `${fixed(w.acquiredP50, 3)} / ${fixed(w.acquiredP99, 3)} ms`,
+    ],
+    [
+      `notification p50 / p99, release (${w.samples} samples)`,
+      `${fixed(w.releasedP50, 3)} / ${fixed(w.releasedP99, 3)} ms`,
+    ],
+    ...(w.oneNameP50 === undefined
+      ? []
+      : [
+          [
+            "notification p50, acquire, with one name watched",
+            `${fixed(w.oneNameP50, 3)} ms (${times(w.acquiredP50 / w.oneNameP50)} with all watched)`,
+          ] as [string, string],
+        ]),
+  ];
+}
+
+/** A plain-text block of the watched-names figures, for the console. */
+export function formatWatched(backend: string, w: WatchResult): string {
+  const cells = watchedCells(w);
+  const width = Math.max(...cells.map(([k]) => k.length));
+  return [
+    `\n${backend}: watching ${w.names} names in one process`,
+    ...cells.map(([k, v]) => `${k.padEnd(width)}  ${v}`),
+    ...w.notes.map((n) => `  ${n}`),
+  ].join("\n");
 }

@@ -1,6 +1,7 @@
 import type { BackendSession, Coordinator, Grant, Lock, LockBackend } from "@baton/core";
 import { CountingBackend } from "./counting-backend.js";
 import type { HeldLocksResult, RenewalCount } from "./results.js";
+import { quantile } from "./stats.js";
 import { benchCoordinator } from "./telemetry.js";
 
 /** A cumulative request counter read from the store (for renewal traffic, server side). */
@@ -25,6 +26,11 @@ export interface HeldItems {
   layout?(count: number): string;
   /** A holder of item `i` through a coordinator, for `count` items named under `prefix`. */
   coordinator(c: Coordinator, prefix: string, count: number): (i: number) => Promise<Lock>;
+  /**
+   * Held at scale (the `scale` section): overrides the count, and times one more lock's
+   * acquire with none held and with every item held.
+   */
+  readonly scale?: HeldScale;
   /** The same through a bare backend session (no core). */
   session(
     s: BackendSession,
@@ -32,6 +38,16 @@ export interface HeldItems {
     count: number,
     signal: AbortSignal,
   ): (i: number) => Promise<Grant | null>;
+}
+
+/** What the scale section changes of the held-locks figures. */
+export interface HeldScale {
+  /** Items held. */
+  readonly locks: number;
+  /** Lease length, ms (renewal interval: a third of it). */
+  readonly ttlMs: number;
+  /** Acquires of one more lock timed with none held, then with all held. */
+  readonly probes: number;
 }
 
 /** Locks named `<prefix>/h<i>` (`<prefix>/warm` for the warm-up). */
@@ -150,7 +166,7 @@ async function pool(n: number, parallelism: number, task: (i: number) => Promise
  * just before the acquires to just after, divided by the locks).
  */
 export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldLocksResult> {
-  const count = options.locks ?? 10_000;
+  const count = options.items?.scale?.locks ?? options.locks ?? 10_000;
   const parallelism = options.parallelism ?? 64;
   const windowIntervals = options.windowIntervals ?? 5;
   const items = options.items ?? LOCKS;
@@ -168,6 +184,21 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
     // Opens the session and warms every code path before the baseline.
     const hold = items.coordinator(coordinator, options.prefix, count);
     await (await hold(-1)).release();
+    const probes = items.scale?.probes ?? 0;
+    const probe = async () => {
+      const samples: number[] = [];
+      for (let i = 0; i < probes; i++) {
+        const t = performance.now();
+        const lock = await coordinator.acquire(`${options.prefix}/probe`, { waitMs: 30_000 });
+        samples.push(performance.now() - t);
+        await lock.release();
+      }
+      return quantile(
+        samples.sort((a, b) => a - b),
+        0.5,
+      );
+    };
+    const emptyP50 = probes > 0 ? await probe() : Number.NaN;
     const before = memory();
     const t0 = performance.now();
     await pool(count, parallelism, async (i) => {
@@ -206,12 +237,15 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
       counted("client: keepAlive() calls core made", renewed),
     ];
     const stillHeld = locks.filter((l) => l.held).length;
+    const heldP50 = probes > 0 ? await probe() : Number.NaN;
     const t1 = performance.now();
     await pool(count, parallelism, async (i) => {
       await (locks[i] as Lock).release();
     });
     const releaseMs = performance.now() - t1;
+    const emptyAfterP50 = probes > 0 ? await probe() : Number.NaN;
     return {
+      ...(probes > 0 ? { probe: { probes, emptyP50, heldP50, emptyAfterP50 } } : {}),
       noun: items.noun,
       ...(items.layout === undefined ? {} : { layout: items.layout(count) }),
       locks: count,
@@ -248,6 +282,7 @@ export async function measureBackendHeldLocks(
   backend: LockBackend,
   options: Pick<HeldLocksOptions, "items" | "locks" | "server" | "notes"> = {},
 ): Promise<HeldLocksResult> {
+  const scale = options.items?.scale;
   try {
     return await measureHeldLocks({
       adapterAlone: true,
@@ -255,6 +290,8 @@ export async function measureBackendHeldLocks(
       ttlMs: 3_000,
       prefix: "held",
       ...options,
+      // At scale: no bare-session pass (it would take as long again), the scale's TTL.
+      ...(scale ? { adapterAlone: false, ttlMs: scale.ttlMs, prefix: "scale" } : {}),
     });
   } finally {
     await backend.close();
@@ -297,4 +334,9 @@ async function adapterMemory(
     // No keepalive runs on a bare session: close it long before its TTL ends.
     await session.close();
   }
+}
+
+/** {@link LOCKS} at scale (see {@link HeldScale}). */
+export function scaledLocks(scale: HeldScale): HeldItems {
+  return { ...LOCKS, scale };
 }

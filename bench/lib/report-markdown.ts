@@ -1,4 +1,11 @@
-import { fixed, heldCells, sectionCells, serverPartCells, times } from "./format-table.js";
+import {
+  fixed,
+  heldCells,
+  sectionCells,
+  serverPartCells,
+  times,
+  watchedCells,
+} from "./format-table.js";
 import type { MachineInfo } from "./machine.js";
 import { type BackendResult, type Figure, floorRow, sectionOf } from "./results.js";
 import type { TargetCheck } from "./targets.js";
@@ -390,6 +397,43 @@ export function reportMarkdown(input: ReportInput): string {
     "As for locks: one coordinator (one session) acquires the permits, 1 per acquire, spread over semaphores as each table says, then holds them over several renewal intervals; the same number is taken through a bare backend session first for the adapter's share of the memory.",
     (r) => r.heldPermits,
   );
+  const scaled = results.filter((r) => r.heldScale !== undefined);
+  if (scaled.length > 0) {
+    push(
+      "## Scale: many locks held by one coordinator",
+      "",
+      "As under Holding locks, at the count each table gives (a 6 s TTL, renewal every 2 s, no bare-session pass), with one more lock's acquire timed 200 times one after another before the locks are taken, while they are all held, and after they were all released.",
+      "",
+    );
+    for (const r of scaled) {
+      const h = r.heldScale;
+      if (!h) continue;
+      push(
+        `### ${r.backend}: ${h.locks.toLocaleString("en-US")} locks`,
+        "",
+        table([["figure", "value"], ...heldCells(h)]),
+        "",
+      );
+      for (const n of h.notes) push(`- ${n}`);
+      push("");
+    }
+  }
+  const watching = results.filter((r) => r.watched !== undefined);
+  if (watching.length > 0) {
+    push(
+      "## Scale: many names watched by one coordinator",
+      "",
+      "One coordinator runs a `watch(name)` loop per name; another coordinator acquires and releases names drawn at random, one at a time: the set-up time, the memory per watched name, and the time from the other coordinator's acquire (or release) resolving to the watcher's loop seeing it.",
+      "",
+    );
+    for (const r of watching) {
+      const w = r.watched;
+      if (!w) continue;
+      push(`### ${r.backend}`, "", table([["figure", "value"], ...watchedCells(w)]), "");
+      for (const n of w.notes) push(`- ${n}`);
+      push("");
+    }
+  }
   const errors = results.flatMap((r) => r.errors.map((e) => `- ${r.backend}: ${e}`));
   if (errors.length > 0) push("## Errors", "", ...errors, "");
   return `${lines.join("\n")}\n`;

@@ -149,6 +149,16 @@ export interface HeldLocksResult {
   /** RSS growth per held lock, in bytes (coarse: the allocator keeps pages). */
   readonly rssBytesPerLock: number;
   readonly gcExposed: boolean;
+  /**
+   * One more lock's acquire p50 (ms, `probes` acquires one after another): before any is
+   * held, while all are held, and after all were released.
+   */
+  readonly probe?: {
+    readonly probes: number;
+    readonly emptyP50: number;
+    readonly heldP50: number;
+    readonly emptyAfterP50: number;
+  };
   readonly notes: readonly string[];
 }
 
@@ -159,6 +169,10 @@ export interface BackendResult {
   readonly server: string;
   readonly sections: readonly LatencySection[];
   readonly held?: HeldLocksResult;
+  /** Many locks held by one coordinator (the scale section). */
+  readonly heldScale?: HeldLocksResult;
+  /** Many names watched by one coordinator (the scale section). */
+  readonly watched?: WatchResult;
   /** Permits of semaphores held by one session, when the backend has semaphores. */
   readonly heldPermits?: HeldLocksResult;
   /** What the backend's guarantees declare: permit figures are measured only when true. */
@@ -203,4 +217,24 @@ export function floorRow(section: LatencySection): Row | undefined {
 /** The first section for `figure`, if measured. */
 export function sectionOf(result: BackendResult, figure: Figure): LatencySection | undefined {
   return result.sections.find((s) => s.figure === figure);
+}
+
+/** Many names watched by one coordinator: set-up, memory and notification latency. */
+export interface WatchResult {
+  readonly names: number;
+  /** From the first watch() call to every watch's first value, ms. */
+  readonly setupMs: number;
+  /** Heap (+ external) growth per watched name after a full GC, bytes; NaN without --expose-gc. */
+  readonly heapBytesPerName: number;
+  /** Notifications timed (an acquire and a release each, on names drawn at random). */
+  readonly samples: number;
+  /** From another coordinator's acquire resolving to the watcher's holder value, ms. */
+  readonly acquiredP50: number;
+  readonly acquiredP99: number;
+  /** From that coordinator's release resolving to the watcher's null, ms. */
+  readonly releasedP50: number;
+  readonly releasedP99: number;
+  /** The same notifications with one name watched, for comparison. */
+  readonly oneNameP50?: number;
+  readonly notes: readonly string[];
 }

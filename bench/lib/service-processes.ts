@@ -4,8 +4,8 @@
  * not one client process, is the limit. The processes are children (bench/lib/service-worker.ts)
  * started with this process's node options; each cell starts in every process at once.
  */
-import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { BenchChild } from "./child.js";
 import type { LatencySection } from "./results.js";
 import { addDelta, emptyTotals, idleRate, type ServerMeter, subtractIdle } from "./server-meter.js";
 import {
@@ -34,54 +34,6 @@ export interface ServiceProcessesOptions {
 }
 
 const WORKER = fileURLToPath(new URL("./service-worker.ts", import.meta.url));
-
-type Reply = { op: "ready" } | { op: "done"; cell: CellResult } | { op: "error"; message: string };
-
-/** A child and a way to wait for its next reply. */
-class Worker {
-  readonly child: ChildProcess;
-  readonly #replies: Reply[] = [];
-  #waiting: ((r: Reply) => void) | undefined;
-  #exited: Error | undefined;
-
-  constructor(backend: string, url: string) {
-    this.child = fork(WORKER, [backend, url], {
-      execArgv: process.execArgv,
-      stdio: ["ignore", "ignore", "inherit", "ipc"],
-    });
-    this.child.on("message", (r: Reply) => {
-      const w = this.#waiting;
-      if (w) {
-        this.#waiting = undefined;
-        w(r);
-      } else this.#replies.push(r);
-    });
-    this.child.on("exit", (code) => {
-      this.#exited = new Error(`service worker exited with ${code}`);
-      this.#waiting?.({ op: "error", message: this.#exited.message });
-    });
-  }
-
-  next(): Promise<Reply> {
-    const r = this.#replies.shift();
-    if (r) return Promise.resolve(r);
-    if (this.#exited) return Promise.resolve({ op: "error", message: this.#exited.message });
-    return new Promise((resolve) => {
-      this.#waiting = resolve;
-    });
-  }
-}
-
-/** Sends `message` to every worker and returns their replies (an error reply throws). */
-async function all(workers: readonly Worker[], message: object): Promise<CellResult[]> {
-  for (const w of workers) w.child.send(message);
-  const replies = await Promise.all(workers.map((w) => w.next()));
-  return replies.map((r) => {
-    if (r.op === "error") throw new Error(r.message);
-    if (r.op !== "done") throw new Error(`service worker: unexpected ${r.op}`);
-    return r.cell;
-  });
-}
 
 /**
  * One section per (P, key mode): the variants named by the bench's `processVariants`, run in
@@ -115,23 +67,19 @@ export async function measureServiceProcesses(
   for (const processes of options.processes ?? [4, 16]) {
     const workers = Array.from(
       { length: processes },
-      () => new Worker(options.backend, options.url),
+      () => new BenchChild<{ cell: CellResult }>(WORKER, [options.backend, options.url]),
     );
     try {
-      for (const w of workers) {
-        const r = await w.next();
-        if (r.op !== "ready") throw new Error(r.op === "error" ? r.message : "service worker");
-      }
+      for (const w of workers) await w.ready();
       const share = (p: number) =>
         Math.floor(callers / processes) + (p < callers % processes ? 1 : 0);
-      const run = async (v: number, variant: string, mode: KeyMode, ms: number) => {
-        return await Promise.all(
-          workers.map(async (w, p) => {
-            const [cell] = await all([w], { op: "run", variant, v, mode, callers: share(p), ms });
-            return cell as CellResult;
-          }),
+      const run = (v: number, variant: string, mode: KeyMode, ms: number) =>
+        Promise.all(
+          workers.map(
+            async (w, p) =>
+              (await w.request({ op: "run", variant, v, mode, callers: share(p), ms })).cell,
+          ),
         );
-      };
       // Warm-up: each process opens its clients and compiles their paths.
       for (const { v, i } of variants) await run(i, v.name, "random", 500);
       for (const mode of modes) {
@@ -182,25 +130,7 @@ export async function measureServiceProcesses(
         );
       }
     } finally {
-      for (const w of workers) {
-        if (w.child.connected) w.child.send({ op: "close" });
-      }
-      await Promise.all(
-        workers.map(
-          (w) =>
-            new Promise<void>((resolve) => {
-              if (w.child.exitCode !== null) return resolve();
-              const timer = setTimeout(() => {
-                w.child.kill("SIGKILL");
-                resolve();
-              }, 10_000);
-              w.child.once("exit", () => {
-                clearTimeout(timer);
-                resolve();
-              });
-            }),
-        ),
-      );
+      await Promise.all(workers.map((w) => w.close()));
     }
   }
   return sections;

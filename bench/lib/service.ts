@@ -40,8 +40,11 @@ export interface ServiceKey {
 
 /** One variant's client object, opened once and shared by all its callers. */
 export interface ServiceClient {
-  /** Acquire (waiting or retrying until it holds) then release `key`. */
-  op(key: ServiceKey): Promise<void>;
+  /**
+   * Acquire (waiting or retrying until it holds) then release `key`. `signal` aborts at the end
+   * of the cell: a wait or a retry loop then gives up (what is in flight is not counted).
+   */
+  op(key: ServiceKey, signal: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -98,9 +101,13 @@ export function serviceCellMs(fallback = 1_000): number {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 }
 
-/** A pause that lets a retrying caller give the holder its turn. */
-export function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * A pause that lets a retrying caller give the holder its turn; with `signal`, throws once the
+ * cell has ended instead, so a retry loop stops there.
+ */
+export async function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  signal?.throwIfAborted();
+  await new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** The key of caller `caller` in `mode` for variant number `v` (names and ids apart per variant). */
@@ -137,15 +144,18 @@ export async function runCell(
   const cpu0 = process.cpuUsage();
   const started = performance.now();
   const until = started + ms;
+  const end = new AbortController();
+  const timer = setTimeout(() => end.abort(new Error("the cell ended")), ms);
   await Promise.all(
     Array.from({ length: callers }, async (_, caller) => {
       while (performance.now() < until) {
         const key = keyOf(v, mode, caller);
         const s = performance.now();
         try {
-          await client.op(key);
+          await client.op(key, end.signal);
           samples.push(performance.now() - s);
         } catch (error) {
+          if (end.signal.aborted) break;
           errors++;
           firstError ??= error instanceof Error ? error.message : String(error);
           await pause(1);
@@ -153,6 +163,7 @@ export async function runCell(
       }
     }),
   );
+  clearTimeout(timer);
   const elapsedMs = performance.now() - started;
   return {
     samples,

@@ -1,0 +1,198 @@
+/**
+ * Many waiters on one name, spread over several processes (bench/lib/waiters-worker.ts, one
+ * coordinator each): handoff latency against the uncontended floor, and the server's work per
+ * handoff with few waiters and with many, so a herd (every waiter woken, or polling, at each
+ * release) shows as work growing with the waiters.
+ */
+import { fileURLToPath } from "node:url";
+import { BenchChild } from "./child.js";
+import type { ServerCounter } from "./held-locks.js";
+import { type LatencySection, type Row, row } from "./results.js";
+import {
+  addDelta,
+  emptyTotals,
+  idleRate,
+  type ServerMeter,
+  type ServerTotals,
+  serverCost,
+  subtractIdle,
+} from "./server-meter.js";
+import { summarise } from "./stats.js";
+import { benchCoordinator } from "./telemetry.js";
+
+const WORKER = fileURLToPath(new URL("./waiters-worker.ts", import.meta.url));
+
+/** Options of {@link measureWaiters}. */
+export interface WaitersOptions {
+  readonly url: string;
+  readonly ttlMs: number;
+  /** Processes the waiters are spread over. Default 10. */
+  readonly processes?: number;
+  /** Waiters in all, one row each (the first is the few-waiters case). Default [10, 1000]. */
+  readonly waiters?: readonly number[];
+  /** Length of one run, ms; the first second is left out (the line forming). Default 4,000. */
+  readonly runMs?: number;
+  /** Runs per waiter count, in alternate orders. Default 2. */
+  readonly rounds?: number;
+  /** The uncontended floor (ratio base), when measured in this run. */
+  readonly floor?: Row;
+  readonly server?: ServerMeter;
+  readonly idleMs?: number;
+  /** Counts the server's requests (e.g. Redis commands), per handoff. */
+  readonly requests?: ServerCounter;
+  readonly notes?: readonly string[];
+}
+
+const HOLD_MS = 2;
+const PAUSE_MS = 1;
+const SETTLE_MS = 1_000;
+
+/**
+ * Each waiter loops acquire, hold 2 ms, release, pause 1 ms on one lock; a sample is the time
+ * from one holder's `release()` call to the next grant, in whichever process. Rows: one per
+ * waiter count; handoffs/s, p50 and p99, client CPU (not measured: the work is in the
+ * children) and server time and requests per grant.
+ */
+export async function measureWaiters(options: WaitersOptions): Promise<LatencySection> {
+  const processes = options.processes ?? 10;
+  const counts = options.waiters ?? [10, 1_000];
+  const runMs = options.runMs ?? 4_000;
+  const rounds = options.rounds ?? 2;
+  const children = Array.from(
+    { length: processes },
+    () =>
+      new BenchChild<{ events: [number, number][] }>(WORKER, [options.url, String(options.ttlMs)]),
+  );
+  const samples = new Map<number, number[]>(counts.map((c) => [c, []]));
+  const grants = new Map<number, number>(counts.map((c) => [c, 0]));
+  const measuredMs = new Map<number, number>(counts.map((c) => [c, 0]));
+  const server = new Map<number, ServerTotals>(counts.map((c) => [c, emptyTotals()]));
+  const requests = new Map<number, number>(counts.map((c) => [c, 0]));
+  let floor = options.floor;
+  let run = 0;
+  try {
+    for (const c of children) await c.ready();
+    const once = async (waiters: number, ms: number) => {
+      const name = `bench-waiters/${waiters}-${run++}`;
+      const share = (p: number) =>
+        Math.floor(waiters / processes) + (p < waiters % processes ? 1 : 0);
+      const replies = await Promise.all(
+        children.map((c, p) =>
+          c.request({
+            op: "run",
+            name,
+            waiters: share(p),
+            holdMs: HOLD_MS,
+            pauseMs: PAUSE_MS,
+            ms,
+          }),
+        ),
+      );
+      return replies.flatMap((r) => r.events).sort((a, b) => a[0] - b[0]);
+    };
+    // Every child's session open and code warm.
+    await once(processes, 1_000);
+    if (floor === undefined) floor = await uncontendedFloor(options);
+    const idle =
+      options.server && (options.idleMs ?? 0) > 0
+        ? await idleRate(options.server, options.idleMs as number)
+        : undefined;
+    for (let round = 0; round < rounds; round++) {
+      for (const waiters of round % 2 === 0 ? counts : [...counts].reverse()) {
+        const before = options.server ? await options.server.read() : undefined;
+        const r0 = options.requests ? await options.requests.read() : 0;
+        const t0 = performance.now();
+        const events = await once(waiters, runMs);
+        const took = performance.now() - t0;
+        const r1 = options.requests ? await options.requests.read() : 0;
+        if (options.server && before) {
+          const totals = server.get(waiters) as ServerTotals;
+          addDelta(totals, before, await options.server.read());
+          if (idle) subtractIdle(totals, idle, took);
+        }
+        requests.set(
+          waiters,
+          (requests.get(waiters) as number) + r1 - r0 - (options.requests?.selfCost ?? 0),
+        );
+        grants.set(waiters, (grants.get(waiters) as number) + events.length);
+        const start = (events[0]?.[0] ?? 0) + SETTLE_MS;
+        const list = samples.get(waiters) as number[];
+        let first: number | undefined;
+        let last = 0;
+        for (let i = 1; i < events.length; i++) {
+          const [, releasedAt] = events[i - 1] as [number, number];
+          const [grantedAt] = events[i] as [number, number];
+          if (releasedAt < start || grantedAt < releasedAt) continue;
+          first ??= releasedAt;
+          last = grantedAt;
+          list.push(grantedAt - releasedAt);
+        }
+        if (first !== undefined) {
+          measuredMs.set(waiters, (measuredMs.get(waiters) as number) + last - first);
+        }
+      }
+    }
+  } finally {
+    await Promise.all(children.map((c) => c.close()));
+  }
+  const rows = counts.map((waiters) => {
+    const list = samples.get(waiters) as number[];
+    const s = summarise(list, measuredMs.get(waiters) as number);
+    const g = Math.max(1, grants.get(waiters) as number);
+    const totals = server.get(waiters) as ServerTotals;
+    return row(
+      `${waiters.toLocaleString("en-US")} waiters over ${processes} processes`,
+      "coordinator",
+      s,
+      {
+        ...(options.server ? { server: serverCost(options.server, totals, g) } : {}),
+      },
+    );
+  });
+  const perGrant = counts.map(
+    (w) =>
+      `${w.toLocaleString("en-US")} waiters: ${((requests.get(w) as number) / Math.max(1, grants.get(w) as number)).toFixed(2)}`,
+  );
+  return {
+    figure: "waiters",
+    title: `${counts.map((c) => c.toLocaleString("en-US")).join(" and ")} waiters on one name over ${processes} processes`,
+    ...(floor ? { floor: { label: floor.variant, p50: floor.p50 } } : {}),
+    opsLabel: "handoffs/s",
+    costLabel: "per grant",
+    rows,
+    notes: [
+      `${processes} processes, each one coordinator with its share of the waiters; each waiter loops acquire, hold ${HOLD_MS} ms, release, pause ${PAUSE_MS} ms; ${rounds} runs of ${runMs / 1000} s per waiter count, in alternate orders, the first ${SETTLE_MS / 1000} s of each left out`,
+      "a sample: from one holder's release() call to the next grant, in whichever process (the system's monotonic clock, shared by the processes); handoffs/s includes the hold",
+      ...(options.requests
+        ? [`server requests per grant (${options.requests.source}): ${perGrant.join(", ")}`]
+        : []),
+      ...(options.floor
+        ? []
+        : [
+            "ratio base: a coordinator's uncontended acquire + release here (the uncontended section did not run)",
+          ]),
+      ...(options.notes ?? []),
+    ],
+  };
+}
+
+/** A coordinator's uncontended acquire + release p50, as the ratio base when no floor was measured. */
+async function uncontendedFloor(options: WaitersOptions): Promise<Row> {
+  const c = benchCoordinator({ url: options.url, ttlMs: options.ttlMs, ownerId: "bench-floor" });
+  try {
+    const list: number[] = [];
+    const started = performance.now();
+    for (let i = 0; i < 300; i++) {
+      const t = performance.now();
+      await (await c.acquire("bench-waiters/floor")).release();
+      if (i >= 100) list.push(performance.now() - t);
+    }
+    return row(
+      "coordinator uncontended acquire+release",
+      "reference",
+      summarise(list, performance.now() - started),
+    );
+  } finally {
+    await c.close();
+  }
+}
