@@ -205,8 +205,15 @@ export class MysqlSession implements BackendSession {
   async #renew(): Promise<KeepAliveResult | undefined> {
     const { statements } = this.#context;
     for (const lockKey of [...this.#orphans]) {
-      await this.#statement(statements.releaseIfHeld, [lockKey, lockKey]);
+      // Released meanwhile by an acquire of the same name (which then took it again).
+      if (!this.#orphans.has(lockKey)) continue;
       this.#orphans.delete(lockKey);
+      try {
+        await this.#statement(statements.releaseIfHeld, [lockKey, lockKey]);
+      } catch (error) {
+        if (this.#alive()) this.#orphans.add(lockKey);
+        throw error;
+      }
     }
     const released = this.#released;
     this.#released = [];
@@ -241,8 +248,14 @@ export class MysqlSession implements BackendSession {
     this.#assertLive();
     const lockKey = this.#context.lockKey(key);
     if (this.#orphans.has(lockKey)) {
-      await this.#statement(this.#context.statements.releaseIfHeld, [lockKey, lockKey]);
+      // Left held by a failed statement: released first, so it is not taken for this grant.
       this.#orphans.delete(lockKey);
+      try {
+        await this.#statement(this.#context.statements.releaseIfHeld, [lockKey, lockKey]);
+      } catch (error) {
+        if (this.#alive()) this.#orphans.add(lockKey);
+        throw error;
+      }
     }
     const first = await this.#try(key, lockKey, options.value);
     if (first !== null || !options.wait) return first;
