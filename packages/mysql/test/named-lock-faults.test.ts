@@ -3,6 +3,7 @@ import { type LockWorker, spawnLockWorker } from "@baton/conformance/faults";
 import { describeBackend, type StartedServers, startServers } from "@baton/conformance/harness";
 import { checkHistory, History, RecordedCoordinator } from "@baton/conformance/history";
 import {
+  ConfigError,
   type Coordinator,
   createCoordinator,
   type Lock,
@@ -194,6 +195,14 @@ describeBackend("mysql", (url) => {
       expect(left).toBe(0);
       expect(lock.held).toBe(true);
       expect(await lock.release()).toBe(true);
+    });
+
+    it("a TTL that is not whole seconds is a ConfigError naming ttlMs, before any lock is taken", async () => {
+      const c = coordinator(1_500);
+      const error = await c.acquire(`ttl-${randomUUID()}`).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).field).toBe("ttlMs");
+      expect((error as ConfigError).message).toContain("wait_timeout");
     });
 
     it("names longer than GET_LOCK takes, or that differ only in case, are distinct locks", async () => {
