@@ -27,6 +27,11 @@ export function run(): Promise<BackendResult> {
       ttlMs: 15_000,
     },
     service: serviceBench,
+    scale: {
+      locks: 2_000,
+      watched: 1_000,
+      why: "2,000 locks and 1,000 watched names: Azurite serves a few hundred requests per second here, and each lock is a blob",
+    },
     takeoverTtlMs: 2_000,
     throughputTtlMs: 15_000,
     connections: "each coordinator has its own AzureBlobBackend (its own ContainerClient)",

@@ -34,6 +34,11 @@ export function run(): Promise<BackendResult> {
       ttlMs: 15_000,
     },
     service: serviceBench,
+    scale: {
+      locks: 10_000,
+      watched: 1_000,
+      why: "10,000 locks and 1,000 watched names: dynalite serves a few hundred requests per second here, and a watch on DynamoDB reads the item",
+    },
     takeoverTtlMs: 2_000,
     throughputTtlMs: 15_000,
     connections: "each coordinator has its own DynamoDBBackend (its own DynamoDBClient)",

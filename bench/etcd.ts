@@ -37,6 +37,11 @@ export function run(): Promise<BackendResult> {
       ttlMs: 15_000,
     },
     service: serviceBench,
+    scale: {
+      locks: 20_000,
+      watched: 10_000,
+      why: "20,000 locks: each is a key on the session's lease, taken at a few hundred per second here, so 100,000 would add minutes",
+    },
     takeoverTtlMs: 2_000,
     throughputTtlMs: 15_000,
     connections: "each coordinator has its own EtcdBackend (its own etcd3 client)",

@@ -56,6 +56,11 @@ export function run(): Promise<BackendResult> {
       ttlMs: 15_000,
     },
     service: serviceBench,
+    scale: {
+      locks: 20_000,
+      watched: 10_000,
+      why: "20,000 locks: each is an ephemeral node, taken at a few hundred per second here, so 100,000 would add minutes",
+    },
     takeoverTtlMs: 2_000,
     throughputTtlMs: 10_000,
     connections:

@@ -4,7 +4,8 @@
  * `{ op: "run", name, waiters, holdMs, pauseMs, ms }` it runs `waiters` loops on lock `name`
  * (acquire, hold, release, pause) for `ms`, then replies `{ op: "done", events }`: each grant's
  * time and its release() call's time, in ms of the system's monotonic clock
- * (`process.hrtime`), which every process on the machine shares. `{ op: "close" }` exits.
+ * (`process.hrtime`), which every process on the machine shares. `{ op: "floor", name, count }`
+ * replies `{ samples }`: `count` uncontended acquire + release times. `{ op: "close" }` exits.
  */
 import { benchCoordinator } from "./telemetry.js";
 
@@ -52,13 +53,28 @@ async function run(m: Run): Promise<[number, number][]> {
   return events;
 }
 
-process.on("message", (m: Run | { op: "close" }) => {
+/** `count` uncontended acquire + release of `name`, one after another: their times, ms. */
+async function floor(name: string, count: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t = performance.now();
+    await (await coordinator.acquire(name)).release();
+    samples.push(performance.now() - t);
+  }
+  return samples;
+}
+
+process.on("message", (m: Run | { op: "floor"; name: string; count: number } | { op: "close" }) => {
   void (async () => {
     if (m.op === "close") {
       await coordinator.close().catch(() => undefined);
       process.exit(0);
     }
     try {
+      if (m.op === "floor") {
+        process.send?.({ op: "done", events: [], samples: await floor(m.name, m.count) });
+        return;
+      }
       process.send?.({ op: "done", events: await run(m) });
     } catch (error) {
       process.send?.({

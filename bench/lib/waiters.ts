@@ -18,7 +18,6 @@ import {
   subtractIdle,
 } from "./server-meter.js";
 import { summarise } from "./stats.js";
-import { benchCoordinator } from "./telemetry.js";
 
 const WORKER = fileURLToPath(new URL("./waiters-worker.ts", import.meta.url));
 
@@ -61,7 +60,10 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
   const children = Array.from(
     { length: processes },
     () =>
-      new BenchChild<{ events: [number, number][] }>(WORKER, [options.url, String(options.ttlMs)]),
+      new BenchChild<{ events: [number, number][]; samples?: number[] }>(WORKER, [
+        options.url,
+        String(options.ttlMs),
+      ]),
   );
   const samples = new Map<number, number[]>(counts.map((c) => [c, []]));
   const grants = new Map<number, number>(counts.map((c) => [c, 0]));
@@ -92,7 +94,17 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
     };
     // Every child's session open and code warm.
     await once(processes, 1_000);
-    if (floor === undefined) floor = await uncontendedFloor(options);
+    if (floor === undefined) {
+      // In a child, as the waiters run: the first third left out (warm-up).
+      const first = children[0] as (typeof children)[number];
+      const started = performance.now();
+      const reply = await first.request({ op: "floor", name: "bench-waiters/floor", count: 300 });
+      floor = row(
+        "coordinator uncontended acquire+release",
+        "reference",
+        summarise(reply.samples?.slice(100) ?? [], performance.now() - started),
+      );
+    }
     const idle =
       options.server && (options.idleMs ?? 0) > 0
         ? await idleRate(options.server, options.idleMs as number)
@@ -169,30 +181,9 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
       ...(options.floor
         ? []
         : [
-            "ratio base: a coordinator's uncontended acquire + release here (the uncontended section did not run)",
+            "ratio base: one child's coordinator, uncontended acquire + release of a lock of its own, before the runs (the uncontended section did not run)",
           ]),
       ...(options.notes ?? []),
     ],
   };
-}
-
-/** A coordinator's uncontended acquire + release p50, as the ratio base when no floor was measured. */
-async function uncontendedFloor(options: WaitersOptions): Promise<Row> {
-  const c = benchCoordinator({ url: options.url, ttlMs: options.ttlMs, ownerId: "bench-floor" });
-  try {
-    const list: number[] = [];
-    const started = performance.now();
-    for (let i = 0; i < 300; i++) {
-      const t = performance.now();
-      await (await c.acquire("bench-waiters/floor")).release();
-      if (i >= 100) list.push(performance.now() - t);
-    }
-    return row(
-      "coordinator uncontended acquire+release",
-      "reference",
-      summarise(list, performance.now() - started),
-    );
-  } finally {
-    await c.close();
-  }
 }
