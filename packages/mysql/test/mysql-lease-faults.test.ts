@@ -35,23 +35,37 @@ function settings(url: string): mysqlPromise.ConnectionOptions {
   };
 }
 
-describeBackend("mysql-lease", (url) => {
-  describe("row leases when connections are killed", () => {
-    let admin: mysqlPromise.Connection;
+describeBackend("mysql-lease", () => {
+  // A server of their own: these tests kill every connection, or stop the server.
+  describe("MariaDB faults (private server)", () => {
+    let servers: StartedServers;
+    let backend: MysqlBackend;
     const coordinators: Coordinator[] = [];
+
     beforeAll(async () => {
-      admin = await mysqlPromise.createConnection(settings(url));
+      servers = await startServers({ backends: ["mysql-lease"] });
+      backend = new MysqlBackend({ url: servers.servers["mysql-lease"] as string });
     });
     afterEach(async () => {
       await Promise.allSettled(coordinators.splice(0).map((c) => c.close()));
     });
     afterAll(async () => {
-      await admin?.end();
+      await backend?.close();
+      await servers?.stop();
     });
+
+    const holders = (ttlMs: number) =>
+      [0, 1, 2].map(() => {
+        const c = createCoordinator({ backend, closeBackend: false, ttlMs });
+        coordinators.push(c);
+        return c;
+      });
 
     it("KILL of every pooled connection: the holder keeps its lock, renews on new connections, and another owner is still refused", async () => {
       const ttlMs = 2_000;
       const name = `killed-${randomUUID()}`;
+      const url = servers.servers["mysql-lease"] as string;
+      const admin = await mysqlPromise.createConnection(settings(url));
       const holder = createCoordinator({ url, ttlMs });
       const other = createCoordinator({ url, ttlMs });
       coordinators.push(holder, other);
@@ -77,34 +91,8 @@ describeBackend("mysql-lease", (url) => {
       const next = await other.acquire(name, { waitMs: 5_000 });
       expect(next.token).toBeGreaterThan(lock.token);
       await next.release();
+      await admin.end();
     }, 30_000);
-  });
-});
-
-describeBackend("mysql-lease", () => {
-  describe("MariaDB restarts (private server)", () => {
-    let servers: StartedServers;
-    let backend: MysqlBackend;
-    const coordinators: Coordinator[] = [];
-
-    beforeAll(async () => {
-      servers = await startServers({ backends: ["mysql-lease"] });
-      backend = new MysqlBackend({ url: servers.servers["mysql-lease"] as string });
-    });
-    afterEach(async () => {
-      await Promise.allSettled(coordinators.splice(0).map((c) => c.close()));
-    });
-    afterAll(async () => {
-      await backend?.close();
-      await servers?.stop();
-    });
-
-    const holders = (ttlMs: number) =>
-      [0, 1, 2].map(() => {
-        const c = createCoordinator({ backend, closeBackend: false, ttlMs });
-        coordinators.push(c);
-        return c;
-      });
 
     it("a restart shorter than the TTL: every lease survives it (the rows are durable), and tokens still rise", async () => {
       const group = servers.groups["mysql-lease"];
