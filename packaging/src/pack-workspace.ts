@@ -23,6 +23,7 @@ export const PUBLISHED = [
   "packages/etcd",
   "packages/zookeeper",
   "packages/postgres",
+  "packages/mysql",
   "packages/dynamodb",
   "packages/azure-blob",
   "packages/cli",

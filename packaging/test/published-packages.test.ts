@@ -67,7 +67,7 @@ const RESOLUTIONS: readonly Resolution[] = ["NodeNext", "Bundler"];
  * cannot break its build.
  */
 const DRIVER_DECLARATIONS =
-  /node_modules\/(ioredis|@ioredis|redis|@redis|redis-errors|@types\/redis-errors|pg|pg-[a-z-]+|@types\/pg|etcd3|@grpc|protobufjs|node-zookeeper-client|@types\/node-zookeeper-client|@aws-sdk|@smithy|@aws-crypto|@azure|prom-client)\//;
+  /node_modules\/(ioredis|@ioredis|redis|@redis|redis-errors|@types\/redis-errors|pg|pg-[a-z-]+|@types\/pg|mysql2|etcd3|@grpc|protobufjs|node-zookeeper-client|@types\/node-zookeeper-client|@aws-sdk|@smithy|@aws-crypto|@azure|prom-client)\//;
 
 /**
  * Type-checks `dir`'s `*.ts` as a strict consumer would (no skipLibCheck), with `--explainFiles`
@@ -120,331 +120,363 @@ function installedVersion(dir: string, name: string): string {
 
 const ADAPTERS = PUBLISHED.filter((p) => p.startsWith("packages/") && !/core|cli/.test(p));
 
-// Tried against the harness's Redis and PostgreSQL: describeBackend skips the block when they
-// are not selected, and fails it under CI=true when their servers are missing.
+// Tried against the harness's Redis, PostgreSQL and MariaDB: describeBackend skips the block
+// when they are not selected, and fails it under CI=true when their servers are missing.
 describeBackend("redis", (redisUrl) =>
   describeBackend("postgres", (postgresUrl) =>
-    describe.sequential("published packages, installed from a registry into a fresh project", {
-      timeout: 5 * MINUTES,
-    }, () => {
-      const urls = { REDIS_URL: redisUrl, POSTGRES_URL: postgresUrl };
-      let work = "";
-      let app = "";
-      let packed: PackedPackage[] = [];
-      let registry: ScopedRegistry;
-      let drivers: DriverVersions[] = [];
-      const sides = { oldest: "", newest: "" };
-      let ioredis61 = "";
+    describeBackend("mysql", (mysqlUrl) =>
+      describe.sequential("published packages, installed from a registry into a fresh project", {
+        timeout: 5 * MINUTES,
+      }, () => {
+        const urls = { REDIS_URL: redisUrl, POSTGRES_URL: postgresUrl, MYSQL_URL: mysqlUrl };
+        let work = "";
+        let app = "";
+        let packed: PackedPackage[] = [];
+        let registry: ScopedRegistry;
+        let drivers: DriverVersions[] = [];
+        const sides = { oldest: "", newest: "" };
+        let ioredis61 = "";
 
-      beforeAll(async () => {
-        const started = Date.now();
-        work = mkdtempSync(join(tmpdir(), "baton-consumer-"));
-        packed = packWorkspace(ROOT, join(work, "tarballs"));
-        registry = await startScopedRegistry(packed);
-        drivers = await Promise.all(
-          declaredDrivers(ROOT, ADAPTERS).map((d) => resolveDriverVersions(d, cleanEnv())),
-        );
-        const batons = packed.map((p) => `${p.name}@${p.version}`);
-        const adapters = packed
-          .filter((p) => p.name !== "@baton/cli" && p.name !== "@baton/conformance")
-          .map((p) => `${p.name}@${p.version}`);
-        app = join(work, "app");
-        sides.oldest = join(work, "oldest-drivers");
-        sides.newest = join(work, "newest-drivers");
-        ioredis61 = join(work, "ioredis-6.1.0");
-        // Types an app that builds its own pg or ZooKeeper client installs, unless the adapter
-        // already brings them.
-        const declared = new Set(drivers.map((d) => d.name));
-        const appTypes = ["@types/pg", "@types/node-zookeeper-client"].filter(
-          (t) => !declared.has(t),
-        );
-        // The installs are independent: run them side by side.
-        await Promise.all([
-          // The app reaches every backend by URL: the drivers are only the adapters' own
-          // dependencies, at whatever versions npm resolves (the newest of each range).
-          // prom-client is there for metrics, and vitest and vite as a Node 20 app pins them
-          // (the conformance package's peer).
-          installProject(app, registry, [
-            ...batons,
-            // The README examples that build their own pg pool or ZooKeeper client import
-            // those drivers, whose types come apart from them.
-            ...appTypes,
-            "@types/node@20",
-            "prom-client",
-            // The README example that passes the app's own node-redis client imports it.
-            ...drivers.filter((d) => d.name === "redis").map((d) => `redis@${d.newest}`),
-            "vitest@4.1.12",
-            "vite@8.3.8",
-          ]),
-          ...(["oldest", "newest"] as const).map((side) =>
-            installProject(sides[side], registry, [
-              ...adapters,
-              ...drivers.map((d) => `${d.name}@${d[side]}`),
+        beforeAll(async () => {
+          const started = Date.now();
+          work = mkdtempSync(join(tmpdir(), "baton-consumer-"));
+          packed = packWorkspace(ROOT, join(work, "tarballs"));
+          registry = await startScopedRegistry(packed);
+          drivers = await Promise.all(
+            declaredDrivers(ROOT, ADAPTERS).map((d) => resolveDriverVersions(d, cleanEnv())),
+          );
+          const batons = packed.map((p) => `${p.name}@${p.version}`);
+          const adapters = packed
+            .filter((p) => p.name !== "@baton/cli" && p.name !== "@baton/conformance")
+            .map((p) => `${p.name}@${p.version}`);
+          app = join(work, "app");
+          sides.oldest = join(work, "oldest-drivers");
+          sides.newest = join(work, "newest-drivers");
+          ioredis61 = join(work, "ioredis-6.1.0");
+          // Types an app that builds its own pg or ZooKeeper client installs, unless the adapter
+          // already brings them.
+          const declared = new Set(drivers.map((d) => d.name));
+          const appTypes = ["@types/pg", "@types/node-zookeeper-client"].filter(
+            (t) => !declared.has(t),
+          );
+          // The installs are independent: run them side by side.
+          await Promise.all([
+            // The app reaches every backend by URL: the drivers are only the adapters' own
+            // dependencies, at whatever versions npm resolves (the newest of each range).
+            // prom-client is there for metrics, and vitest and vite as a Node 20 app pins them
+            // (the conformance package's peer).
+            installProject(app, registry, [
+              ...batons,
+              // The README examples that build their own pg pool or ZooKeeper client import
+              // those drivers, whose types come apart from them.
               ...appTypes,
               "@types/node@20",
-              // As the Install section says: an app that imports ioredis 6.1 needs these.
-              ...(side === "newest" ? ["@types/redis-errors"] : []),
+              "prom-client",
+              // The README examples that pass the app's own node-redis client or mysql2 pool
+              // import them.
+              ...drivers
+                .filter((d) => d.name === "redis" || d.name === "mysql2")
+                .map((d) => `${d.name}@${d.newest}`),
+              "vitest@4.1.12",
+              "vite@8.3.8",
             ]),
-          ),
-          installProject(ioredis61, registry, [
-            ...adapters.filter((a) => /^@baton\/(core|redis)@/.test(a)),
-            "ioredis@6.1.0",
-            "@types/node@20",
-          ]),
-        ]);
-        for (const file of ["esm-app.mjs", "cjs-app.cjs", "bundle-app.mjs"]) {
-          cpSync(join(FIXTURES, file), join(app, file));
-        }
-        for (const dir of [sides.oldest, sides.newest]) {
-          for (const file of ["own-clients-app.ts", "own-clients-app.mjs", "bill-once.ts"]) {
-            cpSync(join(FIXTURES, file), join(dir, file));
+            ...(["oldest", "newest"] as const).map((side) =>
+              installProject(sides[side], registry, [
+                ...adapters,
+                ...drivers.map((d) => `${d.name}@${d[side]}`),
+                ...appTypes,
+                "@types/node@20",
+                // As the Install section says: an app that imports ioredis 6.1 needs these.
+                ...(side === "newest" ? ["@types/redis-errors"] : []),
+              ]),
+            ),
+            installProject(ioredis61, registry, [
+              ...adapters.filter((a) => /^@baton\/(core|redis)@/.test(a)),
+              "ioredis@6.1.0",
+              "@types/node@20",
+            ]),
+          ]);
+          for (const file of ["esm-app.mjs", "cjs-app.cjs", "bundle-app.mjs"]) {
+            cpSync(join(FIXTURES, file), join(app, file));
           }
-        }
-        cpSync(join(FIXTURES, "ioredis-app.ts"), join(ioredis61, "ioredis-app.ts"));
-        console.log(
-          `set-up (pack, resolve, four installs) took ${Math.round((Date.now() - started) / 1000)} s; drivers:\n${drivers
-            .map((d) => `  ${d.adapter}: ${d.name}@${d.range} -> ${d.oldest} .. ${d.newest}`)
-            .join("\n")}`,
-        );
-      }, 15 * MINUTES);
-
-      // Five installed projects to delete: on a loaded machine that takes longer than a minute.
-      afterAll(async () => {
-        await registry?.close();
-        if (work !== "") rmSync(work, { recursive: true, force: true });
-      }, 5 * MINUTES);
-
-      it("packs only what a consumer needs: dist, sources for the declaration maps, README, LICENSE", async () => {
-        for (const pkg of packed) {
-          const listing = await sh(work, "tar", ["-tzf", pkg.tarball]);
-          const files = listing.trim().split("\n");
-          console.log(`${pkg.name}: ${pkg.bytes} B, ${pkg.files} files`);
-          expect(files, pkg.name).toContain("package/LICENSE");
-          expect(files, pkg.name).toContain("package/README.md");
-          expect(files, pkg.name).toContain("package/dist/index.js");
-          expect(files, pkg.name).toContain("package/dist/index.d.ts");
-          expect(files, pkg.name).toContain("package/dist/index.d.ts.map");
-          const stray = files.filter((f) =>
-            /\/(test|tests|fixtures)\/|tsconfig|\.tsbuildinfo$|\.test\.[jt]s$/.test(f),
+          for (const dir of [sides.oldest, sides.newest]) {
+            for (const file of ["own-clients-app.ts", "own-clients-app.mjs", "bill-once.ts"]) {
+              cpSync(join(FIXTURES, file), join(dir, file));
+            }
+          }
+          cpSync(join(FIXTURES, "ioredis-app.ts"), join(ioredis61, "ioredis-app.ts"));
+          console.log(
+            `set-up (pack, resolve, four installs) took ${Math.round((Date.now() - started) / 1000)} s; drivers:\n${drivers
+              .map((d) => `  ${d.adapter}: ${d.name}@${d.range} -> ${d.oldest} .. ${d.newest}`)
+              .join("\n")}`,
           );
-          expect(stray, pkg.name).toEqual([]);
-        }
-      });
+        }, 15 * MINUTES);
 
-      it("installs with no workspace link: each package is a copy of its tarball", () => {
-        for (const pkg of packed) {
-          const installed = join(app, "node_modules", pkg.name);
-          expect(lstatSync(installed).isSymbolicLink(), pkg.name).toBe(false);
-          const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8"));
-          expect(manifest, pkg.name).toEqual(pkg.manifest);
-        }
-        // One copy of core for the app and every adapter (a peer dependency).
-        const lock = JSON.parse(readFileSync(join(app, "package-lock.json"), "utf8")) as {
-          packages: Record<string, unknown>;
-        };
-        const cores = Object.keys(lock.packages).filter((p) =>
-          p.endsWith("node_modules/@baton/core"),
-        );
-        expect(cores).toEqual(["node_modules/@baton/core"]);
-      });
+        // Five installed projects to delete: on a loaded machine that takes longer than a minute.
+        afterAll(async () => {
+          await registry?.close();
+          if (work !== "") rmSync(work, { recursive: true, force: true });
+        }, 5 * MINUTES);
 
-      it("runs as an ES module app on memory, Redis and PostgreSQL", async () => {
-        const out = await sh(app, "node", ["esm-app.mjs"], urls);
-        expect(out).toMatch(/esm memory token 1 released true/);
-        expect(out).toMatch(/esm redis token \d+ released true/);
-        expect(out).toMatch(/esm postgres token \d+ released true/);
-        expect(out).toMatch(/esm dynamodb and azblob URLs accepted/);
-      });
-
-      it("runs from CommonJS with require()", async () => {
-        const out = await sh(app, "node", ["cjs-app.cjs"], urls);
-        expect(out).toMatch(/cjs memory token 1/);
-        expect(out).toMatch(/cjs redis token \d+/);
-      });
-
-      it("type-checks an app that uses every adapter by URL, strict, without reading any driver's declarations", async () => {
-        const dir = join(app, "ts-url-only");
-        mkdirSync(dir, { recursive: true });
-        for (const file of ["url-app.ts", "bill-once.ts"]) {
-          cpSync(join(FIXTURES, file), join(dir, file));
-        }
-        const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(dir, r)));
-        for (const check of checks) {
-          const drivers = [...check.read].filter(([file]) => DRIVER_DECLARATIONS.test(file));
-          // Shown first: the driver files a Baton declaration imports, where the fault is.
-          const fromBaton = drivers.flatMap(([file, why]) => {
-            const byBaton = why.filter((w) => w.includes("node_modules/@baton/"));
-            return byBaton.length > 0 ? [`${file}: ${byBaton.join("; ")}`] : [];
-          });
-          console.log(`${check.resolution}: ${check.read.size} files read`);
-          expect(check.read.size, check.resolution).toBeGreaterThan(10);
-          expect(
-            { importedByBaton: fromBaton, all: drivers.slice(0, 3).map(([file]) => file) },
-            `${check.resolution}: ${drivers.length} driver declaration files read`,
-          ).toEqual({ importedByBaton: [], all: [] });
-          expect(check.errors, check.resolution).toEqual([]);
-          expect(check.code, check.resolution).toBe(0);
-        }
-      });
-
-      it("type-checks the README examples, strict, NodeNext and Bundler, no skipLibCheck", async () => {
-        const examples = readmeExamples(ROOT);
-        expect(examples.length).toBeGreaterThan(3);
-        const dir = join(app, "ts-readme");
-        mkdirSync(dir, { recursive: true });
-        for (const example of examples) {
-          writeFileSync(join(dir, example.fileName), `// ${example.origin}\n${example.code}`);
-        }
-        writeFileSync(join(dir, "docs-testing.test.ts"), testingGuide());
-        const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(dir, r)));
-        for (const check of checks) {
-          expect(check.errors, check.resolution).toEqual([]);
-          expect(check.code, check.resolution).toBe(0);
-        }
-      });
-
-      it("runs the testing guide's tests with vitest against the published packages", async () => {
-        const dir = join(app, "guide");
-        mkdirSync(dir, { recursive: true });
-        writeFileSync(join(dir, "billing.test.ts"), testingGuide());
-        const colored = await sh(app, "npx", ["--no-install", "vitest", "run", "guide/"], {
-          FORCE_COLOR: "0",
-          NO_COLOR: "1",
+        it("packs only what a consumer needs: dist, sources for the declaration maps, README, LICENSE", async () => {
+          for (const pkg of packed) {
+            const listing = await sh(work, "tar", ["-tzf", pkg.tarball]);
+            const files = listing.trim().split("\n");
+            console.log(`${pkg.name}: ${pkg.bytes} B, ${pkg.files} files`);
+            expect(files, pkg.name).toContain("package/LICENSE");
+            expect(files, pkg.name).toContain("package/README.md");
+            expect(files, pkg.name).toContain("package/dist/index.js");
+            expect(files, pkg.name).toContain("package/dist/index.d.ts");
+            expect(files, pkg.name).toContain("package/dist/index.d.ts.map");
+            const stray = files.filter((f) =>
+              /\/(test|tests|fixtures)\/|tsconfig|\.tsbuildinfo$|\.test\.[jt]s$/.test(f),
+            );
+            expect(stray, pkg.name).toEqual([]);
+          }
         });
-        const out = colored.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g"), "");
-        expect(out).toMatch(/Tests\s+\d+ passed \(\d+\)/);
-        expect(out).not.toMatch(/failed/);
-      });
 
-      for (const side of ["oldest", "newest"] as const) {
-        it(`type-checks and runs an app passing its own clients, with the ${side} driver of every range`, async () => {
-          const dir = sides[side];
-          for (const d of drivers) {
-            expect(installedVersion(dir, d.name), `${d.name}@${d.range}`).toBe(d[side]);
+        it("installs with no workspace link: each package is a copy of its tarball", () => {
+          for (const pkg of packed) {
+            const installed = join(app, "node_modules", pkg.name);
+            expect(lstatSync(installed).isSymbolicLink(), pkg.name).toBe(false);
+            const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8"));
+            expect(manifest, pkg.name).toEqual(pkg.manifest);
+          }
+          // One copy of core for the app and every adapter (a peer dependency).
+          const lock = JSON.parse(readFileSync(join(app, "package-lock.json"), "utf8")) as {
+            packages: Record<string, unknown>;
+          };
+          const cores = Object.keys(lock.packages).filter((p) =>
+            p.endsWith("node_modules/@baton/core"),
+          );
+          expect(cores).toEqual(["node_modules/@baton/core"]);
+        });
+
+        it("runs as an ES module app on memory, Redis, PostgreSQL and MySQL/MariaDB", async () => {
+          const out = await sh(app, "node", ["esm-app.mjs"], urls);
+          expect(out).toMatch(/esm memory token 1 released true/);
+          expect(out).toMatch(/esm redis token \d+ released true/);
+          expect(out).toMatch(/esm postgres token \d+ released true/);
+          expect(out).toMatch(/esm mysql token \d+ released true/);
+          expect(out).toMatch(/esm mariadb row-lease token \d+ released true/);
+          expect(out).toMatch(/esm dynamodb and azblob URLs accepted/);
+        });
+
+        it("runs from CommonJS with require()", async () => {
+          const out = await sh(app, "node", ["cjs-app.cjs"], urls);
+          expect(out).toMatch(/cjs memory token 1/);
+          expect(out).toMatch(/cjs redis token \d+/);
+        });
+
+        it("type-checks an app that uses every adapter by URL, strict, without reading any driver's declarations", async () => {
+          const dir = join(app, "ts-url-only");
+          mkdirSync(dir, { recursive: true });
+          for (const file of ["url-app.ts", "bill-once.ts"]) {
+            cpSync(join(FIXTURES, file), join(dir, file));
           }
           const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(dir, r)));
           for (const check of checks) {
-            expect(check.errors, `${side}, ${check.resolution}`).toEqual([]);
-            expect(check.code, `${side}, ${check.resolution}`).toBe(0);
-          }
-          const out = await sh(dir, "node", ["own-clients-app.mjs"], urls);
-          for (const name of ["ioredis", "redis", "pg"]) {
-            const version = drivers.find((d) => d.name === name)?.[side];
-            expect(out).toMatch(new RegExp(`^${name} ${version} token \\d+ released true$`, "m"));
+            const drivers = [...check.read].filter(([file]) => DRIVER_DECLARATIONS.test(file));
+            // Shown first: the driver files a Baton declaration imports, where the fault is.
+            const fromBaton = drivers.flatMap(([file, why]) => {
+              const byBaton = why.filter((w) => w.includes("node_modules/@baton/"));
+              return byBaton.length > 0 ? [`${file}: ${byBaton.join("; ")}`] : [];
+            });
+            console.log(`${check.resolution}: ${check.read.size} files read`);
+            expect(check.read.size, check.resolution).toBeGreaterThan(10);
+            expect(
+              { importedByBaton: fromBaton, all: drivers.slice(0, 3).map(([file]) => file) },
+              `${check.resolution}: ${drivers.length} driver declaration files read`,
+            ).toEqual({ importedByBaton: [], all: [] });
+            expect(check.errors, check.resolution).toEqual([]);
+            expect(check.code, check.resolution).toBe(0);
           }
         });
-      }
 
-      it("with ioredis 6.1.0, an app importing ioredis builds strictly once @types/redis-errors is installed", async () => {
-        expect(installedVersion(ioredis61, "ioredis")).toBe("6.1.0");
-        const without = await typeCheck(ioredis61, "NodeNext");
-        // ioredis 6.1.0's own declarations import the untyped redis-errors.
-        expect(without.code).toBe(1);
-        expect(without.errors.join("\n")).toMatch(/TS7016.*'redis-errors'/);
-        expect(without.errors.every((e) => e.includes("node_modules/ioredis/"))).toBe(true);
-        await sh(ioredis61, "npm", [
-          "install",
-          "--no-audit",
-          "--no-fund",
-          ...registry.npmArgs,
-          "@types/redis-errors",
-        ]);
-        const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(ioredis61, r)));
-        for (const check of checks) {
-          expect(check.errors, check.resolution).toEqual([]);
-          expect(check.code, check.resolution).toBe(0);
-        }
-      });
-
-      it("runs the baton CLI installed in the project, on memory, Redis and PostgreSQL", async () => {
-        const help = await sh(app, "npx", ["--no-install", "baton", "--help"]);
-        expect(help).toMatch(/usage: baton <command>/);
-        const printToken = [
-          "node",
-          "-e",
-          "console.log('token=' + process.env.BATON_FENCING_TOKEN)",
-        ];
-        for (const url of ["memory://", urls.REDIS_URL, urls.POSTGRES_URL]) {
-          const out = await sh(app, "npx", [
-            "--no-install",
-            "baton",
-            "lock",
-            "consumer-cli",
-            "--backend",
-            url,
-            "--",
-            ...printToken,
-          ]);
-          expect(out, url).toMatch(/token=\d+/);
-        }
-      });
-
-      it("runs the baton CLI installed alone with npm install -g", async () => {
-        const prefix = join(work, "global");
-        await sh(work, "npm", [
-          "install",
-          "-g",
-          "--prefix",
-          prefix,
-          ...registry.npmArgs,
-          "@baton/cli@0.1.0",
-        ]);
-        const elsewhere = mkdtempSync(join(tmpdir(), "baton-global-cwd-"));
-        const baton = join(prefix, "bin/baton");
-        try {
-          for (const url of [urls.REDIS_URL, urls.POSTGRES_URL]) {
-            const quiet = await sh(elsewhere, baton, ["lock", "x", "--backend", url, "--", "true"]);
-            expect(quiet.trim(), url).toBe("");
-            const echo = ["sh", "-c", "echo token=$BATON_FENCING_TOKEN"];
-            const out = await sh(elsewhere, baton, ["lock", "x", "--backend", url, "--", ...echo]);
-            expect(out, url).toMatch(/^token=\d+$/m);
+        it("type-checks the README examples, strict, NodeNext and Bundler, no skipLibCheck", async () => {
+          const examples = readmeExamples(ROOT);
+          expect(examples.length).toBeGreaterThan(3);
+          const dir = join(app, "ts-readme");
+          mkdirSync(dir, { recursive: true });
+          for (const example of examples) {
+            writeFileSync(join(dir, example.fileName), `// ${example.origin}\n${example.code}`);
           }
-        } finally {
-          rmSync(elsewhere, { recursive: true, force: true });
-        }
-      });
-
-      it("bundles a service using every adapter with the README's esbuild recipe, and runs it with no node_modules", async () => {
-        const deploy = mkdtempSync(join(tmpdir(), "baton-bundle-"));
-        try {
-          // The recipe of the root README's "Deploying" section.
-          const recipe = [
-            "--bundle",
-            "--platform=node",
-            "--format=esm",
-            "--target=node20.19",
-            `--banner:js="${ESBUILD_BANNER}"`,
-            "--define:__dirname=import.meta.dirname",
-          ];
-          const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-          const documented = readme.match(/^```sh\n(npx esbuild [\s\S]*?)^```$/m)?.[1] ?? "";
-          for (const arg of [...recipe, "cp -r node_modules/etcd3/proto deploy/proto"]) {
-            expect(documented, "the README's esbuild recipe").toContain(arg);
+          writeFileSync(join(dir, "docs-testing.test.ts"), testingGuide());
+          const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(dir, r)));
+          for (const check of checks) {
+            expect(check.errors, check.resolution).toEqual([]);
+            expect(check.code, check.resolution).toBe(0);
           }
-          await sh(app, ESBUILD, [
-            "bundle-app.mjs",
-            ...recipe.map((arg) => arg.replace(/="(.*)"$/, "=$1")),
-            "--log-level=warning",
-            `--outfile=${join(deploy, "dist/app.mjs")}`,
-          ]);
-          cpSync(join(app, "node_modules/etcd3/proto"), join(deploy, "proto"), {
-            recursive: true,
+        });
+
+        it("runs the testing guide's tests with vitest against the published packages", async () => {
+          const dir = join(app, "guide");
+          mkdirSync(dir, { recursive: true });
+          writeFileSync(join(dir, "billing.test.ts"), testingGuide());
+          const colored = await sh(app, "npx", ["--no-install", "vitest", "run", "guide/"], {
+            FORCE_COLOR: "0",
+            NO_COLOR: "1",
           });
-          expect(readdirSync(deploy).sort()).toEqual(["dist", "proto"]);
-          const service = await runUntil(deploy, join(deploy, "dist/app.mjs"), urls, /leader term/);
-          expect(service.output).toMatch(/bundle redis token \d+/);
-          expect(service.output).toMatch(/bundle postgres token \d+/);
-          expect(service.output).toMatch(/bundle etcd loaded/);
-          expect(service.output).toMatch(/bundle dynamodb and azblob URLs accepted/);
-          // A deploy stops the old process with SIGTERM: it steps down, then exits.
-          const stopped = await service.stop("SIGTERM");
-          expect(stopped.output).toMatch(/bundle term \d+ ended/);
-          expect(stopped.signal ?? stopped.code).toBe("SIGTERM");
-        } finally {
-          rmSync(deploy, { recursive: true, force: true });
+          const out = colored.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g"), "");
+          expect(out).toMatch(/Tests\s+\d+ passed \(\d+\)/);
+          expect(out).not.toMatch(/failed/);
+        });
+
+        for (const side of ["oldest", "newest"] as const) {
+          it(`type-checks and runs an app passing its own clients, with the ${side} driver of every range`, async () => {
+            const dir = sides[side];
+            for (const d of drivers) {
+              expect(installedVersion(dir, d.name), `${d.name}@${d.range}`).toBe(d[side]);
+            }
+            const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(dir, r)));
+            for (const check of checks) {
+              expect(check.errors, `${side}, ${check.resolution}`).toEqual([]);
+              expect(check.code, `${side}, ${check.resolution}`).toBe(0);
+            }
+            const out = await sh(dir, "node", ["own-clients-app.mjs"], urls);
+            for (const name of ["ioredis", "redis", "pg", "mysql2", "mysql2 row-lease"]) {
+              const [driver, mode] = name.split(" ");
+              const version = drivers.find((d) => d.name === driver)?.[side];
+              const line = `${driver} ${version}${mode ? ` ${mode}` : ""}`;
+              expect(out).toMatch(new RegExp(`^${line} token \\d+ released true$`, "m"));
+            }
+            const mysql2 = drivers.find((d) => d.name === "mysql2")?.[side];
+            expect(out).toMatch(
+              new RegExp(`^mysql2 ${mysql2} fence stale StaleTokenError current written$`, "m"),
+            );
+          });
         }
-      });
-    }),
+
+        it("with ioredis 6.1.0, an app importing ioredis builds strictly once @types/redis-errors is installed", async () => {
+          expect(installedVersion(ioredis61, "ioredis")).toBe("6.1.0");
+          const without = await typeCheck(ioredis61, "NodeNext");
+          // ioredis 6.1.0's own declarations import the untyped redis-errors.
+          expect(without.code).toBe(1);
+          expect(without.errors.join("\n")).toMatch(/TS7016.*'redis-errors'/);
+          expect(without.errors.every((e) => e.includes("node_modules/ioredis/"))).toBe(true);
+          await sh(ioredis61, "npm", [
+            "install",
+            "--no-audit",
+            "--no-fund",
+            ...registry.npmArgs,
+            "@types/redis-errors",
+          ]);
+          const checks = await Promise.all(RESOLUTIONS.map((r) => typeCheck(ioredis61, r)));
+          for (const check of checks) {
+            expect(check.errors, check.resolution).toEqual([]);
+            expect(check.code, check.resolution).toBe(0);
+          }
+        });
+
+        it("runs the baton CLI installed in the project, on memory, Redis and PostgreSQL", async () => {
+          const help = await sh(app, "npx", ["--no-install", "baton", "--help"]);
+          expect(help).toMatch(/usage: baton <command>/);
+          const printToken = [
+            "node",
+            "-e",
+            "console.log('token=' + process.env.BATON_FENCING_TOKEN)",
+          ];
+          for (const url of ["memory://", urls.REDIS_URL, urls.POSTGRES_URL]) {
+            const out = await sh(app, "npx", [
+              "--no-install",
+              "baton",
+              "lock",
+              "consumer-cli",
+              "--backend",
+              url,
+              "--",
+              ...printToken,
+            ]);
+            expect(out, url).toMatch(/token=\d+/);
+          }
+        });
+
+        it("runs the baton CLI installed alone with npm install -g", async () => {
+          const prefix = join(work, "global");
+          await sh(work, "npm", [
+            "install",
+            "-g",
+            "--prefix",
+            prefix,
+            ...registry.npmArgs,
+            "@baton/cli@0.1.0",
+          ]);
+          const elsewhere = mkdtempSync(join(tmpdir(), "baton-global-cwd-"));
+          const baton = join(prefix, "bin/baton");
+          try {
+            for (const url of [urls.REDIS_URL, urls.POSTGRES_URL]) {
+              const quiet = await sh(elsewhere, baton, [
+                "lock",
+                "x",
+                "--backend",
+                url,
+                "--",
+                "true",
+              ]);
+              expect(quiet.trim(), url).toBe("");
+              const echo = ["sh", "-c", "echo token=$BATON_FENCING_TOKEN"];
+              const out = await sh(elsewhere, baton, [
+                "lock",
+                "x",
+                "--backend",
+                url,
+                "--",
+                ...echo,
+              ]);
+              expect(out, url).toMatch(/^token=\d+$/m);
+            }
+          } finally {
+            rmSync(elsewhere, { recursive: true, force: true });
+          }
+        });
+
+        it("bundles a service using every adapter with the README's esbuild recipe, and runs it with no node_modules", async () => {
+          const deploy = mkdtempSync(join(tmpdir(), "baton-bundle-"));
+          try {
+            // The recipe of the root README's "Deploying" section.
+            const recipe = [
+              "--bundle",
+              "--platform=node",
+              "--format=esm",
+              "--target=node20.19",
+              `--banner:js="${ESBUILD_BANNER}"`,
+              "--define:__dirname=import.meta.dirname",
+            ];
+            const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+            const documented = readme.match(/^```sh\n(npx esbuild [\s\S]*?)^```$/m)?.[1] ?? "";
+            for (const arg of [...recipe, "cp -r node_modules/etcd3/proto deploy/proto"]) {
+              expect(documented, "the README's esbuild recipe").toContain(arg);
+            }
+            await sh(app, ESBUILD, [
+              "bundle-app.mjs",
+              ...recipe.map((arg) => arg.replace(/="(.*)"$/, "=$1")),
+              "--log-level=warning",
+              `--outfile=${join(deploy, "dist/app.mjs")}`,
+            ]);
+            cpSync(join(app, "node_modules/etcd3/proto"), join(deploy, "proto"), {
+              recursive: true,
+            });
+            expect(readdirSync(deploy).sort()).toEqual(["dist", "proto"]);
+            const service = await runUntil(
+              deploy,
+              join(deploy, "dist/app.mjs"),
+              urls,
+              /leader term/,
+            );
+            expect(service.output).toMatch(/bundle redis token \d+/);
+            expect(service.output).toMatch(/bundle postgres token \d+/);
+            expect(service.output).toMatch(/bundle etcd loaded/);
+            expect(service.output).toMatch(/bundle dynamodb and azblob URLs accepted/);
+            // A deploy stops the old process with SIGTERM: it steps down, then exits.
+            const stopped = await service.stop("SIGTERM");
+            expect(stopped.output).toMatch(/bundle term \d+ ended/);
+            expect(stopped.signal ?? stopped.code).toBe("SIGTERM");
+          } finally {
+            rmSync(deploy, { recursive: true, force: true });
+          }
+        });
+      }),
+    ),
   ),
 );
 
