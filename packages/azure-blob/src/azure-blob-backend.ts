@@ -29,6 +29,7 @@ import { SessionLiveness } from "./session-liveness.js";
 export const AZURE_BLOB_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: false,
+  tokenCounter: "per-key",
   consensus: false,
   crossProcess: true,
   records: true,

@@ -32,6 +32,7 @@ import { openRequest } from "./lock-requests.js";
 export const DYNAMODB_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: false,
+  tokenCounter: "per-key",
   consensus: true,
   crossProcess: true,
   records: true,

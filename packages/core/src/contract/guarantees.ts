@@ -18,6 +18,15 @@ export interface Guarantees {
   readonly fencing: "monotonic" | "single-node" | "none";
   /** Waiters are granted the lock in the order they started waiting. */
   readonly fifo: boolean;
+  /**
+   * Where tokens come from: `"per-key"` when each key has a counter of its own, raised by one
+   * per grant of that key, so a grant whose token is more than one above the last grant of the
+   * key in this process shows that another process held the key in between; `"shared"` when
+   * the keys take their tokens from one counter (a database sequence, a store-wide revision),
+   * so a gap says nothing. On a backend without FIFO, the coordinator uses a per-key gap to
+   * tell that others want a name it keeps taking (and gives them a turn). Absent: `"shared"`.
+   */
+  readonly tokenCounter?: "per-key" | "shared";
   /** Grants are agreed by a majority of replicas (Raft, ZAB). */
   readonly consensus: boolean;
   /** Locks exclude other processes and machines, not only this process. */

@@ -96,7 +96,8 @@ export class AcquirePipeline {
   /** Called before a session of `backend` opens: what the pipeline learns from it. */
   backendOpening(backend: LockBackend): void {
     this.#host.fencing = backend.guarantees.fencing;
-    if (!backend.guarantees.fifo) this.#handOffs ??= new HandOffs(this.#clock);
+    if (!backend.guarantees.fifo)
+      this.#handOffs ??= new HandOffs(this.#clock, backend.guarantees.tokenCounter === "per-key");
   }
 
   /** Ends every call under way with `reason` (for `close()`). */

@@ -59,8 +59,17 @@ export class HandOffs {
   /** The token of the last grant of the name here. */
   readonly #tokens = new Map<string, bigint>();
 
-  constructor(clock: Clock) {
+  /** Whether a key's tokens are consecutive per key, so a gap means a grant elsewhere. */
+  readonly #perKeyTokens: boolean;
+
+  /**
+   * @param perKeyTokens - the backend's tokens come from a counter per key (its guarantees'
+   *   `tokenCounter` is `"per-key"`); with a shared counter a gap in a name's tokens is only
+   *   other names' grants, and says nothing about this name.
+   */
+  constructor(clock: Clock, perKeyTokens: boolean) {
     this.#clock = clock;
+    this.#perKeyTokens = perKeyTokens;
   }
 
   /** The hand-off window of a lock of `ttlMs`, in ms. */
@@ -70,14 +79,17 @@ export class HandOffs {
 
   /**
    * A lock of `name` was granted here with `token`. `foundHeld`: its acquire found the name
-   * held (the backend was about to wait); `heldOff`: it held off first, and then a token more
-   * than one above the last grant here shows the name was granted elsewhere meanwhile. Either
-   * way other processes want it too.
+   * held (the backend was about to wait); `heldOff`: it held off first, and then (tokens
+   * counted per key only) a token more than one above the last grant here shows the name was
+   * granted elsewhere meanwhile. Either way other processes want it too.
    */
   granted(name: string, token: bigint, foundHeld: boolean, heldOff: boolean): void {
-    const last = this.#tokens.get(name);
-    this.#tokens.set(name, token);
-    const elsewhere = heldOff && (last === undefined || token > last + 1n);
+    let elsewhere = false;
+    if (this.#perKeyTokens) {
+      const last = this.#tokens.get(name);
+      this.#tokens.set(name, token);
+      elsewhere = heldOff && (last === undefined || token > last + 1n);
+    }
     if (!foundHeld && !elsewhere) return;
     this.#contended.set(name, this.#clock.now());
     this.#streak.delete(name);

@@ -14,7 +14,7 @@ describe("hand-offs on a backend without a queue", () => {
 
   it("after a contended lock ends here, the next acquire of its name holds off the rest of the window", async () => {
     const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock);
+    const hand = new HandOffs(clock, true);
     hand.granted("job", 5n, true, false); // the acquire found it held
     await clock.advance(50);
     hand.ended("job", TTL);
@@ -26,7 +26,7 @@ describe("hand-offs on a backend without a queue", () => {
 
   it("a name nobody else wants is taken at once, with one hand-off per probe period", async () => {
     const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock);
+    const hand = new HandOffs(clock, true);
     const holdOffs: number[] = [];
     let token = 1n;
     for (let i = 0; i < 60; i++) {
@@ -47,7 +47,7 @@ describe("hand-offs on a backend without a queue", () => {
 
   it("a name taken again at once from the start is handed off soon, then once per probe period", async () => {
     const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock);
+    const hand = new HandOffs(clock, true);
     const probedAt: number[] = [];
     let token = 1n;
     // Replicas that asked at the same moment wait unseen: this one never finds the name held.
@@ -68,7 +68,7 @@ describe("hand-offs on a backend without a queue", () => {
 
   it("a grant after a hold-off with a token that skipped others keeps the hand-offs going", async () => {
     const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock);
+    const hand = new HandOffs(clock, true);
     hand.granted("job", 1n, false, false);
     await clock.advance(50);
     hand.ended("job", TTL);
@@ -85,9 +85,37 @@ describe("hand-offs on a backend without a queue", () => {
     expect(hand.holdOffMs("job", TTL)).toBe(WINDOW);
   });
 
+  it("with one token counter for every key, a gap after a hold-off is other names' grants: no hand-offs follow", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, false);
+    hand.granted("job", 1n, false, false);
+    await clock.advance(50);
+    hand.ended("job", TTL);
+    expect(hand.holdOffMs("job", TTL)).toBe(0); // the streak starts
+    hand.granted("job", 2n, false, false);
+    await clock.advance(PROBE_EVERY_MS);
+    hand.ended("job", TTL);
+    const probe = hand.holdOffMs("job", TTL);
+    expect(probe).toBe(WINDOW);
+    await clock.advance(probe);
+    hand.granted("job", 900n, false, true); // other names took tokens meanwhile
+    await clock.advance(50);
+    hand.ended("job", TTL);
+    expect(hand.holdOffMs("job", TTL)).toBe(0);
+  });
+
+  it("with one token counter, the name found held still starts the hand-offs", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, false);
+    hand.granted("job", 7n, true, false);
+    await clock.advance(50);
+    hand.ended("job", TTL);
+    expect(hand.holdOffMs("job", TTL)).toBe(WINDOW);
+  });
+
   it("forgets old names once it remembers many", async () => {
     const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock);
+    const hand = new HandOffs(clock, true);
     for (let i = 0; i < 3_000; i++) {
       hand.granted(`slot-${i}`, 1n, true, false);
       hand.ended(`slot-${i}`, TTL);
