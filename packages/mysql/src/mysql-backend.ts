@@ -75,6 +75,8 @@ export class MysqlBackend implements LockBackend {
   #lease: MysqlLeaseSessionContext | undefined;
   #ready: Promise<void> | undefined;
   #closed = false;
+  /** The pool has ended (after the sessions closed): no call may start. */
+  #ended = false;
 
   /** Checks `options` (throwing `ConfigError` before any I/O); connects lazily. */
   constructor(options: MysqlBackendOptions) {
@@ -114,7 +116,9 @@ export class MysqlBackend implements LockBackend {
     this.#closed = true;
     const sessions = [...this.#sessions];
     this.#sessions.clear();
+    // The sessions' close statements run on the pool, so it ends after them.
     await Promise.allSettled(sessions.map((s) => s.close()));
+    this.#ended = true;
     if (this.#pool !== undefined) await endPool(this.#pool);
   }
 
@@ -187,7 +191,7 @@ export class MysqlBackend implements LockBackend {
    * call is bounded at the client by `timeoutMs` (mysql2 then ends the connection).
    */
   #run(sql: string, values: unknown[], timeoutMs: number): Promise<unknown> {
-    if (this.#closed)
+    if (this.#ended)
       return Promise.reject(new BackendUnavailableError("this MySQL backend is closed"));
     const pool = this.#connectionPool();
     return new Promise((resolve, reject) => {

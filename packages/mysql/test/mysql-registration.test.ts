@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { describeBackend } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator } from "@baton/core";
 import { afterEach, expect, it } from "vitest";
-import "../src/index.js";
+import { MysqlBackend } from "../src/index.js";
 
 describeBackend("mysql-lease", (url) => {
   const coordinators: Coordinator[] = [];
@@ -27,5 +27,27 @@ describeBackend("mysql-lease", (url) => {
       released: true,
     });
     await expect.poll(() => lock.signal.aborted, { timeout: 5_000 }).toBe(true);
+  });
+});
+
+describeBackend("mysql-lease", (url) => {
+  it("closing the backend while a lock is held frees it at once, not after its TTL", async () => {
+    const backend = new MysqlBackend({ url });
+    const other = createCoordinator({ url, ttlMs: 10_000 });
+    try {
+      const name = `close-${randomUUID()}`;
+      const session = await backend.openSession({ ownerId: "closing", ttlMs: 10_000 });
+      const grant = await session.acquire(name, { wait: false });
+      expect(grant).not.toBeNull();
+      await backend.close();
+      // Without the close statement the lease would stand for its 10 s TTL.
+      expect(await other.holder(name)).toBeNull();
+      const lock = await other.tryAcquire(name);
+      expect(lock?.token).toBeGreaterThan(grant?.token ?? 0n);
+      await lock?.release();
+    } finally {
+      await backend.close();
+      await other.close();
+    }
   });
 });
