@@ -37,7 +37,10 @@ describeBackend("mysql-lease", (url) => {
     try {
       const name = `close-${randomUUID()}`;
       const session = await backend.openSession({ ownerId: "closing", ttlMs: 10_000 });
-      const grant = await session.acquire(name, { wait: false });
+      const grant = await session.acquire(name, {
+        wait: false,
+        signal: new AbortController().signal,
+      });
       expect(grant).not.toBeNull();
       await backend.close();
       // Without the close statement the lease would stand for its 10 s TTL.
