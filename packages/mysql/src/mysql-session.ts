@@ -121,6 +121,12 @@ export class MysqlSession implements BackendSession {
   readonly #orphans = new Set<string>();
   /** The server's id of the connection, as the first statements saw it. */
   #id = 0;
+  /**
+   * Settles once the acquires sent so far have ended, a failed one's open transaction rolled
+   * back: the session's other writes (records, holder rows) wait for it, so that none runs
+   * inside that transaction and is rolled back with it.
+   */
+  #acquires: Promise<unknown> = Promise.resolve();
   #renewal: Promise<KeepAliveResult | undefined> | undefined;
   #closing: Promise<void> | undefined;
 
@@ -140,7 +146,11 @@ export class MysqlSession implements BackendSession {
       statements: context.recordStatements,
       namespace: context.namespace,
       timeoutMs: renewalBoundMs(ttlMs),
-      run: (sql, values) => run(this.#connection, sql, values),
+      run: async (sql, values) => {
+        // Never inside a transaction a failed acquire left open (see #acquires).
+        await this.#acquires;
+        return run(this.#connection, sql, values);
+      },
       failure: (error, what) => this.#failure(error, what),
     });
   }
@@ -215,6 +225,7 @@ export class MysqlSession implements BackendSession {
         throw error;
       }
     }
+    if (this.#released.length > 0) await this.#acquires;
     const released = this.#released;
     this.#released = [];
     let id: number;
@@ -274,9 +285,16 @@ export class MysqlSession implements BackendSession {
   }
 
   /** One try, without waiting: the grant, or `null` when another connection holds the lock. */
-  async #try(name: string, lockKey: string, value: string | undefined): Promise<Grant | null> {
+  #try(name: string, lockKey: string, value: string | undefined): Promise<Grant | null> {
+    const attempt = this.#attempt(name, lockKey, value);
+    this.#acquires = Promise.allSettled([this.#acquires, attempt]);
+    return attempt;
+  }
+
+  async #attempt(name: string, lockKey: string, value: string | undefined): Promise<Grant | null> {
     let token: bigint | null;
     try {
+      // Hot path: see docs/hot-path.md, "MySQL".
       token = decodeAcquire(
         await this.#statement(this.#context.statements.acquire, [
           lockKey,
@@ -288,7 +306,7 @@ export class MysqlSession implements BackendSession {
       );
     } catch (error) {
       // The lock may have been granted before a later step failed: it outlives the
-      // statement. Give it back, or have the next heartbeat (or acquire) do it.
+      // transaction. Roll back and give it back, or have the next heartbeat (or acquire) do it.
       await this.#giveBack(lockKey);
       throw error;
     }

@@ -32,12 +32,15 @@ function column(rows: unknown, name: string): unknown {
   return row?.[name];
 }
 
+/** Where the counter's UPDATE is in the acquire's results (after START TRANSACTION). */
+export const ACQUIRE_UPDATE = 1;
+
 /**
- * The acquire's reply (two OK packets: the counter's UPDATE, the holder row's INSERT): the
- * token when granted, `null` when the lock is held by another connection.
+ * The acquire's reply (four OK packets: START TRANSACTION, the counter's UPDATE, the holder
+ * row's INSERT, COMMIT): the token when granted, `null` when another connection holds the lock.
  */
 export function decodeAcquire(results: unknown): bigint | null {
-  const update = Array.isArray(results) ? results[0] : undefined;
+  const update = Array.isArray(results) ? results[ACQUIRE_UPDATE] : undefined;
   if (!isOk(update)) throw new Error(`unexpected acquire reply: ${JSON.stringify(results)}`);
   if (update.affectedRows !== GRANTED_ROWS) return null;
   return BigInt(update.insertId);

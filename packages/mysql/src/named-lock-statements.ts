@@ -25,7 +25,8 @@ export interface NamedLockTables {
 export interface NamedLockStatements {
   /**
    * Takes the lock without waiting and, when granted, its token and the holder row, in one
-   * round trip (two statements). Values: GET_LOCK name (twice), lock name, owner id, value (or
+   * round trip and one transaction (a failure part way leaves it open: {@link releaseIfHeld}
+   * rolls it back). Values: GET_LOCK name (twice), lock name, owner id, value (or
    * null). The first result's `affectedRows` is 1 when granted, its `insertId` the
    * token.
    */
@@ -33,8 +34,8 @@ export interface NamedLockStatements {
   /** Gives the lock up: 1 (released), 0 (another connection holds it), NULL (nobody does). */
   readonly release: string;
   /**
-   * Gives the lock up if this connection holds it (after a statement that may have taken it
-   * failed): 1, or NULL when it was not held by this connection.
+   * After an acquire that failed: rolls back what it left open, then gives the lock up if this
+   * connection holds it (the named lock outlives the transaction).
    */
   readonly releaseIfHeld: string;
   /** The heartbeat: the connection's id (it must not change, see MysqlSession). */
@@ -59,15 +60,18 @@ export function namedLockStatements(tables: NamedLockTables): NamedLockStatement
   const { tokens, tokenRow, holders } = tables;
   return {
     acquire: [
+      // One commit for both writes: two autocommit statements cost two log flushes.
+      "START TRANSACTION;",
       `UPDATE ${tokens} SET value = LAST_INSERT_ID(value + 1) WHERE id = ${tokenRow} AND GET_LOCK(?, 0) = 1;`,
       `INSERT INTO ${holders} (lock_key, name, connection_id, owner_id, token, value)`,
       "SELECT ?, ?, CONNECTION_ID(), ?, LAST_INSERT_ID(), ? FROM DUAL WHERE ROW_COUNT() = 1",
       "ON DUPLICATE KEY UPDATE name = VALUES(name), connection_id = VALUES(connection_id),",
-      "owner_id = VALUES(owner_id), token = VALUES(token), value = VALUES(value)",
+      "owner_id = VALUES(owner_id), token = VALUES(token), value = VALUES(value);",
+      "COMMIT",
     ].join(" "),
     release: "SELECT RELEASE_LOCK(?) AS released",
     releaseIfHeld:
-      "SELECT IF(IS_USED_LOCK(?) = CONNECTION_ID(), RELEASE_LOCK(?), NULL) AS released",
+      "ROLLBACK; SELECT IF(IS_USED_LOCK(?) = CONNECTION_ID(), RELEASE_LOCK(?), NULL) AS released",
     heartbeat: "SELECT CONNECTION_ID() AS id",
     tidyThenHeartbeat: (pairs) =>
       `DELETE FROM ${holders} WHERE (lock_key, token) IN (${Array.from({ length: pairs }, () => "(?, ?)").join(", ")}); SELECT CONNECTION_ID() AS id`,

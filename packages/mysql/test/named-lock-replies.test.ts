@@ -22,14 +22,23 @@ const okPacket = (affectedRows: number, insertId: number | string, serverStatus 
 
 describe("named-lock replies", () => {
   it("an acquire that was granted: the counter's new value, kept exact beyond 2^53", () => {
-    expect(decodeAcquire([okPacket(1, "9007199254740994", 10), okPacket(1, 0)])).toBe(
-      9007199254740994n,
-    );
-    expect(decodeAcquire([okPacket(1, 42, 10), okPacket(2, 0)])).toBe(42n);
+    expect(
+      decodeAcquire([
+        okPacket(0, 0, 11),
+        okPacket(1, "9007199254740994", 11),
+        okPacket(1, 0, 11),
+        okPacket(0, 0, 2),
+      ]),
+    ).toBe(9007199254740994n);
+    expect(
+      decodeAcquire([okPacket(0, 0, 11), okPacket(1, 42, 11), okPacket(2, 0, 11), okPacket(0, 0)]),
+    ).toBe(42n);
   });
 
   it("an acquire of a lock another connection holds: null", () => {
-    expect(decodeAcquire([okPacket(0, 0, 10), okPacket(0, 0)])).toBeNull();
+    expect(
+      decodeAcquire([okPacket(0, 0, 11), okPacket(0, 0, 11), okPacket(0, 0, 11), okPacket(0, 0)]),
+    ).toBeNull();
   });
 
   it("an acquire reply of another shape is an error, never a grant", () => {
