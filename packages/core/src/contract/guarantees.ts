@@ -23,8 +23,9 @@ export interface Guarantees {
    * per grant of that key, so a grant whose token is more than one above the last grant of the
    * key in this process shows that another process held the key in between; `"shared"` when
    * the keys take their tokens from one counter (a database sequence, a store-wide revision),
-   * so a gap says nothing. On a backend without FIFO, the coordinator uses a per-key gap to
-   * tell that others want a name it keeps taking (and gives them a turn). Absent: `"shared"`.
+   * so only a gap wider than the tokens this process took for other names meanwhile shows
+   * another process at work. On a backend without FIFO, the coordinator uses the gap to tell
+   * that others want a name it keeps taking (and gives them a turn). Absent: `"shared"`.
    */
   readonly tokenCounter?: "per-key" | "shared";
   /** Grants are agreed by a majority of replicas (Raft, ZAB). */

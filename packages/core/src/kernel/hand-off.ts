@@ -56,16 +56,18 @@ export class HandOffs {
    * hand-off is due (monotonic ms).
    */
   readonly #streak = new Map<string, number>();
-  /** The token of the last grant of the name here. */
-  readonly #tokens = new Map<string, bigint>();
+  /** The token of the last grant of the name here, and {@link #grantsHere} after it. */
+  readonly #tokens = new Map<string, { readonly token: bigint; readonly grantsHere: number }>();
+  /** Grants of any name here so far: with a shared counter, tokens this process took itself. */
+  #grantsHere = 0;
 
-  /** Whether a key's tokens are consecutive per key, so a gap means a grant elsewhere. */
+  /** Whether a key's tokens are consecutive per key (else one counter serves every key). */
   readonly #perKeyTokens: boolean;
 
   /**
    * @param perKeyTokens - the backend's tokens come from a counter per key (its guarantees'
-   *   `tokenCounter` is `"per-key"`); with a shared counter a gap in a name's tokens is only
-   *   other names' grants, and says nothing about this name.
+   *   `tokenCounter` is `"per-key"`). With one counter for every key, the tokens this process
+   *   took for other names meanwhile are not counted as grants elsewhere.
    */
   constructor(clock: Clock, perKeyTokens: boolean) {
     this.#clock = clock;
@@ -79,17 +81,20 @@ export class HandOffs {
 
   /**
    * A lock of `name` was granted here with `token`. `foundHeld`: its acquire found the name
-   * held (the backend was about to wait); `heldOff`: it held off first, and then (tokens
-   * counted per key only) a token more than one above the last grant here shows the name was
-   * granted elsewhere meanwhile. Either way other processes want it too.
+   * held (the backend was about to wait); `heldOff`: it held off first, and then a token that
+   * skipped more tokens than this process took meanwhile (none with a counter per key, its
+   * grants of other names with a shared one) shows that another process took tokens: the
+   * name was granted elsewhere (with a shared counter: another process is granting names of
+   * the store, perhaps this one). Either way other processes may want it too.
    */
   granted(name: string, token: bigint, foundHeld: boolean, heldOff: boolean): void {
-    let elsewhere = false;
-    if (this.#perKeyTokens) {
-      const last = this.#tokens.get(name);
-      this.#tokens.set(name, token);
-      elsewhere = heldOff && (last === undefined || token > last + 1n);
-    }
+    this.#grantsHere++;
+    const last = this.#tokens.get(name);
+    this.#tokens.set(name, { token, grantsHere: this.#grantsHere });
+    const ownBetween =
+      this.#perKeyTokens || last === undefined ? 0 : this.#grantsHere - last.grantsHere - 1;
+    const elsewhere =
+      heldOff && (last === undefined || token > last.token + 1n + BigInt(ownBetween));
     if (!foundHeld && !elsewhere) return;
     this.#contended.set(name, this.#clock.now());
     this.#streak.delete(name);

@@ -85,9 +85,8 @@ describe("hand-offs on a backend without a queue", () => {
     expect(hand.holdOffMs("job", TTL)).toBe(WINDOW);
   });
 
-  it("with one token counter for every key, a gap after a hold-off is other names' grants: no hand-offs follow", async () => {
-    const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock, false);
+  /** A streak of "job" with a probe due, on a shared counter; the next token is 3. */
+  async function probedStreak(clock: ManualClock, hand: HandOffs): Promise<void> {
     hand.granted("job", 1n, false, false);
     await clock.advance(50);
     hand.ended("job", TTL);
@@ -98,10 +97,28 @@ describe("hand-offs on a backend without a queue", () => {
     const probe = hand.holdOffMs("job", TTL);
     expect(probe).toBe(WINDOW);
     await clock.advance(probe);
-    hand.granted("job", 900n, false, true); // other names took tokens meanwhile
+  }
+
+  it("with one token counter for every key, the tokens this process took for other names are no grant elsewhere", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, false);
+    await probedStreak(clock, hand);
+    for (let t = 3n; t < 900n; t++) hand.granted(`other-${t}`, t, false, false);
+    hand.granted("job", 900n, false, true);
     await clock.advance(50);
     hand.ended("job", TTL);
     expect(hand.holdOffMs("job", TTL)).toBe(0);
+  });
+
+  it("with one token counter, tokens another process took while this one held off keep the hand-offs going", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, false);
+    await probedStreak(clock, hand);
+    hand.granted("other", 3n, false, false);
+    hand.granted("job", 6n, false, true); // 4 and 5 went to another process
+    await clock.advance(50);
+    hand.ended("job", TTL);
+    expect(hand.holdOffMs("job", TTL)).toBe(WINDOW);
   });
 
   it("with one token counter, the name found held still starts the hand-offs", async () => {
