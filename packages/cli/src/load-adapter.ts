@@ -13,6 +13,8 @@ const ADAPTERS: Readonly<Record<string, () => Promise<unknown>>> = {
   redlock: () => import("@baton/redis"),
   etcd: () => import("@baton/etcd"),
   zookeeper: () => import("@baton/zookeeper"),
+  mysql: () => import("@baton/mysql"),
+  mariadb: () => import("@baton/mysql"),
   postgres: () => import("@baton/postgres"),
   postgresql: () => import("@baton/postgres"),
 };

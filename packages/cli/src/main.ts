@@ -35,8 +35,8 @@ Commands:
 
 The store comes from --backend URL or BATON_BACKEND: memory://, redis://host:6379,
 redlock://h1:6379,h2:6379,h3:6379, etcd://h1:2379,h2:2379, zookeeper://h1:2181/chroot,
-postgres://user@host/db. 'baton <command> --help' for each command; 'baton --version' (-V)
-prints the version.`;
+postgres://user@host/db, mysql://user@host/db. 'baton <command> --help' for each command;
+'baton --version' (-V) prints the version.`;
 
 const USAGES: Record<string, string> = {
   lock: LOCK_USAGE,

@@ -1,12 +1,14 @@
 import "@baton/azure-blob";
 import "@baton/dynamodb";
 import "@baton/etcd";
+import "@baton/mysql";
 import "@baton/postgres";
 import "@baton/redis";
 import "@baton/zookeeper";
 import { ALL_BACKENDS, describeBackend } from "@baton/conformance/harness";
 import { type Coordinator, createCoordinator, type Inspection } from "@baton/core";
 import { afterEach, expect, it } from "vitest";
+import { EXIT } from "../src/exit-codes.js";
 import { until } from "./cli-helpers.js";
 import { useBatonRuns } from "./support/baton-runs.js";
 
@@ -45,6 +47,13 @@ for (const kind of ALL_BACKENDS.filter((k) => k !== "memory")) {
       const p = `cli-ls-${Math.random().toString(36).slice(2, 10)}/`;
       const locks = await Promise.all(["a", "b"].map((n) => holder.acquire(`${p}${n}`)));
       const guarantees = (await holder.backend()).guarantees;
+      if (guarantees.inspection !== true) {
+        // A store that cannot list its locks says so, as a usage error: never an empty list.
+        const r = run(["ls", p, "--json", "--backend", url]);
+        expect(await r.exited).toBe(EXIT.usage);
+        expect(r.output()).toContain("cannot list or inspect its keys");
+        return;
+      }
       if (guarantees.semaphores) {
         await holder.semaphore(`${p}pool`, { permits: 2 }).acquire();
       }
