@@ -77,7 +77,21 @@ export async function measureServiceProcesses(
         Promise.all(
           workers.map(
             async (w, p) =>
-              (await w.request({ op: "run", variant, v, mode, callers: share(p), ms })).cell,
+              (
+                await w.request({
+                  op: "run",
+                  variant,
+                  v,
+                  mode,
+                  callers: share(p),
+                  // Distinct keys stay distinct across the processes.
+                  firstCaller: Array.from({ length: p }, (_, q) => share(q)).reduce(
+                    (a, b) => a + b,
+                    0,
+                  ),
+                  ms,
+                })
+              ).cell,
           ),
         );
       // Warm-up: each process opens its clients and compiles their paths.

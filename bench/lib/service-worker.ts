@@ -4,7 +4,7 @@
  * `serviceBench(url)` gives the variants, opens each variant it is asked for once (one client
  * object per process, as a service has), and runs cells on request:
  *
- * - `{ op: "run", variant, v, mode, callers, ms }` -> `{ op: "done", cell }` (see runCell);
+ * - `{ op: "run", variant, v, mode, callers, firstCaller, ms }` -> `{ op: "done", cell }` (see runCell);
  * - `{ op: "close" }` closes every client and exits.
  */
 import { type KeyMode, runCell, type ServiceBench, type ServiceClient } from "./service.js";
@@ -15,6 +15,7 @@ interface RunMessage {
   readonly v: number;
   readonly mode: KeyMode;
   readonly callers: number;
+  readonly firstCaller: number;
   readonly ms: number;
 }
 
@@ -42,7 +43,14 @@ process.on("message", (message: RunMessage | { op: "close" }) => {
     }
     try {
       const client = await clientOf(message.variant);
-      const cell = await runCell(client, message.v, message.mode, message.callers, message.ms);
+      const cell = await runCell(
+        client,
+        message.v,
+        message.mode,
+        message.callers,
+        message.ms,
+        message.firstCaller,
+      );
       process.send?.({ op: "done", cell });
     } catch (error) {
       process.send?.({

@@ -137,6 +137,8 @@ export async function runCell(
   mode: KeyMode,
   callers: number,
   ms: number,
+  /** The first caller's number (callers in other processes have the numbers before it). */
+  firstCaller = 0,
 ): Promise<CellResult> {
   const samples: number[] = [];
   let errors = 0;
@@ -149,7 +151,7 @@ export async function runCell(
   await Promise.all(
     Array.from({ length: callers }, async (_, caller) => {
       while (performance.now() < until) {
-        const key = keyOf(v, mode, caller);
+        const key = keyOf(v, mode, firstCaller + caller);
         const s = performance.now();
         try {
           await client.op(key, end.signal);
