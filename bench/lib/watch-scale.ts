@@ -17,6 +17,9 @@ export interface WatchScaleOptions {
   readonly notes?: readonly string[];
 }
 
+/** How long the watches may take to set up before the figure is given up. */
+const SETUP_LIMIT_MS = 180_000;
+
 /** `global.gc` when node runs with `--expose-gc`. */
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -33,14 +36,23 @@ function heap(): number {
 class Watches {
   readonly #waiting = new Map<string, (h: Holder | null) => void>();
   readonly #first: Promise<void>[] = [];
+  /** Watches that have yielded their first value. */
+  seen = 0;
   readonly #controller = new AbortController();
 
   constructor(coordinator: Coordinator, names: readonly string[]) {
     for (const name of names) {
-      let seen!: () => void;
+      let resolveFirst!: () => void;
+      let first = false;
+      const seen = () => {
+        if (first) return;
+        first = true;
+        this.seen++;
+        resolveFirst();
+      };
       this.#first.push(
         new Promise<void>((resolve) => {
-          seen = resolve;
+          resolveFirst = resolve;
         }),
       );
       void (async () => {
@@ -61,9 +73,27 @@ class Watches {
     }
   }
 
-  /** Resolves when every watch has yielded its first value. */
-  ready(): Promise<void> {
-    return Promise.all(this.#first).then(() => undefined);
+  /** Resolves when every watch has yielded its first value; throws after `ms`. */
+  async ready(ms = SETUP_LIMIT_MS): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        Promise.all(this.#first),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                new Error(
+                  `${this.seen} of ${this.#first.length} watches had their first value after ${ms / 1000} s`,
+                ),
+              ),
+            ms,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** The next value pushed for `name` that satisfies `test`. */
