@@ -4,8 +4,8 @@
  *
  * 1. Uncontended acquire + release, every row interleaved (A B ... B A) in one run:
  *    - the named-lock floor: the named-lock mode's statements through mysql2 directly (the
- *      counter UPDATE whose WHERE takes GET_LOCK, with the holder row, in one round trip; then
- *      RELEASE_LOCK), and bare GET_LOCK + RELEASE_LOCK for reference;
+ *      counter UPDATE whose WHERE takes GET_LOCK, with the holder row, in one transaction and
+ *      one round trip; then RELEASE_LOCK), and bare GET_LOCK + RELEASE_LOCK for reference;
  *    - Baton's named-lock session and coordinator;
  *    - the row-lease floor: the row-lease mode's acquire transaction and its DELETE, through
  *      mysql2 directly on tables of its own; Baton's row-lease session and coordinator.
@@ -90,14 +90,17 @@ const FLOOR_DROP =
   "DROP TABLE IF EXISTS bench_raw_tokens, bench_raw_holders, bench_raw_sessions, bench_raw_leases";
 
 /**
- * The named-lock mode's acquire, one round trip: the counter moves (LAST_INSERT_ID hands the
- * token back) only when GET_LOCK granted the lock, and the holder row is written with it.
+ * The named-lock mode's acquire, one round trip and one commit: the counter moves
+ * (LAST_INSERT_ID hands the token back) only when GET_LOCK granted the lock, and the holder
+ * row is written with it.
  */
-const NAMED_ACQUIRE = `UPDATE bench_raw_tokens SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND GET_LOCK(?, 0) = 1;
+const NAMED_ACQUIRE = `START TRANSACTION;
+UPDATE bench_raw_tokens SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND GET_LOCK(?, 0) = 1;
 INSERT INTO bench_raw_holders (lock_key, name, connection_id, owner_id, token, value)
 SELECT ?, ?, CONNECTION_ID(), ?, LAST_INSERT_ID(), ? FROM DUAL WHERE ROW_COUNT() = 1
 ON DUPLICATE KEY UPDATE name = VALUES(name), connection_id = VALUES(connection_id),
-owner_id = VALUES(owner_id), token = VALUES(token), value = VALUES(value)`;
+owner_id = VALUES(owner_id), token = VALUES(token), value = VALUES(value);
+COMMIT`;
 const NAMED_RELEASE = "SELECT RELEASE_LOCK(?) AS released";
 
 /**
@@ -171,7 +174,8 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
             "bench-raw",
             null,
           ]);
-          const granted = (results as Array<{ affectedRows: number }>)[0]?.affectedRows === 1;
+          // Results: START TRANSACTION, the UPDATE (1 row when granted), the INSERT, COMMIT.
+          const granted = (results as Array<{ affectedRows: number }>)[1]?.affectedRows === 1;
           if (!granted) throw new Error("bench: raw named lock not granted");
           await raw.query(NAMED_RELEASE, ["bench-raw"]);
         },
@@ -228,7 +232,7 @@ async function uncontended(url: string, group: ServerGroup | undefined): Promise
       variants,
       results,
       [
-        "the floors send the adapter's own statements through mysql2 directly (query, values escaped by the client, several statements in one round trip): the named-lock mode's counter UPDATE that takes GET_LOCK with the holder row, then RELEASE_LOCK; the row-lease mode's acquire transaction with its read, then the lease's DELETE",
+        "the floors send the adapter's own statements through mysql2 directly (query, values escaped by the client, several statements in one round trip): the named-lock mode's transaction of the counter UPDATE that takes GET_LOCK and the holder row, then RELEASE_LOCK; the row-lease mode's acquire transaction with its read, then the lease's DELETE",
         `row-lease mode: coordinator p50 ${leaseCoordinator.toFixed(3)} ms, ${(leaseCoordinator / leaseFloor).toFixed(2)}x its floor's ${leaseFloor.toFixed(3)} ms (the section's floor, session and coordinator rows are the named-lock mode's)`,
         "server time: the MariaDB server process's CPU (schedstat), its idle rate taken off",
       ],
