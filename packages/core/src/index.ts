@@ -69,7 +69,7 @@ export { type Clock, sleep, systemClock, type Timer, type TimerOptions } from ".
 export { linkSignals } from "./helpers/link-signals.js";
 export { ManualClock } from "./helpers/manual-clock.js";
 export { onceAborted } from "./helpers/once-aborted.js";
-export { LIMITS } from "./helpers/validate.js";
+export { checkOptions, LIMITS } from "./helpers/validate.js";
 // Events, logging and metrics.
 export type {
   CoordinatorEventName,

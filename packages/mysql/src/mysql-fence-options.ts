@@ -1,4 +1,4 @@
-import { ConfigError } from "@baton/core";
+import { ConfigError, checkOptions } from "@baton/core";
 import { type QuotedTable, quoteIdentifier, quoteTable } from "./sql-identifier.js";
 
 /** Options of {@link mysqlFence}. */
@@ -59,14 +59,8 @@ const MAX_TIMEOUT_MS = MAX_TIMEOUT_S * 1_000;
 
 /** Checks the options of a fence before any I/O; throws `ConfigError` naming the option. */
 export function resolveMysqlFenceOptions(options: unknown): ResolvedMysqlFenceOptions {
-  if (typeof options !== "object" || options === null) {
-    throw new ConfigError("options", "must be an object");
-  }
-  for (const key of Object.keys(options)) {
-    if (!KEYS.has(key)) {
-      throw new ConfigError(`options.${key}`, `unknown option; use ${[...KEYS].join(", ")}`);
-    }
-  }
+  // Absent options are refused like any other non-object.
+  checkOptions(options ?? null, "options", [...KEYS]);
   const o = options as MysqlFenceOptions;
   const resourceName = o.resourceColumn ?? "resource";
   const tokenName = o.tokenColumn ?? "token";

@@ -1,4 +1,4 @@
-import { type BackendUrl, ConfigError, parseBackendUrl } from "@baton/core";
+import { type BackendUrl, ConfigError, checkOptions, parseBackendUrl } from "@baton/core";
 import {
   type MysqlConnectionConfig,
   type MysqlPoolLike,
@@ -146,14 +146,8 @@ const POOL_SETTINGS = [
 
 /** Checks options before any I/O; throws `ConfigError` naming the field. */
 export function resolveMysqlOptions(options: MysqlBackendOptions): ResolvedMysqlOptions {
-  if (typeof options !== "object" || options === null) {
-    throw new ConfigError("options", "must be an object with one of url, pool or config");
-  }
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) {
-      throw new ConfigError(`options.${key}`, `unknown option; use ${[...OPTION_KEYS].join(", ")}`);
-    }
-  }
+  // Absent options are refused like any other non-object.
+  checkOptions(options ?? null, "options", [...OPTION_KEYS]);
   const given = ["url", "pool", "config"].filter(
     (k) => (options as Record<string, unknown>)[k] !== undefined,
   );

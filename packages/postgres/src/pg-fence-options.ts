@@ -1,4 +1,4 @@
-import { ConfigError } from "@baton/core";
+import { ConfigError, checkOptions } from "@baton/core";
 import { quoteIdentifier, quoteQualified } from "./sql-identifier.js";
 
 /** Options of {@link pgFence}. */
@@ -56,14 +56,8 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /** Checks the options of a fence before any I/O; throws `ConfigError` naming the option. */
 export function resolvePgFenceOptions(options: unknown): ResolvedPgFenceOptions {
-  if (typeof options !== "object" || options === null) {
-    throw new ConfigError("options", "must be an object");
-  }
-  for (const key of Object.keys(options)) {
-    if (!KEYS.has(key)) {
-      throw new ConfigError(`options.${key}`, `unknown option; use ${[...KEYS].join(", ")}`);
-    }
-  }
+  // Absent options are refused like any other non-object.
+  checkOptions(options ?? null, "options", [...KEYS]);
   const o = options as PgFenceOptions;
   const resourceName = o.resourceColumn ?? "resource";
   const tokenName = o.tokenColumn ?? "token";
