@@ -101,7 +101,7 @@ export class MysqlBackend implements LockBackend {
             options.signal,
             onClose,
           )
-        : await this.#openNamedLockSession(options, onClose);
+        : await openNamedLockSession(this.options, options, onClose);
     if (this.#closed) {
       await session.close();
       throw new BackendUnavailableError("this MySQL backend is closed");
@@ -120,14 +120,6 @@ export class MysqlBackend implements LockBackend {
     await Promise.allSettled(sessions.map((s) => s.close()));
     this.#ended = true;
     if (this.#pool !== undefined) await endPool(this.#pool);
-  }
-
-  /** A session of the named-lock mode (named-lock-mode.ts). */
-  #openNamedLockSession(
-    options: OpenSessionOptions,
-    onClose: (session: BackendSession) => void,
-  ): Promise<BackendSession> {
-    return openNamedLockSession(this.options, options, onClose);
   }
 
   /** The row-lease sessions' context, made on first use. */

@@ -141,7 +141,6 @@ const POOL_SETTINGS = [
   "compress",
   "connectAttributes",
   "stream",
-  "maxPacketSize",
 ] as const;
 
 /** Checks options before any I/O; throws `ConfigError` naming the field. */
