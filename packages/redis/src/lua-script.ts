@@ -46,8 +46,16 @@ interface Corkable {
   uncork(): void;
 }
 
-/** Sockets corked until the end of this turn of the event loop. */
-const corked = new WeakSet<Corkable>();
+/**
+ * Commands one socket write carries at most. Every call of a turn in one write makes the
+ * server wait for the whole turn and the client for the whole reply batch (caller and store
+ * take turns instead of working at once); small batches keep both busy. Hot path: see
+ * docs/hot-path.md, "Redis".
+ */
+const WRITE_BATCH = 4;
+
+/** Sockets corked until the end of this turn of the event loop: commands since the last write. */
+const corked = new Map<Corkable, number>();
 
 function uncork(stream: Corkable): void {
   corked.delete(stream);
@@ -56,15 +64,26 @@ function uncork(stream: Corkable): void {
 
 /**
  * Coalesces the commands sent on `client`'s connection in this turn of the event loop into
- * one write: its socket is corked at the first command of the turn and uncorked once the
- * turn's microtasks ran (`process.nextTick`), so callers acquiring and releasing at once share
- * one system call. An ioredis Cluster (a socket per node) and node-redis (which batches on its
- * own) are left as they are. Hot path: see docs/hot-path.md, "Redis".
+ * writes of up to {@link WRITE_BATCH} commands: its socket is corked at the first command of
+ * the turn, written out every {@link WRITE_BATCH} commands, and uncorked once the turn's
+ * microtasks ran (`process.nextTick`), so callers acquiring and releasing at once share system
+ * calls. An ioredis Cluster (a socket per node) and node-redis (which batches on its own) are
+ * left as they are. Hot path: see docs/hot-path.md, "Redis".
  */
 function coalesceWrites(client: RedisClient): void {
   const stream = (client as { stream?: Corkable }).stream;
-  if (stream === undefined || corked.has(stream)) return;
-  corked.add(stream);
-  stream.cork();
-  process.nextTick(uncork, stream);
+  if (stream === undefined) return;
+  const sent = corked.get(stream);
+  if (sent === undefined) {
+    corked.set(stream, 1);
+    stream.cork();
+    process.nextTick(uncork, stream);
+  } else if (sent >= WRITE_BATCH) {
+    // The batch so far goes out now; the socket stays corked for the rest of the turn.
+    stream.uncork();
+    stream.cork();
+    corked.set(stream, 1);
+  } else {
+    corked.set(stream, sent + 1);
+  }
 }

@@ -160,7 +160,7 @@ describeBackend("redis", (url) => {
       expect(await s.release(grant)).toBe(false);
     });
 
-    it("acquires and releases sent in one turn of the event loop go out in one write", async () => {
+    it("acquires and releases sent in one turn of the event loop go out four to a write", async () => {
       const s = await open("batched");
       // Once the server knows the scripts (a first call may be sent again as EVAL).
       const first = await s.acquire("batched-first", { wait: false, signal: never });
@@ -173,12 +173,14 @@ describeBackend("redis", (url) => {
         names.map((name) => s.acquire(name, { wait: false, signal: never })),
       );
       expect(grants.every((g) => g !== null)).toBe(true);
-      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(1);
+      // Eight calls, two writes: few system calls, and the server starts on the first four
+      // while the rest are written.
+      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(2);
       writes.mockClear();
       batches.mockClear();
       const released = await Promise.all(grants.map((g) => s.release(g as Grant)));
       expect(released).toEqual(names.map(() => true));
-      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(1);
+      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(2);
       // Each grant is its own, as when sent one by one.
       expect(new Set(grants.map((g) => g?.token)).size).toBe(names.length);
     });
