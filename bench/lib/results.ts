@@ -103,6 +103,8 @@ export interface LatencySection {
   readonly rows: readonly Row[];
   /** Core's share, when the section has both a session and a coordinator row. */
   readonly coreShare?: CoreShare;
+  /** A waiters section's server requests per grant, by waiter count, when counted. */
+  readonly requestsPerGrant?: readonly { readonly waiters: number; readonly requests: number }[];
   /** How it was measured, one sentence each. */
   readonly notes: readonly string[];
 }

@@ -1,4 +1,10 @@
-import { type BackendResult, floorRow, type LatencySection, sectionOf } from "./results.js";
+import {
+  type BackendResult,
+  floorRow,
+  type LatencySection,
+  type Row,
+  sectionOf,
+} from "./results.js";
 
 /** One measured target (see bench/README.md), checked honestly (met: false when missed). */
 export interface TargetCheck {
@@ -36,6 +42,36 @@ export const PERMIT_LIMIT = 1.15;
 /** Redis: permit coordinator p50 over redis-semaphore's `Semaphore` p50, at most. */
 export const REDIS_SEMAPHORE_PERMIT_LIMIT = 1.15;
 
+/**
+ * The service pattern (one coordinator, C concurrent callers): its locks/s over the floor's
+ * (the raw client at the same C; on PostgreSQL a pool of 16 connections), at least, by backend.
+ */
+export const SERVICE_LIMITS: Readonly<Record<string, number>> = {
+  redis: 0.9,
+  postgres: 0.8,
+  etcd: 0.8,
+  zookeeper: 0.8,
+  dynamodb: 0.8,
+  "azure-blob": 0.8,
+};
+/** The concurrencies the service-pattern limits apply to. */
+export const SERVICE_TARGET_CALLERS: readonly number[] = [16, 256];
+/** The key modes the service-pattern limits apply to. */
+export const SERVICE_TARGET_MODES: readonly ("distinct" | "random")[] = ["distinct", "random"];
+/** The scale rows: bytes per held lock with many held, under. */
+export const SCALE_MEMORY_LIMIT = 1_024;
+/** The scale rows: one more lock's acquire p50 with many held over the empty case's, at most. */
+export const SCALE_PROBE_LIMIT = 1.1;
+/** Many waiters on one name: handoff p50 over the uncontended floor's p50, at most. */
+export const WAITERS_P50_LIMIT = 2;
+/** Many waiters on one name: handoff p99 over the uncontended floor's p50, at most. */
+export const WAITERS_P99_LIMIT = 5;
+/**
+ * Many waiters on one name: server requests per grant with the most waiters over those with the
+ * fewest, at most (independent of the number of waiters: no herd).
+ */
+export const WAITERS_REQUESTS_LIMIT = 1.1;
+
 const ms = (n: number) => `${n.toFixed(3)} ms`;
 const us = (n: number) => `${n.toFixed(1)} us`;
 const signed = (n: number) => `${n >= 0 ? "+" : ""}${n.toFixed(1)} us`;
@@ -65,9 +101,123 @@ function coreShareCheck(
   };
 }
 
-/** Checks one backend's results against the bench's targets: its locks', then its permits'. */
+/**
+ * Checks one backend's results against the bench's targets: its locks', the service pattern's
+ * and the scale rows', then its permits'.
+ */
 export function checkTargets(r: BackendResult): TargetCheck[] {
-  return [...(r.scope === "permits" ? [] : checkLockTargets(r)), ...checkPermitTargets(r)];
+  return [
+    ...(r.scope === "permits" ? [] : [...checkLockTargets(r), ...checkScaleTargets(r)]),
+    ...checkPermitTargets(r),
+  ];
+}
+
+const locks = (n: number) => `${Math.round(n).toLocaleString("en-US")}/s`;
+
+/**
+ * The service pattern's and the scale rows' targets: one coordinator's locks/s against the
+ * floor at the same C (and on Redis against redis-semaphore's Mutex at every C), 100,000 held
+ * locks, many waiters on one name. Only what this run measured is listed.
+ */
+export function checkScaleTargets(r: BackendResult): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  const check = (target: string, measured: string, met: boolean | undefined) =>
+    out.push({ backend: r.backend, target, measured, met });
+  const service = r.sections.filter((s) => s.figure === "service" && s.service !== undefined);
+  const limit = SERVICE_LIMITS[r.backend];
+  for (const section of service) {
+    const cell = section.service as NonNullable<LatencySection["service"]>;
+    const coord = section.rows.find((x) => x.role === "coordinator");
+    const floor = floorRow(section);
+    if (coord === undefined) continue;
+    const where = `C = ${cell.callers}, ${cell.mode} keys`;
+    if (
+      limit !== undefined &&
+      SERVICE_TARGET_CALLERS.includes(cell.callers) &&
+      (SERVICE_TARGET_MODES as readonly string[]).includes(cell.mode)
+    ) {
+      const target = `service pattern, ${where}: coordinator locks/s >= ${limit}x ${floor?.variant ?? "the floor"}`;
+      if (floor && floor.opsPerSec > 0) {
+        const ratio = coord.opsPerSec / floor.opsPerSec;
+        check(
+          target,
+          `${ratio.toFixed(2)}x (${locks(coord.opsPerSec)} vs ${locks(floor.opsPerSec)})`,
+          ratio >= limit,
+        );
+      } else {
+        check(target, "no floor measured", undefined);
+      }
+    }
+    if (r.backend === "redis" && cell.mode !== "hot") {
+      const peer = section.rows.find((x) => x.role === "peer" && /redis-semaphore/.test(x.variant));
+      if (peer && peer.opsPerSec > 0) {
+        const ratio = coord.opsPerSec / peer.opsPerSec;
+        check(
+          `service pattern, ${where}: coordinator locks/s >= redis-semaphore Mutex's`,
+          `${ratio.toFixed(2)}x (${locks(coord.opsPerSec)} vs ${locks(peer.opsPerSec)})`,
+          ratio >= 1,
+        );
+      }
+    }
+  }
+  const held = r.heldScale;
+  if (held) {
+    const n = held.locks.toLocaleString("en-US");
+    const perLock = held.gcExposed ? held.heapBytesPerLock : held.rssBytesPerLock;
+    check(
+      `${n} held locks: memory per lock < ${SCALE_MEMORY_LIMIT} B`,
+      `${perLock.toFixed(0)} B (${held.gcExposed ? "heap+external after GC" : "RSS; no --expose-gc"})`,
+      perLock < SCALE_MEMORY_LIMIT,
+    );
+    const renewal = held.renewals[0];
+    if (renewal) {
+      check(
+        `${n} held locks: renewal requests per interval per session <= ${RENEWAL_LIMIT}`,
+        `${renewal.perRenewal.toFixed(2)} per renewal, ${renewal.perInterval.toFixed(2)} per interval (${renewal.source})`,
+        renewal.perRenewal <= RENEWAL_LIMIT,
+      );
+    }
+    if (held.probe) {
+      const ratio = held.probe.heldP50 / held.probe.emptyP50;
+      check(
+        `${n} held locks: one more lock's acquire p50 <= ${SCALE_PROBE_LIMIT}x the empty case`,
+        `${ratio.toFixed(2)}x (${ms(held.probe.heldP50)} vs ${ms(held.probe.emptyP50)})`,
+        ratio <= SCALE_PROBE_LIMIT,
+      );
+    }
+  }
+  const waiters = r.sections.find((s) => s.figure === "waiters");
+  if (waiters?.floor) {
+    const base = waiters.floor.p50;
+    // Rows are named "<count> waiters over <P> processes": the largest count is the target's.
+    const count = (x: Row) => Number.parseInt(x.variant.replace(/,/g, ""), 10);
+    const most = [...waiters.rows].sort((a, b) => count(b) - count(a))[0];
+    if (most) {
+      const what = most.variant;
+      check(
+        `${what}: handoff p50 <= ${WAITERS_P50_LIMIT}x the uncontended floor's p50`,
+        `${(most.p50 / base).toFixed(2)}x (${ms(most.p50)} vs ${ms(base)})`,
+        most.p50 / base <= WAITERS_P50_LIMIT,
+      );
+      check(
+        `${what}: handoff p99 <= ${WAITERS_P99_LIMIT}x the uncontended floor's p50`,
+        `${(most.p99 / base).toFixed(2)}x (${ms(most.p99)} vs ${ms(base)})`,
+        most.p99 / base <= WAITERS_P99_LIMIT,
+      );
+    }
+    const per = waiters.requestsPerGrant;
+    const fewest = per?.reduce((a, b) => (b.waiters < a.waiters ? b : a));
+    const largest = per?.reduce((a, b) => (b.waiters > a.waiters ? b : a));
+    if (fewest && largest && fewest !== largest && fewest.requests > 0) {
+      const ratio = largest.requests / fewest.requests;
+      check(
+        `server requests per grant with ${largest.waiters.toLocaleString("en-US")} waiters <= ${WAITERS_REQUESTS_LIMIT}x with ${fewest.waiters.toLocaleString("en-US")}`,
+        `${ratio.toFixed(2)}x (${largest.requests.toFixed(2)} vs ${fewest.requests.toFixed(2)})`,
+        ratio <= WAITERS_REQUESTS_LIMIT,
+      );
+    }
+  }
+  return out;
 }
 
 /** The lock figures' targets. */

@@ -161,9 +161,12 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
       },
     );
   });
-  const perGrant = counts.map(
-    (w) =>
-      `${w.toLocaleString("en-US")} waiters: ${((requests.get(w) as number) / Math.max(1, grants.get(w) as number)).toFixed(2)}`,
+  const requestsPerGrant = counts.map((w) => ({
+    waiters: w,
+    requests: (requests.get(w) as number) / Math.max(1, grants.get(w) as number),
+  }));
+  const perGrant = requestsPerGrant.map(
+    (r) => `${r.waiters.toLocaleString("en-US")} waiters: ${r.requests.toFixed(2)}`,
   );
   return {
     figure: "waiters",
@@ -172,6 +175,7 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
     opsLabel: "handoffs/s",
     costLabel: "per grant",
     rows,
+    ...(options.requests ? { requestsPerGrant } : {}),
     notes: [
       `${processes} processes, each one coordinator with its share of the waiters; each waiter loops acquire, hold ${HOLD_MS} ms, release, pause ${PAUSE_MS} ms; ${rounds} runs of ${runMs / 1000} s per waiter count, in alternate orders, the first ${SETTLE_MS / 1000} s of each left out`,
       "a sample: from one holder's release() call to the next grant, in whichever process (the system's monotonic clock, shared by the processes); handoffs/s includes the hold",
