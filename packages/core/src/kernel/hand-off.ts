@@ -60,6 +60,8 @@ export class HandOffs {
   readonly #tokens = new Map<string, { readonly token: bigint; readonly grantsHere: number }>();
   /** Grants of any name here so far: with a shared counter, tokens this process took itself. */
   #grantsHere = 0;
+  /** The maps' size in all past which {@link #prune} looks (see there). */
+  #pruneAt = MAX_NAMES;
 
   /** Whether a key's tokens are consecutive per key (else one counter serves every key). */
   readonly #perKeyTokens: boolean;
@@ -134,14 +136,22 @@ export class HandOffs {
     return leftMs;
   }
 
-  /** Keeps the maps small: past {@link MAX_NAMES} names, drops entries of a few seconds ago. */
+  /**
+   * Keeps the maps small: past {@link MAX_NAMES} names, drops entries of a few seconds ago.
+   * When most names are recent (many names in use), the next look comes only once the maps
+   * have doubled, so each grant and release costs no scan of every name.
+   */
   #prune(): void {
-    if (this.#tokens.size + this.#contended.size + this.#streak.size <= MAX_NAMES) return;
+    if (this.#tokens.size + this.#contended.size + this.#streak.size <= this.#pruneAt) return;
     const before = this.#clock.now() - 2 * PROBE_EVERY_MS;
     for (const [name, at] of this.#contended) if (at < before) this.#contended.delete(name);
     for (const [name, ended] of this.#ended) if (ended.at < before) this.#ended.delete(name);
     for (const [name, at] of this.#streak) if (at < before) this.#streak.delete(name);
     // A name held now has no end yet: its token is kept for the grant after its release.
     for (const name of this.#tokens.keys()) if (!this.#ended.has(name)) this.#tokens.delete(name);
+    this.#pruneAt = Math.max(
+      MAX_NAMES,
+      2 * (this.#tokens.size + this.#contended.size + this.#streak.size),
+    );
   }
 }
