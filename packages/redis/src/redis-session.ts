@@ -254,7 +254,10 @@ export class RedisSession implements BackendSession {
         got = await this.#try(name, keys, tail, abort, wait);
       }
       while (got.grant === null) {
-        const ms = got.pttl >= 0 ? got.pttl + 1 : this.ttlMs;
+        // At most its own TTL: a release tells the waiter behind the new holder only when
+        // that holder's TTL is shorter than this (see RELEASE), so it never sleeps past a
+        // frozen holder's lease.
+        const ms = got.pttl >= 0 ? Math.min(got.pttl + 1, this.ttlMs) : this.ttlMs;
         const token = await this.#awaitTurn(subscription, ms, wait, abort);
         got =
           token === undefined

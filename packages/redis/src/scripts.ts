@@ -63,12 +63,27 @@ function baseOf(lock: string): string {
  * a waiting try: its line entry and `1` if it may be in the line (leave it on a grant). A
  * waiting try that fails joins the line (by the server's clock; the line expires 3 TTLs after
  * the last join, so a crashed waiter's entry goes), unless a release has handed the lock to
- * this wait already (its message not yet seen): then that grant's token is returned. A grant
- * is announced on the watch channel (named after the lock key) as `g<ttl>`.
+ * this wait already (its message not yet seen): then that grant's token is returned. A
+ * waiting try reads the lock first, so one that finds it held takes no token (no `INCR` and
+ * `DECR`): joining the line is `GET`, `TIME`, `ZADD`, `PEXPIRE` and `PTTL`. A grant is announced on the watch channel (named after the lock key) as `g<ttl>`.
  * Returns the token (>= 1) when granted; otherwise the holder's remaining lease, encoded as
  * `decodeAcquireReply` reads it.
  */
 export const ACQUIRE = new LuaScript(`${TOKEN_LUA}
+if ARGV[4] then
+  local v = redis.call('GET', KEYS[1])
+  if v then
+    if string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+      local nl = string.find(v, '\\n', #ARGV[1] + 1, true)
+      local mine = nl and tonumber(string.sub(v, #ARGV[1] + 1, nl - 1))
+      if mine then return mine end
+    end
+    local t = redis.call('TIME')
+    redis.call('ZADD', KEYS[3], 'NX', t[1] * 1000000 + t[2], ARGV[4])
+    redis.call('PEXPIRE', KEYS[3], 3 * tonumber(ARGV[2]))
+    return ${HELD_BASE} - redis.call('PTTL', KEYS[1])
+  end
+end
 local token = redis.call('INCR', KEYS[2])
 if token == 1 then
   token = clock_start()
@@ -80,17 +95,6 @@ if redis.call('SET', KEYS[1], ARGV[1] .. fmt(token) .. ARGV[3], 'NX', 'PX', ARGV
   return token
 end
 redis.call('DECR', KEYS[2])
-if ARGV[4] then
-  local v = redis.call('GET', KEYS[1])
-  if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
-    local nl = string.find(v, '\\n', #ARGV[1] + 1, true)
-    local mine = nl and tonumber(string.sub(v, #ARGV[1] + 1, nl - 1))
-    if mine then return mine end
-  end
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[3], 'NX', t[1] * 1000000 + t[2], ARGV[4])
-  redis.call('PEXPIRE', KEYS[3], 3 * tonumber(ARGV[2]))
-end
 return ${HELD_BASE} - redis.call('PTTL', KEYS[1])
 `);
 
@@ -141,13 +145,14 @@ return out
 
 /**
  * Lua: the release of lock key `lock` (Lua expressions, as the other three), once its owner
- * was checked: the key is deleted and the lock handed to the first waiter of line `waiters`
- * that hears (any waiter when `skip` is not `'1'`), with the next token of counter `counter`;
- * watchers are told. What {@link RELEASE} does per key, and {@link FORCE_RELEASE} the same way.
+ * was checked: the lock is handed to the first waiter of line `waiters` that hears (any
+ * waiter when `skip` is not `'1'`), with the next token of counter `counter` (`INCR`, put
+ * back when nobody heard), by overwriting the key; with nobody in line the key is deleted.
+ * Watchers are told. What {@link RELEASE} does per key, and {@link FORCE_RELEASE} the same way.
  */
 function handOverLua(lock: string, waiters: string, counter: string, skip: string): string {
-  return `    redis.call('DEL', ${lock})
-    local turn
+  return `    local turn
+    local handed = false
     while true do
       local entry = redis.call('ZPOPMIN', ${waiters})[1]
       if not entry then break end
@@ -156,22 +161,32 @@ function handOverLua(lock: string, waiters: string, counter: string, skip: strin
       local nl = colon and string.find(entry, '\\n', colon, true)
       local ttl = nl and tonumber(string.sub(entry, colon + 1, nl - 1))
       if ttl and ttl > 0 then
-        local token = (tonumber(redis.call('GET', ${counter})) or 0) + 1
-        if token == 1 then token = clock_start() end
+        local token = redis.call('INCR', ${counter})
+        if token == 1 then
+          token = clock_start()
+          redis.call('SET', ${counter}, fmt(token))
+        end
         turn = turn or ${baseOf(lock)} .. '${TURN_SUFFIX}'
         local heard = redis.call('PUBLISH', turn .. string.sub(entry, 1, dot - 1),
           '${TURN_GRANTED}' .. string.sub(entry, dot + 1, colon - 1) .. ':' .. fmt(token))
         if heard > 0 or ${skip} ~= '1' then
           redis.call('SET', ${lock}, string.sub(entry, 1, colon) .. fmt(token) .. string.sub(entry, nl),
             'PX', ttl)
-          redis.call('SET', ${counter}, fmt(token))
           local second = redis.call('ZRANGE', ${waiters}, 0, 0)[1]
           local sdot = second and string.find(second, '.', 1, true)
-          if sdot then redis.call('PUBLISH', turn .. string.sub(second, 1, sdot - 1), '${TURN_BEHIND}' .. ttl) end
+          local scolon = sdot and string.find(second, ':', sdot, true)
+          local snl = scolon and string.find(second, '\\n', scolon, true)
+          local sttl = snl and tonumber(string.sub(second, scolon + 1, snl - 1))
+          if sdot and not (sttl and sttl <= ttl) then
+            redis.call('PUBLISH', turn .. string.sub(second, 1, sdot - 1), '${TURN_BEHIND}' .. ttl)
+          end
+          handed = true
           break
         end
+        redis.call('DECR', ${counter})
       end
     end
+    if not handed then redis.call('DEL', ${lock}) end
     redis.call('PUBLISH', ${baseOf(lock)} .. '${CHANNEL_SUFFIX}', '${WATCH_RELEASED}')
 `;
 }
@@ -183,7 +198,9 @@ function handOverLua(lock: string, waiters: string, counter: string, skip: strin
  * session of a waiting wait renews the lock key by the wait's prefix from the start, so the
  * lease is covered before the waiter hears. A waiter that does not hear (its process is gone)
  * is skipped. The waiter behind it is told the new holder's TTL (`b<ms>`), to look again then
- * should that one be frozen. Watchers are told on the watch channel (`r`). The channels are
+ * should that one be frozen, when that TTL is shorter than the waiter's own: a waiter sleeps
+ * at most its own TTL, so with equal TTLs it looks in time anyway, and the release wakes one
+ * process, not two. Watchers are told on the watch channel (`r`). The channels are
  * named after the lock key. The next token is the counter's value plus one, or
  * `clock_start()` when the counter is missing.
  * KEYS: lock keys, then the waiters keys, then the counter keys. ARGV: `1` to skip waiters who

@@ -327,7 +327,8 @@ describeBackend("redis", (url) => {
       await raw.set(keys.token, "41");
       await raw.set(keys.lock, encodePayload("holder", 41, "\nh"), "PX", 30_000);
       const first = lineEntry(waitId("aaaa", 3), 20_000, payloadTail("first", "v1"));
-      const second = lineEntry(waitId("bbbb", 1), 7_000, payloadTail("second", undefined));
+      // The one behind has a longer TTL than the new holder's: it may sleep past that lease.
+      const second = lineEntry(waitId("bbbb", 1), 30_000, payloadTail("second", undefined));
       await raw.zadd(keys.waiters, 1, first, 2, second);
       const events = await listen(keys.channel, keys.turn("aaaa"), keys.turn("bbbb"));
       const released = await RELEASE.run(
@@ -364,6 +365,32 @@ describeBackend("redis", (url) => {
           ),
         ),
       ).toBe(false);
+      await events.close();
+    });
+
+    it("a release tells the one behind nothing when the new holder's TTL is no shorter than its own", async () => {
+      const keys = lockKeys(prefix, "handoff-same-ttl");
+      await raw.set(keys.token, "7");
+      await raw.set(keys.lock, encodePayload("holder", 7, "\nh"), "PX", 30_000);
+      const first = lineEntry(waitId("cccc", 1), 10_000, payloadTail("first", undefined));
+      const second = lineEntry(waitId("dddd", 1), 10_000, payloadTail("second", undefined));
+      await raw.zadd(keys.waiters, 1, first, 2, second);
+      const events = await listen(keys.channel, keys.turn("cccc"), keys.turn("dddd"));
+      const released = await RELEASE.run(
+        raw,
+        [keys.lock, keys.waiters, keys.token],
+        ["1", grantPrefix("holder", 7)],
+      );
+      expect(decodeReleasedOne(released)).toBe(true);
+      // The waiter behind sleeps at most its own TTL, so it looks by the time this lease ends:
+      // only the new holder's process is woken, and watchers.
+      expect(await events.take(2)).toEqual([
+        [keys.turn("cccc"), encodeTurnGranted(1, 8)],
+        [keys.channel, "r"],
+      ]);
+      expect(await raw.get(keys.lock)).toBe(encodePayload(waitId("cccc", 1), 8, "\nfirst"));
+      expect(await raw.get(keys.token)).toBe("8");
+      expect(await raw.zrange(keys.waiters, "0", "-1")).toEqual([second]);
       await events.close();
     });
 

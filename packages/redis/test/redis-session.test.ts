@@ -330,6 +330,29 @@ describeBackend("redis", (url) => {
       expect(waited).toBeLessThan(5_000);
     });
 
+    it("a waiter behind a frozen waiter with its own TTL looks again when that lease runs out, not at the first holder's", async () => {
+      const holder = await open("frozen-same-holder", 20_000);
+      const keys = lockKeys(prefix, "frozen-same");
+      const grant = await holder.acquire("frozen-same", { wait: false, signal: never });
+      // A waiter in line with the live waiter's TTL that hears its grant but never acts.
+      const frozen = new Redis(url);
+      closers.push(async () => frozen.disconnect());
+      await frozen.subscribe(`${keys.turnPrefix}frozen`);
+      await raw.zadd(keys.waiters, 1, "frozen.1:1000\nfrozen-owner");
+      const live = await open("live-same", 1_000);
+      const waiting = live.acquire("frozen-same", { wait: true, signal: never });
+      await new Promise((r) => setTimeout(r, 100));
+      const started = performance.now();
+      if (grant !== null) await holder.release(grant);
+      expect(await raw.get(keys.lock)).toMatch(/^frozen\.1:/);
+      // It joined behind a 20 s lease, but sleeps at most its own TTL.
+      const got = await waiting;
+      expect(got?.token).toBe((grant?.token ?? 0n) + 2n);
+      const waited = performance.now() - started;
+      expect(waited).toBeGreaterThan(500);
+      expect(waited).toBeLessThan(10_000);
+    });
+
     it("a waiter that is gone (nobody hears its turn) is skipped at once", async () => {
       const holder = await open("gone-named-holder", 20_000);
       const keys = lockKeys(prefix, "gone-named");
