@@ -31,6 +31,21 @@ export function queueKey(lockPrefixKey: Buffer, leaseHex: string): Buffer {
   return Buffer.concat([lockPrefixKey, Buffer.from(leaseHex)]);
 }
 
+/**
+ * This session's queue key of lock `name` (`<prefix><name>/<lease hex>`) and the lock's range
+ * (`<prefix><name>/`), which shares the key's bytes: one buffer for both.
+ */
+export function queueKeyOf(
+  prefix: string,
+  name: string,
+  leaseHex: string,
+): { readonly key: Buffer; readonly prefix: Buffer } {
+  // Hot path: see docs/hot-path.md, "etcd".
+  const key = Buffer.from(`${prefix}${name}/${leaseHex}`);
+  // The lease hex is ASCII: one byte per character.
+  return { key, prefix: key.subarray(0, key.length - leaseHex.length) };
+}
+
 /** Lease id (decimal, as etcd's gRPC API returns it) in the hex etcdctl uses (`%x`). */
 export function leaseHex(leaseId: string): string {
   return decodeLeaseId(leaseId).toString(16);

@@ -112,8 +112,9 @@ export class EtcdKv {
     }
   }
 
-  #deadline(): Date {
-    return new Date(Date.now() + this.requestTimeoutMs);
+  /** The deadline of a call starting now, in ms since the epoch (gRPC takes a number). */
+  #deadline(): number {
+    return Date.now() + this.requestTimeoutMs;
   }
 }
 

@@ -23,7 +23,7 @@ import {
 } from "@baton/core";
 import { decodeRevision, encodeHolderValue } from "./etcd-codec.js";
 import { EtcdInspection } from "./etcd-inspection.js";
-import { isQueueKey, lockPrefix, queueKey } from "./etcd-keys.js";
+import { isQueueKey, lockPrefix, queueKey, queueKeyOf } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
 import { EtcdPermits, isPermitHandle } from "./etcd-permits.js";
 import { EtcdRecords } from "./etcd-records.js";
@@ -232,9 +232,11 @@ export class EtcdSession implements BackendSession {
     this.#end.assertLive();
     return await this.#leftovers.acquiring(name, async () => {
       try {
-        await this.#cleanLeftover(name);
-        const prefix = lockPrefix(this.#context.prefix, name);
-        const key = queueKey(prefix, this.#context.leaseHex);
+        // Hot path: see docs/hot-path.md, "etcd".
+        if (this.#releasing.has(name) || this.#leftovers.has(name)) {
+          await this.#cleanLeftover(name);
+        }
+        const { prefix, key } = queueKeyOf(this.#context.prefix, name, this.#context.leaseHex);
         return options.wait
           ? await this.#enqueue(name, prefix, key, this.#values(options.value), options)
           : await this.#tryOnce(name, prefix, key, options.value);
@@ -258,8 +260,9 @@ export class EtcdSession implements BackendSession {
       return Promise.resolve(false);
     }
     const name = grant.key;
-    if (this.#held.get(`lock:${name}`)?.token === grant.token) this.#held.delete(`lock:${name}`);
-    const mine = queueKey(lockPrefix(this.#context.prefix, name), this.#context.leaseHex);
+    const id = `lock:${name}`;
+    if (this.#held.get(id)?.token === grant.token) this.#held.delete(id);
+    const mine = queueKeyOf(this.#context.prefix, name, this.#context.leaseHex).key;
     const releasing: Promise<boolean> = this.#kv
       .txn(guardedDelete(mine, handle.revision), `could not release "${name}"`)
       .then(
