@@ -3,8 +3,9 @@ import { QUEUE_WAIT, WAIT_UNTIL_FREE } from "./statements.js";
 import { nextMacrotask, type Waiter, type WaiterPool } from "./waiter-pool.js";
 
 /**
- * Waits of sessions whose own connection already waits for another lock (see
- * PostgresSession.acquire: a session waits for one lock at a time on its connection).
+ * Waits of sessions whose own connection is busy: it already waits for another lock, or it
+ * serves other callers' statements (see PostgresSession.acquire: a session waits on its
+ * connection for one lock at a time, and only while nothing else needs the connection).
  *
  * One server-side wait per key per backend, and one backend's turn at a time per key: the
  * local waiters of a key queue here in arrival order, and one waiter connection waits in the

@@ -431,11 +431,16 @@ export class PostgresSession implements BackendSession {
     }
     let ticket: WaitTicket | undefined;
     let waited = false;
+    /** Whether this acquire may still wait on the session's connection (see below). */
+    let ownWait = true;
     try {
       // A key this session lately found held is waited for at once: the try would most likely
       // be refused (see RecentContention). Hot path: see docs/hot-path.md, "PostgreSQL".
       const waitAtOnce =
-        options.wait && this.#waiting === undefined && this.#contention.recent(key);
+        options.wait &&
+        this.#waiting === undefined &&
+        this.#statements.idle &&
+        this.#contention.recent(key);
       let grant = waitAtOnce ? null : await this.#tryAcquire(name, key, options.value);
       if (grant === null && options.wait && !waitAtOnce) this.#contention.seen(key);
       for (;;) {
@@ -451,16 +456,22 @@ export class PostgresSession implements BackendSession {
         if (signal.aborted) throw signal.reason;
         this.#assertLive();
         waited = true;
-        if (this.#waiting === undefined) {
-          // Wait in PostgreSQL's own queue of the key, on this connection: a release hands the
-          // lock straight to the first waiter, and wakes nobody else.
+        if (ownWait && this.#waiting === undefined && this.#statements.idle) {
+          // Nothing else uses the connection: wait in PostgreSQL's own queue of the key, on
+          // it. A release hands the lock straight to the first waiter, and wakes nobody else.
           ticket?.leave();
           ticket = undefined;
-          grant = await this.#waitAcquire(name, key, options.value, signal);
+          const wait = await this.#waitAcquire(name, key, options.value, signal);
+          if (wait.interrupted) {
+            // Other callers need the connection: from now on this acquire waits on a waiter
+            // connection, so that their statements are not held up by one cancel after another.
+            ownWait = false;
+          }
+          grant = wait.grant;
           continue;
         }
-        // The connection already waits for another lock: wake when this one is free (released,
-        // or its holder's connection ended), then race.
+        // The connection waits for another lock, or serves other callers: wake when this one
+        // is free (released, or its holder's connection ended), then race.
         ticket ??= this.#context.waits.join(key, this.ttlMs);
         // linkSignals, not AbortSignal.any: on Node 20 every AbortSignal.any on the long-lived
         // lost signal stays registered with it, and a session waits many times.
@@ -481,17 +492,29 @@ export class PostgresSession implements BackendSession {
 
   /**
    * Waits for `key` in the server on the session's own connection ({@link
-   * Statements.waitAcquire}) and takes it. Resolves `null` when the wait ended without it: a
-   * slice ran out, `signal` aborted, or another statement needed the connection (the wait is
-   * cancelled for it, and the caller waits again after it). Nothing is left held then.
+   * Statements.waitAcquire}) and takes it. The grant is `null` when the wait ended without it:
+   * a slice ran out, `signal` aborted, or another statement needed the connection (then the
+   * wait was cancelled for it, and `interrupted` is true). Nothing is left held then.
    */
   async #waitAcquire(
     name: string,
     key: bigint,
     value: string | undefined,
     signal: AbortSignal,
-  ): Promise<Grant | null> {
+  ): Promise<{ readonly grant: Grant | null; readonly interrupted: boolean }> {
     const wait = new ConnectionWait(() => this.#context.cancel(this.#pid));
+    const grant = await this.#waitOnConnection(wait, name, key, value, signal);
+    return { grant, interrupted: wait.interrupted };
+  }
+
+  /** {@link #waitAcquire}'s wait, `wait` its cancel. */
+  async #waitOnConnection(
+    wait: ConnectionWait,
+    name: string,
+    key: bigint,
+    value: string | undefined,
+    signal: AbortSignal,
+  ): Promise<Grant | null> {
     this.#waiting = wait;
     signal.addEventListener("abort", wait.interrupt, { once: true });
     // Chosen in the order the statements run (a token lock only when no other key uses the

@@ -52,6 +52,11 @@ export class StatementQueue {
     return this.#statements;
   }
 
+  /** Whether nothing is sent and unanswered, waiting to be sent, or holding the connection. */
+  get idle(): boolean {
+    return !this.#held && this.#inFlight === 0 && this.#waiting.length === 0;
+  }
+
   /** Runs `config` in its turn; `callback` gets its outcome, once. */
   submit(config: pg.QueryConfig, callback: StatementCallback): void {
     if (this.#mayRun()) {

@@ -31,6 +31,27 @@ function countAcquires(): { readonly count: number; stop(): void } {
   };
 }
 
+/** Counts the cancels of running statements (`pg_cancel_backend`) this process sends. */
+function countCancels(): { readonly count: number; stop(): void } {
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  let count = 0;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const first = args[0] as string | { text?: unknown } | undefined;
+    const text = typeof first === "string" ? first : first?.text;
+    if (typeof text === "string" && text.includes("pg_cancel_backend")) count++;
+    return original.apply(this, args);
+  };
+  return {
+    get count() {
+      return count;
+    },
+    stop: () => {
+      proto.query = original;
+    },
+  };
+}
+
 /** Polls `check` every 20 ms until it is true; throws after `ms`. */
 async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
   const deadline = performance.now() + ms;
@@ -251,6 +272,44 @@ describeBackend("postgres", (url) => {
       expect(lock.held).toBe(true);
       await lock.release();
       expect(failures).toEqual([]);
+    });
+
+    it("a caller waiting for a held lock leaves its session's connection to the other callers, and still gets the lock", async () => {
+      const name = `held-${randomUUID()}`;
+      const holder = separate(20_000);
+      const held = await holder.acquire(name);
+      const c = separate(20_000);
+      const waiting = c.acquire(name, { waitMs: 20_000 });
+      await until(async () => (await waitingOn(name)) === 1, 5_000, "queued");
+      const cancels = countCancels();
+      let locks = 0;
+      try {
+        // Four callers take and release free locks on the same session for a second, with
+        // pauses between, when nothing else uses the connection.
+        const started = performance.now();
+        await Promise.all(
+          Array.from({ length: 4 }, async () => {
+            while (performance.now() - started < 1_000) {
+              const lock = await c.acquire(`free-${randomUUID()}`, { waitMs: 0 });
+              await lock.release();
+              locks++;
+              await delay(10);
+            }
+          }),
+        );
+      } finally {
+        cancels.stop();
+      }
+      expect(locks).toBeGreaterThan(4);
+      // The first statement that needs the connection moves the wait off it (its cancel may be
+      // sent again until it lands): the wait is not cancelled and sent again for every one.
+      expect(cancels.count).toBeLessThanOrEqual(3);
+      const releasedAt = performance.now();
+      await held.release();
+      const lock = await waiting;
+      expect(performance.now() - releasedAt).toBeLessThan(5_000);
+      expect(lock.token).toBeGreaterThan(held.token);
+      await lock.release();
     });
 
     it("an aborted wait leaves no lock held or requested in the server, and the next waiter gets it", async () => {
