@@ -86,6 +86,8 @@ export class DynamoDBBackend implements LockBackend {
       resolved.endpointLabel,
       resolved.requestTimeoutMs,
       resolved.createTable,
+      // A client built here ends a request it was given up on by itself (see the options).
+      resolved.destroyClient === undefined,
     );
     this.#destroyClient = resolved.destroyClient;
     this.#pollMaxMs = resolved.pollMaxMs;

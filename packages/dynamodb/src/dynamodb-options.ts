@@ -159,7 +159,13 @@ export function resolveDynamoDBOptions(options: DynamoDBBackendOptions): Resolve
     ...(credentials === undefined ? {} : { credentials }),
     // Core retries what is transient, within its own bounds; the SDK makes one attempt.
     maxAttempts: 1,
-    requestHandler: { connectionTimeout: requestTimeoutMs, requestTimeout: requestTimeoutMs * 2 },
+    // A request given up on (after requestTimeoutMs) is ended by the SDK, not by an abort
+    // signal per call: it throws once requestTimeout has passed, freeing its socket.
+    requestHandler: {
+      connectionTimeout: requestTimeoutMs,
+      requestTimeout: requestTimeoutMs * 2,
+      throwOnRequestTimeout: true,
+    },
   });
   const endpointLabel =
     endpoint === undefined ? `region ${region ?? "from the AWS SDK's chain"}` : endpoint.host;

@@ -24,10 +24,14 @@ export interface CallOptions<T> {
 }
 
 /**
- * The calls to one table: each bounded by the request timeout (a call given up on is
- * aborted), its errors mapped by `toBatonError` with the table and endpoint in the message
- * (except `ConditionalCheckFailedException`, which the caller reads as an answer),
- * and, with `createTable`, the table created when the first call finds it missing.
+ * The calls to one table: each bounded by the request timeout, its errors mapped by
+ * `toBatonError` with the table and endpoint in the message (except
+ * `ConditionalCheckFailedException`, which the caller reads as an answer), and, with
+ * `createTable`, the table created when the first call finds it missing.
+ *
+ * A call given up on is aborted when the client was passed in; a client the backend built
+ * ends such a request itself (its `requestTimeout` throws), so its calls carry no abort
+ * signal.
  */
 export class DynamoDBTable {
   readonly client: SdkClient;
@@ -37,6 +41,8 @@ export class DynamoDBTable {
   readonly endpoint: string;
   readonly requestTimeoutMs: number;
   readonly #createTable: boolean;
+  /** Whether a call given up on is aborted through its own signal (a client passed in). */
+  readonly #abortAbandoned: boolean;
   #creating: Promise<void> | undefined;
 
   constructor(
@@ -45,6 +51,7 @@ export class DynamoDBTable {
     endpoint: string,
     requestTimeoutMs: number,
     createTable: boolean,
+    abortAbandoned = true,
   ) {
     this.#given = client;
     this.client = client as SdkClient;
@@ -52,6 +59,7 @@ export class DynamoDBTable {
     this.endpoint = endpoint;
     this.requestTimeoutMs = requestTimeoutMs;
     this.#createTable = createTable;
+    this.#abortAbandoned = abortAbandoned;
   }
 
   /** `what` with the table and endpoint: the context of an error. */
@@ -61,7 +69,7 @@ export class DynamoDBTable {
 
   /** Runs `send` (which passes the abort signal to the client), bounded and mapped. */
   async call<T>(
-    send: (abortSignal: AbortSignal) => Promise<T>,
+    send: (abortSignal: AbortSignal | undefined) => Promise<T>,
     what: string,
     options: CallOptions<T> = {},
   ): Promise<T> {
@@ -80,14 +88,15 @@ export class DynamoDBTable {
   }
 
   #bounded<T>(
-    send: (abortSignal: AbortSignal) => Promise<T>,
+    send: (abortSignal: AbortSignal | undefined) => Promise<T>,
     what: string,
     options: CallOptions<T>,
   ): Promise<T> {
-    const controller = new AbortController();
+    // Hot path: see docs/hot-path.md, "DynamoDB".
+    const controller = this.#abortAbandoned ? new AbortController() : undefined;
     const context = this.context(what);
     const { onAbandoned } = options;
-    return boundedCall(send(controller.signal), {
+    return boundedCall(send(controller?.signal), {
       timeoutMs: options.timeoutMs ?? this.requestTimeoutMs,
       signal: options.signal,
       what: context,
@@ -96,7 +105,7 @@ export class DynamoDBTable {
       onAbandoned:
         onAbandoned ??
         ((late) => {
-          controller.abort();
+          controller?.abort();
           late.catch(() => undefined);
         }),
     });
