@@ -65,7 +65,8 @@ function baseOf(lock: string): string {
  * the last join, so a crashed waiter's entry goes), unless a release has handed the lock to
  * this wait already (its message not yet seen): then that grant's token is returned. A
  * waiting try reads the lock first, so one that finds it held takes no token (no `INCR` and
- * `DECR`): joining the line is `GET`, `TIME`, `ZADD`, `PEXPIRE` and `PTTL`. A grant is announced on the watch channel (named after the lock key) as `g<ttl>`.
+ * `DECR`): joining the line is `GET`, `TIME`, `ZADD`, `PEXPIRE` and `PTTL`. A grant is
+ * announced on the watch channel (named after the lock key) as `g<ttl>`.
  * Returns the token (>= 1) when granted; otherwise the holder's remaining lease, encoded as
  * `decodeAcquireReply` reads it.
  */
