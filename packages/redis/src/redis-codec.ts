@@ -286,27 +286,37 @@ export function decodePermitInspection(reply: unknown): KeyState | null {
 
 /**
  * A listing's cursor: which node of the listing (masters in address order; 0 on one node),
- * the node's SCAN cursor, and how many keys of that SCAN call's batch the page already gave
- * (a batch can hold more than the page had room for): `<node>.<scan cursor>.<skip>`.
+ * the node's SCAN cursor, and the last name the page gave from that SCAN call's batch, when it
+ * gave only part of it (a batch can hold more than the page had room for):
+ * `<node>.<scan cursor>` or `<node>.<scan cursor>.<last name, base64url>`. The next page
+ * scans the same cursor again and gives the batch's names after that one, in sorted order: a
+ * SCAN call repeated from one cursor may return its keys in another order (while the server
+ * resizes its table), so a count of names already given would repeat some and skip others.
  */
 export interface ListCursor {
   readonly node: number;
   readonly scan: string;
-  readonly skip: number;
+  readonly after?: string;
 }
 
-const LIST_CURSOR = /^(\d+)\.(\d+)\.(\d+)$/;
+const LIST_CURSOR = /^(\d+)\.(\d+)(?:\.([A-Za-z0-9_-]+))?$/;
 
 /** Encodes a listing cursor (see {@link ListCursor}). */
 export function encodeListCursor(cursor: ListCursor): string {
-  return `${cursor.node}.${cursor.scan}.${cursor.skip}`;
+  const head = `${cursor.node}.${cursor.scan}`;
+  return cursor.after === undefined
+    ? head
+    : `${head}.${Buffer.from(cursor.after, "utf8").toString("base64url")}`;
 }
 
 /** Decodes a listing cursor, or `undefined` when it is none this backend gave. */
 export function decodeListCursor(text: string): ListCursor | undefined {
   const m = LIST_CURSOR.exec(text);
   if (m === null) return undefined;
-  return { node: Number(m[1]), scan: m[2] as string, skip: Number(m[3]) };
+  const cursor = { node: Number(m[1]), scan: m[2] as string };
+  return m[3] === undefined
+    ? cursor
+    : { ...cursor, after: Buffer.from(m[3], "base64url").toString("utf8") };
 }
 
 // ---------------------------------------------------------------------------------------------

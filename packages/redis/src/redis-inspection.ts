@@ -25,9 +25,9 @@ import { FORCE_RELEASE, INSPECT_LOCK, READ_HOLDER } from "./scripts.js";
 
 /**
  * One page of a listing over `targets` (walked in order, each with SCAN from the cursor's
- * place): the names `namesOf` finds in each SCAN batch of node `node`, at most
- * `SCAN_CALLS_PER_PAGE` SCAN calls, at most `options.limit` names; the cursor says where the
- * next page starts (see `ListCursor`). `call` bounds each store call.
+ * place): the names `namesOf` finds in each SCAN batch of node `node`, in sorted order, at
+ * most `SCAN_CALLS_PER_PAGE` SCAN calls, at most `options.limit` names; the cursor says where
+ * the next page starts (see `ListCursor`). `call` bounds each store call.
  */
 export async function listPage(
   targets: readonly ScanTarget[],
@@ -37,7 +37,7 @@ export async function listPage(
   namesOf: (batch: readonly string[], node: number) => Promise<string[]>,
 ): Promise<KeyPage> {
   const { limit } = options;
-  let at: ListCursor = { node: 0, scan: "0", skip: 0 };
+  let at: ListCursor = { node: 0, scan: "0" };
   if (options.cursor !== undefined) {
     const decoded = decodeListCursor(options.cursor);
     if (decoded === undefined) {
@@ -47,18 +47,29 @@ export async function listPage(
   }
   const count = Math.max(limit, SCAN_COUNT_MIN);
   const keys: string[] = [];
-  let { node, scan, skip } = at;
+  let { node, scan, after } = at;
   for (let calls = 0; calls < SCAN_CALLS_PER_PAGE && node < targets.length; calls++) {
     const target = targets[node] as ScanTarget;
     const [next, batch] = await call(target.scan(scan, layout.pattern, count));
-    const found = (await namesOf(batch, node)).slice(skip);
+    let found = [...new Set(await namesOf(batch, node))].sort();
+    if (after !== undefined) {
+      const last = after;
+      found = found.filter((name) => name > last);
+    }
     const room = limit - keys.length;
     if (found.length > room) {
-      keys.push(...found.slice(0, room));
-      return { keys, cursor: encodeListCursor({ node, scan, skip: skip + room }) };
+      const given = found.slice(0, room);
+      keys.push(...given);
+      const lastGiven = given.at(-1) ?? after;
+      return {
+        keys,
+        cursor: encodeListCursor(
+          lastGiven === undefined ? { node, scan } : { node, scan, after: lastGiven },
+        ),
+      };
     }
     keys.push(...found);
-    skip = 0;
+    after = undefined;
     if (next === "0") {
       node++;
       scan = "0";
@@ -67,9 +78,7 @@ export async function listPage(
     }
     if (keys.length === limit) break;
   }
-  return node < targets.length
-    ? { keys, cursor: encodeListCursor({ node, scan, skip }) }
-    : { keys };
+  return node < targets.length ? { keys, cursor: encodeListCursor({ node, scan }) } : { keys };
 }
 
 /** Bounds each store call of a listing by `timeoutMs` and its signal. */

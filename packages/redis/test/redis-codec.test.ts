@@ -561,12 +561,15 @@ describe("redis codec: inspection and forced release", () => {
     ]);
   });
 
-  it("listing cursors: node, SCAN cursor and skip; anything else is no cursor", () => {
-    const cursor = { node: 2, scan: "1792", skip: 3 };
-    expect(encodeListCursor(cursor)).toBe("2.1792.3");
-    expect(decodeListCursor("2.1792.3")).toEqual(cursor);
+  it("listing cursors: node, SCAN cursor and the last name given; anything else is no cursor", () => {
+    expect(encodeListCursor({ node: 2, scan: "1792" })).toBe("2.1792");
+    expect(decodeListCursor("2.1792")).toEqual({ node: 2, scan: "1792" });
+    // Any name, dots and all, survives the trip.
+    const cursor = { node: 2, scan: "1792", after: "jobs/a.b ü" };
+    expect(decodeListCursor(encodeListCursor(cursor))).toEqual(cursor);
     expect(decodeListCursor("")).toBeUndefined();
     expect(decodeListCursor("2.x.3")).toBeUndefined();
+    expect(decodeListCursor("2.1792.a.b")).toBeUndefined();
   });
 
   it("key space layouts: SCAN patterns with globs escaped, names decoded from keys", () => {
