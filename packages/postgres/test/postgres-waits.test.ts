@@ -11,14 +11,16 @@ import { queuedRequests } from "./queued-requests.js";
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Counts the acquire statements (tries and waits) every pg client of this process sends. */
-function countAcquires(): { readonly count: number; stop(): void } {
+/** Counts the statements this process sends whose first argument `counts` accepts. */
+function countQueries(counts: (first: unknown) => boolean): {
+  readonly count: number;
+  stop(): void;
+} {
   const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
   const original = proto.query;
   let count = 0;
   proto.query = function (this: unknown, ...args: unknown[]) {
-    const name = (args[0] as { name?: unknown } | undefined)?.name;
-    if (typeof name === "string" && /^baton_(wait_)?acquire_/.test(name)) count++;
+    if (counts(args[0])) count++;
     return original.apply(this, args);
   };
   return {
@@ -31,25 +33,21 @@ function countAcquires(): { readonly count: number; stop(): void } {
   };
 }
 
+/** Counts the acquire statements (named `baton_acquire_*`, `baton_wait_acquire_*`) sent. */
+function countAcquires(): { readonly count: number; stop(): void } {
+  return countQueries((first) => {
+    const name = (first as { name?: unknown } | undefined)?.name;
+    return typeof name === "string" && /^baton_(wait_)?acquire_/.test(name);
+  });
+}
+
 /** Counts the cancels of running statements (`pg_cancel_backend`) this process sends. */
 function countCancels(): { readonly count: number; stop(): void } {
-  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const original = proto.query;
-  let count = 0;
-  proto.query = function (this: unknown, ...args: unknown[]) {
-    const first = args[0] as string | { text?: unknown } | undefined;
-    const text = typeof first === "string" ? first : first?.text;
-    if (typeof text === "string" && text.includes("pg_cancel_backend")) count++;
-    return original.apply(this, args);
-  };
-  return {
-    get count() {
-      return count;
-    },
-    stop: () => {
-      proto.query = original;
-    },
-  };
+  return countQueries((first) => {
+    const text =
+      typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text;
+    return typeof text === "string" && text.includes("pg_cancel_backend");
+  });
 }
 
 /** Polls `check` every 20 ms until it is true; throws after `ms`. */
