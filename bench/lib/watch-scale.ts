@@ -20,6 +20,9 @@ export interface WatchScaleOptions {
 /** How long the watches may take to set up before the figure is given up. */
 const SETUP_LIMIT_MS = 180_000;
 
+/** How long one notification may take before the figure is given up. */
+const NOTIFY_LIMIT_MS = 30_000;
+
 /** `global.gc` when node runs with `--expose-gc`. */
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -96,13 +99,21 @@ class Watches {
     }
   }
 
-  /** The next value pushed for `name` that satisfies `test`. */
-  next(name: string, test: (h: Holder | null) => boolean): Promise<void> {
-    return new Promise((resolve) => {
+  /**
+   * The next value pushed for `name` that satisfies `test`; throws after `ms` (a watch that
+   * ended, or missed the change, fails the figure instead of stopping the bench).
+   */
+  next(name: string, test: (h: Holder | null) => boolean, ms = NOTIFY_LIMIT_MS): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiting.delete(name);
+        reject(new Error(`the watch of "${name}" showed no change within ${ms / 1000} s`));
+      }, ms);
       const wait = () =>
         this.#waiting.set(name, (h) => {
-          if (test(h)) resolve();
-          else wait();
+          if (!test(h)) return wait();
+          clearTimeout(timer);
+          resolve();
         });
       wait();
     });
