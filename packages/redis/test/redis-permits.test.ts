@@ -557,12 +557,23 @@ async function watchCommands(target: Target): Promise<{ stop(): Promise<string[]
   const raw = target.raw();
   const nodes = raw instanceof Cluster ? raw.nodes("master") : [raw];
   const seen: string[][] = [];
-  const monitors = await Promise.all(nodes.map((n) => n.monitor()));
-  for (const m of monitors) {
-    m.on("monitor", (_time: string, args: string[]) => {
-      seen.push([String(args[0]).toLowerCase(), ...args.slice(1).map(String)]);
-    });
-  }
+  const monitors = await Promise.all(
+    nodes.map(async (n) => {
+      // Made here rather than by `monitor()`, so an error listener is in place before MONITOR
+      // is sent: other test files share the server, and ioredis reports the lines that arrive
+      // with MONITOR's own reply, before it has switched modes, as an "error" (lines of other
+      // files' commands, from before this one starts).
+      const m = n.duplicate({ monitor: true, lazyConnect: true });
+      m.on("error", () => undefined);
+      m.on("monitor", (_time: string, args: string[]) => {
+        seen.push([String(args[0]).toLowerCase(), ...args.slice(1).map(String)]);
+      });
+      const monitoring = new Promise((resolve) => m.once("monitoring", resolve));
+      await m.connect();
+      await monitoring;
+      return m;
+    }),
+  );
   await sleep(50);
   return {
     async stop() {
