@@ -42,7 +42,7 @@ async function listAll(targets: readonly ScanTarget[], limit: number): Promise<s
         return name === undefined ? [] : [name];
       }),
     );
-    pages.push(page.keys);
+    pages.push([...page.keys]);
     cursor = page.cursor;
   } while (cursor !== undefined && pages.length < 20);
   return pages;
