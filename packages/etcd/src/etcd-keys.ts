@@ -21,9 +21,14 @@ import { decodeLeaseId } from "./etcd-codec.js";
  * token).
  */
 
+/** The text of the range every queue key of lock `name` lives under: `<prefix><name>/`. */
+function lockRange(prefix: string, name: string): string {
+  return `${prefix}${name}/`;
+}
+
 /** The range every queue key of lock `name` lives under: `<prefix><name>/`. */
 export function lockPrefix(prefix: string, name: string): Buffer {
-  return Buffer.from(`${prefix}${name}/`);
+  return Buffer.from(lockRange(prefix, name));
 }
 
 /** This session's queue key for a lock: `<lockPrefix><lease id in lower-case hex>`. */
@@ -41,7 +46,7 @@ export function queueKeyOf(
   leaseHex: string,
 ): { readonly key: Buffer; readonly prefix: Buffer } {
   // Hot path: see docs/hot-path.md, "etcd".
-  const key = Buffer.from(`${prefix}${name}/${leaseHex}`);
+  const key = Buffer.from(lockRange(prefix, name) + leaseHex);
   // The lease hex is ASCII: one byte per character.
   return { key, prefix: key.subarray(0, key.length - leaseHex.length) };
 }

@@ -23,7 +23,7 @@ import {
 } from "@baton/core";
 import { decodeRevision, encodeHolderValue } from "./etcd-codec.js";
 import { EtcdInspection } from "./etcd-inspection.js";
-import { isQueueKey, lockPrefix, queueKey, queueKeyOf } from "./etcd-keys.js";
+import { isQueueKey, lockPrefix, queueKeyOf } from "./etcd-keys.js";
 import type { EtcdKv } from "./etcd-kv.js";
 import { EtcdPermits, isPermitHandle } from "./etcd-permits.js";
 import { EtcdRecords } from "./etcd-records.js";
@@ -113,7 +113,7 @@ export class EtcdSession implements BackendSession {
     (name, revision) =>
       this.#deleteQueueKey(
         name,
-        queueKey(lockPrefix(this.#context.prefix, name), this.#context.leaseHex),
+        queueKeyOf(this.#context.prefix, name, this.#context.leaseHex).key,
         revision,
       ).then(() => true),
     this.#end.signal,
@@ -634,7 +634,7 @@ export class EtcdSession implements BackendSession {
     if (releasing !== undefined) await releasing.catch(() => undefined);
     if (!this.#leftovers.has(name)) return;
     const revision = this.#leftovers.get(name) ?? null;
-    const key = queueKey(lockPrefix(this.#context.prefix, name), this.#context.leaseHex);
+    const key = queueKeyOf(this.#context.prefix, name, this.#context.leaseHex).key;
     await this.#deleteQueueKey(name, key, revision);
     this.#leftovers.forget(name);
   }
