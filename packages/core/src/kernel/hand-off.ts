@@ -3,15 +3,32 @@ import type { Clock } from "../helpers/clock.js";
 /** Names remembered at most; past this, entries older than a few windows are dropped. */
 const MAX_NAMES = 1_000;
 /**
- * A name taken again right after each release, and never found held, is handed off once per
- * this many ms anyway: a waiter of another process may be polling unseen.
+ * A name taken again right after each release, and never found held, is handed off anyway (a
+ * waiter of another process may be polling unseen): the second such hand-off comes this many ms
+ * after the first, and each that nobody else took doubles the time to the next, up to
+ * {@link PROBE_MAX_MS}.
  */
 export const PROBE_EVERY_MS = 2_000;
+/**
+ * The longest time between two such hand-offs of a name taken again at once: a waiter of
+ * another process that polls gets a turn within this and one hand-off window.
+ */
+export const PROBE_MAX_MS = 8_000;
 /**
  * The first such hand-off comes this many ms into a run of taking the name again at once:
  * processes that asked at the same moment as this one wait unseen from the start.
  */
 export const FIRST_PROBE_AFTER_MS = 500;
+
+/** A name taken again at once after each release, nobody else seen wanting it. */
+interface Streak {
+  /** When its next hand-off is due (monotonic ms). */
+  probeAt: number;
+  /** The time from the next hand-off to the one after it, in ms (doubled by a quiet one). */
+  everyMs: number;
+  /** Whether the latest hand-off was given: its grant tells whether anyone else took the name. */
+  probing: boolean;
+}
 
 /** How a lock of a name held here ended. */
 interface Ended {
@@ -33,9 +50,14 @@ interface Ended {
  * TTL, between 50 and 250 ms (such a waiter looks again within 25 to 50 ms, then backs off).
  * It does so when an acquire here found the name held within the last four windows (others
  * want it), and, while it keeps taking the name at once (others may be waiting unseen), once
- * {@link FIRST_PROBE_AFTER_MS} into that run and then once every {@link PROBE_EVERY_MS};
- * otherwise it asks at once, so a lock nobody else wants costs no wait. Tries (`tryAcquire`,
- * `waitMs: 0`) never hold off.
+ * {@link FIRST_PROBE_AFTER_MS} into that run, then {@link PROBE_EVERY_MS} later, then twice as
+ * long after each hand-off nobody else took, up to {@link PROBE_MAX_MS}; otherwise it asks at
+ * once, so a lock nobody else wants costs no wait. A hand-off that another process took (the
+ * grant after it skipped tokens, or found the name held) starts the hand-offs of every release
+ * again. So a waiter of another process that polls gets a turn within {@link PROBE_MAX_MS} and
+ * one window (a run of taking the name again costs it at most one window per that time), and
+ * within {@link FIRST_PROBE_AFTER_MS} and one window when it asked as the run began. Tries
+ * (`tryAcquire`, `waitMs: 0`) never hold off.
  *
  * The first hand-off of such a run comes early because processes that asked at the same moment
  * as this one (replicas starting together) are never seen: the acquire here found the name
@@ -51,11 +73,8 @@ export class HandOffs {
   readonly #contended = new Map<string, number>();
   /** How the last lock of the name held here ended. */
   readonly #ended = new Map<string, Ended>();
-  /**
-   * While the name is taken again at once after each release, uncontended: when its next
-   * hand-off is due (monotonic ms).
-   */
-  readonly #streak = new Map<string, number>();
+  /** While the name is taken again at once after each release, uncontended: its hand-offs. */
+  readonly #streak = new Map<string, Streak>();
   /** The token of the last grant of the name here, and {@link #grantsHere} after it. */
   readonly #tokens = new Map<string, { readonly token: bigint; readonly grantsHere: number }>();
   /** Grants of any name here so far: with a shared counter, tokens this process took itself. */
@@ -97,7 +116,15 @@ export class HandOffs {
       this.#perKeyTokens || last === undefined ? 0 : this.#grantsHere - last.grantsHere - 1;
     const elsewhere =
       heldOff && (last === undefined || token > last.token + 1n + BigInt(ownBetween));
-    if (!foundHeld && !elsewhere) return;
+    if (!foundHeld && !elsewhere) {
+      const streak = this.#streak.get(name);
+      if (heldOff && streak?.probing) {
+        // Nobody else took the name in a whole window: the next hand-off can wait longer.
+        streak.probing = false;
+        streak.everyMs = Math.min(PROBE_MAX_MS, 2 * streak.everyMs);
+      }
+      return;
+    }
     this.#contended.set(name, this.#clock.now());
     this.#streak.delete(name);
     this.#prune();
@@ -126,13 +153,15 @@ export class HandOffs {
       return 0;
     }
     if (ended.contended) return leftMs;
-    const probeAt = this.#streak.get(name);
-    if (probeAt === undefined) {
-      this.#streak.set(name, now + FIRST_PROBE_AFTER_MS);
+    const streak = this.#streak.get(name);
+    if (streak === undefined) {
+      const probeAt = now + FIRST_PROBE_AFTER_MS;
+      this.#streak.set(name, { probeAt, everyMs: PROBE_EVERY_MS, probing: false });
       return 0;
     }
-    if (now < probeAt) return 0;
-    this.#streak.set(name, now + PROBE_EVERY_MS);
+    if (now < streak.probeAt) return 0;
+    streak.probeAt = now + streak.everyMs;
+    streak.probing = true;
     return leftMs;
   }
 
@@ -146,7 +175,9 @@ export class HandOffs {
     const before = this.#clock.now() - 2 * PROBE_EVERY_MS;
     for (const [name, at] of this.#contended) if (at < before) this.#contended.delete(name);
     for (const [name, ended] of this.#ended) if (ended.at < before) this.#ended.delete(name);
-    for (const [name, at] of this.#streak) if (at < before) this.#streak.delete(name);
+    for (const [name, streak] of this.#streak) {
+      if (streak.probeAt < before) this.#streak.delete(name);
+    }
     // A name held now has no end yet: its token is kept for the grant after its release.
     for (const name of this.#tokens.keys()) if (!this.#ended.has(name)) this.#tokens.delete(name);
     this.#pruneAt = Math.max(

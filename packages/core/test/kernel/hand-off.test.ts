@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/helpers/manual-clock.js";
-import { FIRST_PROBE_AFTER_MS, HandOffs, PROBE_EVERY_MS } from "../../src/kernel/hand-off.js";
+import {
+  FIRST_PROBE_AFTER_MS,
+  HandOffs,
+  PROBE_EVERY_MS,
+  PROBE_MAX_MS,
+} from "../../src/kernel/hand-off.js";
 
 const TTL = 2_000;
 const WINDOW = HandOffs.windowMs(TTL);
@@ -64,6 +69,68 @@ describe("hand-offs on a backend without a queue", () => {
     expect(probedAt[0]).toBeGreaterThanOrEqual(FIRST_PROBE_AFTER_MS);
     expect(probedAt[0]).toBeLessThan(FIRST_PROBE_AFTER_MS + 100);
     expect(probedAt[1]).toBeGreaterThanOrEqual((probedAt[0] ?? 0) + PROBE_EVERY_MS);
+  });
+
+  /**
+   * Takes "job" again 50 ms after each grant for `forMs`, granted the next token each time
+   * unless `takenElsewhere(at)` says another process took the hand-off that began at `at`.
+   * Returns when each hand-off began (ms into the run) and the time spent holding off.
+   */
+  async function retake(
+    clock: ManualClock,
+    hand: HandOffs,
+    forMs: number,
+    takenElsewhere: (at: number) => boolean = () => false,
+    token = { next: 1n },
+  ): Promise<{ probedAt: number[]; heldOffMs: number }> {
+    const start = clock.now();
+    const probedAt: number[] = [];
+    let heldOffMs = 0;
+    while (clock.now() - start < forMs) {
+      const holdOff = hand.holdOffMs("job", TTL);
+      const at = clock.now() - start;
+      if (holdOff > 0) probedAt.push(at);
+      heldOffMs += holdOff;
+      await clock.advance(holdOff);
+      if (holdOff > 0 && takenElsewhere(at)) token.next += 1n;
+      hand.granted("job", token.next++, false, holdOff > 0);
+      await clock.advance(50);
+      hand.ended("job", TTL);
+    }
+    return { probedAt, heldOffMs };
+  }
+
+  it("a name nobody else takes is handed off less and less often, at least once per PROBE_MAX_MS", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, true);
+    const { probedAt, heldOffMs } = await retake(clock, hand, 60_000);
+    const gaps = probedAt.slice(1).map((at, i) => at - (probedAt[i] ?? 0));
+    // 2 s after the first, then twice as long after each hand-off nobody took, up to the cap.
+    expect(gaps.slice(0, 3)).toEqual([PROBE_EVERY_MS, 2 * PROBE_EVERY_MS, PROBE_MAX_MS]);
+    // A waiter elsewhere never waits longer than the cap and a window for a hand-off.
+    for (const gap of gaps) expect(gap).toBeLessThanOrEqual(PROBE_MAX_MS + WINDOW);
+    expect(probedAt.at(-1)).toBeGreaterThan(60_000 - PROBE_MAX_MS - WINDOW);
+    // A minute of taking the name again costs a few windows, not one per 2 s (30 windows).
+    expect(probedAt.length).toBeLessThanOrEqual(10);
+    expect(heldOffMs).toBeLessThan(0.05 * 60_000);
+  });
+
+  it("a hand-off another process took starts the hand-offs of every release again", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, true);
+    const token = { next: 1n };
+    const first = await retake(clock, hand, 30_000, () => false, token);
+    expect((first.probedAt.at(-1) ?? 0) - (first.probedAt.at(-2) ?? 0)).toBe(PROBE_MAX_MS);
+    // Another process starts waiting: it takes the next hand-off, then asks no more.
+    let handOffs = 0;
+    const second = await retake(clock, hand, 20_000, () => handOffs++ === 0, token);
+    const firstAt = second.probedAt[0] ?? -1;
+    expect(firstAt).toBeLessThanOrEqual(PROBE_MAX_MS + WINDOW);
+    // Right after a hand-off it took, every release is handed off (a window each)...
+    expect(second.probedAt[1]).toBe(firstAt + WINDOW + 50);
+    // ... and once nobody takes them, hand-offs come 2 s apart again, not 8 s.
+    const gaps = second.probedAt.slice(1).map((at, i) => at - (second.probedAt[i] ?? 0));
+    expect(gaps).toContain(PROBE_EVERY_MS);
   });
 
   it("a grant after a hold-off with a token that skipped others keeps the hand-offs going", async () => {
