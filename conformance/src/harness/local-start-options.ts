@@ -10,6 +10,8 @@ export interface LocalStartOptions {
   readonly graceMs?: number;
   /** Environment for binary lookups (`BATON_REDIS_SERVER`, ...); `process.env` by default. */
   readonly env?: NodeJS.ProcessEnv;
+  /** More PostgreSQL server settings (`name=value`, as for `postgres -c`), after the harness's own. */
+  readonly postgresSettings?: readonly string[];
 }
 
 /**

@@ -96,8 +96,17 @@ export async function initPostgres(
 }
 
 /** The group member running the server of `pg` on `port`. */
-export function postgresMember(pg: InitializedPostgres, port: number): MemberDefinition {
-  const settings = [...SERVER_SETTINGS, `port=${port}`, `unix_socket_directories=${pg.dir}`];
+export function postgresMember(
+  pg: InitializedPostgres,
+  port: number,
+  extra: readonly string[] = [],
+): MemberDefinition {
+  const settings = [
+    ...SERVER_SETTINGS,
+    ...extra,
+    `port=${port}`,
+    `unix_socket_directories=${pg.dir}`,
+  ];
   return {
     name: "pg",
     address: `${HOST}:${port}`,
@@ -138,7 +147,7 @@ export async function startPostgres(options: LocalStartOptions): Promise<ServerG
       kind: "postgres",
       what: "postgres server",
       url: `postgres://postgres@${HOST}:${port}/postgres`,
-      members: [postgresMember(pg, port)],
+      members: [postgresMember(pg, port, options.postgresSettings)],
       timeoutMs: pg.timeoutMs,
       ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
     });

@@ -25,6 +25,11 @@ export interface StartServersOptions {
   readonly graceMs?: number;
   /** Importer for the optional `testcontainers` package; tests pass a fake. */
   readonly importModule?: ModuleImporter;
+  /**
+   * More PostgreSQL server settings (`name=value`, as for `postgres -c`), e.g. a larger
+   * `max_locks_per_transaction`. Local servers only.
+   */
+  readonly postgresSettings?: readonly string[];
 }
 
 /** Options for {@link StartedServers.stop}. */
@@ -87,6 +92,9 @@ async function startLocal(
       env,
       timeoutMs: options.timeoutMs ?? startTimeoutMs(env),
       ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+      ...(options.postgresSettings === undefined
+        ? {}
+        : { postgresSettings: options.postgresSettings }),
     });
   } catch (error) {
     unregister();

@@ -30,6 +30,10 @@ export const SQLSTATE = {
   /** A function is missing: e.g. the permit functions before `migrate()`. */
   undefinedFunction: "42883",
   connectionDoesNotExist: "08003",
+  /** A named prepared statement the connection does not have. */
+  invalidStatementName: "26000",
+  /** `out of shared memory`: among others, the server's shared lock table is full. */
+  outOfMemory: "53200",
   connectionFailure: "08006",
 } as const;
 
@@ -42,6 +46,36 @@ export function sqlState(error: unknown): string | undefined {
 /** True for a missing privilege (SQLSTATE 42501). */
 export function isPrivilegeError(error: unknown): boolean {
   return sqlState(error) === SQLSTATE.insufficientPrivilege;
+}
+
+/**
+ * True when the server's shared lock table is full (SQLSTATE 53200 with PostgreSQL's hint to
+ * raise `max_locks_per_transaction`), for `error` or the error it was made from.
+ */
+export function lockTableFull(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 3; depth++) {
+    if (sqlState(e) === SQLSTATE.outOfMemory) {
+      const { hint } = e as { hint?: unknown };
+      return `${typeof hint === "string" ? hint : ""} ${e.message}`.includes(
+        "max_locks_per_transaction",
+      );
+    }
+    e = e.cause;
+  }
+  return false;
+}
+
+/**
+ * True when a statement failed because its named prepared statement was never made: in pg's
+ * pipeline mode a statement sent while the first parse of the same name is still in flight
+ * fails this way when that parse fails (the next use parses it again).
+ */
+export function missingPrepared(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 3; depth++) {
+    if (sqlState(e) === SQLSTATE.invalidStatementName) return true;
+    e = e.cause;
+  }
+  return false;
 }
 
 /**
@@ -152,6 +186,13 @@ export function toBatonError(error: unknown, context: string): BatonError {
   if (state === undefined && isConnectFailure(error)) {
     return new BackendUnavailableError(
       `${context}: could not connect (${detail}); check that the server runs there and accepts connections from here`,
+      { cause: error },
+    );
+  }
+  if (lockTableFull(error)) {
+    return new ConfigError(
+      "max_locks_per_transaction",
+      `${context}: the server's lock table is full (${detail}). Each lock a session holds takes an entry of PostgreSQL's shared lock table, which has room for about max_locks_per_transaction x (max_connections + max_prepared_transactions) entries over all connections; raise max_locks_per_transaction on the server (a restart applies it) or hold fewer locks at once`,
       { cause: error },
     );
   }

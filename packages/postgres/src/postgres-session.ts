@@ -38,6 +38,8 @@ import {
 import {
   describeTarget,
   endedConnection,
+  lockTableFull,
+  missingPrepared,
   openSessionContext,
   SQLSTATE,
   sqlState,
@@ -284,6 +286,22 @@ export class PostgresSession implements BackendSession {
   }
 
   async #renew(): Promise<KeepAliveResult | undefined> {
+    try {
+      return await this.#renewHeld();
+    } catch (error) {
+      // The server's lock table is full (or a statement whose first parse failed for that
+      // reason was sent again before the failure came back, see missingPrepared): statements
+      // that read a table fail, but the session's locks live as long as its connection, and a
+      // statement that takes no lock table entry renews the connection's lease. What is held
+      // is checked, and orphans unlocked, by a later renewal.
+      if (!lockTableFull(error) && !missingPrepared(error)) throw error;
+      await this.#query(PING, []);
+      return undefined;
+    }
+  }
+
+  /** The renewal: also checks what the connection still holds, and tidies what it released. */
+  async #renewHeld(): Promise<KeepAliveResult | undefined> {
     if (this.#orphans.size > 0) {
       const orphans = this.#orphans.all();
       await this.#query(this.#context.statements.unlockHeld, unlockHeldValues(orphans));
