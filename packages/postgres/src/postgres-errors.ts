@@ -53,16 +53,22 @@ export function isPrivilegeError(error: unknown): boolean {
  * raise `max_locks_per_transaction`), for `error` or the error it was made from.
  */
 export function lockTableFull(error: unknown): boolean {
-  for (let e = error, depth = 0; e instanceof Error && depth < 3; depth++) {
-    if (sqlState(e) === SQLSTATE.outOfMemory) {
-      const { hint } = e as { hint?: unknown };
-      return `${typeof hint === "string" ? hint : ""} ${e.message}`.includes(
-        "max_locks_per_transaction",
-      );
-    }
+  const e = pgErrorOf(error);
+  if (e === undefined || sqlState(e) !== SQLSTATE.outOfMemory) return false;
+  const { hint } = e as { hint?: unknown };
+  return `${typeof hint === "string" ? hint : ""} ${e.message}`.includes(
+    "max_locks_per_transaction",
+  );
+}
+
+/** `error` or the error it was made from (a cause, up to three deep) that has a SQLSTATE. */
+function pgErrorOf(error: unknown): Error | undefined {
+  let e = error;
+  for (let depth = 0; e instanceof Error && depth < 3; depth++) {
+    if (sqlState(e) !== undefined) return e;
     e = e.cause;
   }
-  return false;
+  return undefined;
 }
 
 /**
@@ -71,11 +77,7 @@ export function lockTableFull(error: unknown): boolean {
  * fails this way when that parse fails (the next use parses it again).
  */
 export function missingPrepared(error: unknown): boolean {
-  for (let e = error, depth = 0; e instanceof Error && depth < 3; depth++) {
-    if (sqlState(e) === SQLSTATE.invalidStatementName) return true;
-    e = e.cause;
-  }
-  return false;
+  return sqlState(pgErrorOf(error)) === SQLSTATE.invalidStatementName;
 }
 
 /**
