@@ -88,6 +88,14 @@ export interface MysqlGrantHandle {
   readonly lockKey: string;
 }
 
+/** A statement waiting for the session's connection (see MysqlSession, "statements"). */
+interface Queued {
+  readonly sql: string;
+  readonly values: unknown[];
+  readonly resolve: (result: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
 /** A grant this session holds. */
 interface Held {
   readonly name: string;
@@ -102,6 +110,14 @@ interface Held {
  * server ends its connection after the TTL and frees its locks; a killed process closes the
  * socket and frees them at once. The connection is checked once at open (not a Galera node,
  * no proxy in between) and its id by every heartbeat.
+ *
+ * Statements: the server runs a connection's statements one at a time, so the session sends
+ * one at a time and keeps the others in its own queue, where the heartbeat goes first. A
+ * heartbeat then waits for at most the one statement running, never for every acquire in
+ * flight: each acquire costs the server more the more named locks the connection holds (MariaDB
+ * looks through them for every metadata lock a statement takes), and behind dozens of them a
+ * heartbeat of a session holding tens of thousands of locks took longer than its bound, and
+ * every lock of the session was lost.
  */
 export class MysqlSession implements BackendSession {
   readonly ownerId: string;
@@ -127,6 +143,15 @@ export class MysqlSession implements BackendSession {
    * inside that transaction and is rolled back with it.
    */
   #acquires: Promise<unknown> = Promise.resolve();
+  /** Acquires sent and not yet ended (a failed one's rollback included). */
+  #acquiring = 0;
+  /** Statements waiting for the connection: heartbeats first, then the others in order. */
+  readonly #urgent: Queued[] = [];
+  readonly #waiting: Queued[] = [];
+  /** A statement is running on the connection. */
+  #sending = false;
+  /** Released grants' holder rows are being deleted apart from the heartbeat. */
+  #tidying = false;
   #renewal: Promise<KeepAliveResult | undefined> | undefined;
   #closing: Promise<void> | undefined;
 
@@ -149,7 +174,7 @@ export class MysqlSession implements BackendSession {
       run: async (sql, values) => {
         // Never inside a transaction a failed acquire left open (see #acquires).
         await this.#acquires;
-        return run(this.#connection, sql, values);
+        return this.#send(sql, values, false);
       },
       failure: (error, what) => this.#failure(error, what),
     });
@@ -219,24 +244,28 @@ export class MysqlSession implements BackendSession {
       if (!this.#orphans.has(lockKey)) continue;
       this.#orphans.delete(lockKey);
       try {
-        await this.#statement(statements.releaseIfHeld, [lockKey, lockKey]);
+        await this.#statement(statements.releaseIfHeld, [lockKey, lockKey], true);
       } catch (error) {
         if (this.#alive()) this.#orphans.add(lockKey);
         throw error;
       }
     }
-    if (this.#released.length > 0) await this.#acquires;
-    const released = this.#released;
-    this.#released = [];
+    // With acquires in flight, one of them may have left its transaction open (until its
+    // rollback), so the holder rows are deleted after them, apart from the heartbeat.
+    const tidyNow = this.#acquiring === 0;
+    const released = tidyNow ? this.#released : [];
+    if (tidyNow) this.#released = [];
+    else this.#tidyAfterAcquires();
     let id: number;
     try {
       id =
         released.length === 0
-          ? decodeHeartbeat(await this.#statement(statements.heartbeat, []))
+          ? decodeHeartbeat(await this.#statement(statements.heartbeat, [], true))
           : decodeHeartbeat(
               await this.#statement(
                 statements.tidyThenHeartbeat(released.length),
                 released.flatMap((r) => [r.lockKey, r.token.toString()]),
+                true,
               ),
             );
     } catch (error) {
@@ -253,6 +282,34 @@ export class MysqlSession implements BackendSession {
       throw error;
     }
     return undefined;
+  }
+
+  /**
+   * Deletes the released grants' holder rows once the acquires sent so far have ended (see
+   * #acquires), in the background; rows whose delete fails wait for the next try.
+   */
+  #tidyAfterAcquires(): void {
+    if (this.#tidying || this.#released.length === 0) return;
+    this.#tidying = true;
+    void this.#acquires
+      .then(async () => {
+        const released = this.#released;
+        this.#released = [];
+        if (released.length === 0 || !this.#alive()) return;
+        try {
+          await this.#statement(
+            this.#context.statements.tidyThenHeartbeat(released.length),
+            released.flatMap((r) => [r.lockKey, r.token.toString()]),
+          );
+        } catch {
+          if (this.#alive() && this.#released.length < MAX_RELEASED) {
+            this.#released = released.concat(this.#released);
+          }
+        }
+      })
+      .finally(() => {
+        this.#tidying = false;
+      });
   }
 
   async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
@@ -286,8 +343,13 @@ export class MysqlSession implements BackendSession {
 
   /** One try, without waiting: the grant, or `null` when another connection holds the lock. */
   #try(name: string, lockKey: string, value: string | undefined): Promise<Grant | null> {
+    this.#acquiring++;
     const attempt = this.#attempt(name, lockKey, value);
     this.#acquires = Promise.allSettled([this.#acquires, attempt]);
+    const ended = () => {
+      this.#acquiring--;
+    };
+    attempt.then(ended, ended);
     return attempt;
   }
 
@@ -413,15 +475,39 @@ export class MysqlSession implements BackendSession {
   }
 
   /**
-   * Runs `sql` on the session's connection (mysql2 runs a connection's statements one at a
-   * time, in order): its result, or the error to throw ({@link #failure}).
+   * Runs `sql` on the session's connection, after the statements queued before it (`urgent`:
+   * after the running one only): its result, or the error to throw ({@link #failure}).
    */
-  async #statement(sql: string, values: unknown[]): Promise<unknown> {
+  async #statement(sql: string, values: unknown[], urgent = false): Promise<unknown> {
     try {
-      return await run(this.#connection, sql, values);
+      return await this.#send(sql, values, urgent);
     } catch (error) {
       throw this.#failure(error, "MySQL statement");
     }
+  }
+
+  /** Queues `sql` for the connection (see the class comment): mysql2's result, or its error. */
+  #send(sql: string, values: unknown[], urgent: boolean): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      (urgent ? this.#urgent : this.#waiting).push({ sql, values, resolve, reject });
+      if (!this.#sending) this.#next();
+    });
+  }
+
+  /** Sends the next queued statement, if any (one at a time). */
+  #next(): void {
+    const queued = this.#urgent.shift() ?? this.#waiting.shift();
+    if (queued === undefined) return;
+    this.#sending = true;
+    this.#connection.query(
+      { sql: queued.sql, values: queued.values, supportBigNumbers: true, bigNumberStrings: true },
+      (error, result) => {
+        this.#sending = false;
+        if (error) queued.reject(error);
+        else queued.resolve(result);
+        this.#next();
+      },
+    );
   }
 
   /**
