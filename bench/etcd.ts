@@ -61,6 +61,7 @@ async function uncontended(
 ): Promise<LatencySection> {
   const raw = new Etcd3({ hosts });
   const peer = new Etcd3({ hosts });
+  let lease: KeptLease | undefined;
   let leaseId = "0";
   const rawKey = Buffer.from("bench-raw/lock");
   try {
@@ -75,7 +76,8 @@ async function uncontended(
           name: "raw txn create+guarded delete",
           role: "floor",
           setup: async () => {
-            leaseId = (await raw.leaseClient.leaseGrant({ TTL: 60 })).ID;
+            lease = await keptLease(raw);
+            leaseId = lease.id;
           },
           op: async () => {
             const created = await raw.kv.txn({
@@ -103,7 +105,7 @@ async function uncontended(
             });
           },
           teardown: async () => {
-            await raw.leaseClient.leaseRevoke({ ID: leaseId }).catch(() => undefined);
+            await lease?.revoke();
           },
         },
       ],
@@ -224,6 +226,22 @@ async function heldLocks(hosts: string[], items?: HeldItems) {
   });
 }
 
+/** A floor's lease, kept alive until revoked. */
+interface KeptLease {
+  readonly id: string;
+  revoke(): Promise<void>;
+}
+
+/**
+ * A 60 s lease that etcd3 keeps alive (a keepalive every 20 s) until revoked, so a floor's keys
+ * outlive a long run; losing it fails the floor's next put, which the bench counts as an error.
+ */
+async function keptLease(raw: Etcd3): Promise<KeptLease> {
+  const lease = raw.lease(60);
+  const id = await lease.grant();
+  return { id, revoke: () => lease.revoke().catch(() => undefined) };
+}
+
 /** The first key after every key that starts with `prefix`. */
 function rangeEnd(prefix: Buffer): Buffer {
   const end = Buffer.from(prefix);
@@ -250,6 +268,7 @@ const noKeyIn = (key: Buffer, end: Buffer): ICompare => ({
  */
 async function permitRows(hosts: string[]): Promise<PermitRows> {
   const raw = new Etcd3({ hosts });
+  let lease: KeptLease | undefined;
   let leaseId = "0";
   const base = Buffer.from("bench-raw\xffpermits:sem\xff", "latin1");
   const entries = Buffer.concat([base, Buffer.from("e:")]);
@@ -268,7 +287,8 @@ async function permitRows(hosts: string[]): Promise<PermitRows> {
         name: "raw txn join+leave",
         role: "floor",
         setup: async () => {
-          leaseId = (await raw.leaseClient.leaseGrant({ TTL: 60 })).ID;
+          lease = await keptLease(raw);
+          leaseId = lease.id;
           leaseHex = BigInt(leaseId).toString(16);
         },
         op: async () => {
@@ -346,7 +366,7 @@ async function permitRows(hosts: string[]): Promise<PermitRows> {
           });
         },
         teardown: async () => {
-          await raw.leaseClient.leaseRevoke({ ID: leaseId }).catch(() => undefined);
+          await lease?.revoke();
         },
       },
     ],
@@ -374,7 +394,8 @@ export function serviceBench(url: string): ServiceBench {
         role: "floor",
         open: async () => {
           const raw = new Etcd3({ hosts });
-          const lease = (await raw.leaseClient.leaseGrant({ TTL: 60 })).ID;
+          const kept = await keptLease(raw);
+          const lease = kept.id;
           return {
             op: async (key, signal) => {
               const k = Buffer.from(`bench-svc/${key.name}`);
@@ -408,7 +429,7 @@ export function serviceBench(url: string): ServiceBench {
               }
             },
             close: async () => {
-              await raw.leaseClient.leaseRevoke({ ID: lease }).catch(() => undefined);
+              await kept.revoke();
               raw.close();
             },
           };
