@@ -496,18 +496,24 @@ export class MysqlSession implements BackendSession {
 
   /** Sends the next queued statement, if any (one at a time). */
   #next(): void {
-    const queued = this.#urgent.shift() ?? this.#waiting.shift();
-    if (queued === undefined) return;
-    this.#sending = true;
-    this.#connection.query(
-      { sql: queued.sql, values: queued.values, supportBigNumbers: true, bigNumberStrings: true },
-      (error, result) => {
-        this.#sending = false;
-        if (error) queued.reject(error);
-        else queued.resolve(result);
-        this.#next();
-      },
-    );
+    // A connection that has ended answers at once, from inside query(): the loop goes on to
+    // the next statement then, so that thousands of queued statements do not nest calls.
+    while (!this.#sending) {
+      const queued = this.#urgent.shift() ?? this.#waiting.shift();
+      if (queued === undefined) return;
+      this.#sending = true;
+      let inside = true;
+      this.#connection.query(
+        { sql: queued.sql, values: queued.values, supportBigNumbers: true, bigNumberStrings: true },
+        (error, result) => {
+          this.#sending = false;
+          if (error) queued.reject(error);
+          else queued.resolve(result);
+          if (!inside) this.#next();
+        },
+      );
+      inside = false;
+    }
   }
 
   /**

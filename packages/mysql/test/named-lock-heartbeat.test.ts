@@ -8,7 +8,7 @@ import { MysqlBackend } from "../src/index.js";
 const QUEUED = 40;
 
 describeBackend("mysql", (url) => {
-  describe("mysql named-lock heartbeat", () => {
+  describe("mysql named-lock statements", () => {
     const backends: MysqlBackend[] = [];
     const open = async (): Promise<BackendSession> => {
       const backend = new MysqlBackend({ url });
@@ -63,6 +63,16 @@ describeBackend("mysql", (url) => {
       expect(await answeredBeforeHeartbeat(session)).toBeLessThanOrEqual(1);
       await session.keepAlive();
       expect(session.lost?.aborted).toBe(false);
+    });
+
+    it("closing a session with thousands of statements queued ends each of them", async () => {
+      const session = await open();
+      const reads = Array.from({ length: 20_000 }, (_, i) => session.holder(`read-${i}`));
+      await session.close();
+      const settled = await Promise.allSettled(reads);
+      const failed = settled.filter((s) => s.status === "rejected");
+      expect(failed.length).toBeGreaterThan(0);
+      for (const s of failed) expect((s.reason as Error).name).toBe("SessionLostError");
     });
   });
 });
