@@ -10,7 +10,7 @@ import {
 } from "@baton/core";
 import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
-import { closeClient, connect, isClosedForGood } from "./client-connection.js";
+import { closeClient, coalesceWrites, connect, isClosedForGood } from "./client-connection.js";
 import {
   type ClientFactory,
   type ClientRequest,
@@ -93,6 +93,8 @@ export class ZookeeperBackend implements LockBackend {
       sessionTimeoutMs: options.ttlMs,
       ownerId: options.ownerId,
     })) as Client;
+    // Hot path: see docs/hot-path.md, "ZooKeeper".
+    coalesceWrites(client);
     const link = linkSignals([options.signal, this.#closing.signal]);
     try {
       await connect(client, this.#connectTimeoutMs, link.signal, this.#members());
