@@ -79,6 +79,9 @@ interface HeldKey extends OwnedKey {
   readonly grant: Grant;
 }
 
+/** What one acquire try answers: the grant, or the holder's remaining lease. */
+type TryResult = { grant: Grant; pttl?: undefined } | { grant: null; pttl: number };
+
 /** The private part of a Redis grant: what release needs to find exactly this grant. */
 interface RedisGrantHandle {
   readonly sessionId: string;
@@ -115,6 +118,9 @@ export class RedisSession implements BackendSession {
   /** Listing, inspection and forced release for operators. */
   readonly #inspection: RedisInspection;
   #closed = false;
+  /** What an acquire try and a release are called in their timeout errors. */
+  readonly #acquireWhat: string;
+  readonly #releaseWhat: string;
 
   constructor(ctx: RedisSessionContext, ownerId: string, ttlMs: number) {
     this.#ctx = ctx;
@@ -122,6 +128,8 @@ export class RedisSession implements BackendSession {
     this.ttlMs = ttlMs;
     this.sessionId = randomBytes(12).toString("hex");
     this.#sessionPrefix = ownerPrefix(this.sessionId);
+    this.#acquireWhat = `${ctx.where}: acquire`;
+    this.#releaseWhat = `${ctx.where}: release`;
     this.#records = new RedisRecords(ctx);
     this.#inspection = new RedisInspection({ ...ctx, ttlMs });
     this.#permits = new RedisPermits({
@@ -219,25 +227,57 @@ export class RedisSession implements BackendSession {
     return [...locks.map((r) => decodeRenewals(r)[0] as KeyRenewal), ...permitKeys];
   }
 
-  async acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
-    this.#assertLive();
-    const keys = lockKeys(this.#ctx.keyPrefix, name);
-    const tail = payloadTail(this.ownerId, options.value);
-    // A waiter whose turn channel is still subscribed (it waited for this lock a moment ago)
-    // listens from before its first try, so that try may join the line and it needs no second
-    // one. Otherwise the first try is the plain one (the uncontended path), and the try after
-    // subscribing joins the line.
+  acquire(name: string, options: BackendAcquireOptions): Promise<Grant | null> {
+    let keys: LockKeys;
+    let tail: string;
+    let subscription: ReleaseSubscription | undefined;
+    try {
+      this.#assertLive();
+      keys = lockKeys(this.#ctx.keyPrefix, name);
+      tail = payloadTail(this.ownerId, options.value);
+      // A waiter whose turn channel is still subscribed (it waited for this lock a moment ago)
+      // listens from before its first try, so that try may join the line and it needs no
+      // second one. Otherwise the first try is the plain one (the uncontended path), and the
+      // try after subscribing joins the line.
+      const listener = this.#ctx.listener;
+      subscription =
+        options.wait && !listener.idle ? listener.listening(keys.turn(this.sessionId)) : undefined;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (subscription !== undefined) {
+      return this.#acquireWaiting(name, options, keys, tail, subscription, undefined);
+    }
+    // Hot path: see docs/hot-path.md, "Redis". The uncontended path is this one script call,
+    // waiting or not, as one promise chain. It leaves the signal alone (see
+    // BackendAcquireOptions.signal): reading it may build it.
+    return this.#try(name, keys, tail, undefined, undefined).then((got) =>
+      got.grant !== null || !options.wait
+        ? got.grant
+        : this.#acquireWaiting(name, options, keys, tail, undefined, got),
+    );
+  }
+
+  /**
+   * The rest of an acquire that waits: from its first try (`first`, when it was the plain one
+   * and found the lock held), or, with `subscription` (its turn channel still subscribed),
+   * from a first try that may join the line. A waiting try that fails joins the lock's line.
+   */
+  async #acquireWaiting(
+    name: string,
+    options: BackendAcquireOptions,
+    keys: LockKeys,
+    tail: string,
+    listening: ReleaseSubscription | undefined,
+    first: { grant: null; pttl: number } | undefined,
+  ): Promise<Grant | null> {
     const listener = this.#ctx.listener;
-    let subscription =
-      options.wait && !listener.idle ? listener.listening(keys.turn(this.sessionId)) : undefined;
+    let subscription = listening;
     let wait = subscription === undefined ? undefined : this.#startWait(name, keys, tail);
     let granted = false;
     let link: ReturnType<typeof linkSignals> | undefined;
     try {
-      // The uncontended path is this one script call, waiting or not. It leaves the signal
-      // alone (see BackendAcquireOptions.signal): reading it may build it. A waiting try that
-      // fails joins the lock's line of waiters.
-      let got = await this.#try(name, keys, tail, undefined, wait);
+      let got = first ?? (await this.#try(name, keys, tail, undefined, wait));
       if (got.grant !== null || !options.wait) {
         granted = got.grant !== null;
         return got.grant;
@@ -358,19 +398,19 @@ export class RedisSession implements BackendSession {
   }
 
   /** One acquire script call: the grant, or the holder's remaining lease. */
-  async #try(
+  #try(
     name: string,
     keys: LockKeys,
     tail: string,
     signal: AbortSignal | undefined,
     wait: Wait | undefined,
-  ): Promise<{ grant: Grant; pttl?: undefined } | { grant: null; pttl: number }> {
+  ): Promise<TryResult> {
     const owner = wait === undefined ? this.sessionId : wait.id;
     const prefix = wait === undefined ? this.#sessionPrefix : wait.prefix;
     // A wait's key is pending for the whole wait (see #startWait).
     const pending = wait === undefined ? { keys, prefix } : undefined;
     if (pending !== undefined) this.#pending.set(name, pending);
-    let reply: { token: bigint } | { pttl: number };
+    let bounded: Promise<unknown>;
     try {
       // Hot path: see docs/hot-path.md, "Redis" (no channel names, no line key unless waiting).
       const call =
@@ -387,40 +427,62 @@ export class RedisSession implements BackendSession {
         wait.joined = true;
         wait.lastTry = call;
       }
-      reply = decodeAcquireReply(
-        await boundedCall(call, {
-          timeoutMs: this.#leaseCallTimeoutMs,
-          what: `${this.#ctx.where}: acquire`,
-          name,
-          signal,
-          mapError: (e) => toBatonError(e, `${this.#ctx.where}: acquire of "${name}" failed`),
-          // Given up while in flight: the server may have granted it and only the reply be
-          // lost. Delete any grant of this try on the key now (the next command on this
-          // connection, so never a later grant), and a late grant again when it arrives.
-          onAbandoned: (late) => {
-            if (!this.#held.has(name)) void this.#releaseQuietly(keys, prefix);
-            late.then(
-              (r) => {
-                const got = decodeAcquireReply(r);
-                if ("token" in got) {
-                  void this.#releaseQuietly(keys, grantPrefix(owner, got.token));
-                }
-              },
-              () => undefined,
-            );
-          },
-        }),
-      );
-    } finally {
+      bounded = boundedCall(call, {
+        timeoutMs: this.#leaseCallTimeoutMs,
+        what: this.#acquireWhat,
+        name,
+        signal,
+        mapError: (e) => toBatonError(e, `${this.#ctx.where}: acquire of "${name}" failed`),
+        // Given up while in flight: the server may have granted it and only the reply be
+        // lost. Delete any grant of this try on the key now (the next command on this
+        // connection, so never a later grant), and a late grant again when it arrives.
+        onAbandoned: (late) => {
+          if (!this.#held.has(name)) void this.#releaseQuietly(keys, prefix);
+          late.then(
+            (r) => {
+              const got = decodeAcquireReply(r);
+              if ("token" in got) {
+                void this.#releaseQuietly(keys, grantPrefix(owner, got.token));
+              }
+            },
+            () => undefined,
+          );
+        },
+      });
+    } catch (error) {
       if (pending !== undefined) this.#unpend(name, pending);
+      return Promise.reject(error);
     }
-    if (signal?.aborted === true || this.#closed) {
-      // The grant arrived, but the caller left (or the session closed) at the same moment.
-      if ("token" in reply) await this.#releaseQuietly(keys, grantPrefix(owner, reply.token));
-      throw signal?.aborted === true ? signal.reason : this.#closedError();
-    }
-    if (!("token" in reply)) return { grant: null, pttl: reply.pttl };
-    return { grant: this.#hold(name, keys, owner, reply.token) };
+    // One promise chain, no async frame (hot path: see docs/hot-path.md, "Redis").
+    return bounded.then(
+      (r) => {
+        if (pending !== undefined) this.#unpend(name, pending);
+        const reply = decodeAcquireReply(r);
+        if (signal?.aborted === true || this.#closed) {
+          return this.#giveBack(keys, owner, reply, signal);
+        }
+        if (!("token" in reply)) return { grant: null, pttl: reply.pttl };
+        return { grant: this.#hold(name, keys, owner, reply.token) };
+      },
+      (error: unknown) => {
+        if (pending !== undefined) this.#unpend(name, pending);
+        throw error;
+      },
+    );
+  }
+
+  /**
+   * The grant arrived, but the caller left (or the session closed) at the same moment: it is
+   * released, and the try rejects with the caller's reason (or the session's end).
+   */
+  async #giveBack(
+    keys: LockKeys,
+    owner: string,
+    reply: { token: bigint } | { pttl: number },
+    signal: AbortSignal | undefined,
+  ): Promise<never> {
+    if ("token" in reply) await this.#releaseQuietly(keys, grantPrefix(owner, reply.token));
+    throw signal?.aborted === true ? signal.reason : this.#closedError();
   }
 
   /** Records grant `token` of `owner` (this session, or one of its waits) on `name` as held. */
@@ -431,24 +493,36 @@ export class RedisSession implements BackendSession {
     return grant;
   }
 
-  async release(grant: Grant): Promise<boolean> {
-    if (grant.handle instanceof PermitHandle)
-      return await this.#permits.release(grant, grant.handle);
-    const held = this.#held.get(grant.key);
-    // Forget it first: once release settles, even by throwing, it is never renewed again.
-    if (held?.grant === grant) this.#held.delete(grant.key);
-    const handle = grant.handle as RedisGrantHandle | undefined;
-    if (handle?.sessionId !== this.sessionId) return false;
-    const mine = held?.grant === grant ? held : undefined;
-    const keys = mine?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
-    const prefix = mine?.prefix ?? grantPrefix(handle.grantOwner, grant.token);
-    const reply = await boundedCall(this.#releaseToNext([{ keys, prefix }]), {
-      timeoutMs: this.#ctx.commandTimeoutMs,
-      what: `${this.#ctx.where}: release`,
-      name: grant.key,
-      mapError: (e) => toBatonError(e, `${this.#ctx.where}: release of "${grant.key}" failed`),
-    });
-    return decodeReleasedOne(reply);
+  /**
+   * Owner-checked release of `grant` (to the first waiter in line, if any). One promise chain,
+   * no async frame: see docs/hot-path.md, "Redis".
+   */
+  release(grant: Grant): Promise<boolean> {
+    try {
+      const handle = grant.handle;
+      if (handle instanceof PermitHandle) return this.#permits.release(grant, handle);
+      const held = this.#held.get(grant.key);
+      const mine = held?.grant === grant ? held : undefined;
+      // Forget it first: once release settles, even by throwing, it is never renewed again.
+      if (mine !== undefined) this.#held.delete(grant.key);
+      const own = handle as RedisGrantHandle | undefined;
+      if (own?.sessionId !== this.sessionId) return Promise.resolve(false);
+      const keys = mine?.keys ?? lockKeys(this.#ctx.keyPrefix, grant.key);
+      const prefix = mine?.prefix ?? grantPrefix(own.grantOwner, grant.token);
+      const call = RELEASE.run(
+        this.#ctx.client,
+        [keys.lock, keys.waiters, keys.token],
+        [this.#ctx.cluster ? "" : "1", prefix],
+      );
+      return boundedCall(call, {
+        timeoutMs: this.#ctx.commandTimeoutMs,
+        what: this.#releaseWhat,
+        name: grant.key,
+        mapError: (e) => toBatonError(e, `${this.#ctx.where}: release of "${grant.key}" failed`),
+      }).then(decodeReleasedOne);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**
