@@ -42,6 +42,9 @@ import { WaiterPool } from "./waiter-pool.js";
 export const POSTGRES_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: false,
+  // A waiter waits in the server (pg_advisory_lock, or a shared lock on a waiter connection):
+  // a release wakes it at once.
+  waiters: "woken",
   consensus: false,
   crossProcess: true,
   records: true,
@@ -57,6 +60,8 @@ export const POSTGRES_GUARANTEES: Guarantees = {
  */
 export const POSTGRES_LEASE_GUARANTEES: Guarantees = {
   ...POSTGRES_GUARANTEES,
+  // A waiter reads the lease row again from time to time.
+  waiters: "poll",
   semaphores: false,
 };
 

@@ -19,6 +19,15 @@ export interface Guarantees {
   /** Waiters are granted the lock in the order they started waiting. */
   readonly fifo: boolean;
   /**
+   * How a waiter of another process learns that the lock it waits for was released, on a
+   * backend without FIFO: `"poll"` when it looks again from time to time, `"woken"` when the
+   * store tells it at the release (it waits in the store, as on a PostgreSQL advisory lock) and
+   * asks again within a round trip. A coordinator that takes a name again right after releasing
+   * it first holds off so that such a waiter gets its turn: long enough for a poll with
+   * `"poll"` (up to 250 ms), a few ms with `"woken"`. Absent: `"poll"`.
+   */
+  readonly waiters?: "poll" | "woken";
+  /**
    * Where tokens come from: `"per-key"` when each key has a counter of its own, raised by one
    * per grant of that key, so a grant whose token is more than one above the last grant of the
    * key in this process shows that another process held the key in between; `"shared"` when

@@ -97,7 +97,11 @@ export class AcquirePipeline {
   backendOpening(backend: LockBackend): void {
     this.#host.fencing = backend.guarantees.fencing;
     if (!backend.guarantees.fifo)
-      this.#handOffs ??= new HandOffs(this.#clock, backend.guarantees.tokenCounter === "per-key");
+      this.#handOffs ??= new HandOffs(
+        this.#clock,
+        backend.guarantees.tokenCounter === "per-key",
+        backend.guarantees.waiters === "woken",
+      );
   }
 
   /** Ends every call under way with `reason` (for `close()`). */

@@ -15,6 +15,11 @@ export const PROBE_EVERY_MS = 2_000;
  */
 export const PROBE_MAX_MS = 8_000;
 /**
+ * The hand-off window on a backend whose waiters the store wakes at a release (its guarantees
+ * say `waiters: "woken"`): such a waiter asks again within a round trip, not a poll.
+ */
+export const WOKEN_WINDOW_MS = 5;
+/**
  * The first such hand-off comes this many ms into a run of taking the name again at once:
  * processes that asked at the same moment as this one wait unseen from the start.
  */
@@ -47,7 +52,8 @@ interface Ended {
  * every time while the others wait out their `waitMs`. So a waiting acquire of a name whose
  * lock ended here less than a hand-off window ago first waits out the rest of the window, long
  * enough for a waiter that saw the lock change hands to look again: an eighth of the lock's
- * TTL, between 50 and 250 ms (such a waiter looks again within 25 to 50 ms, then backs off).
+ * TTL, between 50 and 250 ms (such a waiter looks again within 25 to 50 ms, then backs off);
+ * {@link WOKEN_WINDOW_MS} when the store wakes its waiters at a release (`waiters: "woken"`).
  * It does so when an acquire here found the name held within the last four windows (others
  * want it), and, while it keeps taking the name at once (others may be waiting unseen), once
  * {@link FIRST_PROBE_AFTER_MS} into that run, then {@link PROBE_EVERY_MS} later, then twice as
@@ -84,15 +90,25 @@ export class HandOffs {
 
   /** Whether a key's tokens are consecutive per key (else one counter serves every key). */
   readonly #perKeyTokens: boolean;
+  /** Whether the store wakes waiters at a release (else they poll). */
+  readonly #woken: boolean;
 
   /**
    * @param perKeyTokens - the backend's tokens come from a counter per key (its guarantees'
    *   `tokenCounter` is `"per-key"`). With one counter for every key, the tokens this process
    *   took for other names meanwhile are not counted as grants elsewhere.
+   * @param woken - the store wakes a waiter at a release (its guarantees' `waiters` is
+   *   `"woken"`): the window is {@link WOKEN_WINDOW_MS}, not a poll's.
    */
-  constructor(clock: Clock, perKeyTokens: boolean) {
+  constructor(clock: Clock, perKeyTokens: boolean, woken = false) {
     this.#clock = clock;
     this.#perKeyTokens = perKeyTokens;
+    this.#woken = woken;
+  }
+
+  /** This backend's hand-off window for a lock of `ttlMs`, in ms. */
+  #windowMs(ttlMs: number): number {
+    return this.#woken ? WOKEN_WINDOW_MS : HandOffs.windowMs(ttlMs);
   }
 
   /** The hand-off window of a lock of `ttlMs`, in ms. */
@@ -134,7 +150,7 @@ export class HandOffs {
   ended(name: string, ttlMs: number): void {
     const at = this.#clock.now();
     const seen = this.#contended.get(name);
-    const contended = seen !== undefined && at - seen <= 4 * HandOffs.windowMs(ttlMs);
+    const contended = seen !== undefined && at - seen <= 4 * this.#windowMs(ttlMs);
     if (!contended) this.#contended.delete(name);
     this.#ended.set(name, { at, contended });
     this.#prune();
@@ -145,7 +161,7 @@ export class HandOffs {
     const ended = this.#ended.get(name);
     if (ended === undefined) return 0;
     const now = this.#clock.now();
-    const leftMs = ended.at + HandOffs.windowMs(ttlMs) - now;
+    const leftMs = ended.at + this.#windowMs(ttlMs) - now;
     if (leftMs <= 0) {
       // Not taken again at once: nothing to hand off.
       this.#ended.delete(name);

@@ -5,6 +5,7 @@ import {
   HandOffs,
   PROBE_EVERY_MS,
   PROBE_MAX_MS,
+  WOKEN_WINDOW_MS,
 } from "../../src/kernel/hand-off.js";
 
 const TTL = 2_000;
@@ -26,6 +27,18 @@ describe("hand-offs on a backend without a queue", () => {
     expect(hand.holdOffMs("job", TTL)).toBe(WINDOW);
     expect(hand.holdOffMs("other", TTL)).toBe(0);
     await clock.advance(WINDOW);
+    expect(hand.holdOffMs("job", TTL)).toBe(0);
+  });
+
+  it("when the store wakes its waiters at a release, a contended name holds off a few ms, not a poll's window", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, true, true);
+    hand.granted("job", 5n, true, false); // the acquire found it held
+    await clock.advance(1);
+    hand.ended("job", TTL);
+    expect(hand.holdOffMs("job", TTL)).toBe(WOKEN_WINDOW_MS);
+    expect(WOKEN_WINDOW_MS).toBeLessThan(WINDOW / 5);
+    await clock.advance(WOKEN_WINDOW_MS);
     expect(hand.holdOffMs("job", TTL)).toBe(0);
   });
 
