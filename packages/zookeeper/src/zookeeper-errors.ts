@@ -6,6 +6,8 @@ export const ZK_CODE = {
   connectionLoss: zookeeper.Exception.CONNECTION_LOSS,
   operationTimeout: zookeeper.Exception.OPERATION_TIMEOUT,
   noNode: zookeeper.Exception.NO_NODE,
+  /** The server does not know the request (a ZooKeeper older than the request). */
+  unimplemented: zookeeper.Exception.UNIMPLEMENTED,
   nodeExists: zookeeper.Exception.NODE_EXISTS,
   badVersion: zookeeper.Exception.BAD_VERSION,
   sessionExpired: zookeeper.Exception.SESSION_EXPIRED,

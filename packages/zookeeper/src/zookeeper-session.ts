@@ -25,6 +25,7 @@ import zookeeper from "node-zookeeper-client";
 import { AcquireStop } from "./acquire-stop.js";
 import {
   createEphemeralSequential,
+  createEphemeralSequentialWithStat,
   exists,
   getChildren,
   getData,
@@ -63,6 +64,12 @@ import { ZookeeperRecords } from "./zookeeper-records.js";
 export interface ZookeeperGrantHandle {
   /** The lock node's full path. */
   readonly path: string;
+}
+
+/** A node this session created: its full path, and its czxid when the create returned it. */
+interface Created {
+  readonly path: string;
+  readonly czxid?: Buffer;
 }
 
 /** A node this session created and must delete: a cancelled wait, a lost reply, a failed release. */
@@ -140,6 +147,8 @@ export class ZookeeperSession implements BackendSession {
   #sentAt = 0;
   /** The one timer that looks for a quiet connection while calls are pending (see `#prod`). */
   #prodTimer: Timer | undefined;
+  /** Whether a create may ask for the new node's stat (false once ZooKeeper refused it). */
+  #createWithStat = true;
 
   constructor(client: ZookeeperClientLike, context: ZookeeperSessionContext) {
     this.client = client;
@@ -161,8 +170,8 @@ export class ZookeeperSession implements BackendSession {
       held: this.#held,
       call: (what, pending, stop, onAbandoned) => this.#call(what, pending, stop, onAbandoned),
       whenConnected: (stop) => this.#whenConnected(stop),
-      createNode: (dir, attemptId, prefix, data, stop) =>
-        this.#createNode(dir, attemptId, prefix, data, stop),
+      createNode: async (dir, attemptId, prefix, data, stop) =>
+        (await this.#createNode(dir, attemptId, prefix, data, stop, false)).path,
       findAttempt: (dir, attemptId, stop) => this.#findAttempt(dir, attemptId, stop),
       waitGone: (path, stop) => this.#waitGone(path, stop),
       untilChanged: (changed, stop) => this.#untilChanged(changed, stop),
@@ -401,8 +410,16 @@ export class ZookeeperSession implements BackendSession {
     const stop = new AcquireStop(options, this.#ended.signal);
     try {
       const data = this.#nodeData(options.value);
-      path = await this.#createNode(dir, attemptId, lockNodePrefix(dir, attemptId), data, stop);
-      const token = await this.#awaitTurn(dir, path, options.wait, stop);
+      const created = await this.#createNode(
+        dir,
+        attemptId,
+        lockNodePrefix(dir, attemptId),
+        data,
+        stop,
+        true,
+      );
+      path = created.path;
+      const token = await this.#awaitTurn(dir, path, options.wait, stop, created.czxid);
       if (token === null) {
         await this.#deleteOwn(dir, attemptId, path);
         return null;
@@ -425,9 +442,10 @@ export class ZookeeperSession implements BackendSession {
   }
 
   /**
-   * Creates this attempt's node, `prefix` and the sequence. When the reply is lost with the
-   * connection, the node may exist: once connected again, look for it by the attempt id
-   * before creating another.
+   * Creates this attempt's node, `prefix` and the sequence; `withStat`: in the same request,
+   * the new node's czxid (the lock's token), when the ensemble and the client allow it. When
+   * the reply is lost with the connection, the node may exist: once connected again, look for
+   * it by the attempt id before creating another (its czxid is then not known).
    */
   async #createNode(
     dir: string,
@@ -435,16 +453,39 @@ export class ZookeeperSession implements BackendSession {
     prefix: string,
     data: Buffer,
     stop: AcquireStop,
-  ): Promise<string> {
+    withStat: boolean,
+  ): Promise<Created> {
     for (let round = 0; ; round++) {
+      // Hot path: see docs/hot-path.md, "ZooKeeper".
+      const asked = withStat && this.#createWithStat;
       try {
-        return await this.#call(
+        const withCzxid = asked
+          ? createEphemeralSequentialWithStat(this.#zk, prefix, data)
+          : undefined;
+        if (withCzxid !== undefined) {
+          const created = await this.#call("zookeeper create", withCzxid, stop.current, (late) =>
+            this.#lateCreate(
+              dir,
+              attemptId,
+              late.then((c) => c.path),
+            ),
+          );
+          return { path: created.path, czxid: created.stat.czxid };
+        }
+        const path = await this.#call(
           "zookeeper create",
           createEphemeralSequential(this.#zk, prefix, data),
           stop.current,
           (late) => this.#lateCreate(dir, attemptId, late),
         );
+        return { path };
       } catch (error) {
+        if (asked && zkCode(error) === ZK_CODE.unimplemented) {
+          // A ZooKeeper older than 3.5: no create that returns the stat. Nothing was created.
+          this.#createWithStat = false;
+          round--;
+          continue;
+        }
         if (zkCode(error) === ZK_CODE.noNode && round < PARENT_CREATES) {
           await this.#call(
             "zookeeper create of the lock's parent",
@@ -456,7 +497,7 @@ export class ZookeeperSession implements BackendSession {
         if (!isConnectionLoss(error)) throw error;
         await this.#whenConnected(stop.waiting());
         const found = await this.#findAttempt(dir, attemptId, stop.current);
-        if (found !== undefined) return found;
+        if (found !== undefined) return { path: found };
       }
     }
   }
@@ -489,18 +530,20 @@ export class ZookeeperSession implements BackendSession {
   }
 
   /**
-   * Waits until our node is the lowest: resolves the token (our node's czxid), or `null` when
-   * `wait` is false and another node is ahead. Watches only the node just ahead of ours.
+   * Waits until our node is the lowest: resolves the token (our node's czxid, given by the
+   * create or read here), or `null` when `wait` is false and another node is ahead. Watches
+   * only the node just ahead of ours.
    */
   async #awaitTurn(
     dir: string,
     path: string,
     wait: boolean,
     stop: AcquireStop,
+    czxid: Buffer | undefined,
   ): Promise<bigint | null> {
     const own = parseLockNode(splitPath(path).name);
     if (own === undefined) throw new Error(`zookeeper: unexpected lock node path ${path}`);
-    let token: bigint | undefined;
+    let token = czxid === undefined ? undefined : czxidToken(czxid);
     for (;;) {
       try {
         let children: string[];
