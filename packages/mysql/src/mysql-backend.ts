@@ -77,6 +77,11 @@ export class MysqlBackend implements LockBackend {
   #closed = false;
   /** The pool has ended (after the sessions closed): no call may start. */
   #ended = false;
+  /** Calls on a pooled connection now (at most the pool's size; see #run). */
+  #calling = 0;
+  /** Calls waiting for a pooled connection: renewals first, then the others in order. */
+  readonly #urgent: (() => void)[] = [];
+  readonly #waiting: (() => void)[] = [];
 
   /** Checks `options` (throwing `ConfigError` before any I/O); connects lazily. */
   constructor(options: MysqlBackendOptions) {
@@ -127,7 +132,7 @@ export class MysqlBackend implements LockBackend {
     if (this.#lease === undefined) {
       const names = tableNames(this.options.tablePrefix);
       this.#lease = {
-        run: (sql, values, timeoutMs) => this.#run(sql, values, timeoutMs),
+        run: (sql, values, timeoutMs, urgent) => this.#run(sql, values, timeoutMs, urgent),
         namespace: this.options.namespace,
         statements: leaseStatements(names),
         recordStatements: recordStatements(names, SERVER_MICROS),
@@ -181,27 +186,40 @@ export class MysqlBackend implements LockBackend {
    * One call (one round trip) on a pooled connection. A connection whose call failed is
    * destroyed, never given back: a failed statement may leave its transaction open on it. The
    * call is bounded at the client by `timeoutMs` (mysql2 then ends the connection).
+   *
+   * At most as many calls as the pool has connections run at once; the others wait here, where
+   * an `urgent` call (a renewal) goes first. In the pool's own queue a renewal waited behind
+   * every call sent before it: thousands of reads (the polls of as many watched names) or of
+   * releases (closing a coordinator that holds thousands of locks) delayed it past the session's
+   * deadline, and every lock of the session was lost.
    */
-  #run(sql: string, values: unknown[], timeoutMs: number): Promise<unknown> {
+  #run(sql: string, values: unknown[], timeoutMs: number, urgent = false): Promise<unknown> {
     if (this.#ended)
       return Promise.reject(new BackendUnavailableError("this MySQL backend is closed"));
     const pool = this.#connectionPool();
     return new Promise((resolve, reject) => {
-      pool.getConnection((error, connection) => {
-        if (error) {
-          reject(error);
-          return;
-        }
-        connection.query({ sql, values, timeout: timeoutMs }, (failure, result) => {
-          if (failure) {
-            connection.destroy();
-            reject(failure);
-          } else {
-            connection.release();
-            resolve(result);
+      const start = () => {
+        this.#calling++;
+        const done = (error: unknown, result?: unknown) => {
+          this.#calling--;
+          (this.#urgent.shift() ?? this.#waiting.shift())?.();
+          if (error) reject(error);
+          else resolve(result);
+        };
+        pool.getConnection((error, connection) => {
+          if (error) {
+            done(error);
+            return;
           }
+          connection.query({ sql, values, timeout: timeoutMs }, (failure, result) => {
+            if (failure) connection.destroy();
+            else connection.release();
+            done(failure, result);
+          });
         });
-      });
+      };
+      if (this.#calling < LEASE_POOL_SIZE) start();
+      else (urgent ? this.#urgent : this.#waiting).push(start);
     });
   }
 }

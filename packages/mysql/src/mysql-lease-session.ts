@@ -39,8 +39,14 @@ export interface MysqlLeaseSessionContext {
   /**
    * Runs one call (one round trip, one or more statements) on a pooled connection: mysql2's
    * result, or its error. `timeoutMs` bounds it at the client (the connection is then dropped).
+   * An `urgent` call (a renewal) gets the next free connection before the calls waiting.
    */
-  readonly run: (sql: string, values: unknown[], timeoutMs: number) => Promise<unknown>;
+  readonly run: (
+    sql: string,
+    values: unknown[],
+    timeoutMs: number,
+    urgent?: boolean,
+  ) => Promise<unknown>;
   readonly namespace: string;
   readonly statements: LeaseStatements;
   readonly recordStatements: RecordStatements;
@@ -148,6 +154,7 @@ export class MysqlLeaseSession implements BackendSession {
       this.#run(
         this.#context.statements.renew(pending, acks.length),
         renewValues(this.#id, this.#context.namespace, pending, acks),
+        true,
       ),
     );
     const orphans = new Set(pending.filter((p) => p.token === null).map((p) => p.name));
@@ -348,8 +355,8 @@ export class MysqlLeaseSession implements BackendSession {
   }
 
   /** One round trip, bounded at the client at twice the statement bound. */
-  #run(sql: string, values: unknown[]): Promise<unknown> {
-    return this.#context.run(sql, values, this.#boundMs * 2);
+  #run(sql: string, values: unknown[], urgent = false): Promise<unknown> {
+    return this.#context.run(sql, values, this.#boundMs * 2, urgent);
   }
 
   /** Bounds `call` (a round trip's promise) in time and by `signal`; maps its failure. */
