@@ -332,7 +332,8 @@ export class HeldLock implements SessionLock, LockInit {
     const session = this.#session;
     const host = this.#host;
     session.unregister(this);
-    this.ended.abort(releasedReason(this.name, this.token));
+    // Usually ended already, when the release was sent: no second reason is built.
+    if (!this.ended.aborted) this.ended.abort(releasedReason(this.name, this.token));
     if (this.#heldWarning !== undefined) this.#stopWarning();
     // After a failed release the session may still hold the key until it expires: keep the
     // name locked here until then, so this session never acquires it twice.
