@@ -29,6 +29,8 @@ import { ensureSchema, SERVER_MICROS } from "./schema.js";
 export const MYSQL_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: false,
+  // A waiter waits in the server (GET_LOCK on a waiter connection): a release wakes it at once.
+  waiters: "woken",
   consensus: false,
   crossProcess: true,
   records: true,
@@ -42,6 +44,7 @@ export const MYSQL_GUARANTEES: Guarantees = {
  */
 export const MYSQL_ROW_LEASE_GUARANTEES: Guarantees = {
   ...MYSQL_GUARANTEES,
+  waiters: "poll",
   inspection: true,
   forceRelease: "grant",
 };
