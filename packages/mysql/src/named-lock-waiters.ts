@@ -63,22 +63,24 @@ export class NamedLockWaiters {
     const waiter = await this.#take(signal);
     let abandoned = false;
     let killed: Promise<void> = Promise.resolve();
+    let rejectAborted: (reason: unknown) => void = noop;
+    const aborted = new Promise<never>((_, reject) => {
+      rejectAborted = reject;
+    });
+    // One listener per wait, removed when the wait ends: an acquire that waits again and again
+    // on one signal must not pile listeners up on it.
     const onAbort = () => {
       abandoned = true;
       killed = this.#kill(waiter.id).catch(() => {
         waiter.broken = true;
       });
+      rejectAborted(signal.reason);
     };
     signal.addEventListener("abort", onAbort, { once: true });
     const query = run(waiter.connection, this.#statement, [lockKey, seconds, lockKey]);
     try {
-      const outcome = await Promise.race([
-        query.then((rows) => decodeFree(rows)),
-        new Promise<never>((_, reject) => {
-          if (signal.aborted) reject(signal.reason);
-          else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-        }),
-      ]);
+      if (signal.aborted) onAbort();
+      const outcome = await Promise.race([query.then((rows) => decodeFree(rows)), aborted]);
       return outcome;
     } catch (error) {
       if (signal.aborted) throw signal.reason;
