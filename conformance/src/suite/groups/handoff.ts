@@ -20,5 +20,34 @@ export function handoffGroup(ctx: SuiteContext): void {
       // Generous bound for noisy machines; far below the TTL, so the release woke the waiter.
       expect(handoffMs).toBeLessThan(Math.min(3_000, longTtl / 4));
     });
+
+    it("where the store wakes its waiters, two coordinators taking turns at one name hand it over in ms, evenly", async (test) => {
+      if (ctx.backend.guarantees.fifo || ctx.backend.guarantees.waiters !== "woken") {
+        test.skip(`${ctx.target.name} does not declare waiters woken by the store (and no FIFO)`);
+        return;
+      }
+      const ttlMs = Math.max(15_000, ctx.target.ttlMs);
+      const pair = [ctx.coordinator({ ttlMs }), ctx.coordinator({ ttlMs })];
+      const name = ctx.name("turns");
+      const grants = [0, 0];
+      const until = performance.now() + 4_000;
+      await Promise.all(
+        pair.map(async (c, i) => {
+          while (performance.now() < until) {
+            const lock = await c.acquire(name, { waitMs: 10_000 });
+            grants[i] = (grants[i] as number) + 1;
+            await delay(2);
+            await lock.release();
+            await delay(1);
+          }
+        }),
+      );
+      // A coordinator that asks again right after its release holds off a few ms, not a poll's
+      // window (250 ms at this TTL: about 8 grants a second between the two).
+      const [first = 0, second = 0] = grants;
+      const total = first + second;
+      expect(total).toBeGreaterThan(60);
+      expect(Math.min(first, second)).toBeGreaterThan(total / 4);
+    });
   });
 }
