@@ -41,6 +41,12 @@ export interface DeclaredCapabilities {
    * false: that it is absent; not given: only that a time left, when given, is within the lease.
    */
   readonly timeLeft?: boolean;
+  /**
+   * How a waiter of another process learns of a release (the backend's `waiters` guarantee;
+   * absent: `"poll"`). With `"woken"` on a backend without FIFO, the suite checks that two
+   * coordinators taking turns at one name hand it over in milliseconds.
+   */
+  readonly waiters?: "poll" | "woken";
 }
 
 /**
@@ -59,14 +65,16 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
       await ctx.start();
       const g = ctx.backend.guarantees;
       const hasWatch = (await probeWatch(ctx)) === true;
+      const waiters = g.waiters ?? "poll";
       if (
         g.fencing !== declared.fencing ||
         g.fifo !== declared.fifo ||
         hasWatch !== declared.watch ||
-        g.semaphores !== declared.semaphores
+        g.semaphores !== declared.semaphores ||
+        waiters !== (declared.waiters ?? "poll")
       ) {
         throw new Error(
-          `conformance: ${target.name} declares fencing=${g.fencing} fifo=${g.fifo} watch=${hasWatch} semaphores=${g.semaphores}, but the test file registered fencing=${declared.fencing} fifo=${declared.fifo} watch=${declared.watch} semaphores=${declared.semaphores}`,
+          `conformance: ${target.name} declares fencing=${g.fencing} fifo=${g.fifo} watch=${hasWatch} semaphores=${g.semaphores} waiters=${waiters}, but the test file registered fencing=${declared.fencing} fifo=${declared.fifo} watch=${declared.watch} semaphores=${declared.semaphores} waiters=${declared.waiters ?? "poll"}`,
         );
       }
     });
@@ -80,7 +88,7 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
     basicGroup(ctx, declared.timeLeft);
     withLockGroup(ctx);
     cancellationGroup(ctx);
-    handoffGroup(ctx);
+    handoffGroup(ctx, !declared.fifo && declared.waiters === "woken");
     expiryGroup(ctx);
     renewalGroup(ctx);
     lockTtlGroup(ctx);

@@ -13,6 +13,7 @@ describeBackend("mysql", (url) => {
     {
       fencing: "monotonic",
       fifo: false,
+      waiters: "woken",
       watch: false,
       crossProcess: true,
       semaphores: false,

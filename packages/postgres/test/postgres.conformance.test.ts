@@ -13,6 +13,7 @@ describeBackend("postgres", (url) => {
     {
       fencing: "monotonic",
       fifo: false,
+      waiters: "woken",
       watch: true,
       crossProcess: true,
       semaphores: true,
