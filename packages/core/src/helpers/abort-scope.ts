@@ -19,7 +19,12 @@ export class AbortScope {
   /** The first callback (the usual case: one race per scope), then any others. */
   #callback: ((reason: unknown) => void) | undefined;
   #callbacks: Array<(reason: unknown) => void> | undefined;
-  /** Stop following each outside signal this scope follows (see follow, dispose). */
+  /**
+   * The first outside signal this scope follows (the usual case: a caller's signal) and the
+   * callback it runs, kept in two fields (no list, no remover); then each further one's stop.
+   */
+  #first: AbortSignal | undefined;
+  #onFirst: (() => void) | undefined;
   #followed: Array<() => void> | undefined;
   /** Run by the signal before it answers `aborted`, `reason` or `throwIfAborted()`. */
   readonly #readCheck: ReadCheck | undefined;
@@ -105,6 +110,13 @@ export class AbortScope {
     // A scope's own signal (a backend linking the signal of its acquire): follow the scope
     // itself, with no "abort" listener on the signal. Hot path: see docs/hot-path.md, "Core".
     const owner = (signal as ScopeSignal)[signalScope];
+    if (owner === undefined && this.#first === undefined) {
+      const onAbort = () => this.abort(signal.reason);
+      this.#first = signal;
+      this.#onFirst = onAbort;
+      addSharedAbort(signal, onAbort);
+      return this;
+    }
     let stop: () => void;
     if (owner === undefined) stop = onceAborted(signal, () => this.abort(signal.reason));
     else {
@@ -122,6 +134,12 @@ export class AbortScope {
    * scope. The scope itself stays as it is. Ending the scope disposes it too.
    */
   dispose(): void {
+    const first = this.#first;
+    if (first !== undefined) {
+      this.#first = undefined;
+      removeSharedAbort(first, this.#onFirst as () => void);
+      this.#onFirst = undefined;
+    }
     const followed = this.#followed;
     this.#followed = undefined;
     if (followed === undefined) return;

@@ -8,7 +8,6 @@ import {
 import { AbortScope } from "../helpers/abort-scope.js";
 import type { Clock, Timer } from "../helpers/clock.js";
 import type { Linked } from "../helpers/linked-list.js";
-import { addSharedAbort, removeSharedAbort } from "../helpers/once-aborted.js";
 import { setBound } from "../helpers/timer-lists.js";
 import type { CoordinatorEventHub, CoordinatorEvents } from "./events.js";
 import type { HandOffs } from "./hand-off.js";
@@ -110,7 +109,7 @@ export class AcquireCall implements Linked<AcquireCall> {
         : 0;
     // A short wait keeps its time for the lock itself.
     this.holdOffMs = holdOffMs * 2 < this.budgetMs ? holdOffMs : 0;
-    this.scope = new CallScope(this).followCaller(options.signal);
+    this.scope = new CallScope(this).follow(options.signal);
     this.#armBudget(this.budgetMs);
   }
 
@@ -330,41 +329,10 @@ class CallScope extends AbortScope {
   /** True once someone (the backend, about to wait) asked for the signal. */
   signalRead = false;
   readonly #call: AcquireCall;
-  /** The caller's signal, while the scope follows it, and the callback it runs. */
-  #caller: AbortSignal | undefined;
-  #onCaller: (() => void) | undefined;
 
   constructor(call: AcquireCall) {
     super();
     this.#call = call;
-  }
-
-  /**
-   * Ends this scope when the caller's `signal` aborts, with its reason: `follow` for the one
-   * signal of a call, kept in two fields (no list, no remover per call). Hot path: see
-   * docs/hot-path.md, "Core".
-   */
-  followCaller(signal: AbortSignal | undefined): this {
-    if (signal === undefined || this.aborted) return this;
-    if (signal.aborted) {
-      this.abort(signal.reason);
-      return this;
-    }
-    const onCaller = () => this.abort(signal.reason);
-    this.#caller = signal;
-    this.#onCaller = onCaller;
-    addSharedAbort(signal, onCaller);
-    return this;
-  }
-
-  override dispose(): void {
-    const caller = this.#caller;
-    if (caller !== undefined) {
-      this.#caller = undefined;
-      removeSharedAbort(caller, this.#onCaller as () => void);
-      this.#onCaller = undefined;
-    }
-    super.dispose();
   }
 
   override get signal(): AbortSignal {
