@@ -18,6 +18,7 @@ import {
 import { callbackQueryable, type MysqlCallbackQueryable } from "./mysql-shapes.js";
 import { openNamedLockSession } from "./named-lock-mode.js";
 import { ensureSchema, SERVER_MICROS } from "./schema.js";
+import { UrgentFirst } from "./urgent-first.js";
 
 /**
  * What the named-lock mode promises (the default; for row leases see
@@ -80,11 +81,8 @@ export class MysqlBackend implements LockBackend {
   #closed = false;
   /** The pool has ended (after the sessions closed): no call may start. */
   #ended = false;
-  /** Calls on a pooled connection now (at most the pool's size; see #run). */
-  #calling = 0;
-  /** Calls waiting for a pooled connection: renewals first, then the others in order. */
-  readonly #urgent: (() => void)[] = [];
-  readonly #waiting: (() => void)[] = [];
+  /** Calls on pooled connections: at most the pool's size at once, renewals first (see #run). */
+  readonly #calls = new UrgentFirst(LEASE_POOL_SIZE);
 
   /** Checks `options` (throwing `ConfigError` before any I/O); connects lazily. */
   constructor(options: MysqlBackendOptions) {
@@ -201,28 +199,22 @@ export class MysqlBackend implements LockBackend {
       return Promise.reject(new BackendUnavailableError("this MySQL backend is closed"));
     const pool = this.#connectionPool();
     return new Promise((resolve, reject) => {
-      const start = () => {
-        this.#calling++;
-        const done = (error: unknown, result?: unknown) => {
-          this.#calling--;
-          (this.#urgent.shift() ?? this.#waiting.shift())?.();
-          if (error) reject(error);
-          else resolve(result);
-        };
+      this.#calls.run((done) => {
         pool.getConnection((error, connection) => {
           if (error) {
-            done(error);
+            done();
+            reject(error);
             return;
           }
           connection.query({ sql, values, timeout: timeoutMs }, (failure, result) => {
             if (failure) connection.destroy();
             else connection.release();
-            done(failure, result);
+            done();
+            if (failure) reject(failure);
+            else resolve(result);
           });
         });
-      };
-      if (this.#calling < LEASE_POOL_SIZE) start();
-      else (urgent ? this.#urgent : this.#waiting).push(start);
+      }, urgent);
     });
   }
 }

@@ -31,6 +31,7 @@ import {
 } from "./named-lock-replies.js";
 import type { NamedLockStatements } from "./named-lock-statements.js";
 import type { NamedLockWaiters } from "./named-lock-waiters.js";
+import { UrgentFirst } from "./urgent-first.js";
 
 /** The server's idle limit (`wait_timeout`) is whole seconds: the TTL is too. */
 export const TTL_STEP_MS = 1_000;
@@ -88,14 +89,6 @@ export interface MysqlGrantHandle {
   readonly lockKey: string;
 }
 
-/** A statement waiting for the session's connection (see MysqlSession, "statements"). */
-interface Queued {
-  readonly sql: string;
-  readonly values: unknown[];
-  readonly resolve: (result: unknown) => void;
-  readonly reject: (error: unknown) => void;
-}
-
 /** A grant this session holds. */
 interface Held {
   readonly name: string;
@@ -145,11 +138,8 @@ export class MysqlSession implements BackendSession {
   #acquires: Promise<unknown> = Promise.resolve();
   /** Acquires sent and not yet ended (a failed one's rollback included). */
   #acquiring = 0;
-  /** Statements waiting for the connection: heartbeats first, then the others in order. */
-  readonly #urgent: Queued[] = [];
-  readonly #waiting: Queued[] = [];
-  /** A statement is running on the connection. */
-  #sending = false;
+  /** The connection's statements, one at a time: heartbeats first, then the others in order. */
+  readonly #statements = new UrgentFirst(1);
   /** Released grants' holder rows are being deleted apart from the heartbeat. */
   #tidying = false;
   #renewal: Promise<KeepAliveResult | undefined> | undefined;
@@ -489,31 +479,17 @@ export class MysqlSession implements BackendSession {
   /** Queues `sql` for the connection (see the class comment): mysql2's result, or its error. */
   #send(sql: string, values: unknown[], urgent: boolean): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      (urgent ? this.#urgent : this.#waiting).push({ sql, values, resolve, reject });
-      if (!this.#sending) this.#next();
+      this.#statements.run((done) => {
+        this.#connection.query(
+          { sql, values, supportBigNumbers: true, bigNumberStrings: true },
+          (error, result) => {
+            done();
+            if (error) reject(error);
+            else resolve(result);
+          },
+        );
+      }, urgent);
     });
-  }
-
-  /** Sends the next queued statement, if any (one at a time). */
-  #next(): void {
-    // A connection that has ended answers at once, from inside query(): the loop goes on to
-    // the next statement then, so that thousands of queued statements do not nest calls.
-    while (!this.#sending) {
-      const queued = this.#urgent.shift() ?? this.#waiting.shift();
-      if (queued === undefined) return;
-      this.#sending = true;
-      let inside = true;
-      this.#connection.query(
-        { sql: queued.sql, values: queued.values, supportBigNumbers: true, bigNumberStrings: true },
-        (error, result) => {
-          this.#sending = false;
-          if (error) queued.reject(error);
-          else queued.resolve(result);
-          if (!inside) this.#next();
-        },
-      );
-      inside = false;
-    }
   }
 
   /**
