@@ -4,10 +4,12 @@ import type { Redis } from "ioredis";
 import { askNodes, failures } from "./ask-nodes.js";
 import type { RedisClient } from "./redis-client.js";
 import { decodeForceReleased, decodeHolderReply, decodePayload, FIELD_END } from "./redis-codec.js";
+import { toBatonError } from "./redis-errors.js";
 import { boundListing, listPage } from "./redis-inspection.js";
 import { keySpaceLayout, lockKeys } from "./redis-keys.js";
-import { scanTargets } from "./scan-targets.js";
+import { type ScanTarget, scanTargets } from "./scan-targets.js";
 import { FORCE_RELEASE_ONE, READ_HOLDER } from "./scripts.js";
+import { whenReady } from "./when-ready.js";
 
 /** What inspection and forced release need from a Redlock session. */
 export interface RedlockInspectionContext {
@@ -25,7 +27,9 @@ export interface RedlockInspectionContext {
 /**
  * Inspection and forced release over Redlock's independent nodes. Only locks exist there (no
  * permit keys, no records). A listing walks the nodes in order with SCAN and gives each name
- * once: a key of node k is left out when an earlier node has it too. A lock's holder is the
+ * once: a key of node k is left out when an earlier node has it too, so a listing needs every
+ * node: it waits up to the node timeout for a node still connecting (a session opens once a
+ * quorum is connected) and fails naming a node that cannot be reached. A lock's holder is the
  * one a quorum of nodes names (as `holder()` reads it); a forced release reads that holder's
  * grant, then frees exactly that grant on every node that has it, keeping the reason there
  * for the holder's renewal. Redlock grants carry no token (all `0n`): the grant is named by
@@ -43,8 +47,37 @@ export class RedlockInspection {
     const ctx = this.#ctx;
     const layout = keySpaceLayout(ctx.keyPrefix, "lock", options.prefix);
     const call = boundListing("redlock", ctx.nodeTimeoutMs, options);
+    // Every error names the node it came from.
+    const atNode = <T>(i: number, what: Promise<T>): Promise<T> =>
+      what.catch((error: unknown) => {
+        throw toBatonError(
+          error,
+          `redlock: listing of the lock keys failed at node ${ctx.addresses[i]}`,
+        );
+      });
+    await Promise.all(
+      ctx.nodes.map((n, i) =>
+        whenReady(
+          n as unknown as RedisClient,
+          ctx.nodeTimeoutMs,
+          `redlock: listing of the lock keys needs every node; node ${ctx.addresses[i]}`,
+          options.signal,
+        ),
+      ),
+    );
     const targets = (
-      await Promise.all(ctx.nodes.map((n) => scanTargets(n as unknown as RedisClient, false)))
+      await Promise.all(
+        ctx.nodes.map(async (n, i) =>
+          (
+            await scanTargets(n as unknown as RedisClient, false)
+          ).map(
+            (t): ScanTarget => ({
+              address: t.address,
+              scan: (cursor, pattern, count) => atNode(i, t.scan(cursor, pattern, count)),
+            }),
+          ),
+        ),
+      )
     ).flat();
     return await listPage(targets, layout, options, call, async (batch, node) => {
       const names: string[] = [];
@@ -56,7 +89,10 @@ export class RedlockInspection {
           Promise.all(
             ctx.nodes
               .slice(0, node)
-              .map(async (n) => decodeHolderReply(await READ_HOLDER.run(n, [key], [])).payload),
+              .map(
+                async (n, i) =>
+                  decodeHolderReply(await atNode(i, READ_HOLDER.run(n, [key], []))).payload,
+              ),
           ),
         );
         if (earlier.every((p) => p === null)) names.push(name);

@@ -1,6 +1,13 @@
 import { randomUUID } from "node:crypto";
+import { proxyHosts } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
-import { type BackendSession, createCoordinator, type Grant, LockLostError } from "@baton/core";
+import {
+  type BackendSession,
+  BackendUnavailableError,
+  createCoordinator,
+  type Grant,
+  LockLostError,
+} from "@baton/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { RedlockBackend } from "../src/index.js";
 
@@ -146,6 +153,43 @@ describeBackend("redlock", (url) => {
       expect(reason).toBeInstanceOf(LockLostError);
       expect(reason.reason).toBe("revoked");
       expect(reason.detail).toBe("stuck");
+    });
+
+    it("a listing right after the session opens waits for a node still connecting; an unreachable node fails it, named", async () => {
+      const proxied = await proxyHosts(url);
+      closers.push(() => proxied.close());
+      const last = proxied.proxies.length - 1;
+      // The last node answers its connection's first exchange late: the session opens on the
+      // quorum before that node is ready.
+      proxied.proxies[last]?.delay(300);
+      const slow = new RedlockBackend({
+        url: proxied.url,
+        keyPrefix: `ri-${randomUUID().slice(0, 8)}:`,
+        nodeTimeoutMs: 3_000,
+      });
+      closers.push(() => slow.close());
+      const s = (await slow.openSession({ ttlMs: 10_000, ownerId: "early" })) as Session;
+      closers.push(() => s.close());
+      expect(slow.nodes[last]?.status).not.toBe("ready");
+      expect(await s.listKeys({ space: "lock", prefix: "", limit: 10, signal: never })).toEqual({
+        keys: [],
+      });
+      await take(s, "jobs/1");
+      proxied.proxies[last]?.cut();
+      // Cut mid-call or known to be down: either way the listing fails naming the node, within
+      // the node timeout.
+      const failed = async () => {
+        const at = performance.now();
+        const error = await s
+          .listKeys({ space: "lock", prefix: "", limit: 10, signal: never })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(BackendUnavailableError);
+        expect((error as Error).message).toContain(proxied.hosts[last]);
+        expect(performance.now() - at).toBeLessThan(3_000 + 2_000);
+      };
+      await failed();
+      await expect.poll(() => slow.nodes[last]?.status).not.toBe("ready");
+      await failed();
     });
   });
 });
