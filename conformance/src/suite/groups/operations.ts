@@ -327,7 +327,9 @@ export function operationsGroup(ctx: SuiteContext, url: (() => string) | undefin
       );
       expect(lost.reason).toBe("revoked");
       expect(lost.detail).toBe("holder stuck");
-      expect(grantedMs).toBeLessThan(forcing() === "grant" ? 1_000 : ttl / 3 + 1_000);
+      // A freed grant goes to the waiter at once; otherwise the holder's next renewal frees it.
+      // Generous bounds: the waiter is another process, on a loaded 2-core machine.
+      expect(grantedMs).toBeLessThan(forcing() === "grant" ? 2_000 : ttl / 3 + 2_000);
       expect(revokedMs).toBeLessThan(ttl / 3 + 2_000);
       if (fenced()) {
         expect(BigInt(granted.token)).toBeGreaterThan(BigInt(got.token));
