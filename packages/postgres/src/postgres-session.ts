@@ -52,6 +52,12 @@ import { PermitHandle, PostgresPermits } from "./postgres-permits.js";
 import { PostgresRecords } from "./postgres-records.js";
 import { callPrepared, PreparedCall } from "./prepared-call.js";
 import { RecentContention } from "./recent-contention.js";
+import {
+  type BatchedRelease,
+  decodeUnlockedMany,
+  ReleaseBatch,
+  releaseManyValues,
+} from "./release-batch.js";
 import { StatementQueue } from "./statement-queue.js";
 import type { InspectionStatements, Statement, Statements } from "./statements.js";
 import { type TagUse, TagUses } from "./token-locks.js";
@@ -146,6 +152,8 @@ export class PostgresSession implements BackendSession {
   #closing: Promise<void> | undefined;
   /** The connection's statements, one at a time (see #send). */
   readonly #statements: StatementQueue;
+  /** The releases of the current turn, sent as one statement (see ReleaseBatch). */
+  readonly #releases = new ReleaseBatch((releases, done) => this.#sendReleases(releases, done));
   /** The wait for a lock that occupies the connection, if any (see #waitAcquire). */
   #waiting: ConnectionWait | undefined;
   /** The server process of the connection (to cancel a wait). */
@@ -533,6 +541,8 @@ export class PostgresSession implements BackendSession {
     value: string | undefined,
     signal: AbortSignal,
   ): Promise<Grant | null> {
+    // The releases asked for before go before the wait (and do not interrupt it).
+    if (this.#releases.pending) this.#releases.flush();
     this.#waiting = wait;
     signal.addEventListener("abort", wait.interrupt, { once: true });
     // Chosen in the order the statements run (a token lock only when no other key uses the
@@ -737,19 +747,16 @@ export class PostgresSession implements BackendSession {
     this.#forget(grant.key);
     // A dead connection has already freed everything it held.
     if (this.#lost.signal.aborted) return false;
-    const { statements } = this.#context;
-    const key = held.key.toString();
     try {
-      const unlocked = held.tokenKept
-        ? await this.#column(statements.releaseTokenKept, [
-            key,
-            held.token.toString(),
-            String(held.use.tag),
-          ])
-        : await this.#column(statements.release, [key]);
+      const unlocked = await this.#releases.add({
+        key: held.key.toString(),
+        tokenLock: held.tokenKept
+          ? { token: held.token.toString(), tag: String(held.use.tag) }
+          : null,
+      });
       if (!held.tokenKept && this.#released.length < MAX_RELEASED) this.#released.push(held);
       this.#tags.end(held.use);
-      return decodeUnlocked(unlocked);
+      return unlocked;
     } catch (error) {
       // Never renewed again; the next renewal unlocks it if the connection lives on.
       if (!this.#lost.signal.aborted) this.#orphans.keep(held);
@@ -904,6 +911,41 @@ export class PostgresSession implements BackendSession {
   }
 
   /**
+   * Sends one turn's releases (see ReleaseBatch): one alone with its own statement, more with
+   * one statement for them all. `done` gets whether each was unlocked, or the error to throw.
+   */
+  #sendReleases(
+    releases: readonly BatchedRelease[],
+    done: (error: unknown, unlocked: readonly boolean[] | null) => void,
+  ): void {
+    // A wait for a lock occupies the connection: cancel it, it is sent again after this.
+    this.#waiting?.interrupt();
+    const { statements } = this.#context;
+    const one = releases.length === 1 ? (releases[0] as BatchedRelease) : undefined;
+    const call =
+      one === undefined
+        ? new PreparedCall(statements.releaseMany, releaseManyValues(releases), (error, column) => {
+            if (error !== null) return done(this.#failure(error), null);
+            let unlocked: boolean[];
+            try {
+              unlocked = decodeUnlockedMany(column, releases.length);
+            } catch (failure) {
+              return done(failure, null);
+            }
+            done(null, unlocked);
+          })
+        : new PreparedCall(
+            one.tokenLock === null ? statements.release : statements.releaseTokenKept,
+            one.tokenLock === null ? [one.key] : [one.key, one.tokenLock.token, one.tokenLock.tag],
+            (error, column) => {
+              if (error !== null) done(this.#failure(error), null);
+              else done(null, [decodeUnlocked(column)]);
+            },
+          );
+    this.#statements.call(call);
+  }
+
+  /**
    * Runs `config` on the session's connection once the statements sent before it have
    * finished (see StatementQueue); at once when the connection is free. Rejects with pg's error.
    */
@@ -925,6 +967,8 @@ export class PostgresSession implements BackendSession {
    */
   #column(statement: Statement, values: readonly (string | null)[]): Promise<string | null> {
     // Hot path: see docs/hot-path.md, "PostgreSQL".
+    // The turn's releases were asked for first: they go first.
+    if (this.#releases.pending) this.#releases.flush();
     // A wait for a lock occupies the connection: cancel it, it is sent again after this.
     this.#waiting?.interrupt();
     return new Promise((resolve, reject) => {
@@ -944,6 +988,8 @@ export class PostgresSession implements BackendSession {
   #submit(config: pg.QueryConfig, rows: false): Promise<pg.QueryResult>;
   #submit(config: pg.QueryConfig, rows: true): Promise<Record<string, unknown>[]>;
   #submit(config: pg.QueryConfig, rows: boolean): Promise<unknown> {
+    // The turn's releases were asked for first: they go first.
+    if (this.#releases.pending) this.#releases.flush();
     // A wait for a lock occupies the connection: cancel it, it is sent again after this.
     this.#waiting?.interrupt();
     return new Promise((resolve, reject) => {

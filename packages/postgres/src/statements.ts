@@ -83,6 +83,12 @@ export interface Statements {
    */
   readonly releaseTokenKept: Statement;
   /**
+   * The releases of one turn in one statement: unlocks keys `$1` (bigint[]) in order, each
+   * after its token lock when it has one (token `$2`, tag `$3`: int8[] and int4[], NULL for a
+   * grant whose token is in its holder row). Returns `unlocked`: `t` or `f` per key, in order.
+   */
+  readonly releaseMany: Statement;
+  /**
    * The holder of key `$1` (tag `$2`), only if its advisory lock is held right now:
    * `owner`, `token`, `value`, and `remaining_ms` (float8): the time left before the server
    * ends the holding connection for `idle_session_timeout` (its TTL, from its `sessions` row,
@@ -417,6 +423,15 @@ SELECT (SELECT u.token::text FROM u) AS token`,
       "release_token_kept",
       `SELECT pg_advisory_unlock($1::bigint) AS unlocked
 FROM (SELECT pg_advisory_unlock_shared($3::int, ${tokenOffsetSql("$2::bigint", base)})) t`,
+    ),
+    releaseMany: statement(
+      "release_many",
+      `SELECT string_agg(CASE WHEN pg_advisory_unlock(r.key) THEN 't' ELSE 'f' END, '' ORDER BY r.i)
+  AS unlocked
+FROM (SELECT k.i, k.key, CASE WHEN k.token IS NOT NULL
+    THEN pg_advisory_unlock_shared(k.tag, ${tokenOffsetSql("k.token", base)}) END AS shared
+  FROM unnest($1::bigint[], $2::bigint[], $3::int[]) WITH ORDINALITY AS k(key, token, tag, i)
+  OFFSET 0) r`,
     ),
     unlockHeld: statement(
       "unlock_held",
