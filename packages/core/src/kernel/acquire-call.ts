@@ -7,6 +7,7 @@ import {
 } from "../contract/errors.js";
 import { AbortScope } from "../helpers/abort-scope.js";
 import type { Clock, Timer } from "../helpers/clock.js";
+import type { KeyTurn } from "../helpers/keyed-mutex.js";
 import type { Linked } from "../helpers/linked-list.js";
 import { setBound } from "../helpers/timer-lists.js";
 import type { CoordinatorEventHub, CoordinatorEvents } from "./events.js";
@@ -56,7 +57,7 @@ export class AcquireCall implements Linked<AcquireCall> {
    */
   readonly holdOffMs: number;
   /** Frees the name in this process, while the call holds it (a held lock then takes it over). */
-  unlockLocal: (() => void) | undefined;
+  localTurn: KeyTurn | undefined;
   /** The backend call of the latest attempt of a permit wait, until the call ends. */
   inFlight: Promise<unknown> | undefined;
   /** The error of the last failed attempt: the cause of a later give-up. */
@@ -146,16 +147,9 @@ export class AcquireCall implements Linked<AcquireCall> {
     this.#handOffs?.granted(this.name, token, this.scope.signalRead, this.holdOffMs > 0);
   }
 
-  /** `unlock` (run when the lock taken by this call ends), telling the hand-offs first. */
-  endsHere(unlock: () => void): () => void {
-    const handOffs = this.#handOffs;
-    if (handOffs === undefined) return unlock;
-    const { name } = this;
-    const ttlMs = this.#lockTtlMs;
-    return () => {
-      handOffs.ended(name, ttlMs);
-      unlock();
-    };
+  /** `turn`, the name's turn the lock taken by this call keeps: its end tells the hand-offs. */
+  endsHere(turn: KeyTurn): KeyTurn {
+    return this.#handOffs === undefined ? turn : turn.follow(this.#handOffs, this.#lockTtlMs);
   }
 
   /**

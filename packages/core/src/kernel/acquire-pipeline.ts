@@ -13,7 +13,7 @@ import { AbortScope } from "../helpers/abort-scope.js";
 import { type BackoffOptions, backoffMs } from "../helpers/backoff.js";
 import { pausedWithin, pauseNote, raceAbortable } from "../helpers/bounded-call.js";
 import { type Clock, sleep, type Timer, type TimerOptions } from "../helpers/clock.js";
-import { KeyedMutex } from "../helpers/keyed-mutex.js";
+import { KeyedMutex, type KeyTurn, NO_TURN } from "../helpers/keyed-mutex.js";
 import { LinkedList } from "../helpers/linked-list.js";
 import { noop } from "../helpers/noop.js";
 import { AcquireCall, type CallSignals } from "./acquire-call.js";
@@ -147,14 +147,14 @@ export class AcquirePipeline {
     try {
       if (!request.exclusive) {
         // Permits of one name are held many at once: no in-process queue.
-        call.unlockLocal = noop;
+        call.localTurn = NO_TURN;
         if (!call.scope.aborted && request.fence(this.#fence) === undefined) {
           const session = this.#sessions.live(opts.ttlMs);
           if (session !== undefined) return this.#firstAttempt(call, session, whenHeld);
         }
       } else if (!call.scope.aborted && (call.waiting || !this.#local.isLocked(name))) {
-        call.unlockLocal = this.#local.tryLock(name);
-        if (call.unlockLocal !== undefined && this.#fence === undefined && call.holdOffMs === 0) {
+        call.localTurn = this.#local.tryLock(name);
+        if (call.localTurn !== undefined && this.#fence === undefined && call.holdOffMs === 0) {
           const session = this.#sessions.live(opts.ttlMs);
           if (session !== undefined) return this.#firstAttempt(call, session, whenHeld);
         }
@@ -242,13 +242,13 @@ export class AcquirePipeline {
     try {
       if (from === 0) {
         if (call.scope.aborted) throw call.scope.reason; // an already-aborted signal: no round trip at all
-        if (call.unlockLocal === undefined) {
+        if (call.localTurn === undefined) {
           // Another acquire of the name in this process is ahead: the lock is taken.
           if (this.#local.isLocked(name)) {
             call.foundTaken();
             if (!call.waiting) return whenHeld(name);
           }
-          call.unlockLocal = await this.#waitLocal(call);
+          call.localTurn = await this.#waitLocal(call);
         }
         if (call.holdOffMs > 0) await this.#holdOff(call);
       } else if (failed !== undefined) {
@@ -293,13 +293,13 @@ export class AcquirePipeline {
 
   /** The call is over: its name is freed here (unless a held lock took it over), its bounds end. */
   #endCall(call: AcquireCall): void {
-    call.unlockLocal?.();
+    call.localTurn?.end();
     call.end();
     this.#calls.delete(call);
   }
 
   /** Waits in this process's queue for the name (FIFO), for as long as the call may wait. */
-  async #waitLocal(call: AcquireCall): Promise<() => void> {
+  async #waitLocal(call: AcquireCall): Promise<KeyTurn> {
     try {
       return await this.#local.lock(call.name, call.scope);
     } catch {
@@ -403,14 +403,14 @@ export class AcquirePipeline {
   /** The grant becomes a held lock, which frees the name here when it ends. */
   #hold(call: AcquireCall, grant: Grant, session: ManagedSession): HeldLock {
     call.granted(grant.token);
-    const unlockLocal = call.endsHere(call.unlockLocal ?? noop);
-    call.unlockLocal = undefined;
+    const localTurn = call.endsHere(call.localTurn ?? NO_TURN);
+    call.localTurn = undefined;
     return new HeldLock(
       call.name,
       grant,
       call.options.value,
       session,
-      unlockLocal,
+      localTurn,
       this.#host,
       call.request.permit,
       call.options.warnHeldMs,
@@ -444,9 +444,9 @@ export class AcquirePipeline {
     if (call.scope.aborted) throw this.#cutShort(call, () => call.timeout(lost));
     if (!call.waiting && attempt > 0) throw lost;
     if (!call.resumeBudget()) throw call.waiting ? call.timeout(lost) : lost;
-    call.unlockLocal = call.request.exclusive
+    call.localTurn = call.request.exclusive
       ? (this.#local.tryLock(call.name) ?? (await this.#waitLocal(call)))
-      : noop;
+      : NO_TURN;
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { Clock } from "../helpers/clock.js";
+import type { TurnListener } from "../helpers/keyed-mutex.js";
 
 /** Names remembered at most; past this, entries older than a few windows are dropped. */
 const MAX_NAMES = 1_000;
@@ -73,7 +74,7 @@ interface Ended {
  *
  * @internal
  */
-export class HandOffs {
+export class HandOffs implements TurnListener {
   readonly #clock: Clock;
   /** When an acquire here last found the name held (monotonic ms). */
   readonly #contended = new Map<string, number>();
@@ -146,8 +147,11 @@ export class HandOffs {
     this.#prune();
   }
 
-  /** A lock of `name` held here ended (released or lost); `ttlMs` is its TTL. */
-  ended(name: string, ttlMs: number): void {
+  /**
+   * A lock of `name` held here ended (released or lost), its turn of the name with it; `ttlMs`
+   * is its TTL.
+   */
+  turnEnded(name: string, ttlMs: number): void {
     const at = this.#clock.now();
     const seen = this.#contended.get(name);
     const contended = seen !== undefined && at - seen <= 4 * this.#windowMs(ttlMs);

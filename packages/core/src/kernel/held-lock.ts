@@ -10,7 +10,7 @@ import type { Guarantees } from "../contract/guarantees.js";
 import { AbortScope } from "../helpers/abort-scope.js";
 import { boundedCall } from "../helpers/bounded-call.js";
 import type { Clock, Timer } from "../helpers/clock.js";
-import { noop } from "../helpers/noop.js";
+import { type KeyTurn, NO_TURN } from "../helpers/keyed-mutex.js";
 import { setBound } from "../helpers/timer-lists.js";
 import type { CoordinatorEventHub } from "./events.js";
 import { Lock, type LockInit } from "./lock.js";
@@ -49,8 +49,8 @@ export class HeldLock implements SessionLock, LockInit {
   readonly lock: Lock;
   readonly #grant: Grant;
   readonly #session: ManagedSession;
-  /** Frees the name in this process (KeyedMutex), once. */
-  readonly #unlockLocal: () => void;
+  /** The name's turn in this process (KeyedMutex): ending it frees the name here, once. */
+  readonly #localTurn: KeyTurn;
   readonly #host: LockHost;
   /** The acquire's own `warnHeldMs` (0: never), or undefined for the coordinator's. */
   readonly #warnHeldMs: number | undefined;
@@ -65,7 +65,7 @@ export class HeldLock implements SessionLock, LockInit {
     grant: Grant,
     value: string | undefined,
     session: ManagedSession,
-    unlockLocal: () => void,
+    localTurn: KeyTurn,
     host: LockHost,
     permit?: PermitRequest,
     warnHeldMs?: number,
@@ -76,7 +76,7 @@ export class HeldLock implements SessionLock, LockInit {
     this.permit = permit !== undefined;
     this.#grant = grant;
     this.#session = session;
-    this.#unlockLocal = unlockLocal;
+    this.#localTurn = localTurn;
     this.#host = host;
     this.lock =
       permit === undefined ? new Lock(this) : new Permit(this, permit.permits, permit.mode);
@@ -149,7 +149,7 @@ export class HeldLock implements SessionLock, LockInit {
       grant,
       this.value,
       session,
-      noop,
+      NO_TURN,
       this.#host,
       { limit: 0, permits: 1, mode: "read" },
       this.#warnHeldMs,
@@ -224,7 +224,7 @@ export class HeldLock implements SessionLock, LockInit {
   /** The session is gone or no longer holds the key: the name is free for a new grant here. */
   lose(reason: LockLostReason, cause?: unknown, detail?: string): void {
     this.markLost(reason, cause, detail);
-    this.#unlockLocal();
+    this.#localTurn.end();
   }
 
   /**
@@ -337,8 +337,9 @@ export class HeldLock implements SessionLock, LockInit {
     if (this.#heldWarning !== undefined) this.#stopWarning();
     // After a failed release the session may still hold the key until it expires: keep the
     // name locked here until then, so this session never acquires it twice.
-    if (failed) host.clock.setTimer(this.#unlockLocal, session.ttlMs + session.driftMs);
-    else this.#unlockLocal();
+    const turn = this.#localTurn;
+    if (failed) host.clock.setTimer(() => turn.end(), session.ttlMs + session.driftMs);
+    else turn.end();
     if (host.events.listens("released")) {
       host.events.emit("released", {
         name: this.name,

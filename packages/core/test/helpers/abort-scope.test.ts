@@ -66,12 +66,12 @@ describe("AbortScope", () => {
 
   it("a KeyedMutex waiter leaves the queue when its scope aborts", async () => {
     const mutex = new KeyedMutex();
-    const unlock = await mutex.lock("k");
+    const turn = await mutex.lock("k");
     const scope = new AbortScope();
     const waiting = mutex.lock("k", scope);
     scope.abort(new Error("cancelled"));
     await expect(waiting).rejects.toThrow("cancelled");
-    unlock();
+    turn.end();
     expect(mutex.isLocked("k")).toBe(false);
   });
 });

@@ -1,21 +1,21 @@
 import { describe, expect, it } from "vitest";
-import { KeyedMutex } from "../../src/helpers/keyed-mutex.js";
+import { KeyedMutex, KeyTurn, NO_TURN } from "../../src/helpers/keyed-mutex.js";
 import { flush, track } from "../support/helpers.js";
 
 describe("KeyedMutex", () => {
   it("grants 10 waiters in FIFO order", async () => {
     const mutex = new KeyedMutex();
-    const unlockFirst = await mutex.lock("k");
+    const first = await mutex.lock("k");
     const order: number[] = [];
     const waiters = Array.from({ length: 10 }, (_, i) =>
-      mutex.lock("k").then((unlock) => {
+      mutex.lock("k").then((turn) => {
         order.push(i);
-        unlock();
+        turn.end();
       }),
     );
     await flush();
     expect(order).toEqual([]);
-    unlockFirst();
+    first.end();
     await Promise.all(waiters);
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(mutex.isLocked("k")).toBe(false);
@@ -32,13 +32,13 @@ describe("KeyedMutex", () => {
     expect(mutex.isLocked("a")).toBe(true);
   });
 
-  it("unlock is idempotent: a second call does not let two waiters in", async () => {
+  it("ending a turn twice does not let two waiters in", async () => {
     const mutex = new KeyedMutex();
-    const unlock = await mutex.lock("k");
+    const turn = await mutex.lock("k");
     const second = track(mutex.lock("k"));
     const third = track(mutex.lock("k"));
-    unlock();
-    unlock();
+    turn.end();
+    turn.end();
     await flush();
     expect(second.status).toBe("fulfilled");
     expect(third.status).toBe("pending");
@@ -46,7 +46,7 @@ describe("KeyedMutex", () => {
 
   it("an aborted waiter rejects with the reason and leaves the queue as if it never asked", async () => {
     const mutex = new KeyedMutex();
-    const unlock = await mutex.lock("k");
+    const turn = await mutex.lock("k");
     const controller = new AbortController();
     const cancelled = track(mutex.lock("k", controller.signal));
     const next = track(mutex.lock("k"));
@@ -55,7 +55,7 @@ describe("KeyedMutex", () => {
     await flush();
     expect(cancelled.status).toBe("rejected");
     expect(cancelled.error).toBe(reason);
-    unlock();
+    turn.end();
     await flush();
     expect(next.status).toBe("fulfilled");
   });
@@ -71,15 +71,43 @@ describe("KeyedMutex", () => {
 describe("KeyedMutex.tryLock", () => {
   it("takes a free key at once, refuses a taken one, and queued waiters still go first", async () => {
     const mutex = new KeyedMutex();
-    const unlock = mutex.tryLock("k");
-    expect(unlock).toBeTypeOf("function");
+    const turn = mutex.tryLock("k");
+    expect(turn).toBeInstanceOf(KeyTurn);
     expect(mutex.tryLock("k")).toBeUndefined();
     const waiter = mutex.lock("k");
-    unlock?.();
+    turn?.end();
     // The key went to the waiter, so a try still fails.
     expect(mutex.tryLock("k")).toBeUndefined();
-    (await waiter)();
+    (await waiter).end();
     expect(mutex.isLocked("k")).toBe(false);
-    expect(mutex.tryLock("k")).toBeTypeOf("function");
+    expect(mutex.tryLock("k")).toBeInstanceOf(KeyTurn);
+  });
+});
+
+describe("KeyTurn", () => {
+  it("tells its listener once as it ends, before the key is free", async () => {
+    const mutex = new KeyedMutex();
+    const seen: string[] = [];
+    const turn = (await mutex.lock("k")).follow(
+      {
+        turnEnded: (key, ms) =>
+          seen.push(`${key} ${ms} ${mutex.isLocked(key) ? "locked" : "free"}`),
+      },
+      250,
+    );
+    turn.end();
+    turn.end();
+    expect(seen).toEqual(["k 250 locked"]);
+    expect(mutex.isLocked("k")).toBe(false);
+  });
+
+  it("NO_TURN frees nothing and keeps no listener", () => {
+    const mutex = new KeyedMutex();
+    const held = mutex.tryLock("k");
+    const seen: string[] = [];
+    NO_TURN.follow({ turnEnded: (key) => seen.push(key) }, 1).end();
+    expect(seen).toEqual([]);
+    expect(mutex.isLocked("k")).toBe(true);
+    held?.end();
   });
 });

@@ -23,7 +23,7 @@ describe("hand-offs on a backend without a queue", () => {
     const hand = new HandOffs(clock, true);
     hand.granted("job", 5n, true, false); // the acquire found it held
     await clock.advance(50);
-    hand.ended("job", TTL);
+    hand.turnEnded("job", TTL);
     expect(hand.holdOffMs("job", TTL)).toBe(WINDOW);
     expect(hand.holdOffMs("other", TTL)).toBe(0);
     await clock.advance(WINDOW);
@@ -35,7 +35,7 @@ describe("hand-offs on a backend without a queue", () => {
     const hand = new HandOffs(clock, true, true);
     hand.granted("job", 5n, true, false); // the acquire found it held
     await clock.advance(1);
-    hand.ended("job", TTL);
+    hand.turnEnded("job", TTL);
     expect(hand.holdOffMs("job", TTL)).toBe(WOKEN_WINDOW_MS);
     expect(WOKEN_WINDOW_MS).toBeLessThan(WINDOW / 5);
     await clock.advance(WOKEN_WINDOW_MS);
@@ -54,7 +54,7 @@ describe("hand-offs on a backend without a queue", () => {
       // Granted at once: the next token of the name, nobody else had it.
       hand.granted("job", token++, false, holdOff > 0);
       await clock.advance(50);
-      hand.ended("job", TTL);
+      hand.turnEnded("job", TTL);
     }
     const probes = holdOffs.filter((ms) => ms > 0).length;
     // About 60 * 50 ms / PROBE_EVERY_MS probes, never one per acquire.
@@ -75,7 +75,7 @@ describe("hand-offs on a backend without a queue", () => {
       await clock.advance(holdOff);
       hand.granted("job", token++, false, holdOff > 0);
       await clock.advance(50);
-      hand.ended("job", TTL);
+      hand.turnEnded("job", TTL);
     }
     // The first hand-off comes within the first FIRST_PROBE_AFTER_MS and a few grants, not after
     // PROBE_EVERY_MS of grants all kept here.
@@ -108,7 +108,7 @@ describe("hand-offs on a backend without a queue", () => {
       if (holdOff > 0 && takenElsewhere(at)) token.next += 1n;
       hand.granted("job", token.next++, false, holdOff > 0);
       await clock.advance(50);
-      hand.ended("job", TTL);
+      hand.turnEnded("job", TTL);
     }
     return { probedAt, heldOffMs };
   }
@@ -151,17 +151,17 @@ describe("hand-offs on a backend without a queue", () => {
     const hand = new HandOffs(clock, true);
     hand.granted("job", 1n, false, false);
     await clock.advance(50);
-    hand.ended("job", TTL);
+    hand.turnEnded("job", TTL);
     expect(hand.holdOffMs("job", TTL)).toBe(0); // the streak starts
     hand.granted("job", 2n, false, false);
     await clock.advance(PROBE_EVERY_MS);
-    hand.ended("job", TTL);
+    hand.turnEnded("job", TTL);
     const probe = hand.holdOffMs("job", TTL);
     expect(probe).toBe(WINDOW);
     await clock.advance(probe);
     hand.granted("job", 5n, false, true); // two grants elsewhere meanwhile
     await clock.advance(50);
-    hand.ended("job", TTL);
+    hand.turnEnded("job", TTL);
     expect(hand.holdOffMs("job", TTL)).toBe(WINDOW);
   });
 
@@ -169,11 +169,11 @@ describe("hand-offs on a backend without a queue", () => {
   async function probedStreak(clock: ManualClock, hand: HandOffs): Promise<void> {
     hand.granted("job", 1n, false, false);
     await clock.advance(50);
-    hand.ended("job", TTL);
+    hand.turnEnded("job", TTL);
     expect(hand.holdOffMs("job", TTL)).toBe(0); // the streak starts
     hand.granted("job", 2n, false, false);
     await clock.advance(PROBE_EVERY_MS);
-    hand.ended("job", TTL);
+    hand.turnEnded("job", TTL);
     const probe = hand.holdOffMs("job", TTL);
     expect(probe).toBe(WINDOW);
     await clock.advance(probe);
@@ -186,7 +186,7 @@ describe("hand-offs on a backend without a queue", () => {
     for (let t = 3n; t < 900n; t++) hand.granted(`other-${t}`, t, false, false);
     hand.granted("job", 900n, false, true);
     await clock.advance(50);
-    hand.ended("job", TTL);
+    hand.turnEnded("job", TTL);
     expect(hand.holdOffMs("job", TTL)).toBe(0);
   });
 
@@ -197,7 +197,7 @@ describe("hand-offs on a backend without a queue", () => {
     hand.granted("other", 3n, false, false);
     hand.granted("job", 6n, false, true); // 4 and 5 went to another process
     await clock.advance(50);
-    hand.ended("job", TTL);
+    hand.turnEnded("job", TTL);
     expect(hand.holdOffMs("job", TTL)).toBe(WINDOW);
   });
 
@@ -206,7 +206,7 @@ describe("hand-offs on a backend without a queue", () => {
     const hand = new HandOffs(clock, false);
     hand.granted("job", 7n, true, false);
     await clock.advance(50);
-    hand.ended("job", TTL);
+    hand.turnEnded("job", TTL);
     expect(hand.holdOffMs("job", TTL)).toBe(WINDOW);
   });
 
@@ -215,7 +215,7 @@ describe("hand-offs on a backend without a queue", () => {
     const hand = new HandOffs(clock, true);
     for (let i = 0; i < 3_000; i++) {
       hand.granted(`slot-${i}`, 1n, true, false);
-      hand.ended(`slot-${i}`, TTL);
+      hand.turnEnded(`slot-${i}`, TTL);
       await clock.advance(10);
     }
     // Names of more than a few seconds ago are gone: no hold-off, and no growth without end.
