@@ -28,15 +28,19 @@ export type SendReleases = (
  * connection holds (PostgreSQL releases a transaction's locks by scanning the connection's
  * whole lock table, session locks included): with 20,000 held, about 1 ms each. Releasing
  * them one statement at a time is quadratic; a coordinator closing with 20,000 locks took
- * 20 s, past its bound, and its renewal queued behind the releases and missed the lease. So
- * the releases asked for in one turn (a close, or many callers woken by one read) go out as
- * one statement when the turn ends, or sooner: before any other statement of the session is
- * sent ({@link flush}), so that every statement still runs in the order it was asked for.
+ * 20 s, past its bound, and its renewal queued behind the releases and missed the lease.
+ *
+ * So the first release of a turn goes at once, alone (a lone release costs what it did), and
+ * those asked for after it in the same turn (a close, or many callers woken by one read) go
+ * together as one statement when the turn ends, or sooner: before any other statement of the
+ * session is sent ({@link flush}), so that every statement still runs in the order it was
+ * asked for.
  */
 export class ReleaseBatch {
   readonly #send: SendReleases;
   #pending: Pending[] = [];
-  #scheduled = false;
+  /** A release went out in this turn: the next ones wait for its end. */
+  #turnOpen = false;
 
   constructor(send: SendReleases) {
     this.#send = send;
@@ -49,12 +53,20 @@ export class ReleaseBatch {
 
   /** Unlocks `release.key` (and its token lock) with the turn's other releases: `unlocked`. */
   add(release: BatchedRelease): Promise<boolean> {
+    if (!this.#turnOpen) {
+      // Hot path: see docs/hot-path.md, "PostgreSQL".
+      this.#turnOpen = true;
+      // After the promise callbacks of the turn: a release made in a callback joins too.
+      process.nextTick(this.#endTurn);
+      return new Promise((resolve, reject) => {
+        this.#send([release], (error, unlocked) => {
+          if (unlocked === null) reject(error);
+          else resolve(unlocked[0] === true);
+        });
+      });
+    }
     return new Promise((resolve, reject) => {
       this.#pending.push({ ...release, resolve, reject });
-      if (this.#scheduled) return;
-      this.#scheduled = true;
-      // After the promise callbacks of the turn: a release made in a callback joins too.
-      process.nextTick(this.#flushScheduled);
     });
   }
 
@@ -71,8 +83,8 @@ export class ReleaseBatch {
     });
   }
 
-  readonly #flushScheduled = (): void => {
-    this.#scheduled = false;
+  readonly #endTurn = (): void => {
+    this.#turnOpen = false;
     this.flush();
   };
 }
