@@ -153,7 +153,10 @@ export class PostgresSession implements BackendSession {
   /** The connection's statements, one at a time (see #send). */
   readonly #statements: StatementQueue;
   /** The releases of the current turn, sent as one statement (see ReleaseBatch). */
-  readonly #releases = new ReleaseBatch((releases, done) => this.#sendReleases(releases, done));
+  readonly #releases = new ReleaseBatch(
+    (releases, done) => this.#sendReleases(releases, done),
+    () => this.#statements.idle && this.#waiting === undefined,
+  );
   /** The wait for a lock that occupies the connection, if any (see #waitAcquire). */
   #waiting: ConnectionWait | undefined;
   /** The server process of the connection (to cancel a wait). */

@@ -30,20 +30,26 @@ export type SendReleases = (
  * them one statement at a time is quadratic; a coordinator closing with 20,000 locks took
  * 20 s, past its bound, and its renewal queued behind the releases and missed the lease.
  *
- * So the first release of a turn goes at once, alone (a lone release costs what it did), and
- * those asked for after it in the same turn (a close, or many callers woken by one read) go
- * together as one statement when the turn ends, or sooner: before any other statement of the
- * session is sent ({@link flush}), so that every statement still runs in the order it was
- * asked for.
+ * So a release on an idle connection goes at once, alone (the lone release of an uncontended
+ * caller costs what it did), and the others asked for in the same turn (a close, or many
+ * callers releasing while the connection is busy) go together as one statement when the turn
+ * ends, or sooner: before any other statement of the session is sent ({@link flush}), so that
+ * every statement still runs in the order it was asked for.
  */
 export class ReleaseBatch {
   readonly #send: SendReleases;
+  readonly #idle: () => boolean;
   #pending: Pending[] = [];
-  /** A release went out in this turn: the next ones wait for its end. */
+  /** The end of this turn is awaited (a release went out at once, or some wait for it). */
   #turnOpen = false;
 
-  constructor(send: SendReleases) {
+  /**
+   * @param send - sends releases (see {@link SendReleases}).
+   * @param idle - whether the connection has nothing sent and unanswered, or waiting to be sent.
+   */
+  constructor(send: SendReleases, idle: () => boolean) {
     this.#send = send;
+    this.#idle = idle;
   }
 
   /** Whether releases wait to be sent. */
@@ -53,11 +59,14 @@ export class ReleaseBatch {
 
   /** Unlocks `release.key` (and its token lock) with the turn's other releases: `unlocked`. */
   add(release: BatchedRelease): Promise<boolean> {
-    if (!this.#turnOpen) {
-      // Hot path: see docs/hot-path.md, "PostgreSQL".
+    const first = !this.#turnOpen;
+    if (first) {
       this.#turnOpen = true;
       // After the promise callbacks of the turn: a release made in a callback joins too.
       process.nextTick(this.#endTurn);
+    }
+    if (first && this.#idle()) {
+      // Hot path: see docs/hot-path.md, "PostgreSQL".
       return new Promise((resolve, reject) => {
         this.#send([release], (error, unlocked) => {
           if (unlocked === null) reject(error);
