@@ -5,15 +5,9 @@ import { createCoordinator } from "@baton/core";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { PostgresBackend } from "../src/index.js";
+import { named } from "./application-name.js";
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** `url` with `application_name` set, so the connections it opens can be counted. */
-function named(url: string, name: string): string {
-  const u = new URL(url);
-  u.searchParams.set("application_name", name);
-  return u.toString();
-}
 
 describeBackend("postgres", (url) => {
   describe("postgres: one coordinator, many callers", () => {

@@ -3,6 +3,7 @@ import { type Coordinator, createCoordinator, type Lock } from "@baton/core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresBackend } from "../src/index.js";
+import { named } from "./application-name.js";
 
 /** The advisory locks held by connections of `application`, as `pg_locks` shows them. */
 async function advisoryLocks(url: string, application: string): Promise<number> {
@@ -18,13 +19,6 @@ async function advisoryLocks(url: string, application: string): Promise<number> 
   } finally {
     await client.end();
   }
-}
-
-/** `url` with the connections' application name set (to find them in `pg_stat_activity`). */
-function named(url: string, application: string): string {
-  const u = new URL(url);
-  u.searchParams.set("application_name", application);
-  return u.toString();
 }
 
 describeBackend("postgres", (url) => {
