@@ -27,8 +27,8 @@ export type SendReleases = (
  * Every statement on a connection pays, at its end, a walk over every advisory lock the
  * connection holds (PostgreSQL releases a transaction's locks by scanning the connection's
  * whole lock table, session locks included): with 20,000 held, about 1 ms each. Releasing
- * them one statement at a time is quadratic; a coordinator closing with 20,000 locks took
- * 20 s, past its bound, and its renewal queued behind the releases and missed the lease.
+ * them one statement at a time is quadratic: a coordinator closing with 20,000 locks ran past
+ * its bound (one TTL), and its renewal queued behind the releases and missed the lease.
  *
  * So a release on an idle connection goes at once, alone (the lone release of an uncontended
  * caller costs what it did), and the others asked for in the same turn (a close, or many
