@@ -155,7 +155,8 @@ export class PostgresSession implements BackendSession {
   /** The releases of the current turn, sent as one statement (see ReleaseBatch). */
   readonly #releases = new ReleaseBatch(
     (releases, done) => this.#sendReleases(releases, done),
-    () => this.#statements.idle && this.#waiting === undefined,
+    // A wait for a lock holds the connection, so the queue is not idle during one either.
+    () => this.#statements.idle,
   );
   /** The wait for a lock that occupies the connection, if any (see #waitAcquire). */
   #waiting: ConnectionWait | undefined;
