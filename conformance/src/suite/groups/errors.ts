@@ -80,7 +80,9 @@ export function errorsGroup(
           // The holder shares the worker's URL (and so its key prefix); renewed here all along.
           const holder = createCoordinator({ url: (url as () => string)(), ttlMs: ttl });
           cleanups.push(() => holder.close());
-          await holder.acquire(name, { waitMs: 0 });
+          // The name is free; a wait (not a try, whose budget is one TTL) leaves room for a
+          // first connect that is slow on a loaded host.
+          await holder.acquire(name, { waitMs: 20_000 });
           const waiter = await spawnLockWorker({ url: (url as () => string)(), ttlMs: ttl });
           cleanups.push(() => waiter.kill());
           // Its session is open before the wait begins: it is frozen while waiting, not while
