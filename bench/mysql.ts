@@ -52,6 +52,8 @@ export function run(): Promise<BackendResult> {
       watched: 1_000,
       why: "1,000 names watched: the named-lock mode has no watch of its own, so core's fallback reads each watched name's holder once per renewal interval, one read after the other on the session's one connection (10,000 names take 1 to 10 s a round; each notification waits for its round, up to one renewal interval, so fewer than 100 are timed); 20,000 locks: on MariaDB every named lock a connection holds adds to the server time of each acquire on that connection (the server looks through them all for every metadata lock a statement takes: measured 1.2 ms per acquire with 10,000 held, 2.6 ms with 25,000, 62 ms with 50,000, against 0.3 ms with none), so 100,000 on one connection would take hours to take",
     },
+    // One connection per raw waiter: 1,000 would pass the server's max_connections.
+    rawWaiters: { kind: "mysql", label: "raw blocking GET_LOCK", counts: [10] },
     takeoverTtlMs: 1_000,
     throughputTtlMs: TTL_MS,
     connections:

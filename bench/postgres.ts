@@ -73,6 +73,8 @@ export function run(): Promise<BackendResult> {
       watched: 10_000,
       why: "20,000 locks: every advisory lock a connection holds adds to the server time of each statement on that connection, because PostgreSQL ends each transaction by walking every lock the connection holds, session locks included (measured with pg on loopback, PostgreSQL 15: a SELECT 1 round trip takes 0.15 ms with none held, 0.47 ms with 10,000, 1.0 ms with 20,000, 4.0 ms with 50,000 and 14-17 ms with 100,000), and the server's shared lock table (max_locks_per_transaction x connections, about 23,000 entries on the bench's server, max_connections 200) must hold them all; taking 100,000 on one connection would take about ten minutes, and each acquire with them held costs about 100 times one with none",
     },
+    // One connection per raw waiter: 1,000 would pass the server's max_connections.
+    rawWaiters: { kind: "postgres", label: "raw blocking pg_advisory_lock", counts: [10] },
     takeoverTtlMs: 1_000,
     throughputTtlMs: 15_000,
     connections:

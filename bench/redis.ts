@@ -153,6 +153,7 @@ export function run(): Promise<BackendResult> {
         },
       };
     },
+    rawWaiters: { kind: "redis", label: "raw BLPOP + RPUSH" },
     takeoverTtlMs: 1_000,
     throughputTtlMs: TTL_MS,
     connections:

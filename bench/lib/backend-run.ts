@@ -26,7 +26,7 @@ import { measureServiceProcesses } from "./service-processes.js";
 import { measureTakeover } from "./takeover.js";
 import { benchCoordinator } from "./telemetry.js";
 import { measureThroughput } from "./throughput.js";
-import { measureWaiters } from "./waiters.js";
+import { measureWaiters, type RawWaiters } from "./waiters.js";
 import { measureWatchScale } from "./watch-scale.js";
 
 /**
@@ -167,6 +167,8 @@ export interface BackendBench {
   readonly scale?: ScaleSizes;
   /** Counts the server's requests (many waiters: requests per handoff). */
   requestCounter?(url: string): Promise<ServerCounter & { close(): Promise<void> }>;
+  /** The raw client's hand-off between processes beside the many waiters (on the harness's URL). */
+  readonly rawWaiters?: Omit<RawWaiters, "url">;
 }
 
 /** The scale section's sizes for a backend. */
@@ -342,6 +344,7 @@ async function runScaleSteps(
         ...(floor ? { floor } : {}),
         ...(server?.options ?? {}),
         ...(requests ? { requests } : {}),
+        ...(bench.rawWaiters ? { raw: { ...bench.rawWaiters, url } } : {}),
       }),
     );
     if (waiters) out.add(waiters);

@@ -62,7 +62,7 @@ const FIGURES: readonly { figure: Figure; heading: string; intro: string }[] = [
     figure: "waiters",
     heading: "Many waiters on one name",
     intro:
-      "Waiters on one lock spread over several processes, each process one coordinator with its share of the waiters; one holder at a time. A sample is the time from one `release()` call to the next holder holding; the ratio base is the uncontended floor's acquire + release p50 (no herd: server requests per handoff do not grow with the waiters).",
+      "Waiters on one lock spread over several processes, each process one coordinator with its share of the waiters; one holder at a time. A sample is the time from one `release()` call to the next holder holding; the ratio base is the uncontended floor's acquire + release p50 (no herd: server requests per handoff do not grow with the waiters). Where a row names a raw blocking wait, it is the raw client's hand-off between the same processes: each waiter its own connection blocked in the store's own wait, so nothing runs in the client between a release and the next grant.",
   },
   {
     figure: "permit-uncontended",

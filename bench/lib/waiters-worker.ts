@@ -6,15 +6,17 @@
  * time and its release() call's time, in ms of the system's monotonic clock
  * (`process.hrtime`), which every process on the machine shares. `{ op: "floor", name, count }`
  * replies `{ samples }`: `count` uncontended acquire + release times. `{ op: "close" }` exits.
+ * With a third argument, a store's kind (raw-waiters.ts), the waiters are the raw client's
+ * instead: one connection each, blocked in the store's own wait; `url` is then the store's.
  */
+import { freeRawLock, type RawKind, type RawWaiter, rawWaiter } from "./raw-waiters.js";
 import { benchCoordinator } from "./telemetry.js";
 
-const [url, ttl] = process.argv.slice(2) as [string, string];
-const coordinator = benchCoordinator({
-  url,
-  ttlMs: Number(ttl),
-  ownerId: `waiters-${process.pid}`,
-});
+const [url, ttl, rawKind] = process.argv.slice(2) as [string, string, RawKind | undefined];
+const coordinator =
+  rawKind === undefined
+    ? benchCoordinator({ url, ttlMs: Number(ttl), ownerId: `waiters-${process.pid}` })
+    : undefined;
 const now = () => Number(process.hrtime.bigint() / 1_000n) / 1_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -25,9 +27,12 @@ interface Run {
   readonly holdMs: number;
   readonly pauseMs: number;
   readonly ms: number;
+  /** Raw waiters: this process makes the lock free before its waiters start. */
+  readonly first?: boolean;
 }
 
 async function run(m: Run): Promise<[number, number][]> {
+  if (coordinator === undefined) return await runRaw(m, rawKind as RawKind);
   const events: [number, number][] = [];
   const end = new AbortController();
   const timer = setTimeout(() => end.abort(), m.ms);
@@ -53,8 +58,36 @@ async function run(m: Run): Promise<[number, number][]> {
   return events;
 }
 
+/** {@link run} with raw waiters: each opens its connection, then loops until the run ends. */
+async function runRaw(m: Run, kind: RawKind): Promise<[number, number][]> {
+  const events: [number, number][] = [];
+  const waiters: RawWaiter[] = [];
+  try {
+    for (let i = 0; i < m.waiters; i++) waiters.push(await rawWaiter(kind, url, m.name));
+    if (m.first) await freeRawLock(kind, url, m.name);
+    const endAt = performance.now() + m.ms;
+    await Promise.all(
+      waiters.map(async (w) => {
+        while (performance.now() < endAt) {
+          if (!(await w.acquire())) continue;
+          const grantAt = now();
+          await sleep(m.holdMs);
+          const releaseAt = now();
+          await w.release();
+          events.push([grantAt, releaseAt]);
+          await sleep(m.pauseMs);
+        }
+      }),
+    );
+  } finally {
+    await Promise.all(waiters.map((w) => w.close()));
+  }
+  return events;
+}
+
 /** `count` uncontended acquire + release of `name`, one after another: their times, ms. */
 async function floor(name: string, count: number): Promise<number[]> {
+  if (coordinator === undefined) throw new Error("waiters-worker: no floor with raw waiters");
   const samples: number[] = [];
   for (let i = 0; i < count; i++) {
     const t = performance.now();
@@ -67,7 +100,7 @@ async function floor(name: string, count: number): Promise<number[]> {
 process.on("message", (m: Run | { op: "floor"; name: string; count: number } | { op: "close" }) => {
   void (async () => {
     if (m.op === "close") {
-      await coordinator.close().catch(() => undefined);
+      await coordinator?.close().catch(() => undefined);
       process.exit(0);
     }
     try {

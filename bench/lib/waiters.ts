@@ -7,6 +7,7 @@
 import { fileURLToPath } from "node:url";
 import { BenchChild } from "./child.js";
 import type { ServerCounter } from "./held-locks.js";
+import type { RawKind } from "./raw-waiters.js";
 import { type LatencySection, type Row, row } from "./results.js";
 import {
   addDelta,
@@ -40,6 +41,22 @@ export interface WaitersOptions {
   /** Counts the server's requests (e.g. Redis commands), per handoff. */
   readonly requests?: ServerCounter;
   readonly notes?: readonly string[];
+  /**
+   * The raw client's hand-off between processes (raw-waiters.ts), run beside the coordinator's
+   * in the same rounds: waiters on the store's own blocking wait, one connection each.
+   */
+  readonly raw?: RawWaiters;
+}
+
+/** The raw hand-off rows of {@link measureWaiters}. */
+export interface RawWaiters {
+  readonly kind: RawKind;
+  /** The store's URL as its raw client takes it. */
+  readonly url: string;
+  /** What the raw waiters do, e.g. "raw BLPOP + RPUSH". */
+  readonly label: string;
+  /** Waiter counts with a raw row (default: every count); one connection per waiter. */
+  readonly counts?: readonly number[];
 }
 
 const HOLD_MS = 2;
@@ -57,14 +74,22 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
   const counts = options.waiters ?? [10, 1_000];
   const runMs = options.runMs ?? 4_000;
   const rounds = options.rounds ?? 2;
+  type Reply = { events: [number, number][]; samples?: number[] };
   const children = Array.from(
     { length: processes },
-    () =>
-      new BenchChild<{ events: [number, number][]; samples?: number[] }>(WORKER, [
-        options.url,
-        String(options.ttlMs),
-      ]),
+    () => new BenchChild<Reply>(WORKER, [options.url, String(options.ttlMs)]),
   );
+  const raw = options.raw;
+  const rawCounts = raw === undefined ? [] : counts.filter((c) => raw.counts?.includes(c) ?? true);
+  const rawChildren =
+    raw === undefined
+      ? []
+      : Array.from(
+          { length: processes },
+          () => new BenchChild<Reply>(WORKER, [raw.url, String(options.ttlMs), raw.kind]),
+        );
+  const rawSamples = new Map<number, number[]>(rawCounts.map((c) => [c, []]));
+  const rawMs = new Map<number, number>(rawCounts.map((c) => [c, 0]));
   const samples = new Map<number, number[]>(counts.map((c) => [c, []]));
   const grants = new Map<number, number>(counts.map((c) => [c, 0]));
   const measuredMs = new Map<number, number>(counts.map((c) => [c, 0]));
@@ -73,13 +98,13 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
   let floor = options.floor;
   let run = 0;
   try {
-    for (const c of children) await c.ready();
-    const once = async (waiters: number, ms: number) => {
+    for (const c of [...children, ...rawChildren]) await c.ready();
+    const once = async (waiters: number, ms: number, on = children) => {
       const name = `bench-waiters/${waiters}-${run++}`;
       const share = (p: number) =>
         Math.floor(waiters / processes) + (p < waiters % processes ? 1 : 0);
       const replies = await Promise.all(
-        children.map((c, p) =>
+        on.map((c, p) =>
           c.request({
             op: "run",
             name,
@@ -87,11 +112,28 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
             holdMs: HOLD_MS,
             pauseMs: PAUSE_MS,
             ms,
+            first: p === 0,
           }),
         ),
       );
       return replies.flatMap((r) => r.events).sort((a, b) => a[0] - b[0]);
     };
+    // One run's samples: from each release() call to the next grant, the first second left out.
+    const handoffs = (events: [number, number][], list: number[]): number => {
+      const start = (events[0]?.[0] ?? 0) + SETTLE_MS;
+      let first: number | undefined;
+      let last = 0;
+      for (let i = 1; i < events.length; i++) {
+        const [, releasedAt] = events[i - 1] as [number, number];
+        const [grantedAt] = events[i] as [number, number];
+        if (releasedAt < start || grantedAt < releasedAt) continue;
+        first ??= releasedAt;
+        last = grantedAt;
+        list.push(grantedAt - releasedAt);
+      }
+      return first === undefined ? 0 : last - first;
+    };
+    if (rawChildren.length > 0) await once(processes, 1_000, rawChildren);
     // Every child's session open and code warm.
     await once(processes, 1_000);
     if (floor === undefined) {
@@ -127,39 +169,37 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
           (requests.get(waiters) as number) + r1 - r0 - (options.requests?.selfCost ?? 0),
         );
         grants.set(waiters, (grants.get(waiters) as number) + events.length);
-        const start = (events[0]?.[0] ?? 0) + SETTLE_MS;
-        const list = samples.get(waiters) as number[];
-        let first: number | undefined;
-        let last = 0;
-        for (let i = 1; i < events.length; i++) {
-          const [, releasedAt] = events[i - 1] as [number, number];
-          const [grantedAt] = events[i] as [number, number];
-          if (releasedAt < start || grantedAt < releasedAt) continue;
-          first ??= releasedAt;
-          last = grantedAt;
-          list.push(grantedAt - releasedAt);
-        }
-        if (first !== undefined) {
-          measuredMs.set(waiters, (measuredMs.get(waiters) as number) + last - first);
+        const spanMs = handoffs(events, samples.get(waiters) as number[]);
+        measuredMs.set(waiters, (measuredMs.get(waiters) as number) + spanMs);
+        if (rawCounts.includes(waiters)) {
+          const rawSpan = handoffs(
+            await once(waiters, runMs, rawChildren),
+            rawSamples.get(waiters) as number[],
+          );
+          rawMs.set(waiters, (rawMs.get(waiters) as number) + rawSpan);
         }
       }
     }
   } finally {
-    await Promise.all(children.map((c) => c.close()));
+    await Promise.all([...children, ...rawChildren].map((c) => c.close()));
   }
-  const rows = counts.map((waiters) => {
+  const rows = counts.flatMap((waiters) => {
     const list = samples.get(waiters) as number[];
     const s = summarise(list, measuredMs.get(waiters) as number);
     const g = Math.max(1, grants.get(waiters) as number);
     const totals = server.get(waiters) as ServerTotals;
-    return row(
-      `${waiters.toLocaleString("en-US")} waiters over ${processes} processes`,
-      "coordinator",
-      s,
-      {
-        ...(options.server ? { server: serverCost(options.server, totals, g) } : {}),
-      },
+    const what = `${waiters.toLocaleString("en-US")} waiters over ${processes} processes`;
+    const coordinator = row(what, "coordinator", s, {
+      ...(options.server ? { server: serverCost(options.server, totals, g) } : {}),
+    });
+    const rawList = rawSamples.get(waiters);
+    if (raw === undefined || rawList === undefined) return [coordinator];
+    const rawRow = row(
+      `${what}, ${raw.label}`,
+      "reference",
+      summarise(rawList, rawMs.get(waiters) as number),
     );
+    return [rawRow, coordinator];
   });
   const requestsPerGrant = counts.map((w) => ({
     waiters: w,
@@ -186,6 +226,11 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
         ? []
         : [
             "ratio base: one child's coordinator, uncontended acquire + release of a lock of its own, before the runs (the uncontended section did not run)",
+          ]),
+      ...(raw === undefined
+        ? []
+        : [
+            `${raw.label}: the raw client's hand-off between the same processes, in the same rounds; each waiter its own connection, blocked in the store's own wait (nothing runs in the client between a release and the next grant); no lease, no token; server time not measured for it`,
           ]),
       ...(options.notes ?? []),
     ],
