@@ -122,7 +122,9 @@ export function heldCells(h: HeldLocksResult): [string, string][] {
       : [
           [
             "of which the adapter alone (a bare backend session, same measure)",
-            `${fixed(h.adapterHeapBytesPerLock, 0)} B (core and the ${one === "lock" ? "Lock" : "Permit"} objects: ${fixed(h.heapBytesPerLock - h.adapterHeapBytesPerLock, 0)} B)`,
+            h.heapBytesPerLock >= h.adapterHeapBytesPerLock
+              ? `${fixed(h.adapterHeapBytesPerLock, 0)} B (core and the ${one === "lock" ? "Lock" : "Permit"} objects: ${fixed(h.heapBytesPerLock - h.adapterHeapBytesPerLock, 0)} B)`
+              : `${fixed(h.adapterHeapBytesPerLock, 0)} B (more than the whole: the two measures differ by more than core's share, so it is not told apart)`,
           ] as [string, string],
         ]),
     [`RSS growth per held ${one} (coarse)`, `${fixed(h.rssBytesPerLock, 0)} B`],

@@ -16,8 +16,9 @@ export interface ServerCounter {
 
 /**
  * What {@link measureHeldLocks} holds: locks (the default, {@link LOCKS}) or a semaphore's
- * permits ({@link permitItems}). Item `i` of `count`; `i = -1` is the warm-up item, taken and
- * released before the baseline, on a name of its own.
+ * permits ({@link permitItems}). Item `i` of `count`; a negative `i` is a warm-up item, taken and
+ * released before the baseline, on a name of its own (`-1`, `-2`, ...: as many as are taken at
+ * once).
  */
 export interface HeldItems {
   /** `"locks"` or `"permits"`, for the report. */
@@ -50,13 +51,13 @@ export interface HeldScale {
   readonly probes: number;
 }
 
-/** Locks named `<prefix>/h<i>` (`<prefix>/warm` for the warm-up). */
+/** Locks named `<prefix>/h<i>` (`<prefix>/warm<-i>` for the warm-up). */
 export const LOCKS: HeldItems = {
   noun: "locks",
   coordinator: (c, prefix) => (i) =>
-    c.acquire(i < 0 ? `${prefix}/warm` : `${prefix}/h${i}`, { waitMs: 30_000 }),
+    c.acquire(i < 0 ? `${prefix}/warm${-i}` : `${prefix}/h${i}`, { waitMs: 30_000 }),
   session: (s, prefix, _count, signal) => (i) =>
-    s.acquire(i < 0 ? `${prefix}/warm` : `${prefix}/h${i}`, { wait: i >= 0, signal }),
+    s.acquire(i < 0 ? `${prefix}/warm${-i}` : `${prefix}/h${i}`, { wait: i >= 0, signal }),
 };
 
 /**
@@ -77,7 +78,8 @@ export function permitItems(semaphores: number): HeldItems {
       const sems = Array.from({ length: semaphores }, (_, j) =>
         c.semaphore(nameOf(prefix, j), { permits: limit }),
       );
-      const warm = c.semaphore(nameOf(prefix, -1), { permits: limit });
+      // Room for every warm-up item at once.
+      const warm = c.semaphore(nameOf(prefix, -1), { permits: Math.max(limit, WARM_ROOM) });
       return (i) =>
         (i < 0 ? warm : (sems[i % semaphores] as typeof warm)).acquire({ waitMs: 30_000 });
     },
@@ -88,7 +90,7 @@ export function permitItems(semaphores: number): HeldItems {
         throw new Error("bench: this backend's sessions have no permits");
       return (i) =>
         acquirePermits(nameOf(prefix, i), {
-          limit,
+          limit: i < 0 ? Math.max(limit, WARM_ROOM) : limit,
           permits: 1,
           mode: "permit",
           wait: i >= 0,
@@ -181,9 +183,10 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
     : undefined;
   const locks: Lock[] = new Array(count);
   try {
-    // Opens the session and warms every code path before the baseline.
+    // Opens the session and warms every code path before the baseline, at the acquisition's
+    // parallelism (see warmUp).
     const hold = items.coordinator(coordinator, options.prefix, count);
-    await (await hold(-1)).release();
+    await warmUp(parallelism, hold, (lock) => lock.release());
     const probes = items.scale?.probes ?? 0;
     const probe = async () => {
       const samples: number[] = [];
@@ -266,6 +269,7 @@ export async function measureHeldLocks(options: HeldLocksOptions): Promise<HeldL
       notes: [
         `${stillHeld} of ${count} ${items.noun} still held at the end of the window`,
         `window: from one settled renewal to the ${windowIntervals}th next (${renewed} renewals by core in ${(windowMs / 1000).toFixed(2)} s, nominal interval ${intervalMs} ms); per interval = count / (window / interval) / sessions`,
+        `memory: after a warm-up that took ${Math.min(parallelism, WARM_ROOM)} ${items.noun} at once and gave them back, so a connection pool already has the size the acquisition gives it (its growth depends on the requests in flight, not on the ${items.noun} held)`,
         ...(options.notes ?? []),
       ],
     };
@@ -298,6 +302,25 @@ export async function measureBackendHeldLocks(
   }
 }
 
+/** Warm-up items a semaphore has room for at once (at least the parallelism of any run). */
+const WARM_ROOM = 256;
+
+/**
+ * Takes `parallelism` warm-up items at once (items `-1` to `-parallelism`), then gives them
+ * all back: the code paths are warm and the client's connection pool (an HTTP agent's sockets,
+ * say) is as large as the acquisition after the baseline makes it, so the memory per item held
+ * does not count the pool's growth, which depends on the requests in flight, not on the items.
+ */
+async function warmUp<T>(
+  parallelism: number,
+  hold: (i: number) => Promise<T>,
+  release: (item: T) => Promise<unknown>,
+): Promise<void> {
+  const n = Math.min(parallelism, WARM_ROOM);
+  const items = await Promise.all(Array.from({ length: n }, (_, k) => hold(-1 - k)));
+  await Promise.all(items.map(release));
+}
+
 /**
  * Heap (+ external) growth per item held through a bare backend session (the adapter alone),
  * after a full GC; the session is closed afterwards, which frees its locks.
@@ -322,8 +345,9 @@ async function adapterMemory(
     signal,
   );
   try {
-    const warm = await hold(-1);
-    if (warm) await session.release(warm);
+    await warmUp(parallelism, hold, async (grant) => {
+      if (grant) await session.release(grant);
+    });
     const before = memory();
     await pool(count, parallelism, async (i) => {
       grants[i] = await hold(i);
