@@ -35,13 +35,25 @@ describe("baton cron", () => {
     expect(new Set(ran).size).toBe(ran.length); // no slot twice
     for (const slot of ran) expect(slot).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     expect(linesOf(log).every((l) => l.split(" ")[1] === "1")).toBe(true); // first attempts
-    // Per slot that ran, one replica printed "ran" and the other learned it was done.
+    // Per slot that ran, one replica printed "ran", and the other at most that it was done:
+    // a replica skips the ticks that pass while it waits out the other's run (no catch-up),
+    // which on a loaded host can take past the next second. At least once the other learned
+    // that a slot was done without running it.
     const lines = ended.flatMap((e) => e.out);
+    let learned = 0;
     for (const slot of ran.slice(0, -1)) {
       const about = lines.filter((l) => l.startsWith(`tick ${slot} `));
-      expect(about.filter((l) => l.includes(" ran (attempt 1,"))).toHaveLength(1);
-      expect(about.filter((l) => l.includes(" already done (attempt 1 by"))).toHaveLength(1);
+      const seen = `the replicas printed:\n${lines.join("\n")}`;
+      expect(
+        about.filter((l) => l.includes(" ran (attempt 1,")),
+        seen,
+      ).toHaveLength(1);
+      const done = about.filter((l) => l.includes(" already done (attempt 1 by"));
+      expect(done.length, seen).toBeLessThanOrEqual(1);
+      learned += done.length;
+      expect(about, seen).toHaveLength(1 + done.length);
     }
+    expect(learned, `the replicas printed:\n${lines.join("\n")}`).toBeGreaterThan(0);
     expect(ended[0]?.err).toContain('job "tick" on "* * * * * *" (UTC); next slot');
   });
 
