@@ -31,29 +31,44 @@ interface Run {
   readonly first?: boolean;
 }
 
+/**
+ * One waiter's loop until the run ends: `take()` resolves a release function once it holds
+ * the lock, or `undefined` when its wait ended without it (then `stop()` tells whether to end).
+ * Each grant's time and its release call's time go to `events`.
+ */
+async function loop(
+  m: Run,
+  events: [number, number][],
+  stop: () => boolean,
+  take: () => Promise<(() => Promise<unknown>) | undefined>,
+): Promise<void> {
+  while (!stop()) {
+    const release = await take();
+    if (release === undefined) continue;
+    const grantAt = now();
+    await sleep(m.holdMs);
+    const releaseAt = now();
+    await release();
+    events.push([grantAt, releaseAt]);
+    await sleep(m.pauseMs);
+  }
+}
+
 async function run(m: Run): Promise<[number, number][]> {
   if (coordinator === undefined) return await runRaw(m, rawKind as RawKind);
   const events: [number, number][] = [];
   const end = new AbortController();
   const timer = setTimeout(() => end.abort(), m.ms);
-  await Promise.all(
-    Array.from({ length: m.waiters }, async () => {
-      while (!end.signal.aborted) {
-        let lock: Awaited<ReturnType<typeof coordinator.acquire>>;
-        try {
-          lock = await coordinator.acquire(m.name, { waitMs: 300_000, signal: end.signal });
-        } catch {
-          break;
-        }
-        const grantAt = now();
-        await sleep(m.holdMs);
-        const releaseAt = now();
-        await lock.release();
-        events.push([grantAt, releaseAt]);
-        await sleep(m.pauseMs);
-      }
-    }),
-  );
+  const take = () =>
+    coordinator.acquire(m.name, { waitMs: 300_000, signal: end.signal }).then(
+      (lock) => () => lock.release(),
+      (error: unknown) => {
+        if (end.signal.aborted) return undefined; // the run ended: the loop stops
+        throw error;
+      },
+    );
+  const stop = () => end.signal.aborted;
+  await Promise.all(Array.from({ length: m.waiters }, () => loop(m, events, stop, take)));
   clearTimeout(timer);
   return events;
 }
@@ -66,18 +81,11 @@ async function runRaw(m: Run, kind: RawKind): Promise<[number, number][]> {
     for (let i = 0; i < m.waiters; i++) waiters.push(await rawWaiter(kind, url, m.name));
     if (m.first) await freeRawLock(kind, url, m.name);
     const endAt = performance.now() + m.ms;
+    const stop = () => performance.now() >= endAt;
     await Promise.all(
-      waiters.map(async (w) => {
-        while (performance.now() < endAt) {
-          if (!(await w.acquire())) continue;
-          const grantAt = now();
-          await sleep(m.holdMs);
-          const releaseAt = now();
-          await w.release();
-          events.push([grantAt, releaseAt]);
-          await sleep(m.pauseMs);
-        }
-      }),
+      waiters.map((w) =>
+        loop(m, events, stop, async () => ((await w.acquire()) ? () => w.release() : undefined)),
+      ),
     );
   } finally {
     await Promise.all(waiters.map((w) => w.close()));
