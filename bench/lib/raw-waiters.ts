@@ -18,7 +18,7 @@ export type RawKind = "redis" | "postgres" | "mysql";
 
 /** One raw waiter: its own connection. */
 export interface RawWaiter {
-  /** Waits up to about half a second: true when it holds the lock. */
+  /** Waits up to about a second at most: true when it holds the lock. */
   acquire(): Promise<boolean>;
   release(): Promise<void>;
   close(): Promise<void>;
@@ -71,7 +71,8 @@ export async function rawWaiter(kind: RawKind, url: string, name: string): Promi
       const c = await mysql.createConnection(url);
       return {
         acquire: async () => {
-          const [rows] = await c.query("SELECT GET_LOCK(?, ?) AS got", [name, WAIT_S]);
+          // Whole seconds: MySQL's GET_LOCK may not take a fraction (MariaDB does since 10.1.2).
+          const [rows] = await c.query("SELECT GET_LOCK(?, 1) AS got", [name]);
           return (rows as { got: number }[])[0]?.got === 1;
         },
         release: async () => {
