@@ -21,6 +21,11 @@ export interface RawWaiter {
   /** Waits up to about a second at most: true when it holds the lock. */
   acquire(): Promise<boolean>;
   release(): Promise<void>;
+  /**
+   * Makes the lock free, once per lock before any waiter starts, where a lock does not start
+   * free (Redis: its list gets its one element).
+   */
+  makeFree?(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -37,6 +42,9 @@ export async function rawWaiter(kind: RawKind, url: string, name: string): Promi
         acquire: async () => (await c.blpop(name, WAIT_S)) !== null,
         release: async () => {
           await c.rpush(name, "1");
+        },
+        makeFree: async () => {
+          await c.multi().del(name).rpush(name, "1").exec();
         },
         close: async () => {
           await c.quit().catch(() => undefined);
@@ -83,20 +91,5 @@ export async function rawWaiter(kind: RawKind, url: string, name: string): Promi
         },
       };
     }
-  }
-}
-
-/**
- * Makes lock `name` free for the Redis waiters: its list gets the one element (the other
- * stores' locks start free). Run once per lock, by one process, before the waiters start.
- */
-export async function freeRawLock(kind: RawKind, url: string, name: string): Promise<void> {
-  if (kind !== "redis") return;
-  const c = new Redis(url);
-  try {
-    await c.del(name);
-    await c.rpush(name, "1");
-  } finally {
-    await c.quit().catch(() => undefined);
   }
 }

@@ -9,7 +9,7 @@
  * With a third argument, a store's kind (raw-waiters.ts), the waiters are the raw client's
  * instead: one connection each, blocked in the store's own wait; `url` is then the store's.
  */
-import { freeRawLock, type RawKind, type RawWaiter, rawWaiter } from "./raw-waiters.js";
+import { type RawKind, type RawWaiter, rawWaiter } from "./raw-waiters.js";
 import { benchCoordinator } from "./telemetry.js";
 
 const [url, ttl, rawKind] = process.argv.slice(2) as [string, string, RawKind | undefined];
@@ -79,7 +79,7 @@ async function runRaw(m: Run, kind: RawKind): Promise<[number, number][]> {
   const waiters: RawWaiter[] = [];
   try {
     for (let i = 0; i < m.waiters; i++) waiters.push(await rawWaiter(kind, url, m.name));
-    if (m.first) await freeRawLock(kind, url, m.name);
+    if (m.first) await waiters[0]?.makeFree?.();
     const endAt = performance.now() + m.ms;
     const stop = () => performance.now() >= endAt;
     await Promise.all(

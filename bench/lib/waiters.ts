@@ -59,6 +59,12 @@ export interface RawWaiters {
   readonly counts?: readonly number[];
 }
 
+/** Hand-off samples (ms) and the time they span (ms). */
+interface Tally {
+  readonly samples: number[];
+  ms: number;
+}
+
 const HOLD_MS = 2;
 const PAUSE_MS = 1;
 const SETTLE_MS = 1_000;
@@ -88,11 +94,11 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
           { length: processes },
           () => new BenchChild<Reply>(WORKER, [raw.url, String(options.ttlMs), raw.kind]),
         );
-  const rawSamples = new Map<number, number[]>(rawCounts.map((c) => [c, []]));
-  const rawMs = new Map<number, number>(rawCounts.map((c) => [c, 0]));
-  const samples = new Map<number, number[]>(counts.map((c) => [c, []]));
+  // Per waiter count: the hand-off samples and the time they span, of the coordinators and
+  // of the raw waiters.
+  const tallies = new Map<number, Tally>(counts.map((c) => [c, { samples: [], ms: 0 }]));
+  const rawTallies = new Map<number, Tally>(rawCounts.map((c) => [c, { samples: [], ms: 0 }]));
   const grants = new Map<number, number>(counts.map((c) => [c, 0]));
-  const measuredMs = new Map<number, number>(counts.map((c) => [c, 0]));
   const server = new Map<number, ServerTotals>(counts.map((c) => [c, emptyTotals()]));
   const requests = new Map<number, number>(counts.map((c) => [c, 0]));
   let floor = options.floor;
@@ -119,7 +125,7 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
       return replies.flatMap((r) => r.events).sort((a, b) => a[0] - b[0]);
     };
     // One run's samples: from each release() call to the next grant, the first second left out.
-    const handoffs = (events: [number, number][], list: number[]): number => {
+    const handoffs = (events: [number, number][], tally: Tally): void => {
       const start = (events[0]?.[0] ?? 0) + SETTLE_MS;
       let first: number | undefined;
       let last = 0;
@@ -129,9 +135,9 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
         if (releasedAt < start || grantedAt < releasedAt) continue;
         first ??= releasedAt;
         last = grantedAt;
-        list.push(grantedAt - releasedAt);
+        tally.samples.push(grantedAt - releasedAt);
       }
-      return first === undefined ? 0 : last - first;
+      if (first !== undefined) tally.ms += last - first;
     };
     if (rawChildren.length > 0) await once(processes, 1_000, rawChildren);
     // Every child's session open and code warm.
@@ -169,35 +175,29 @@ export async function measureWaiters(options: WaitersOptions): Promise<LatencySe
           (requests.get(waiters) as number) + r1 - r0 - (options.requests?.selfCost ?? 0),
         );
         grants.set(waiters, (grants.get(waiters) as number) + events.length);
-        const spanMs = handoffs(events, samples.get(waiters) as number[]);
-        measuredMs.set(waiters, (measuredMs.get(waiters) as number) + spanMs);
-        if (rawCounts.includes(waiters)) {
-          const rawSpan = handoffs(
-            await once(waiters, runMs, rawChildren),
-            rawSamples.get(waiters) as number[],
-          );
-          rawMs.set(waiters, (rawMs.get(waiters) as number) + rawSpan);
-        }
+        handoffs(events, tallies.get(waiters) as Tally);
+        const rawTally = rawTallies.get(waiters);
+        if (rawTally !== undefined) handoffs(await once(waiters, runMs, rawChildren), rawTally);
       }
     }
   } finally {
     await Promise.all([...children, ...rawChildren].map((c) => c.close()));
   }
   const rows = counts.flatMap((waiters) => {
-    const list = samples.get(waiters) as number[];
-    const s = summarise(list, measuredMs.get(waiters) as number);
+    const tally = tallies.get(waiters) as Tally;
+    const s = summarise(tally.samples, tally.ms);
     const g = Math.max(1, grants.get(waiters) as number);
     const totals = server.get(waiters) as ServerTotals;
     const what = `${waiters.toLocaleString("en-US")} waiters over ${processes} processes`;
     const coordinator = row(what, "coordinator", s, {
       ...(options.server ? { server: serverCost(options.server, totals, g) } : {}),
     });
-    const rawList = rawSamples.get(waiters);
-    if (raw === undefined || rawList === undefined) return [coordinator];
+    const rawTally = rawTallies.get(waiters);
+    if (raw === undefined || rawTally === undefined) return [coordinator];
     const rawRow = row(
       `${what}, ${raw.label}`,
       "reference",
-      summarise(rawList, rawMs.get(waiters) as number),
+      summarise(rawTally.samples, rawTally.ms),
     );
     return [rawRow, coordinator];
   });

@@ -40,10 +40,10 @@ describe("baton cron", () => {
     // which on a loaded host can take past the next second. At least once the other learned
     // that a slot was done without running it.
     const lines = ended.flatMap((e) => e.out);
+    const seen = `the replicas printed:\n${lines.join("\n")}`;
     let learned = 0;
     for (const slot of ran.slice(0, -1)) {
       const about = lines.filter((l) => l.startsWith(`tick ${slot} `));
-      const seen = `the replicas printed:\n${lines.join("\n")}`;
       expect(
         about.filter((l) => l.includes(" ran (attempt 1,")),
         seen,
@@ -53,7 +53,7 @@ describe("baton cron", () => {
       learned += done.length;
       expect(about, seen).toHaveLength(1 + done.length);
     }
-    expect(learned, `the replicas printed:\n${lines.join("\n")}`).toBeGreaterThan(0);
+    expect(learned, seen).toBeGreaterThan(0);
     expect(ended[0]?.err).toContain('job "tick" on "* * * * * *" (UTC); next slot');
   });
 
