@@ -46,6 +46,11 @@ interface Corkable {
   uncork(): void;
 }
 
+/** ioredis' commands sent and not yet answered, on one connection. */
+interface InFlight {
+  readonly commandQueue?: { readonly length: number };
+}
+
 /**
  * Commands one socket write carries at most. Every call of a turn in one write makes the
  * server wait for the whole turn and the client for the whole reply batch (caller and store
@@ -67,14 +72,18 @@ function uncork(stream: Corkable): void {
  * writes of up to {@link WRITE_BATCH} commands: its socket is corked at the first command of
  * the turn, written out every {@link WRITE_BATCH} commands, and uncorked once the turn's
  * microtasks ran (`process.nextTick`), so callers acquiring and releasing at once share system
- * calls. An ioredis Cluster (a socket per node) and node-redis (which batches on its own) are
- * left as they are. Hot path: see docs/hot-path.md, "Redis".
+ * calls. A command sent while the connection has no other command in flight goes out at once:
+ * a lone caller's request is not held back while the rest of its turn runs, and the commands
+ * after it in the turn are corked as usual. An ioredis Cluster (a socket per node) and
+ * node-redis (which batches on its own) are left as they are. Hot path: see docs/hot-path.md,
+ * "Redis".
  */
 function coalesceWrites(client: RedisClient): void {
   const stream = (client as { stream?: Corkable }).stream;
   if (stream === undefined) return;
   const sent = corked.get(stream);
   if (sent === undefined) {
+    if ((client as InFlight).commandQueue?.length === 0) return;
     corked.set(stream, 1);
     stream.cork();
     process.nextTick(uncork, stream);

@@ -160,7 +160,7 @@ describeBackend("redis", (url) => {
       expect(await s.release(grant)).toBe(false);
     });
 
-    it("acquires and releases sent in one turn of the event loop go out four to a write", async () => {
+    it("acquires and releases sent in one turn of the event loop: the first goes out at once on an idle connection, the rest four to a write", async () => {
       const s = await open("batched");
       // Once the server knows the scripts (a first call may be sent again as EVAL).
       const first = await s.acquire("batched-first", { wait: false, signal: never });
@@ -173,16 +173,35 @@ describeBackend("redis", (url) => {
         names.map((name) => s.acquire(name, { wait: false, signal: never })),
       );
       expect(grants.every((g) => g !== null)).toBe(true);
-      // Eight calls, two writes: few system calls, and the server starts on the first four
-      // while the rest are written.
-      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(2);
+      // Eight calls, three writes: the first alone (nothing was in flight), then four and
+      // three: few system calls, and the server starts on each batch while the next is made.
+      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(3);
       writes.mockClear();
       batches.mockClear();
       const released = await Promise.all(grants.map((g) => s.release(g as Grant)));
       expect(released).toEqual(names.map(() => true));
-      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(2);
+      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(3);
       // Each grant is its own, as when sent one by one.
       expect(new Set(grants.map((g) => g?.token)).size).toBe(names.length);
+    });
+
+    it("a lone acquire and a lone release are written before the caller's turn ends", async () => {
+      const s = await open("lone");
+      // Once the server knows the scripts (a first call may be sent again as EVAL).
+      await s.release((await s.acquire("lone-first", { wait: false, signal: never })) as Grant);
+      const stream = (client as unknown as { stream: { _write(): void; _writev(): void } }).stream;
+      const writes = vi.spyOn(stream, "_write");
+      const batches = vi.spyOn(stream, "_writev");
+      const acquiring = s.acquire("lone", { wait: false, signal: never });
+      // Still in the caller's turn: the request is on its way while the caller goes on.
+      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(1);
+      const grant = await acquiring;
+      expect(grant).not.toBeNull();
+      writes.mockClear();
+      batches.mockClear();
+      const releasing = s.release(grant as Grant);
+      expect(writes.mock.calls.length + batches.mock.calls.length).toBe(1);
+      expect(await releasing).toBe(true);
     });
 
     it("a waiter sleeps until the holder's PTTL runs out: no polling while it waits", async () => {
