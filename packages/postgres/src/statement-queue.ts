@@ -118,11 +118,13 @@ export class StatementQueue {
   /**
    * In pipeline mode, the statements sent in one turn of the event loop (the callers woken by
    * one read of answers send their next ones together) go out in one write: the socket is
-   * corked at the first and uncorked once the turn's promise callbacks have run.
+   * corked at the first and uncorked once the turn's promise callbacks have run. A statement
+   * sent while none is in flight goes out at once (a lone caller's is not held back while the
+   * rest of its turn runs); those after it in the turn are corked.
    */
   #coalesce(): void {
     // Hot path: see docs/hot-path.md, "PostgreSQL".
-    if (this.#corked || !this.#pipelined) return;
+    if (this.#corked || !this.#pipelined || this.#inFlight === 0) return;
     const stream = this.#client.connection?.stream;
     if (stream === undefined) return;
     this.#corked = true;

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
+import { Socket } from "node:net";
 import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
-import { createCoordinator } from "@baton/core";
+import { createCoordinator, type Grant } from "@baton/core";
 import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { PostgresBackend } from "../src/index.js";
 import { named } from "./application-name.js";
 
@@ -67,6 +68,46 @@ describeBackend("postgres", (url) => {
         expect(tokens[i]).toBeGreaterThan(tokens[i - 1] as bigint);
       }
     }, 30_000);
+
+    it("a lone caller's statement is written before its turn ends; those of callers in one turn share a write", async () => {
+      const backend = new PostgresBackend({ url });
+      closers.push(() => backend.close());
+      const session = await backend.openSession({
+        ttlMs: 60_000,
+        ownerId: `writes-${randomUUID()}`,
+      });
+      closers.push(() => session.close());
+      const signal = new AbortController().signal;
+      const name = () => `writes-${randomUUID()}`;
+      // Once the session's statements are prepared.
+      await session.release((await session.acquire(name(), { wait: false, signal })) as Grant);
+      const writes = vi.spyOn(Socket.prototype, "_write");
+      const batches = vi.spyOn(Socket.prototype, "_writev");
+      closers.push(async () => {
+        writes.mockRestore();
+        batches.mockRestore();
+      });
+      const count = () => writes.mock.calls.length + batches.mock.calls.length;
+      const lone = session.acquire(name(), { wait: false, signal });
+      // Still in the caller's turn: the statement is on its way while the caller goes on.
+      expect(count()).toBe(1);
+      const grant = await lone;
+      expect(grant).not.toBeNull();
+      writes.mockClear();
+      batches.mockClear();
+      const releasing = session.release(grant as Grant);
+      expect(count()).toBe(1);
+      expect(await releasing).toBe(true);
+      writes.mockClear();
+      batches.mockClear();
+      // Eight callers in one turn: the first at once, the other seven in one write.
+      const grants = await Promise.all(
+        Array.from({ length: 8 }, () => session.acquire(name(), { wait: false, signal })),
+      );
+      expect(grants.every((g) => g !== null)).toBe(true);
+      expect(count()).toBe(2);
+      await Promise.all(grants.map((g) => session.release(g as Grant)));
+    });
 
     it("hundreds of concurrent callers all get their locks with distinct tokens, on one session connection", async () => {
       const app = `one-connection-${randomUUID().slice(0, 8)}`;
