@@ -7,7 +7,8 @@
  * @module @baton/core
  */
 
-// What adapters use from core: a session's end, leftover cleanup, sibling modules.
+// What adapters use from core: a session's end, leftover cleanup, sibling modules, a table by
+// lock name.
 export { LeftoverCleanup } from "./adapter-support/leftover-cleanup.js";
 export { SessionEnd } from "./adapter-support/session-end.js";
 export { siblingModuleArgs } from "./adapter-support/sibling-module.js";
@@ -68,6 +69,7 @@ export { type BoundedCallOptions, boundedCall } from "./helpers/bounded-call.js"
 export { type Clock, sleep, systemClock, type Timer, type TimerOptions } from "./helpers/clock.js";
 export { linkSignals } from "./helpers/link-signals.js";
 export { ManualClock } from "./helpers/manual-clock.js";
+export { NameTable } from "./helpers/name-table.js";
 export { onceAborted } from "./helpers/once-aborted.js";
 export { checkOptions, LIMITS } from "./helpers/validate.js";
 // Events, logging and metrics.

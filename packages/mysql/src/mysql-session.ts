@@ -7,6 +7,7 @@ import {
   type Holder,
   type KeepAliveResult,
   linkSignals,
+  NameTable,
   SessionLostError,
   type StoredRecord,
 } from "@baton/core";
@@ -123,7 +124,7 @@ export class MysqlSession implements BackendSession {
   readonly #records: MysqlRecords;
   readonly #onClose: ((session: MysqlSession) => void) | undefined;
   /** Held grants by lock name. */
-  readonly #held = new Map<string, Held>();
+  readonly #held = new NameTable<Held>();
   /** Released grants whose holder rows the next heartbeat deletes (off the hot path). */
   #released: Held[] = [];
   /** GET_LOCK names a failed statement may have left held: released by the next heartbeat. */

@@ -12,6 +12,7 @@ import {
   type KeyState,
   type ListKeysOptions,
   linkSignals,
+  NameTable,
   type PermitHolder,
   type RevokedGrant,
   SessionLostError,
@@ -138,7 +139,7 @@ export class PostgresSession implements BackendSession {
   readonly #context: PostgresSessionContext;
   readonly #lost = new AbortController();
   /** Held grants by lock name. */
-  readonly #held = new Map<string, Held>();
+  readonly #held = new NameTable<Held>();
   /** Lock names by advisory key, to catch two names of one session hashing alike. */
   readonly #names = new Map<bigint, string>();
   /** Released grants whose holder rows are deleted by the next renewal (off the hot path). */

@@ -59,12 +59,21 @@ interface InFlight {
  */
 const WRITE_BATCH = 4;
 
-/** Sockets corked until the end of this turn of the event loop: commands since the last write. */
-const corked = new Map<Corkable, number>();
+/** A socket's commands since its last write in this turn (0: not corked). */
+interface CorkState {
+  readonly stream: Corkable;
+  sent: number;
+}
 
-function uncork(stream: Corkable): void {
-  corked.delete(stream);
-  stream.uncork();
+/**
+ * Each socket's cork state, made once per socket and reused: a per-turn entry added and
+ * removed in a `Map` would rebuild its table every few turns (see docs/hot-path.md, "Core").
+ */
+const corkStates = new WeakMap<Corkable, CorkState>();
+
+function uncork(state: CorkState): void {
+  state.sent = 0;
+  state.stream.uncork();
 }
 
 /**
@@ -81,18 +90,22 @@ function uncork(stream: Corkable): void {
 function coalesceWrites(client: RedisClient): void {
   const stream = (client as { stream?: Corkable }).stream;
   if (stream === undefined) return;
-  const sent = corked.get(stream);
-  if (sent === undefined) {
+  let state = corkStates.get(stream);
+  if (state === undefined) {
+    state = { stream, sent: 0 };
+    corkStates.set(stream, state);
+  }
+  if (state.sent === 0) {
     if ((client as InFlight).commandQueue?.length === 0) return;
-    corked.set(stream, 1);
+    state.sent = 1;
     stream.cork();
-    process.nextTick(uncork, stream);
-  } else if (sent >= WRITE_BATCH) {
+    process.nextTick(uncork, state);
+  } else if (state.sent >= WRITE_BATCH) {
     // The batch so far goes out now; the socket stays corked for the rest of the turn.
     stream.uncork();
     stream.cork();
-    corked.set(stream, 1);
+    state.sent = 1;
   } else {
-    corked.set(stream, sent + 1);
+    state.sent++;
   }
 }

@@ -14,7 +14,7 @@ import type {
   RevokedGrant,
   StoredRecord,
 } from "@baton/core";
-import { boundedCall, linkSignals, SessionLostError } from "@baton/core";
+import { boundedCall, linkSignals, NameTable, SessionLostError } from "@baton/core";
 import { RENEW_WITH_PERMITS } from "./permit-scripts.js";
 import type { RedisClient } from "./redis-client.js";
 import {
@@ -102,12 +102,12 @@ export class RedisSession implements BackendSession {
   /** `<sessionId>:`, the owner-check prefix of any grant of this session. */
   readonly #sessionPrefix: string;
   readonly #ctx: RedisSessionContext;
-  readonly #held = new Map<string, HeldKey>();
+  readonly #held = new NameTable<HeldKey>();
   /**
    * Keys with an acquire in flight, or a wait (a release may hand the lock to it before it
    * hears): renewed by grant prefix without the token, which is not known yet.
    */
-  readonly #pending = new Map<string, OwnedKey>();
+  readonly #pending = new NameTable<OwnedKey>();
   /** Waits started by this session: numbers them. */
   #waitCount = 0;
   /** Waits in progress: a closing session aborts them. */
@@ -159,7 +159,7 @@ export class RedisSession implements BackendSession {
 
   async keepAlive(): Promise<KeepAliveResult | undefined> {
     this.#assertLive();
-    const held = [...this.#held.entries()];
+    const held = this.#held.entries();
     const items: OwnedKey[] = held.map(([, h]) => h);
     for (const p of this.#pending.values()) items.push(p);
     const permits = this.#permits.empty ? [] : this.#permits.renewals();
@@ -668,7 +668,7 @@ export class RedisSession implements BackendSession {
     for (const wait of this.#waits) wait.abort(this.#closedError());
     this.#waits.clear();
     const permits = this.#permits.close(this.#closedError());
-    const held = [...this.#held.values()];
+    const held = this.#held.values();
     this.#held.clear();
     this.#ctx.onClose(this);
     if (held.length === 0 && permits === undefined) return;

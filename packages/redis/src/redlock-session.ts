@@ -15,6 +15,7 @@ import {
   BackendUnavailableError,
   defaultDriftMs,
   linkSignals,
+  NameTable,
   SessionLostError,
   sleep,
   systemClock,
@@ -72,8 +73,8 @@ export class RedlockSession implements BackendSession {
   readonly quorum: number;
   readonly #ctx: RedlockSessionContext;
   readonly #driftMs: number;
-  readonly #held = new Map<string, HeldKey>();
-  readonly #pending = new Map<string, LockKeys>();
+  readonly #held = new NameTable<HeldKey>();
+  readonly #pending = new NameTable<LockKeys>();
   /** Acquires in progress: a closing session aborts them. */
   readonly #waits = new Set<{ abort(reason: unknown): void }>();
   #grants = 0;

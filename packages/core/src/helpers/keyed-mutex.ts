@@ -1,4 +1,5 @@
 import { type Abortable, addAbortCallback, removeAbortCallback } from "./abort-scope.js";
+import { NameTable } from "./name-table.js";
 
 /** Told when a {@link KeyTurn} it follows ends, before the key is freed. */
 export interface TurnListener {
@@ -12,12 +13,12 @@ export interface TurnListener {
  */
 export class KeyTurn {
   /** The mutex's queues until the turn ends. */
-  #queues: Map<string, Array<() => void>> | undefined;
+  #queues: NameTable<Array<() => void>> | undefined;
   readonly #key: string;
   #listener: TurnListener | undefined;
   #ms = 0;
 
-  constructor(queues: Map<string, Array<() => void>> | undefined, key: string) {
+  constructor(queues: NameTable<Array<() => void>> | undefined, key: string) {
     this.#queues = queues;
     this.#key = key;
   }
@@ -52,7 +53,7 @@ export const NO_TURN: KeyTurn = new KeyTurn(undefined, "");
  */
 export class KeyedMutex {
   /** Locked keys and their waiters (`NO_WAITERS` until the first one comes). */
-  readonly #queues = new Map<string, Array<() => void>>();
+  readonly #queues = new NameTable<Array<() => void>>();
 
   /**
    * Resolves with the key's {@link KeyTurn} once `key` is ours. Rejects with `signal.reason`
