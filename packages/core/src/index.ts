@@ -7,8 +7,7 @@
  * @module @baton/core
  */
 
-// What adapters use from core: a session's end, leftover cleanup, sibling modules, a table by
-// lock name.
+// What adapters use from core: a session's end, leftover cleanup, sibling modules.
 export { LeftoverCleanup } from "./adapter-support/leftover-cleanup.js";
 export { SessionEnd } from "./adapter-support/session-end.js";
 export { siblingModuleArgs } from "./adapter-support/sibling-module.js";
