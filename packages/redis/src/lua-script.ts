@@ -89,14 +89,14 @@ function uncork(state: CorkState): void {
  */
 function coalesceWrites(client: RedisClient): void {
   const stream = (client as { stream?: Corkable }).stream;
-  if (stream === undefined) return;
+  // Nothing in flight: nothing was corked this turn either (corked commands are in flight).
+  if (stream === undefined || (client as InFlight).commandQueue?.length === 0) return;
   let state = corkStates.get(stream);
   if (state === undefined) {
     state = { stream, sent: 0 };
     corkStates.set(stream, state);
   }
   if (state.sent === 0) {
-    if ((client as InFlight).commandQueue?.length === 0) return;
     state.sent = 1;
     stream.cork();
     process.nextTick(uncork, state);
