@@ -138,12 +138,15 @@ describeBackend("redis", () => {
         const lock = await h.acquire(name);
         const waiting = w.acquire(name, { waitMs: 15_000 });
         await new Promise((r) => setTimeout(r, 200));
-        await started.groups.redis?.restart(0);
-        const lost = await new Promise<LockLostError>((resolve) =>
+        // Listen before the restart: a renewal can find the key gone, or the deadline can
+        // pass, while the restarted server is still being probed for readiness.
+        const aborted = new Promise<LockLostError>((resolve) =>
           lock.signal.addEventListener("abort", () => resolve(lock.signal.reason), {
             once: true,
           }),
         );
+        await started.groups.redis?.restart(0);
+        const lost = await aborted;
         // The key is gone (key-lost), or the renewal could not reach the server in time.
         expect(["key-lost", "deadline"]).toContain(lost.reason);
         const next = await waiting;
