@@ -66,7 +66,8 @@ interface Pair {
  * `blackhole()` (connections stay open, every byte is dropped: a partition as the client sees
  * it), `cut()` (every connection is reset and new ones are refused), `delay(ms)` (both ways),
  * `delayReplies(ms)` (the server's answers only), `dropReplies()` (requests still reach the
- * server, which acts on them, but no answer comes back), or `forward()` again.
+ * server, which acts on them, but no answer comes back), `resetNextRequest()` (one request's
+ * connection is reset before the server sees it), or `forward()` again.
  *
  * @example
  * const proxy = await TcpProxy.start({ host: "127.0.0.1", port: 6379 });
@@ -82,6 +83,8 @@ export class TcpProxy {
   readonly #target: { host: string; port: number };
   readonly #pairs = new Set<Pair>();
   #mode: ProxyMode = "forward";
+  #resetNext = false;
+  #requestsReset = 0;
   #delayMs = 0;
   #replyDelayMs = 0;
 
@@ -165,6 +168,20 @@ export class TcpProxy {
     this.#pairs.clear();
   }
 
+  /**
+   * Resets the connection that carries the next request, before any of it reaches the
+   * server, then forwards as before: what a client meets when it reuses a keep-alive socket
+   * the server has just closed. New connections are not affected until a request is sent.
+   */
+  resetNextRequest(): void {
+    this.#resetNext = true;
+  }
+
+  /** How many connections `resetNextRequest()` has reset so far. */
+  get requestsReset(): number {
+    return this.#requestsReset;
+  }
+
   /** Closes the proxy and every connection through it. */
   async close(): Promise<void> {
     this.cut();
@@ -196,6 +213,16 @@ export class TcpProxy {
     client.on("close", end);
     upstream.on("close", end);
     client.on("data", (chunk: Buffer) => {
+      if (this.#resetNext) {
+        this.#resetNext = false;
+        this.#requestsReset++;
+        this.#pairs.delete(pair);
+        pair.requests.clear();
+        pair.replies.clear();
+        client.resetAndDestroy();
+        upstream.destroy();
+        return;
+      }
       if (this.#mode === "forward" || this.#mode === "drop-replies")
         pair.requests.push(chunk, this.#delayMs);
     });

@@ -7,6 +7,7 @@ import {
   type LockLostReason,
 } from "../contract/errors.js";
 import type { Guarantees } from "../contract/guarantees.js";
+import { isTransient } from "../contract/transient.js";
 import { AbortScope } from "../helpers/abort-scope.js";
 import { boundedCall } from "../helpers/bounded-call.js";
 import type { Clock, Timer } from "../helpers/clock.js";
@@ -277,6 +278,7 @@ export class HeldLock implements SessionLock, LockInit {
     }
     return new Promise<boolean>((resolve, reject) => {
       let settled = false;
+      let retried = false;
       const timer = setBound(
         this.#host.clock,
         () => {
@@ -292,23 +294,35 @@ export class HeldLock implements SessionLock, LockInit {
         session.ttlMs,
         true,
       );
+      const answered = (wasHeld: boolean) => {
+        if (settled) return;
+        settled = true;
+        timer.cancel();
+        this.#released(false, wasHeld);
+        resolve(wasHeld);
+      };
+      const failed = (error: unknown) => {
+        if (settled) return;
+        if (!retried && isTransient(error)) {
+          // A connection reset or refused on the way (an idle keep-alive socket the server
+          // closed as the release reused it) is asked once more, within the same one-TTL
+          // bound. The release is owner-checked, so a second attempt after a first that did
+          // reach the store frees nothing of anyone else's; it answers false.
+          retried = true;
+          try {
+            session.backendSession.release(this.#grant).then(answered, failed);
+            return;
+          } catch (again) {
+            error = again;
+          }
+        }
+        settled = true;
+        timer.cancel();
+        this.#released(true, false);
+        reject(this.#releaseError(error));
+      };
       // Whichever of the answer and the timeout comes first settles the release.
-      call.then(
-        (wasHeld) => {
-          if (settled) return;
-          settled = true;
-          timer.cancel();
-          this.#released(false, wasHeld);
-          resolve(wasHeld);
-        },
-        (error: unknown) => {
-          if (settled) return;
-          settled = true;
-          timer.cancel();
-          this.#released(true, false);
-          reject(this.#releaseError(error));
-        },
-      );
+      call.then(answered, failed);
     });
   }
 

@@ -34,7 +34,7 @@ describe("NameTable (registries by lock name: held, pending, locked in process)"
   it("takes any name, including ones that look like numbers or object keys", () => {
     const table = new NameTable<number>();
     const names = ["0", "42", "__proto__", "constructor", "toString", "", "a/b c"];
-    names.forEach((name, i) => table.set(name, i));
+    for (const [i, name] of names.entries()) table.set(name, i);
     expect(names.map((name) => table.get(name))).toEqual(names.map((_, i) => i));
     expect(table.size).toBe(names.length);
     expect(table.has("hasOwnProperty")).toBe(false);

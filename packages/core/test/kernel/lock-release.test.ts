@@ -19,6 +19,9 @@ import { ScriptedBackend } from "../support/scripted-backend.js";
 
 failOnUnhandledRejections();
 
+/** A connection reset, as Node reports one. */
+const reset = () => Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" });
+
 describe("Lock.release", () => {
   it("resolves true, aborts the signal with reason released, and frees the lock at once", async () => {
     const { clock, backend, coordinator, ttlMs } = setup();
@@ -106,6 +109,82 @@ describe("Lock.release", () => {
     expect(error).toBeInstanceOf(BackendUnavailableError);
     expect((error as Error).cause).toBe(cause);
     expect(lock.held).toBe(false);
+  });
+
+  it("a release whose connection resets on the way is sent once more and resolves true", async () => {
+    const { backend, coordinator } = setup();
+    const events = recordEvents(coordinator, ["released"]);
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    let attempts = 0;
+    backend.hooks.release = async (_grant, next) => {
+      attempts++;
+      if (attempts === 1) throw reset();
+      return next();
+    };
+    expect(await lock.release()).toBe(true);
+    expect(backend.calls.release).toBe(2);
+    expect(events.released.map((e) => e.wasHeld)).toEqual([true]);
+    expect(await coordinator.holder("jobs")).toBeNull();
+    // Freed in the store: the name is taken again at once.
+    expect(await coordinator.tryAcquire("jobs")).not.toBeNull();
+  });
+
+  it("a release whose first attempt freed the lock before its reply was lost resolves false on the second", async () => {
+    const { backend, coordinator } = setup();
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    let attempts = 0;
+    backend.hooks.release = async (_grant, next) => {
+      attempts++;
+      const wasHeld = await next();
+      if (attempts === 1) throw reset();
+      return wasHeld;
+    };
+    expect(await lock.release()).toBe(false);
+    expect(backend.calls.release).toBe(2);
+    expect(await coordinator.tryAcquire("jobs")).not.toBeNull();
+  });
+
+  it("a release that fails twice on the way rejects with BackendUnavailableError, after two attempts only", async () => {
+    const { backend, coordinator } = setup();
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    const second = reset();
+    let attempts = 0;
+    backend.hooks.release = async () => {
+      attempts++;
+      throw attempts === 1 ? reset() : second;
+    };
+    const error = await rejectionOf(lock.release());
+    expect(error).toBeInstanceOf(BackendUnavailableError);
+    expect((error as Error).cause).toBe(second);
+    expect(backend.calls.release).toBe(2);
+  });
+
+  it("a release that fails with an error not known to pass is not sent again", async () => {
+    const { backend, coordinator } = setup();
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    backend.hooks.release = async () => {
+      throw new TypeError("bad grant");
+    };
+    expect(await rejectionOf(lock.release())).toBeInstanceOf(BackendUnavailableError);
+    expect(backend.calls.release).toBe(1);
+  });
+
+  it("a second attempt the store never answers still rejects within one TTL of the release", async () => {
+    const { clock, backend, coordinator, ttlMs } = setup({ ttlMs: 1_000 });
+    const lock = await coordinator.acquire("jobs", { waitMs: 0 });
+    let attempts = 0;
+    backend.hooks.release = async () => {
+      attempts++;
+      if (attempts === 1) throw reset();
+      return new Promise<boolean>(() => undefined);
+    };
+    const release = track(lock.release());
+    await clock.advance(ttlMs - 1);
+    expect(release.status).toBe("pending");
+    await clock.advance(1);
+    expect(release.status).toBe("rejected");
+    expect(release.error).toBeInstanceOf(BackendUnavailableError);
+    expect(backend.calls.release).toBe(2);
   });
 
   it("after a failed release, acquiring the name again waits for the old grant to end instead of re-acquiring a key the session still holds", async () => {
