@@ -76,7 +76,10 @@ export interface CoordinatorEvents {
   renewFailed: { error: unknown; remainingMs: number; names: readonly string[] };
   /** A lock can no longer be trusted (its signal aborted with `error`). Not emitted on release. */
   lost: { name: string; token: bigint; reason: LockLostReason; error: LockLostError; lock: Lock };
-  /** A lock was released; `wasHeld` is false when it had already been lost. */
+  /**
+   * A lock was released; `wasHeld` is false when it had already been lost (or when a release
+   * sent again after a connection failure found it freed by the first attempt).
+   */
   released: { name: string; token: bigint; wasHeld: boolean; lock: Lock };
   /** A backend session opened with the TTL the store granted. */
   sessionOpened: { ownerId: string; ttlMs: number };
