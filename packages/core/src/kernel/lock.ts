@@ -178,9 +178,9 @@ export class Lock implements AsyncDisposable {
   /**
    * Releases the lock if it is still ours (owner-checked) and resolves whether it was.
    * Idempotent: every call returns the same promise. A release that fails on the way with an
-   * error `isTransient` calls transient (a connection reset or refused) is sent once
-   * more; when the first one had reached the store before its connection failed, the second
-   * finds the lock already freed and resolves `false`. If the store cannot be reached (both
+   * error `isTransient` calls transient (a connection reset or refused) is sent once more;
+   * when the first one had reached the store before its connection failed, the second finds
+   * the lock already freed and resolves `false`. If the store cannot be reached (both
    * attempts failed, or no answer within one TTL) it rejects with `BackendUnavailableError`;
    * the lock is no longer renewed and expires by itself within one TTL.
    */
