@@ -216,11 +216,8 @@ export class TcpProxy {
       if (this.#resetNext) {
         this.#resetNext = false;
         this.#requestsReset++;
-        this.#pairs.delete(pair);
-        pair.requests.clear();
-        pair.replies.clear();
         client.resetAndDestroy();
-        upstream.destroy();
+        end();
         return;
       }
       if (this.#mode === "forward" || this.#mode === "drop-replies")
