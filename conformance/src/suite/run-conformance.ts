@@ -88,7 +88,11 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
     basicGroup(ctx, declared.timeLeft);
     withLockGroup(ctx);
     cancellationGroup(ctx);
-    handoffGroup(ctx, !declared.fifo && declared.waiters === "woken");
+    handoffGroup(
+      ctx,
+      !declared.fifo && declared.waiters === "woken",
+      declared.crossProcess === true,
+    );
     expiryGroup(ctx);
     renewalGroup(ctx);
     lockTtlGroup(ctx);

@@ -63,6 +63,24 @@ export class SuiteContext {
   }
 
   /**
+   * A coordinator on a second backend of its own to the same server (as in another process:
+   * no connection, in-process wake-up or cache shared with {@link coordinator}'s), closed with
+   * its backend after the test.
+   */
+  async coordinatorElsewhere(
+    options: Omit<CoordinatorOptions, "backend" | "url"> = {},
+  ): Promise<Coordinator> {
+    const coordinator = createCoordinator({
+      backend: await this.target.createBackend(),
+      closeBackend: true,
+      ttlMs: this.target.ttlMs,
+      ...options,
+    });
+    this.#coordinators.push(coordinator);
+    return coordinator;
+  }
+
+  /**
    * Acquires `name` on a raw session that is never renewed (a frozen holder): its lease runs
    * out after the TTL unless the test releases first.
    */

@@ -144,7 +144,14 @@ export class AcquireCall implements Linked<AcquireCall> {
    */
   granted(token: bigint): void {
     this.stopBudget();
-    this.#handOffs?.granted(this.name, token, this.scope.signalRead, this.holdOffMs > 0);
+    const handOffs = this.#handOffs;
+    if (handOffs === undefined) return;
+    // One ask that found the name free: its time is the store's round trip (see `HandOffs`).
+    const tookMs =
+      this.attempts === 1 && !this.contended
+        ? this.#clock.now() - this.started - this.holdOffMs
+        : undefined;
+    handOffs.granted(this.name, token, this.scope.signalRead, this.holdOffMs > 0, tookMs);
   }
 
   /** `turn`, the name's turn the lock taken by this call keeps: its end tells the hand-offs. */

@@ -25,6 +25,14 @@ export const WOKEN_WINDOW_MS = 5;
  * processes that asked at the same moment as this one wait unseen from the start.
  */
 export const FIRST_PROBE_AFTER_MS = 500;
+/**
+ * The longest pause between two looks of a waiter that polls, once it saw the lock change
+ * hands: it then looks again within 25 to 50 ms (and backs off only while the lock stays
+ * with one holder).
+ */
+export const FAST_LOOK_MS = 50;
+/** Added to a probe's window for timers that fire late on a busy host. */
+export const PROBE_SLACK_MS = 20;
 
 /** A name taken again at once after each release, nobody else seen wanting it. */
 interface Streak {
@@ -42,6 +50,17 @@ interface Ended {
   readonly at: number;
   /** Whether an acquire here had found the name held shortly before. */
   readonly contended: boolean;
+  /** How long it was held, in ms (`undefined`: not known). */
+  readonly heldMs: number | undefined;
+}
+
+/** The last grant of a name here. */
+interface LastGrant {
+  readonly token: bigint;
+  /** {@link HandOffs.grantsHere} after it. */
+  readonly grantsHere: number;
+  /** When (monotonic ms). */
+  readonly at: number;
 }
 
 /**
@@ -59,9 +78,14 @@ interface Ended {
  * want it), and, while it keeps taking the name at once (others may be waiting unseen), once
  * {@link FIRST_PROBE_AFTER_MS} into that run, then {@link PROBE_EVERY_MS} later, then twice as
  * long after each hand-off nobody else took, up to {@link PROBE_MAX_MS}; otherwise it asks at
- * once, so a lock nobody else wants costs no wait. A hand-off that another process took (the
- * grant after it skipped tokens, or found the name held) starts the hand-offs of every release
- * again. So a waiter of another process that polls gets a turn within {@link PROBE_MAX_MS} and
+ * once, so a lock nobody else wants costs no wait. Such a speculative hand-off (a probe) waits
+ * only as long as a waiter that polls needs to see the lock free and take it: a waiter that
+ * saw the lock change hands looks again within {@link FAST_LOOK_MS}, and its pause grows only
+ * while one grant lasts, so the probe's window is {@link FAST_LOOK_MS} plus twice the time the
+ * lock was held, four of the store's round trips (as this coordinator's recent acquires took)
+ * and {@link PROBE_SLACK_MS}, never more than the full window. A hand-off that another process
+ * took (the grant after it skipped tokens, or found the name held) starts the hand-offs of
+ * every release again. So a waiter of another process that polls gets a turn within {@link PROBE_MAX_MS} and
  * one window (a run of taking the name again costs it at most one window per that time), and
  * within {@link FIRST_PROBE_AFTER_MS} and one window when it asked as the run began. Tries
  * (`tryAcquire`, `waitMs: 0`) never hold off.
@@ -82,12 +106,14 @@ export class HandOffs implements TurnListener {
   readonly #ended = new Map<string, Ended>();
   /** While the name is taken again at once after each release, uncontended: its hand-offs. */
   readonly #streak = new Map<string, Streak>();
-  /** The token of the last grant of the name here, and {@link #grantsHere} after it. */
-  readonly #tokens = new Map<string, { readonly token: bigint; readonly grantsHere: number }>();
+  /** The last grant of the name here. */
+  readonly #tokens = new Map<string, LastGrant>();
   /** Grants of any name here so far: with a shared counter, tokens this process took itself. */
   #grantsHere = 0;
   /** The maps' size in all past which {@link #prune} looks (see there). */
   #pruneAt = MAX_NAMES;
+  /** An average of the recent acquires that were granted at once, in ms: a store round trip. */
+  #roundTripMs: number | undefined;
 
   /** Whether a key's tokens are consecutive per key (else one counter serves every key). */
   readonly #perKeyTokens: boolean;
@@ -125,10 +151,22 @@ export class HandOffs implements TurnListener {
    * name was granted elsewhere (with a shared counter: another process is granting names of
    * the store, perhaps this one). Either way other processes may want it too.
    */
-  granted(name: string, token: bigint, foundHeld: boolean, heldOff: boolean): void {
+  granted(
+    name: string,
+    token: bigint,
+    foundHeld: boolean,
+    heldOff: boolean,
+    /** How long the store took to grant it, in ms, when it was granted at its first ask. */
+    tookMs?: number,
+  ): void {
     this.#grantsHere++;
+    const now = this.#clock.now();
     const last = this.#tokens.get(name);
-    this.#tokens.set(name, { token, grantsHere: this.#grantsHere });
+    this.#tokens.set(name, { token, grantsHere: this.#grantsHere, at: now });
+    if (tookMs !== undefined && !foundHeld) {
+      const average = this.#roundTripMs;
+      this.#roundTripMs = average === undefined ? tookMs : 0.8 * average + 0.2 * tookMs;
+    }
     const ownBetween =
       this.#perKeyTokens || last === undefined ? 0 : this.#grantsHere - last.grantsHere - 1;
     const elsewhere =
@@ -142,7 +180,7 @@ export class HandOffs implements TurnListener {
       }
       return;
     }
-    this.#contended.set(name, this.#clock.now());
+    this.#contended.set(name, now);
     this.#streak.delete(name);
     this.#prune();
   }
@@ -156,7 +194,12 @@ export class HandOffs implements TurnListener {
     const seen = this.#contended.get(name);
     const contended = seen !== undefined && at - seen <= 4 * this.#windowMs(ttlMs);
     if (!contended) this.#contended.delete(name);
-    this.#ended.set(name, { at, contended });
+    const grantedAt = this.#tokens.get(name)?.at;
+    this.#ended.set(name, {
+      at,
+      contended,
+      heldMs: grantedAt === undefined ? undefined : at - grantedAt,
+    });
     this.#prune();
   }
 
@@ -182,7 +225,18 @@ export class HandOffs implements TurnListener {
     if (now < streak.probeAt) return 0;
     streak.probeAt = now + streak.everyMs;
     streak.probing = true;
-    return leftMs;
+    // At least 1 ms, so the grant after it counts as the probe's (see `granted`).
+    return Math.max(1, Math.min(leftMs, ended.at + this.#probeWindowMs(ended) - now));
+  }
+
+  /**
+   * The window of a probe after the lock `ended`: what a waiter that polls needs to see the
+   * lock free and take it (see the class's description), at most the full window.
+   */
+  #probeWindowMs(ended: Ended): number {
+    if (ended.heldMs === undefined || this.#roundTripMs === undefined)
+      return Number.POSITIVE_INFINITY;
+    return FAST_LOOK_MS + 2 * ended.heldMs + 4 * this.#roundTripMs + PROBE_SLACK_MS;
   }
 
   /**

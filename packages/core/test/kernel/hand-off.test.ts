@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/helpers/manual-clock.js";
 import {
+  FAST_LOOK_MS,
   FIRST_PROBE_AFTER_MS,
   HandOffs,
   PROBE_EVERY_MS,
   PROBE_MAX_MS,
+  PROBE_SLACK_MS,
   WOKEN_WINDOW_MS,
 } from "../../src/kernel/hand-off.js";
 
@@ -82,6 +84,56 @@ describe("hand-offs on a backend without a queue", () => {
     expect(probedAt[0]).toBeGreaterThanOrEqual(FIRST_PROBE_AFTER_MS);
     expect(probedAt[0]).toBeLessThan(FIRST_PROBE_AFTER_MS + 100);
     expect(probedAt[1]).toBeGreaterThanOrEqual((probedAt[0] ?? 0) + PROBE_EVERY_MS);
+  });
+
+  /** Takes "job" again at once after each release for `forMs`, each held `heldMs`, granted in `tookMs`. */
+  async function retakeTimed(
+    clock: ManualClock,
+    hand: HandOffs,
+    forMs: number,
+    heldMs: number,
+    tookMs: number,
+  ): Promise<number[]> {
+    const start = clock.now();
+    const holdOffs: number[] = [];
+    let token = 1n;
+    while (clock.now() - start < forMs) {
+      const holdOff = hand.holdOffMs("job", TTL);
+      if (holdOff > 0) holdOffs.push(holdOff);
+      await clock.advance(holdOff + tookMs);
+      hand.granted("job", token++, false, holdOff > 0, tookMs);
+      await clock.advance(heldMs);
+      hand.turnEnded("job", TTL);
+    }
+    return holdOffs;
+  }
+
+  it("a probe waits as long as a waiter that polls needs to take the lock, not the whole window", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, true);
+    // Held 1 ms, granted in 2 ms: the fast look, twice the hold, four round trips and the slack.
+    const holdOffs = await retakeTimed(clock, hand, 10_000, 1, 2);
+    expect(holdOffs.length).toBeGreaterThan(1);
+    for (const ms of holdOffs) expect(ms).toBe(FAST_LOOK_MS + 2 + 8 + PROBE_SLACK_MS);
+    expect(FAST_LOOK_MS + 2 + 8 + PROBE_SLACK_MS).toBeLessThan(WINDOW);
+  });
+
+  it("a probe after a long hold waits the whole window, as a waiter's pause grows with it", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, true);
+    const holdOffs = await retakeTimed(clock, hand, 10_000, 200, 2);
+    expect(holdOffs.length).toBeGreaterThan(1);
+    for (const ms of holdOffs) expect(ms).toBe(WINDOW);
+  });
+
+  it("a contended name holds off the whole window, however fast the store answers", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, true);
+    hand.granted("other", 1n, false, false, 2);
+    hand.granted("job", 5n, true, false); // the acquire found it held
+    await clock.advance(1);
+    hand.turnEnded("job", TTL);
+    expect(hand.holdOffMs("job", TTL)).toBe(WINDOW);
   });
 
   /**
