@@ -85,10 +85,10 @@ interface LastGrant {
  * lock was held, four of the store's round trips (as this coordinator's recent acquires took)
  * and {@link PROBE_SLACK_MS}, never more than the full window. A hand-off that another process
  * took (the grant after it skipped tokens, or found the name held) starts the hand-offs of
- * every release again. So a waiter of another process that polls gets a turn within {@link PROBE_MAX_MS} and
- * one window (a run of taking the name again costs it at most one window per that time), and
- * within {@link FIRST_PROBE_AFTER_MS} and one window when it asked as the run began. Tries
- * (`tryAcquire`, `waitMs: 0`) never hold off.
+ * every release again. So a waiter of another process that polls gets a turn within
+ * {@link PROBE_MAX_MS} and one window (a run of taking the name again costs it at most one
+ * window per that time), and within {@link FIRST_PROBE_AFTER_MS} and one window when it asked
+ * as the run began. Tries (`tryAcquire`, `waitMs: 0`) never hold off.
  *
  * The first hand-off of such a run comes early because processes that asked at the same moment
  * as this one (replicas starting together) are never seen: the acquire here found the name
