@@ -46,7 +46,7 @@ export interface DeclaredCapabilities {
    * absent: `"poll"`). With `"woken"` on a backend without FIFO, the suite checks that two
    * coordinators taking turns at one name hand it over in milliseconds.
    */
-  readonly waiters?: "poll" | "woken";
+  readonly waiters?: "poll" | "poll-resets" | "woken";
 }
 
 /**

@@ -22,13 +22,15 @@ import { SessionLiveness } from "./session-liveness.js";
  * counter in the lock blob's metadata, raised by a write conditional on the blob's ETag),
  * exclusion across processes, durable records, inspection (one `List Blobs` request per page)
  * and forced release of one grant (its lease released in place, the reason left on the
- * holder's heartbeat for its next renewal). No FIFO (waiters poll), no consensus of Baton's
+ * holder's heartbeat for its next renewal). No FIFO (waiters poll, and look again within
+ * 50 ms once they saw the lock change hands), no consensus of Baton's
  * own (Azure Storage replicates each write synchronously within its region, behind one
  * endpoint).
  */
 export const AZURE_BLOB_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: false,
+  waiters: "poll-resets",
   tokenCounter: "per-key",
   consensus: false,
   crossProcess: true,

@@ -15,6 +15,7 @@ describeBackend("azure-blob", (url) => {
     {
       fencing: "monotonic",
       fifo: false,
+      waiters: "poll-resets",
       watch: false,
       crossProcess: true,
       semaphores: false,

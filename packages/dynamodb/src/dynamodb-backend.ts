@@ -23,8 +23,9 @@ import { openRequest } from "./lock-requests.js";
 
 /**
  * What the DynamoDB backend guarantees: fencing tokens that rise with every grant (a counter
- * in the lock item, raised by the same conditional write that grants), no FIFO (waiters poll;
- * whoever writes first after a release wins), consensus (DynamoDB's conditional writes and
+ * in the lock item, raised by the same conditional write that grants), no FIFO (waiters poll,
+ * and look again within 50 ms once they saw the lock change hands; whoever writes first after
+ * a release wins), consensus (DynamoDB's conditional writes and
  * strongly consistent reads are linearizable per item), exclusion across processes, durable
  * records, inspection (a bounded `Scan` per page) and forced release of one grant (the lock
  * item freed in place, the reason left in the holder's session item for its next renewal).
@@ -32,6 +33,7 @@ import { openRequest } from "./lock-requests.js";
 export const DYNAMODB_GUARANTEES: Guarantees = {
   fencing: "monotonic",
   fifo: false,
+  waiters: "poll-resets",
   tokenCounter: "per-key",
   consensus: true,
   crossProcess: true,

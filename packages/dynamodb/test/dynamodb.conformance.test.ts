@@ -14,6 +14,7 @@ describeBackend("dynamodb", (url) => {
     {
       fencing: "monotonic",
       fifo: false,
+      waiters: "poll-resets",
       watch: false,
       crossProcess: true,
       semaphores: false,

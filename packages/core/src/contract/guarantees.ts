@@ -20,13 +20,17 @@ export interface Guarantees {
   readonly fifo: boolean;
   /**
    * How a waiter of another process learns that the lock it waits for was released, on a
-   * backend without FIFO: `"poll"` when it looks again from time to time, `"woken"` when the
+   * backend without FIFO: `"poll"` when it looks again from time to time; `"poll-resets"` when
+   * it does so and, once it has seen the lock change hands, looks again within 50 ms (its pause
+   * starts over at each new holder and grows only while one grant lasts); `"woken"` when the
    * store tells it at the release (it waits in the store, as on a PostgreSQL advisory lock) and
    * asks again within a round trip. A coordinator that takes a name again right after releasing
    * it first holds off so that such a waiter gets its turn: long enough for a poll with
-   * `"poll"` (up to 250 ms), a few ms with `"woken"`. Absent: `"poll"`.
+   * `"poll"` (up to 250 ms); as long with `"poll-resets"` when the name was found contended,
+   * and otherwise (nobody seen waiting) only as long as such a waiter needs to see the lock
+   * free and take it; a few ms with `"woken"`. Absent: `"poll"`.
    */
-  readonly waiters?: "poll" | "woken";
+  readonly waiters?: "poll" | "poll-resets" | "woken";
   /**
    * Where tokens come from: `"per-key"` when each key has a counter of its own, raised by one
    * per grant of that key, so a grant whose token is more than one above the last grant of the

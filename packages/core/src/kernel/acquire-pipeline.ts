@@ -100,7 +100,7 @@ export class AcquirePipeline {
       this.#handOffs ??= new HandOffs(
         this.#clock,
         backend.guarantees.tokenCounter === "per-key",
-        backend.guarantees.waiters === "woken",
+        backend.guarantees.waiters,
       );
   }
 

@@ -78,12 +78,13 @@ interface LastGrant {
  * want it), and, while it keeps taking the name at once (others may be waiting unseen), once
  * {@link FIRST_PROBE_AFTER_MS} into that run, then {@link PROBE_EVERY_MS} later, then twice as
  * long after each hand-off nobody else took, up to {@link PROBE_MAX_MS}; otherwise it asks at
- * once, so a lock nobody else wants costs no wait. Such a speculative hand-off (a probe) waits
- * only as long as a waiter that polls needs to see the lock free and take it: a waiter that
- * saw the lock change hands looks again within {@link FAST_LOOK_MS}, and its pause grows only
- * while one grant lasts, so the probe's window is {@link FAST_LOOK_MS} plus twice the time the
- * lock was held, four of the store's round trips (as this coordinator's recent acquires took)
- * and {@link PROBE_SLACK_MS}, never more than the full window. A hand-off that another process
+ * once, so a lock nobody else wants costs no wait. Where waiters look again soon after they
+ * see the lock change hands (the guarantees' `waiters: "poll-resets"`), such a speculative
+ * hand-off (a probe) waits only as long as a waiter needs to see the lock free and take it:
+ * it looks again within {@link FAST_LOOK_MS}, and its pause grows only while one grant lasts,
+ * so the probe's window is {@link FAST_LOOK_MS} plus twice the time the lock was held, four of
+ * the store's round trips (as this coordinator's recent acquires took) and
+ * {@link PROBE_SLACK_MS}, never more than the full window. A hand-off that another process
  * took (the grant after it skipped tokens, or found the name held) starts the hand-offs of
  * every release again. So a waiter of another process that polls gets a turn within
  * {@link PROBE_MAX_MS} and one window (a run of taking the name again costs it at most one
@@ -119,18 +120,26 @@ export class HandOffs implements TurnListener {
   readonly #perKeyTokens: boolean;
   /** Whether the store wakes waiters at a release (else they poll). */
   readonly #woken: boolean;
+  /** Whether a waiter looks again soon once it saw the lock change hands: probes are short. */
+  readonly #shortProbes: boolean;
 
   /**
    * @param perKeyTokens - the backend's tokens come from a counter per key (its guarantees'
    *   `tokenCounter` is `"per-key"`). With one counter for every key, the tokens this process
    *   took for other names meanwhile are not counted as grants elsewhere.
-   * @param woken - the store wakes a waiter at a release (its guarantees' `waiters` is
-   *   `"woken"`): the window is {@link WOKEN_WINDOW_MS}, not a poll's.
+   * @param waiters - how waiters of other processes learn of a release (the guarantees'
+   *   `waiters`): with `"woken"` the window is {@link WOKEN_WINDOW_MS}, not a poll's; with
+   *   `"poll-resets"` a probe waits only as long as such a waiter needs.
    */
-  constructor(clock: Clock, perKeyTokens: boolean, woken = false) {
+  constructor(
+    clock: Clock,
+    perKeyTokens: boolean,
+    waiters: "poll" | "poll-resets" | "woken" = "poll",
+  ) {
     this.#clock = clock;
     this.#perKeyTokens = perKeyTokens;
-    this.#woken = woken;
+    this.#woken = waiters === "woken";
+    this.#shortProbes = waiters === "poll-resets";
   }
 
   /** This backend's hand-off window for a lock of `ttlMs`, in ms. */
@@ -231,10 +240,11 @@ export class HandOffs implements TurnListener {
 
   /**
    * The window of a probe after the lock `ended`: what a waiter that polls needs to see the
-   * lock free and take it (see the class's description), at most the full window.
+   * lock free and take it (see the class's description), at most the full window; the full
+   * window where waiters may still be backing off after the lock changed hands.
    */
   #probeWindowMs(ended: Ended): number {
-    if (ended.heldMs === undefined || this.#roundTripMs === undefined)
+    if (!this.#shortProbes || ended.heldMs === undefined || this.#roundTripMs === undefined)
       return Number.POSITIVE_INFINITY;
     return FAST_LOOK_MS + 2 * ended.heldMs + 4 * this.#roundTripMs + PROBE_SLACK_MS;
   }

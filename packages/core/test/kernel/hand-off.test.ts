@@ -34,7 +34,7 @@ describe("hand-offs on a backend without a queue", () => {
 
   it("when the store wakes its waiters at a release, a contended name holds off a few ms, not a poll's window", async () => {
     const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock, true, true);
+    const hand = new HandOffs(clock, true, "woken");
     hand.granted("job", 5n, true, false); // the acquire found it held
     await clock.advance(1);
     hand.turnEnded("job", TTL);
@@ -108,9 +108,9 @@ describe("hand-offs on a backend without a queue", () => {
     return holdOffs;
   }
 
-  it("a probe waits as long as a waiter that polls needs to take the lock, not the whole window", async () => {
+  it("where waiters look again soon after a change of hands, a probe waits as long as one needs to take the lock", async () => {
     const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock, true);
+    const hand = new HandOffs(clock, true, "poll-resets");
     // Held 1 ms, granted in 2 ms: the fast look, twice the hold, four round trips and the slack.
     const holdOffs = await retakeTimed(clock, hand, 10_000, 1, 2);
     expect(holdOffs.length).toBeGreaterThan(1);
@@ -118,9 +118,17 @@ describe("hand-offs on a backend without a queue", () => {
     expect(FAST_LOOK_MS + 2 + 8 + PROBE_SLACK_MS).toBeLessThan(WINDOW);
   });
 
+  it("where waiters may keep backing off, a probe waits the whole window, however fast the store", async () => {
+    const clock = new ManualClock(1_000);
+    const hand = new HandOffs(clock, true, "poll");
+    const holdOffs = await retakeTimed(clock, hand, 10_000, 1, 2);
+    expect(holdOffs.length).toBeGreaterThan(1);
+    for (const ms of holdOffs) expect(ms).toBe(WINDOW);
+  });
+
   it("a probe after a long hold waits the whole window, as a waiter's pause grows with it", async () => {
     const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock, true);
+    const hand = new HandOffs(clock, true, "poll-resets");
     const holdOffs = await retakeTimed(clock, hand, 10_000, 200, 2);
     expect(holdOffs.length).toBeGreaterThan(1);
     for (const ms of holdOffs) expect(ms).toBe(WINDOW);
@@ -128,7 +136,7 @@ describe("hand-offs on a backend without a queue", () => {
 
   it("a contended name holds off the whole window, however fast the store answers", async () => {
     const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock, true);
+    const hand = new HandOffs(clock, true, "poll-resets");
     hand.granted("other", 1n, false, false, 2);
     hand.granted("job", 5n, true, false); // the acquire found it held
     await clock.advance(1);
