@@ -92,6 +92,7 @@ export function runConformance(target: ConformanceTarget, declared: DeclaredCapa
       ctx,
       !declared.fifo && declared.waiters === "woken",
       declared.crossProcess === true,
+      !declared.fifo && declared.waiters === "poll-resets",
     );
     expiryGroup(ctx);
     renewalGroup(ctx);

@@ -13,6 +13,8 @@ export function handoffGroup(
   ctx: SuiteContext,
   wokenWaiters: boolean,
   crossProcess: boolean,
+  /** The backend declares `waiters: "poll-resets"`: its waiter is caught by a short hand-off. */
+  pollResets = false,
 ): void {
   describe("handoff", () => {
     it("a waiter holds the lock soon after the holder releases, not after the TTL", async () => {
@@ -65,9 +67,10 @@ export function handoffGroup(
       }
       await waiting;
       // Within a few hand-off periods, well under its 20 s wait: a waiter elsewhere is not
-      // starved by a busy taker.
+      // starved by a busy taker. One that looks again soon after a change of hands is caught by
+      // the first or second hand-off (0.5 s and 2.5 s into the run), short as they are.
       expect(waitedMs, `the waiter waited through ${retakes} grants to the taker`).toBeLessThan(
-        8_000,
+        pollResets ? 3_500 : 8_000,
       );
     });
 
