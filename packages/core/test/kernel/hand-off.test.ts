@@ -118,18 +118,21 @@ describe("hand-offs on a backend without a queue", () => {
     expect(FAST_LOOK_MS + 2 + 8 + PROBE_SLACK_MS).toBeLessThan(WINDOW);
   });
 
-  it("where waiters may keep backing off, a probe waits the whole window, however fast the store", async () => {
+  it.each([
+    {
+      what: "where waiters may keep backing off, however fast the store",
+      waiters: "poll",
+      heldMs: 1,
+    },
+    {
+      what: "after a long hold, as a waiter's pause grows with it",
+      waiters: "poll-resets",
+      heldMs: 200,
+    },
+  ] as const)("a probe waits the whole window $what", async ({ waiters, heldMs }) => {
     const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock, true, "poll");
-    const holdOffs = await retakeTimed(clock, hand, 10_000, 1, 2);
-    expect(holdOffs.length).toBeGreaterThan(1);
-    for (const ms of holdOffs) expect(ms).toBe(WINDOW);
-  });
-
-  it("a probe after a long hold waits the whole window, as a waiter's pause grows with it", async () => {
-    const clock = new ManualClock(1_000);
-    const hand = new HandOffs(clock, true, "poll-resets");
-    const holdOffs = await retakeTimed(clock, hand, 10_000, 200, 2);
+    const hand = new HandOffs(clock, true, waiters);
+    const holdOffs = await retakeTimed(clock, hand, 10_000, heldMs, 2);
     expect(holdOffs.length).toBeGreaterThan(1);
     for (const ms of holdOffs) expect(ms).toBe(WINDOW);
   });
