@@ -1,3 +1,4 @@
+import type { Guarantees } from "@baton/core";
 import { afterAll, afterEach, beforeAll, describe } from "vitest";
 import { badInputGroup } from "./groups/bad-input.js";
 import { basicGroup } from "./groups/basic.js";
@@ -48,7 +49,7 @@ export interface DeclaredCapabilities {
    * that a waiter elsewhere gets a name another coordinator keeps taking again at once within
    * the first hand-offs of that run (3.5 s, against 8 s with `"poll"`).
    */
-  readonly waiters?: "poll" | "poll-resets" | "woken";
+  readonly waiters?: Guarantees["waiters"];
 }
 
 /**

@@ -51,15 +51,8 @@ export class SuiteContext {
 
   /** A coordinator on the backend under test, closed after the test. */
   coordinator(options: Omit<CoordinatorOptions, "backend" | "url"> = {}): Coordinator {
-    const coordinator = createCoordinator({
-      backend: this.backend,
-      // The suite's backend outlives each test's coordinators: stop() closes it.
-      closeBackend: false,
-      ttlMs: this.target.ttlMs,
-      ...options,
-    });
-    this.#coordinators.push(coordinator);
-    return coordinator;
+    // The suite's backend outlives each test's coordinators: stop() closes it.
+    return this.#track(this.backend, false, options);
   }
 
   /**
@@ -70,9 +63,18 @@ export class SuiteContext {
   async coordinatorElsewhere(
     options: Omit<CoordinatorOptions, "backend" | "url"> = {},
   ): Promise<Coordinator> {
+    return this.#track(await this.target.createBackend(), true, options);
+  }
+
+  /** A coordinator on `backend` (at the target's TTL unless `options` say), closed after the test. */
+  #track(
+    backend: LockBackend,
+    closeBackend: boolean,
+    options: Omit<CoordinatorOptions, "backend" | "url">,
+  ): Coordinator {
     const coordinator = createCoordinator({
-      backend: await this.target.createBackend(),
-      closeBackend: true,
+      backend,
+      closeBackend,
       ttlMs: this.target.ttlMs,
       ...options,
     });

@@ -147,11 +147,9 @@ export class AcquireCall implements Linked<AcquireCall> {
     const handOffs = this.#handOffs;
     if (handOffs === undefined) return;
     // One ask that found the name free: its time is the store's round trip (see `HandOffs`).
-    const tookMs =
-      this.attempts === 1 && !this.contended
-        ? this.#clock.now() - this.started - this.holdOffMs
-        : undefined;
-    handOffs.granted(this.name, token, this.scope.signalRead, this.holdOffMs > 0, tookMs);
+    const askedAt =
+      this.attempts === 1 && !this.contended ? this.started + this.holdOffMs : undefined;
+    handOffs.granted(this.name, token, this.scope.signalRead, this.holdOffMs > 0, askedAt);
   }
 
   /** `turn`, the name's turn the lock taken by this call keeps: its end tells the hand-offs. */

@@ -1,3 +1,4 @@
+import type { Guarantees } from "../contract/guarantees.js";
 import type { Clock } from "../helpers/clock.js";
 import type { TurnListener } from "../helpers/keyed-mutex.js";
 
@@ -50,8 +51,6 @@ interface Ended {
   readonly at: number;
   /** Whether an acquire here had found the name held shortly before. */
   readonly contended: boolean;
-  /** How long it was held, in ms (`undefined`: not known). */
-  readonly heldMs: number | undefined;
 }
 
 /** The last grant of a name here. */
@@ -134,7 +133,7 @@ export class HandOffs implements TurnListener {
   constructor(
     clock: Clock,
     perKeyTokens: boolean,
-    waiters: "poll" | "poll-resets" | "woken" = "poll",
+    waiters: NonNullable<Guarantees["waiters"]> = "poll",
   ) {
     this.#clock = clock;
     this.#perKeyTokens = perKeyTokens;
@@ -165,14 +164,18 @@ export class HandOffs implements TurnListener {
     token: bigint,
     foundHeld: boolean,
     heldOff: boolean,
-    /** How long the store took to grant it, in ms, when it was granted at its first ask. */
-    tookMs?: number,
+    /**
+     * When it was asked for (monotonic ms), when the store granted it at that first ask: the
+     * time since is a round trip of the store.
+     */
+    askedAt?: number,
   ): void {
     this.#grantsHere++;
     const now = this.#clock.now();
     const last = this.#tokens.get(name);
     this.#tokens.set(name, { token, grantsHere: this.#grantsHere, at: now });
-    if (tookMs !== undefined && !foundHeld) {
+    if (askedAt !== undefined && !foundHeld) {
+      const tookMs = now - askedAt;
       const average = this.#roundTripMs;
       this.#roundTripMs = average === undefined ? tookMs : 0.8 * average + 0.2 * tookMs;
     }
@@ -203,12 +206,7 @@ export class HandOffs implements TurnListener {
     const seen = this.#contended.get(name);
     const contended = seen !== undefined && at - seen <= 4 * this.#windowMs(ttlMs);
     if (!contended) this.#contended.delete(name);
-    const grantedAt = this.#tokens.get(name)?.at;
-    this.#ended.set(name, {
-      at,
-      contended,
-      heldMs: grantedAt === undefined ? undefined : at - grantedAt,
-    });
+    this.#ended.set(name, { at, contended });
     this.#prune();
   }
 
@@ -235,7 +233,7 @@ export class HandOffs implements TurnListener {
     streak.probeAt = now + streak.everyMs;
     streak.probing = true;
     // At least 1 ms, so the grant after it counts as the probe's (see `granted`).
-    return Math.max(1, Math.min(leftMs, ended.at + this.#probeWindowMs(ended) - now));
+    return Math.max(1, Math.min(leftMs, ended.at + this.#probeWindowMs(name, ended) - now));
   }
 
   /**
@@ -243,10 +241,13 @@ export class HandOffs implements TurnListener {
    * lock free and take it (see the class's description), at most the full window; the full
    * window where waiters may still be backing off after the lock changed hands.
    */
-  #probeWindowMs(ended: Ended): number {
-    if (!this.#shortProbes || ended.heldMs === undefined || this.#roundTripMs === undefined)
+  #probeWindowMs(name: string, ended: Ended): number {
+    // The name's last grant here is kept while its end is (see `#prune`): it began that lock.
+    const grantedAt = this.#tokens.get(name)?.at;
+    if (!this.#shortProbes || grantedAt === undefined || this.#roundTripMs === undefined)
       return Number.POSITIVE_INFINITY;
-    return FAST_LOOK_MS + 2 * ended.heldMs + 4 * this.#roundTripMs + PROBE_SLACK_MS;
+    const heldMs = ended.at - grantedAt;
+    return FAST_LOOK_MS + 2 * heldMs + 4 * this.#roundTripMs + PROBE_SLACK_MS;
   }
 
   /**

@@ -101,7 +101,7 @@ describe("hand-offs on a backend without a queue", () => {
       const holdOff = hand.holdOffMs("job", TTL);
       if (holdOff > 0) holdOffs.push(holdOff);
       await clock.advance(holdOff + tookMs);
-      hand.granted("job", token++, false, holdOff > 0, tookMs);
+      hand.granted("job", token++, false, holdOff > 0, clock.now() - tookMs);
       await clock.advance(heldMs);
       hand.turnEnded("job", TTL);
     }
@@ -140,7 +140,7 @@ describe("hand-offs on a backend without a queue", () => {
   it("a contended name holds off the whole window, however fast the store answers", async () => {
     const clock = new ManualClock(1_000);
     const hand = new HandOffs(clock, true, "poll-resets");
-    hand.granted("other", 1n, false, false, 2);
+    hand.granted("other", 1n, false, false, clock.now() - 2);
     hand.granted("job", 5n, true, false); // the acquire found it held
     await clock.advance(1);
     hand.turnEnded("job", TTL);
