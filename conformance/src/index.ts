@@ -1,7 +1,7 @@
 /**
  * `@baton/conformance`: the one suite every Baton backend passes (`runConformance`), the
  * history recorder and checker, and helpers for an adapter's own permit tests
- * (`semaphorePermits`, `readPermits`, `writePermits`, `track`). The harness, fault tools and
+ * (`semaphorePermits`, `readPermits`, `writePermits`, `track`, `measureWaiterLooks`, `expectLooksSoonAfterChange`). The harness, fault tools and
  * history checker are also published as the subpaths `@baton/conformance/harness`, `/faults` and `/history`.
  *
  * @packageDocumentation
@@ -35,3 +35,9 @@ export { type DeclaredCapabilities, runConformance } from "./suite/run-conforman
 export { delay, SuiteContext, settle } from "./suite/suite-context.js";
 export type { ConformanceTarget, ProxyTarget } from "./suite/target.js";
 export { type Tracked, track } from "./suite/track.js";
+export {
+  expectLooksSoonAfterChange,
+  measureWaiterLooks,
+  type WaiterLooks,
+  type WaiterLooksOptions,
+} from "./suite/waiter-looks.js";

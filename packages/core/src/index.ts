@@ -70,6 +70,7 @@ export { linkSignals } from "./helpers/link-signals.js";
 export { ManualClock } from "./helpers/manual-clock.js";
 export { NameTable } from "./helpers/name-table.js";
 export { onceAborted } from "./helpers/once-aborted.js";
+export { PollBackoff } from "./helpers/poll-backoff.js";
 export { checkOptions, LIMITS } from "./helpers/validate.js";
 // Events, logging and metrics.
 export type {

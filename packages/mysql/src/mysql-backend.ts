@@ -41,11 +41,12 @@ export const MYSQL_GUARANTEES: Guarantees = {
 /**
  * What the row-lease mode (`mode: "row-lease"`) promises: as {@link MYSQL_GUARANTEES}, with
  * inspection and forced release of one grant (the lease row is deleted at once; the holder's
- * renewal reports it). Waiters poll, so no FIFO.
+ * renewal reports it). Waiters poll, so no FIFO; a waiter that sees a new lease on the name
+ * looks again soon.
  */
 export const MYSQL_ROW_LEASE_GUARANTEES: Guarantees = {
   ...MYSQL_GUARANTEES,
-  waiters: "poll",
+  waiters: "poll-resets",
   inspection: true,
   forceRelease: "grant",
 };

@@ -59,6 +59,11 @@ export interface LeaseAcquireOutcome {
   readonly live: boolean;
   /** The holder's time left when another session holds the name; `null` when unknown. */
   readonly remainingMs: number | null;
+  /**
+   * The token of the lease that holds the name when this call did not take it (text; `null`
+   * when granted or free): a new one tells a waiter that the name changed hands.
+   */
+  readonly holderToken: string | null;
 }
 
 /**
@@ -76,6 +81,7 @@ export function decodeLeaseAcquire(reply: unknown): LeaseAcquireOutcome {
     token: granted ? BigInt(issued) : null,
     live: numberOrNull(row.live) === 1,
     remainingMs: granted ? null : numberOrNull(row.remaining_ms),
+    holderToken: granted ? null : token,
   };
 }
 

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import {
   type BackendAcquireOptions,
   type BackendSession,
-  backoffMs,
   boundedCall,
   type ForceReleaseOptions,
   type Grant,
@@ -11,6 +10,7 @@ import {
   type KeyPage,
   type KeyState,
   type ListKeysOptions,
+  PollBackoff,
   SessionLostError,
   type StoredRecord,
   sleep,
@@ -192,6 +192,8 @@ export class MysqlLeaseSession implements BackendSession {
   async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
     this.#assertLive();
     await this.#dropUnknownGrant(key);
+    // A new lease on the name starts the pauses over (the guarantees' "poll-resets").
+    const pauses = new PollBackoff(this.#context.poll);
     for (let attempt = 0; ; attempt++) {
       const outcome = await this.#call(
         "acquire",
@@ -210,7 +212,7 @@ export class MysqlLeaseSession implements BackendSession {
       );
       if (outcome.grant !== null) return outcome.grant;
       if (!options.wait) return null;
-      const pause = backoffMs(attempt, this.#context.poll);
+      const pause = pauses.next(outcome.holderToken ?? undefined);
       await sleep(
         systemClock,
         outcome.remainingMs === null ? pause : Math.min(pause, outcome.remainingMs + 1),
@@ -338,7 +340,7 @@ export class MysqlLeaseSession implements BackendSession {
   async #tryOnce(
     key: string,
     value: string | undefined,
-  ): Promise<{ grant: Grant | null; remainingMs: number | null }> {
+  ): Promise<{ grant: Grant | null; remainingMs: number | null; holderToken: string | null }> {
     const { statements, namespace } = this.#context;
     const reply = await this.#run(
       statements.acquire,
@@ -346,11 +348,14 @@ export class MysqlLeaseSession implements BackendSession {
     );
     const outcome = decodeLeaseAcquire(reply);
     if (!outcome.live) throw this.#expired();
-    if (outcome.token === null) return { grant: null, remainingMs: outcome.remainingMs };
+    if (outcome.token === null) {
+      return { grant: null, remainingMs: outcome.remainingMs, holderToken: outcome.holderToken };
+    }
     const handle: LeaseGrantHandle = { session: this };
     return {
       grant: { key, ownerId: this.ownerId, token: outcome.token, handle },
       remainingMs: null,
+      holderToken: null,
     };
   }
 

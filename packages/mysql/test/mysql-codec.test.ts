@@ -46,10 +46,11 @@ describe("the row-lease acquire's reply", () => {
       token: 1796573189754131n,
       live: true,
       remainingMs: null,
+      holderToken: null,
     });
   });
 
-  it("is no grant, with the holder's time left, when another session holds the name", () => {
+  it("is no grant, with the holder's time left and token, when another session holds the name", () => {
     const reply = acquireReply({
       token: "1796573189754131",
       mine: 0,
@@ -57,7 +58,12 @@ describe("the row-lease acquire's reply", () => {
       live: "1",
       remaining_ms: "991",
     });
-    expect(decodeLeaseAcquire(reply)).toEqual({ token: null, live: true, remainingMs: 991 });
+    expect(decodeLeaseAcquire(reply)).toEqual({
+      token: null,
+      live: true,
+      remainingMs: 991,
+      holderToken: "1796573189754131",
+    });
   });
 
   it("is no grant when this session's lease carries an older token (an abandoned acquire's)", () => {
@@ -79,7 +85,12 @@ describe("the row-lease acquire's reply", () => {
       live: "0",
       remaining_ms: null,
     });
-    expect(decodeLeaseAcquire(reply)).toEqual({ token: null, live: false, remainingMs: null });
+    expect(decodeLeaseAcquire(reply)).toEqual({
+      token: null,
+      live: false,
+      remainingMs: null,
+      holderToken: null,
+    });
   });
 
   it("refuses a reply of another shape", () => {

@@ -14,6 +14,7 @@ describeBackend("mysql-lease", (url) => {
     {
       fencing: "monotonic",
       fifo: false,
+      waiters: "poll-resets",
       watch: false,
       crossProcess: true,
       semaphores: false,

@@ -60,8 +60,8 @@ export const POSTGRES_GUARANTEES: Guarantees = {
  */
 export const POSTGRES_LEASE_GUARANTEES: Guarantees = {
   ...POSTGRES_GUARANTEES,
-  // A waiter reads the lease row again from time to time.
-  waiters: "poll",
+  // A waiter reads the lease row again from time to time, and soon after it saw a new lease.
+  waiters: "poll-resets",
   semaphores: false,
 };
 

@@ -218,18 +218,22 @@ export function decodeLeaseGrant(rows: readonly Record<string, unknown>[]): {
 }
 
 /**
- * The row-lease `reap` statement's row: how many expired sessions it deleted, and the live
- * holder's time left in ms (`null` when the lock is free).
+ * The row-lease `reap` statement's row: how many expired sessions it deleted, the live
+ * holder's time left in ms (`null` when the lock is free), and the token of the lease it read
+ * (text; `null` when there was none), by which a waiter sees the name change hands.
  */
 export function decodeReap(rows: readonly Record<string, unknown>[]): {
   readonly reaped: number;
   readonly remainingMs: number | null;
+  readonly holderToken: string | null;
 } {
   const row = rows[0];
   const remaining = row?.remaining_ms;
+  const token = row?.token;
   return {
     reaped: Number(row?.reaped ?? 0),
     remainingMs: typeof remaining === "number" ? Math.max(0, remaining) : null,
+    holderToken: typeof token === "string" ? token : null,
   };
 }
 

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import {
   type BackendAcquireOptions,
   type BackendSession,
-  backoffMs,
   boundedCall,
   type ForceReleaseOptions,
   type Grant,
@@ -11,6 +10,7 @@ import {
   type KeyPage,
   type KeyState,
   type ListKeysOptions,
+  PollBackoff,
   SessionLostError,
   type StoredRecord,
   sleep,
@@ -60,6 +60,16 @@ interface LeaseGrantHandle {
 interface PendingRelease {
   readonly name: string;
   readonly token: string | null;
+}
+
+/**
+ * One try at a lease: the grant, or the live holder's time left (when read) and its lease's
+ * token (text; `null` when not read).
+ */
+interface TryOutcome {
+  readonly grant: Grant | null;
+  readonly remainingMs: number | null;
+  readonly holderToken: string | null;
 }
 
 /** How long `close()` gives the deletion of the session's row. */
@@ -199,6 +209,8 @@ export class PostgresLeaseSession implements BackendSession {
   async acquire(key: string, options: BackendAcquireOptions): Promise<Grant | null> {
     this.#assertLive();
     await this.#dropUnknownGrant(key);
+    // A new lease on the name starts the pauses over (the guarantees' "poll-resets").
+    const pauses = new PollBackoff(this.#context.poll);
     for (let attempt = 0; ; attempt++) {
       const outcome = await this.#call(
         "acquire",
@@ -217,7 +229,7 @@ export class PostgresLeaseSession implements BackendSession {
       );
       if (outcome.grant !== null) return outcome.grant;
       if (!options.wait) return null;
-      const pause = backoffMs(attempt, this.#context.poll);
+      const pause = pauses.next(outcome.holderToken ?? undefined);
       await sleep(
         systemClock,
         outcome.remainingMs === null ? pause : Math.min(pause, outcome.remainingMs + 1),
@@ -339,22 +351,25 @@ export class PostgresLeaseSession implements BackendSession {
    * One try: take the lease; when a row holds it, delete its session if that expired and, if
    * it did, take the lease again.
    */
-  async #tryOnce(
-    key: string,
-    value: string | undefined,
-  ): Promise<{ grant: Grant | null; remainingMs: number | null }> {
+  async #tryOnce(key: string, value: string | undefined): Promise<TryOutcome> {
     const { statements, namespace } = this.#context;
     const values = [namespace, key, this.#id, this.ownerId, value ?? null];
     let taken = decodeLeaseGrant(await this.#rows(statements.acquire, values));
     if (taken.token === null && taken.live) {
       const reap = decodeReap(await this.#rows(statements.reap, [namespace, key]));
-      if (reap.reaped === 0) return { grant: null, remainingMs: reap.remainingMs };
+      if (reap.reaped === 0) {
+        return { grant: null, remainingMs: reap.remainingMs, holderToken: reap.holderToken };
+      }
       taken = decodeLeaseGrant(await this.#rows(statements.acquire, values));
     }
     if (!taken.live) throw this.#expired();
-    if (taken.token === null) return { grant: null, remainingMs: null };
+    if (taken.token === null) return { grant: null, remainingMs: null, holderToken: null };
     const handle: LeaseGrantHandle = { session: this };
-    return { grant: { key, ownerId: this.ownerId, token: taken.token, handle }, remainingMs: null };
+    return {
+      grant: { key, ownerId: this.ownerId, token: taken.token, handle },
+      remainingMs: null,
+      holderToken: null,
+    };
   }
 
   /**

@@ -29,8 +29,9 @@ export interface LeaseStatements {
   /**
    * `$1` namespace, `$2` name. Deletes the session holding the lease when its expiry has passed
    * (its leases go with it). A renewal of that session that commits first keeps it: the delete
-   * waits for the row and checks the expiry again. Returns `reaped` (a count) and `remaining_ms`
-   * (the holder's time left when it lives; NULL when free).
+   * waits for the row and checks the expiry again. Returns `reaped` (a count), `remaining_ms`
+   * (the holder's time left when it lives; NULL when free) and `token` (text: the lease's token
+   * as it was read, NULL when free), which tells a waiter that the name changed hands.
    */
   readonly reap: string;
   /** `$1` namespace, `$2` name, `$3` session id, `$4` token. Returns a row when it released. */
@@ -98,7 +99,7 @@ export function leaseStatements(names: SchemaNames): LeaseStatements {
       )
       SELECT (SELECT token::text FROM taken) AS token, EXISTS (SELECT 1 FROM me) AS live`,
     reap: `WITH h AS (
-        SELECT l.session FROM ${names.leases} l WHERE l.namespace = $1 AND l.name = $2
+        SELECT l.session, l.token FROM ${names.leases} l WHERE l.namespace = $1 AND l.name = $2
       ), gone AS (
         DELETE FROM ${names.leaseSessions} s USING h
         WHERE s.id = h.session AND s.expires_at <= clock_timestamp()
@@ -106,7 +107,8 @@ export function leaseStatements(names: SchemaNames): LeaseStatements {
       )
       SELECT (SELECT count(*) FROM gone)::int AS reaped,
         (SELECT ${remainingMs} FROM ${names.leaseSessions} s, h WHERE s.id = h.session AND ${live})
-          AS remaining_ms`,
+          AS remaining_ms,
+        (SELECT h.token::text FROM h) AS token`,
     release: `DELETE FROM ${names.leases}
       WHERE namespace = $1 AND name = $2 AND session = $3 AND token = $4::bigint RETURNING 1`,
     holder: `SELECT l.owner, l.token::text AS token, l.value, ${remainingMs} AS remaining_ms

@@ -75,7 +75,8 @@ export interface PostgresBackendOptions {
    * - `"lease"`: row leases. One row per session whose expiry, on the server's clock, one
    *   statement per interval renews, and one row per held lock; every statement is a
    *   transaction of its own, so it works through a pooler in transaction mode. Waits poll
-   *   (with backoff, at most every 250 ms) instead of queueing in the server; no `watch()`.
+   *   (with backoff, at most every 250 ms, and within 20 ms again once a waiter saw the lock
+   *   change hands) instead of queueing in the server; no `watch()`.
    */
   readonly locks?: PostgresLockMode;
   /**

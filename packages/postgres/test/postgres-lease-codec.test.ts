@@ -14,16 +14,22 @@ describe("postgres row-lease codec", () => {
     expect(decodeLeaseGrant([])).toEqual({ token: null, live: false });
   });
 
-  it("reads how many expired sessions a reap deleted and the live holder's time left", () => {
-    expect(decodeReap([{ reaped: 1, remaining_ms: null }])).toEqual({
+  it("reads how many expired sessions a reap deleted, the live holder's time left and its token", () => {
+    expect(decodeReap([{ reaped: 1, remaining_ms: null, token: null }])).toEqual({
       reaped: 1,
       remainingMs: null,
+      holderToken: null,
     });
-    expect(decodeReap([{ reaped: 0, remaining_ms: 997 }])).toEqual({
+    expect(decodeReap([{ reaped: 0, remaining_ms: 997, token: "42" }])).toEqual({
       reaped: 0,
       remainingMs: 997,
+      holderToken: "42",
     });
     // A holder whose expiry passes between the statement's two reads of the clock.
-    expect(decodeReap([{ reaped: 0, remaining_ms: -1 }])).toEqual({ reaped: 0, remainingMs: 0 });
+    expect(decodeReap([{ reaped: 0, remaining_ms: -1, token: "42" }])).toEqual({
+      reaped: 0,
+      remainingMs: 0,
+      holderToken: "42",
+    });
   });
 });

@@ -14,6 +14,7 @@ describeBackend("postgres-lease", (url) => {
     {
       fencing: "monotonic",
       fifo: false,
+      waiters: "poll-resets",
       watch: false,
       crossProcess: true,
       semaphores: false,

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { expectLooksSoonAfterChange } from "@baton/conformance";
 import { TcpProxy } from "@baton/conformance/faults";
 import { describeBackend } from "@baton/conformance/harness";
 import { ConfigError, createCoordinator, parseBackendUrl, SessionLostError } from "@baton/core";
@@ -112,6 +113,19 @@ describeBackend("postgres-lease", (url) => {
       await expect(stale.keepAlive()).rejects.toBeInstanceOf(SessionLostError);
       expect((await next.holder(name))?.ownerId).toBe("next");
       await next.close();
+    });
+
+    it("a waiter that sees the name change hands looks again soon, and looks less often while one grant lasts", async () => {
+      // A schema of its own: no other test takes tokens from its sequence meanwhile.
+      const schema = `looks_${randomUUID().slice(0, 8)}`;
+      const backend = new PostgresBackend({ url, schema });
+      closers.push(async () => {
+        await backend.close();
+        const admin = new pg.Client({ connectionString: bouncer() });
+        await admin.connect();
+        await admin.query(`DROP SCHEMA ${schema} CASCADE`).finally(() => admin.end());
+      });
+      await expectLooksSoonAfterChange(backend);
     });
 
     it("a closed session frees every lock it held at once", async () => {
