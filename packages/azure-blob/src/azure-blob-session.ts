@@ -1,7 +1,6 @@
 import {
   type BackendAcquireOptions,
   BackendUnavailableError,
-  backoffMs,
   type ForceReleaseOptions,
   type Grant,
   type Holder,
@@ -10,6 +9,7 @@ import {
   type KeyState,
   type ListKeysOptions,
   linkSignals,
+  PollBackoff,
   type RevokedGrant,
   SessionLostError,
   type StoredRecord,
@@ -315,11 +315,11 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
     body: Buffer,
     options: BackendAcquireOptions,
   ): Promise<Grant> {
-    const poll = { minMs: POLL_MIN_MS, maxMs: this.#context.pollMaxMs };
-    let pauses = 0;
+    // The pauses start over when a look shows a new holder's token: the lock is being passed
+    // around, and the next release may come soon (its holder may even hold off to let waiters
+    // in), so look again soon.
+    const pauses = new PollBackoff({ minMs: POLL_MIN_MS, maxMs: this.#context.pollMaxMs });
     let races = 0;
-    /** The token of the holder seen at the last look. */
-    let seenToken: bigint | undefined;
     // Read before the first pause: the first look needs no signal.
     let signal: AbortSignal | undefined;
     let linked: ReturnType<typeof linkSignals> | undefined;
@@ -332,14 +332,9 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
           if (attempt === "race") {
             if (++races < RACES_BEFORE_PAUSE) continue;
             races = 0;
-            pauseMs = backoffMs(pauses++, poll);
+            pauseMs = pauses.next();
           } else if ("held" in attempt) {
             races = 0;
-            // The lock changed hands: it is being passed around, and the next release may come
-            // soon (its holder may even hold off to let waiters in), so look again soon.
-            const token = attempt.held.meta.token;
-            if (seenToken !== undefined && token !== seenToken) pauses = 0;
-            seenToken = token;
             const liveness = await this.#liveness(attempt.held);
             if (!liveness.alive) {
               await this.#store.breakLease(
@@ -349,13 +344,13 @@ export class AzureBlobLeaseSession implements AzureBlobSession {
               );
               continue;
             }
-            pauseMs = Math.min(backoffMs(pauses++, poll), liveness.recheckInMs + 1);
+            pauseMs = Math.min(pauses.next(attempt.held.meta.token), liveness.recheckInMs + 1);
           } else return attempt;
         } catch (error) {
           if (linked?.signal.aborted) throw linked.signal.reason;
           if (!(error instanceof BackendUnavailableError)) throw error;
           // The store did not answer: keep waiting, look again after a pause.
-          pauseMs = backoffMs(pauses++, poll);
+          pauseMs = pauses.next();
         }
         if (linked === undefined) {
           signal = options.signal;

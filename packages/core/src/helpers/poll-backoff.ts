@@ -18,7 +18,7 @@ import { type BackoffOptions, backoffMs } from "./backoff.js";
  */
 export class PollBackoff {
   readonly #options: BackoffOptions;
-  #seen: string | undefined;
+  #seen: string | bigint | undefined;
   #round = 0;
 
   constructor(options: BackoffOptions) {
@@ -29,7 +29,7 @@ export class PollBackoff {
    * The pause before the next look, in ms, after a look that saw the grant `grant` (anything
    * that tells grants apart, as the holder's token; `undefined` when the look did not tell).
    */
-  next(grant?: string): number {
+  next(grant?: string | bigint): number {
     if (grant !== undefined) {
       if (this.#seen !== undefined && grant !== this.#seen) this.#round = 0;
       this.#seen = grant;

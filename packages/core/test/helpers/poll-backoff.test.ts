@@ -31,6 +31,11 @@ describe("PollBackoff", () => {
     expect([pauses.next(), pauses.next("7"), pauses.next("8")]).toEqual([80, 160, 20]);
   });
 
+  it("tells grants apart by bigint tokens as well", () => {
+    const pauses = new PollBackoff(options);
+    expect([pauses.next(7n), pauses.next(7n), pauses.next(8n)]).toEqual([20, 40, 20]);
+  });
+
   it("the first grant seen is not a change of hands", () => {
     const pauses = new PollBackoff(options);
     expect([pauses.next(), pauses.next("7")]).toEqual([20, 40]);
