@@ -52,6 +52,11 @@ export function clientFromUrl(
     client = new Cluster(hosts, {
       lazyConnect: true,
       enableOfflineQueue: false,
+      // ioredis' own check sends CLUSTER INFO to a random node and, with the offline queue off,
+      // fails whenever that node's connection is still opening, which makes a Cluster reached
+      // through one of its nodes (or through natMap) reconnect again and again. `whenReady`
+      // waits for every master's connection instead.
+      enableReadyCheck: false,
       clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
       redisOptions: { ...common, lazyConnect: false },
       ...(natMap === undefined ? {} : { natMap: { ...natMap } }),

@@ -162,6 +162,25 @@ describeBackend("redis", () => {
       }
     });
 
+    it("a URL naming one node: every new backend opens its first session at once, connected to every master", async () => {
+      const first = announced()[0] as { host: string; port: number };
+      // The other masters are found through the first; their connections open as the client
+      // learns the slots. Twenty fresh backends, so an open that only sometimes fails shows.
+      for (let i = 0; i < 20; i++) {
+        const backend = new RedisBackend({
+          url: `redis://${first.host}:${first.port}?cluster=true`,
+        });
+        try {
+          const session = await backend.openSession({ ttlMs: 1_000, ownerId: `one-node-${i}` });
+          const masters = (backend.client as Cluster).nodes("master");
+          expect(masters.map((n) => n.status)).toEqual(["ready", "ready", "ready"]);
+          await session.close();
+        } finally {
+          await backend.close();
+        }
+      }
+    });
+
     it("natMap: nodes found through the cluster are reached at their mapped addresses; locks on every master hold through them and are lost when they go dark", async () => {
       const nodes = announced();
       const proxies = await Promise.all(nodes.map((n) => TcpProxy.start(n)));
