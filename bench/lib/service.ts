@@ -101,6 +101,11 @@ export function serviceCellMs(fallback = 1_000): number {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 }
 
+/** The unmeasured warm-up before a group of cells: half a cell (every caller finishes one op). */
+export function warmUpMs(cellMs: number): number {
+  return Math.max(100, Math.round(cellMs / 2));
+}
+
 /**
  * A pause that lets a retrying caller give the holder its turn; with `signal`, throws once the
  * cell has ended instead, so a retry loop stops there.
@@ -239,6 +244,14 @@ export async function measureService(
           ]),
         );
         const errors: string[] = [];
+        // Warm-up at this cell's keys and callers, not measured: each caller's key taken once
+        // and the client's connections for this many callers open. Without it the first cell at
+        // a new number of callers times opening them (on an HTTP store, one socket per caller)
+        // and the first use of each key, at most one or two locks per caller when a lock takes
+        // a few hundred ms.
+        for (const { i } of runs) {
+          await runCell(clients[i] as ServiceClient, i, mode, callers, warmUpMs(cellMs));
+        }
         for (let round = 0; round < rounds; round++) {
           const order = round % 2 === 0 ? runs : [...runs].reverse();
           for (const { v, i } of order) {
@@ -326,7 +339,7 @@ export function serviceSection(
     costLabel: "per lock",
     rows,
     notes: [
-      `${rounds} rounds of ${cellMs} ms per variant, in opposite orders; p50/p99 of one acquire + release, waits and retries for a taken key included`,
+      `${rounds} rounds of ${cellMs} ms per variant, in opposite orders, after an unmeasured warm-up of ${warmUpMs(cellMs)} ms per variant at the same keys and callers; p50/p99 of one acquire + release, waits and retries for a taken key included`,
       ...notes,
     ],
     service: { mode, callers, processes },
