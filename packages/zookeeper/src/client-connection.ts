@@ -33,6 +33,8 @@ interface ConnectionManager {
   onPacketQueueReadable?: unknown;
   /** The longest pause (ms) before a connect attempt once every member was tried. */
   spinDelay?: unknown;
+  /** The ensemble members the client tries in turn. */
+  servers?: unknown;
 }
 
 function managerOf(client: Client): ConnectionManager | undefined {
@@ -101,6 +103,11 @@ export function coalesceWrites(client: Client): void {
  * Connects `client` (calling `connect()` unless `mayBeStarted` and it has started) and
  * resolves once a session is established; rejects with `BackendUnavailableError` after
  * `timeoutMs` (naming `members` and the last connection error), or the signal's reason.
+ *
+ * The client waits for a member's answer for as long as the connection stays open, so a member
+ * that accepts connections and never answers (frozen, or cut off after the accept) would hold
+ * the whole `timeoutMs`. Each member gets a share of it instead ({@link memberShareMs}): with no
+ * session by then, the connection is dropped and the client tries the next member.
  */
 export function connect(
   client: Client,
@@ -111,10 +118,17 @@ export function connect(
 ): Promise<void> {
   const started = performance.now();
   const lastError = watchSocketErrors(client);
+  const shareMs = memberShareMs(client, timeoutMs);
   return new Promise<void>((resolve, reject) => {
+    let share: ReturnType<typeof setTimeout> | undefined;
+    const nextMember = () => {
+      dropConnection(client);
+      share = setTimeout(nextMember, shareMs);
+    };
     const cleanup = () => {
       lastError.stop();
       clearTimeout(timer);
+      clearTimeout(share);
       client.removeListener("connected", onConnected);
       client.removeListener("expired", onExpired);
       client.removeListener("authenticationFailed", onAuth);
@@ -159,7 +173,23 @@ export function connect(
     if (!mayBeStarted || state === MANAGER_STATE.disconnected || state === undefined) {
       client.connect();
     }
+    if (shareMs < timeoutMs) share = setTimeout(nextMember, shareMs);
   });
+}
+
+/** Below this, a member's share of the connect time is not cut: a session takes a commit. */
+const MIN_MEMBER_SHARE_MS = 500;
+
+/**
+ * How long one member may take to answer before the client moves on: `timeoutMs` split over
+ * the members plus one (so the last member tried keeps two shares), at least 500 ms. A client
+ * of another shape, or with one member, keeps the whole time.
+ */
+function memberShareMs(client: Client, timeoutMs: number): number {
+  const servers = managerOf(client)?.servers;
+  const count = Array.isArray(servers) ? servers.length : 1;
+  if (count < 2) return timeoutMs;
+  return Math.max(MIN_MEMBER_SHARE_MS, Math.floor(timeoutMs / (count + 1)));
 }
 
 /**
