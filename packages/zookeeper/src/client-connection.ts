@@ -182,8 +182,8 @@ const MIN_MEMBER_SHARE_MS = 500;
 
 /**
  * How long one member may take to answer before the client moves on: `timeoutMs` split over
- * the members plus one (so the last member tried keeps two shares), at least 500 ms. A client
- * of another shape, or with one member, keeps the whole time.
+ * the members plus one, at least 500 ms, so every member is tried within the time with a share
+ * left for one more try. A client of another shape, or with one member, keeps the whole time.
  */
 function memberShareMs(client: Client, timeoutMs: number): number {
   const servers = managerOf(client)?.servers;
