@@ -338,8 +338,10 @@ export class AcquirePipeline {
   ): Promise<void> {
     if (call.scope.aborted) {
       await this.#cleanupGrace(call);
+      // A timeout says the lock stayed held; a wait whose tries never heard so is a store that
+      // did not answer (a Redis Cluster refusing with CLUSTERDOWN, a store that stalls).
       throw this.#cutShort(call, () =>
-        call.waiting ? call.timeout() : call.noAnswer("acquiring"),
+        call.waiting && call.contended ? call.timeout() : call.noAnswer("acquiring"),
       );
     }
     if (!(error instanceof SessionLostError)) {

@@ -170,12 +170,27 @@ describe("transient backend failures during acquire", () => {
     expect(pending.error).toBeInstanceOf(BackendUnavailableError);
   });
 
-  it("a backend acquire that never answers (and ignores the signal) cannot hang a waiting acquire", async () => {
+  it("a backend acquire that never answers (and ignores the signal) cannot hang a waiting acquire, and is not reported as held", async () => {
     const { clock, backend, coordinator } = setup({ ttlMs: 1_000 });
     backend.hooks.acquire = () => new Promise(() => undefined);
     const pending = track(coordinator.acquire("jobs", { waitMs: 2_000 }));
     await clock.advance(2_000);
     expect(pending.status).toBe("rejected");
+    // Nothing ever said the lock was held: the store did not answer.
+    expect(pending.error).toBeInstanceOf(BackendUnavailableError);
+    expect((pending.error as Error).message).toContain('did not answer for "jobs"');
+  });
+
+  it("a backend that begins a blocking wait (it reads the signal) and is never granted: LockTimeoutError", async () => {
+    const { clock, backend, coordinator } = setup({ ttlMs: 1_000 });
+    backend.hooks.acquire = (_key, options) => {
+      // A backend reads the signal only when it is about to wait: the lock is held.
+      void options.signal;
+      return new Promise(() => undefined);
+    };
+    const pending = track(coordinator.acquire("jobs", { waitMs: 2_000 }));
+    await clock.advance(2_000);
+    expect(pending.error).toBeInstanceOf(LockTimeoutError);
   });
 
   it("a backend whose every acquire says SessionLostError does not spin: attempts are bounded and spaced", async () => {
