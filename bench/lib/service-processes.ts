@@ -10,6 +10,7 @@ import type { LatencySection } from "./results.js";
 import { addDelta, emptyTotals, idleRate, type ServerMeter, subtractIdle } from "./server-meter.js";
 import {
   type CellResult,
+  groupCellMs,
   type KeyMode,
   type ServiceBench,
   serviceCellMs,
@@ -106,12 +107,17 @@ export async function measureServiceProcesses(
         );
         const errors: string[] = [];
         // Unmeasured, at this mode's keys, as measureService warms up before each group.
-        for (const { v, i } of variants) await run(i, v.name, mode, warmUpMs(cellMs));
+        const warmUps: { samples: number[] }[] = [];
+        for (const { v, i } of variants) {
+          const cells = await run(i, v.name, mode, warmUpMs(cellMs));
+          warmUps.push({ samples: cells.flatMap((c) => c.samples) });
+        }
+        const ms = groupCellMs(cellMs, warmUps);
         for (let round = 0; round < rounds; round++) {
           const order = round % 2 === 0 ? variants : [...variants].reverse();
           for (const { v, i } of order) {
             const before = meter ? await meter.read() : undefined;
-            const cells = await run(i, v.name, mode, cellMs);
+            const cells = await run(i, v.name, mode, ms);
             const t = totals.get(i) as NonNullable<ReturnType<typeof totals.get>>;
             const elapsed = Math.max(...cells.map((c) => c.elapsedMs));
             for (const c of cells) {
@@ -143,6 +149,7 @@ export async function measureServiceProcesses(
             ],
             cellMs,
             rounds,
+            ms,
           ),
         );
       }

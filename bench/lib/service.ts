@@ -17,7 +17,7 @@ import {
   serverCost,
   subtractIdle,
 } from "./server-meter.js";
-import { summarise } from "./stats.js";
+import { quantile, summarise } from "./stats.js";
 
 /** How the callers pick their keys. */
 export type KeyMode = "distinct" | "random" | "hot";
@@ -104,6 +104,29 @@ export function serviceCellMs(fallback = 1_000): number {
 /** The unmeasured warm-up before a group of cells: half a cell (every caller finishes one op). */
 export function warmUpMs(cellMs: number): number {
   return Math.max(100, Math.round(cellMs / 2));
+}
+
+/** Acquire + release calls each caller makes in a measured cell, at least (see groupCellMs). */
+const CALLS_PER_CELL = 10;
+/** The longest a cell is made (see groupCellMs). */
+const MAX_CELL_MS = 5_000;
+
+/**
+ * The measured length of a group's cells: `cellMs`, or longer where a call takes so long that
+ * a caller would make fewer than ten in it (by the slowest variant's p50 in the group's
+ * warm-up), at most 5 s. A cell counts the calls under way when its time is up and runs until
+ * they end, so a cell of two or three calls per caller (a slow store at C = 256) times mostly
+ * its slowest caller's last call, and a variant whose slow calls are slower loses more than
+ * its calls do.
+ */
+export function groupCellMs(cellMs: number, warmUps: readonly { samples: number[] }[]): number {
+  let p50 = 0;
+  for (const w of warmUps) {
+    if (w.samples.length === 0) continue;
+    const sorted = [...w.samples].sort((a, b) => a - b);
+    p50 = Math.max(p50, quantile(sorted, 0.5));
+  }
+  return Math.min(MAX_CELL_MS, Math.max(cellMs, Math.ceil((p50 * CALLS_PER_CELL) / 100) * 100));
 }
 
 /**
@@ -249,15 +272,19 @@ export async function measureService(
         // a new number of callers times opening them (on an HTTP store, one socket per caller)
         // and the first use of each key, at most one or two locks per caller when a lock takes
         // a few hundred ms.
+        const warmUps: CellResult[] = [];
         for (const { i } of runs) {
-          await runCell(clients[i] as ServiceClient, i, mode, callers, warmUpMs(cellMs));
+          warmUps.push(
+            await runCell(clients[i] as ServiceClient, i, mode, callers, warmUpMs(cellMs)),
+          );
         }
+        const ms = groupCellMs(cellMs, warmUps);
         for (let round = 0; round < rounds; round++) {
           const order = round % 2 === 0 ? runs : [...runs].reverse();
           for (const { v, i } of order) {
             const meter = meterOf(v);
             const before = meter ? await meter.read() : undefined;
-            const cell = await runCell(clients[i] as ServiceClient, i, mode, callers, cellMs);
+            const cell = await runCell(clients[i] as ServiceClient, i, mode, callers, ms);
             const t = totals.get(i) as CellTotals;
             // A loop: a spread of a fast store's cell (300,000 samples) overflows the stack.
             for (const sample of cell.samples) t.samples.push(sample);
@@ -292,6 +319,7 @@ export async function measureService(
             [...bench.notes, ...errors],
             cellMs,
             rounds,
+            ms,
           ),
         );
       }
@@ -316,6 +344,8 @@ export function serviceSection(
   notes: readonly string[],
   cellMs: number,
   rounds: number,
+  /** The group's measured cell length (groupCellMs), when longer than `cellMs`. */
+  measuredMs = cellMs,
 ): LatencySection {
   const rows = measured.map((m) => {
     const s = summarise(m.totals.samples, m.totals.elapsedMs);
@@ -339,7 +369,12 @@ export function serviceSection(
     costLabel: "per lock",
     rows,
     notes: [
-      `${rounds} rounds of ${cellMs} ms per variant, in opposite orders, after an unmeasured warm-up of ${warmUpMs(cellMs)} ms per variant at the same keys and callers; p50/p99 of one acquire + release, waits and retries for a taken key included`,
+      `${rounds} rounds of ${measuredMs} ms per variant, in opposite orders, after an unmeasured warm-up of ${warmUpMs(cellMs)} ms per variant at the same keys and callers; p50/p99 of one acquire + release, waits and retries for a taken key included`,
+      ...(measuredMs > cellMs
+        ? [
+            `cells of ${measuredMs} ms instead of ${cellMs}: ${CALLS_PER_CELL} calls per caller at the slowest variant's p50 in the warm-up (at most ${MAX_CELL_MS} ms), since a cell runs until the calls under way at its end finish`,
+          ]
+        : []),
       ...notes,
     ],
     service: { mode, callers, processes },
