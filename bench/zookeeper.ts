@@ -311,12 +311,19 @@ export function serviceBench(url: string): ServiceBench {
                   if (at <= 0) break;
                   const before = `${dir}/${children[at - 1]}`;
                   await new Promise<void>((resolve) => {
-                    signal.addEventListener("abort", () => resolve(), { once: true });
+                    // One listener per wait on the cell's shared signal, taken off when the
+                    // wait ends: left on, they pile up over the cell (and each add looks
+                    // through the ones before it).
+                    const done = () => {
+                      signal.removeEventListener("abort", done);
+                      resolve();
+                    };
+                    signal.addEventListener("abort", done, { once: true });
                     raw.exists(
                       before,
-                      () => resolve(),
+                      () => done(),
                       (error, stat) => {
-                        if (error || !stat) resolve();
+                        if (error || !stat) done();
                       },
                     );
                   });
