@@ -18,7 +18,7 @@ import {
   serverCost,
   subtractIdle,
 } from "./server-meter.js";
-import { quantile, summarise } from "./stats.js";
+import { summarise } from "./stats.js";
 
 /** How the callers pick their keys. */
 export type KeyMode = "distinct" | "random" | "hot";
@@ -123,9 +123,7 @@ const MAX_CELL_MS = 5_000;
 export function groupCellMs(cellMs: number, warmUps: readonly { samples: number[] }[]): number {
   let p50 = 0;
   for (const w of warmUps) {
-    if (w.samples.length === 0) continue;
-    const sorted = [...w.samples].sort((a, b) => a - b);
-    p50 = Math.max(p50, quantile(sorted, 0.5));
+    if (w.samples.length > 0) p50 = Math.max(p50, summarise(w.samples, 0).p50);
   }
   return Math.min(MAX_CELL_MS, Math.max(cellMs, Math.ceil((p50 * CALLS_PER_CELL) / 100) * 100));
 }
